@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* p2pbar: definitions shared by the driver's files and its KUnit tests. */
+#ifndef P2PBAR_PRIV_H
+#define P2PBAR_PRIV_H
+
+#include <linux/types.h>
+#include <uapi/linux/p2pbar.h>
+
+#define P2PBAR_NR_BARS	6
+
+/**
+ * struct p2pbar_bar_desc - what BAR selection needs to know about one BAR
+ * @len: length in bytes, 0 if the BAR is not implemented
+ * @flags: IORESOURCE_* flags of the resource
+ * @start: CPU physical start address
+ */
+struct p2pbar_bar_desc {
+	u64 len;
+	unsigned long flags;
+	u64 start;
+};
+
+/**
+ * struct p2pbar_region - the part of a BAR that becomes p2pmem
+ * @bar: BAR number
+ * @offset: offset into the BAR
+ * @size: bytes
+ */
+struct p2pbar_region {
+	int bar;
+	u64 offset;
+	u64 size;
+};
+
+int p2pbar_pick_region(const struct p2pbar_bar_desc *bars, int bar, u64 offset,
+		       u64 size, u64 align, struct p2pbar_region *out,
+		       const char **why);
+int p2pbar_check_alloc(const struct p2pbar_alloc *a, u64 avail);
+
+#endif /* P2PBAR_PRIV_H */

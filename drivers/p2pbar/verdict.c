@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Topology verdict: can a client DMA to this provider's BAR, how, and why.
+ *
+ * p2pbar_verdict_compute() is pure (no PCI access) so that KUnit can feed it
+ * fake topologies; p2pbar_topo_path_fill() reads a real one. The rules are
+ * those of calc_map_type_and_dist() in drivers/pci/p2pdma.c: walk up from
+ * the provider, find the first bridge shared with the client, and look for
+ * ACS redirect on the ports below it; without a shared bridge, or with a
+ * redirect, traffic crosses the host bridge, which is allowed only on CPUs
+ * known to route P2P or for allow-listed host bridges.
+ */
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/p2pbar.h>
+#include <linux/pci-p2pdma.h>
+
+#include "p2pbar.h"
+
+/* The kernel's pci_p2pdma_whitelist[] (7.2, a superset of 6.1/6.12). */
+#define REQ_SAME_HOST_BRIDGE	BIT(0)
+#define ANY_DEVICE		0xffff
+static const struct {
+	u16 vendor;
+	u16 device;
+	u8 flags;
+} p2pbar_host_allowlist[] = {
+	{ PCI_VENDOR_ID_INTEL, 0x3c00, REQ_SAME_HOST_BRIDGE },	/* Xeon E5 */
+	{ PCI_VENDOR_ID_INTEL, 0x3c01, REQ_SAME_HOST_BRIDGE },
+	{ PCI_VENDOR_ID_INTEL, 0x2f00, REQ_SAME_HOST_BRIDGE },	/* Xeon E5 v3 */
+	{ PCI_VENDOR_ID_INTEL, 0x2f01, REQ_SAME_HOST_BRIDGE },
+	{ PCI_VENDOR_ID_INTEL, 0x2030, 0 },			/* Skylake-E */
+	{ PCI_VENDOR_ID_INTEL, 0x2031, 0 },
+	{ PCI_VENDOR_ID_INTEL, 0x2032, 0 },
+	{ PCI_VENDOR_ID_INTEL, 0x2033, 0 },
+	{ PCI_VENDOR_ID_INTEL, 0x2020, 0 },
+	{ PCI_VENDOR_ID_INTEL, 0x09a2, 0 },
+	{ PCI_VENDOR_ID_INTEL, 0x0b25, 0 },			/* DSA SPR0 (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x0cfe, 0 },			/* IAX SPR0 (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x11fb, 0 },			/* DSA GNRD (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x1212, 0 },			/* DSA DMR (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x1216, 0 },			/* IAA DMR (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x4940, 0 },			/* QAT 4XXX (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x4942, 0 },			/* QAT 401XX (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x4944, 0 },			/* QAT 402XX (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x4946, 0 },			/* QAT 420XX (7.2) */
+	{ PCI_VENDOR_ID_INTEL, 0x4948, 0 },			/* QAT 6XXX (7.2) */
+	{ 0x1ae0, ANY_DEVICE, 0 },				/* Google SoCs (7.2) */
+};
+
+static int host_allowed(const struct p2pbar_topo_path *p, bool same_host)
+{
+	int i;
+
+	if (!p->host_vendor)
+		return P2PBAR_HOST_NOT_LISTED;
+	for (i = 0; i < ARRAY_SIZE(p2pbar_host_allowlist); i++) {
+		if (p2pbar_host_allowlist[i].vendor != p->host_vendor)
+			continue;
+		if (p2pbar_host_allowlist[i].device != ANY_DEVICE &&
+		    p2pbar_host_allowlist[i].device != p->host_device)
+			continue;
+		if ((p2pbar_host_allowlist[i].flags & REQ_SAME_HOST_BRIDGE) &&
+		    !same_host)
+			return P2PBAR_HOST_NEEDS_SAME;
+		return P2PBAR_HOST_ALLOWLIST;
+	}
+	return P2PBAR_HOST_NOT_LISTED;
+}
+
+/**
+ * p2pbar_verdict_compute - decide whether and how two functions can do P2P
+ * @a: path of the provider
+ * @b: path of the client
+ * @cpu_routes_p2p: the CPU is known to route P2P through its host bridges
+ * @v: filled in (distance, map_type, reason, host_ok, acs_id, host_id);
+ *     argsz, flags and client are left alone
+ *
+ * Pure function: the result depends only on the arguments.
+ */
+void p2pbar_verdict_compute(const struct p2pbar_topo_path *a,
+			    const struct p2pbar_topo_path *b,
+			    bool cpu_routes_p2p, struct p2pbar_verdict *v)
+{
+	int ia, ib, common_b = -1;
+	int host_a, host_b;
+
+	v->acs_id = ~0U;
+	v->host_id = 0;
+	v->host_ok = P2PBAR_HOST_UNUSED;
+
+	/* Walk up from the provider until a node is also on the client path. */
+	for (ia = 0; ia < a->len; ia++) {
+		if (a->node[ia].acs_redirect && v->acs_id == ~0U)
+			v->acs_id = a->node[ia].id;
+		for (ib = 0; ib < b->len; ib++) {
+			if (a->node[ia].id == b->node[ib].id && a->host == b->host) {
+				common_b = ib;
+				break;
+			}
+		}
+		if (common_b >= 0)
+			break;
+	}
+
+	if (common_b < 0) {
+		v->distance = a->len + b->len;
+		v->reason = P2PBAR_REASON_NO_COMMON_BRIDGE;
+		v->acs_id = ~0U;	/* the kernel only reports ACS below a common bridge */
+	} else {
+		v->distance = ia + common_b;
+		/* ACS on the client side, below the common bridge. */
+		for (ib = 0; ib < common_b; ib++)
+			if (b->node[ib].acs_redirect && v->acs_id == ~0U)
+				v->acs_id = b->node[ib].id;
+		if (v->acs_id == ~0U) {
+			v->map_type = P2PBAR_MAP_DIRECT;
+			v->reason = P2PBAR_REASON_COMMON_BRIDGE;
+			return;
+		}
+		v->reason = P2PBAR_REASON_ACS_REDIRECT;
+	}
+
+	/* Through the host bridge(s). */
+	v->host_id = (u32)a->host_vendor << 16 | a->host_device;
+	if (cpu_routes_p2p) {
+		v->host_ok = P2PBAR_HOST_CPU;
+	} else if (a->host == b->host) {
+		v->host_ok = host_allowed(a, true);
+	} else {
+		host_a = host_allowed(a, false);
+		host_b = host_allowed(b, false);
+		v->host_ok = host_a;
+		if (host_a == P2PBAR_HOST_ALLOWLIST && host_b != P2PBAR_HOST_ALLOWLIST) {
+			v->host_ok = host_b;
+			v->host_id = (u32)b->host_vendor << 16 | b->host_device;
+		}
+	}
+
+	if (v->host_ok == P2PBAR_HOST_CPU || v->host_ok == P2PBAR_HOST_ALLOWLIST) {
+		v->map_type = P2PBAR_MAP_HOST_BRIDGE;
+	} else {
+		v->map_type = P2PBAR_MAP_REFUSED;
+		v->distance = -1;
+	}
+}
+EXPORT_SYMBOL_GPL(p2pbar_verdict_compute);
+
+static u32 p2pbar_pci_id(struct pci_dev *pdev)
+{
+	return (u32)pci_domain_nr(pdev->bus) << 16 | pci_dev_id(pdev);
+}
+
+/* The representative function of a host bridge, as p2pdma.c picks it. */
+static struct pci_dev *host_bridge_dev(struct pci_bus *root)
+{
+	struct pci_dev *dev;
+
+	dev = list_first_entry_or_null(&root->devices, struct pci_dev, bus_list);
+	if (!dev)
+		return NULL;
+	if (dev->devfn == PCI_DEVFN(0, 0) ||
+	    (pci_is_pcie(dev) && pci_pcie_type(dev) == PCI_EXP_TYPE_ROOT_PORT))
+		return dev;
+	return NULL;
+}
+
+/**
+ * p2pbar_topo_path_fill - record @pdev and its upstream bridges
+ * @pdev: the function; the caller holds a reference to it
+ * @path: filled in
+ *
+ * Return: 0, or -E2BIG if the hierarchy is deeper than the path can hold.
+ */
+int p2pbar_topo_path_fill(struct pci_dev *pdev, struct p2pbar_topo_path *path)
+{
+	struct pci_host_bridge *host = pci_find_host_bridge(pdev->bus);
+	struct pci_dev *dev, *hb;
+	u16 ctrl;
+	int pos;
+
+	memset(path, 0, sizeof(*path));
+	for (dev = pdev; dev; dev = pci_upstream_bridge(dev)) {
+		if (path->len == P2PBAR_TOPO_MAX_DEPTH)
+			return -E2BIG;
+		path->node[path->len].id = p2pbar_pci_id(dev);
+		pos = pci_find_ext_capability(dev, PCI_EXT_CAP_ID_ACS);
+		if (pos) {
+			pci_read_config_word(dev, pos + PCI_ACS_CTRL, &ctrl);
+			path->node[path->len].acs_redirect =
+				!!(ctrl & (PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC));
+		}
+		path->len++;
+	}
+	path->host = (u32)pci_domain_nr(host->bus) << 16 | host->bus->number;
+	hb = host_bridge_dev(host->bus);
+	if (hb) {
+		path->host_vendor = hb->vendor;
+		path->host_device = hb->device;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(p2pbar_topo_path_fill);
+
+static bool p2pbar_cpu_routes_p2p(void)
+{
+#ifdef CONFIG_X86
+	/* Any AMD CPU whose family ID is Zen or newer, as p2pdma.c decides. */
+	if (boot_cpu_data.x86_vendor == X86_VENDOR_AMD && boot_cpu_data.x86 >= 0x17)
+		return true;
+#endif
+	return false;
+}
+
+/**
+ * p2pbar_verdict - topology verdict between two PCI functions
+ * @provider: function whose memory is the DMA target
+ * @client: function that would issue the DMA
+ * @v: filled in as by p2pbar_verdict_compute()
+ *
+ * The caller holds references to both functions. Agrees with the kernel's
+ * pci_p2pdma_distance() and adds the reason in terms a person can act on.
+ *
+ * Return: 0, or a negative errno if a path could not be read.
+ */
+int p2pbar_verdict(struct pci_dev *provider, struct pci_dev *client,
+		   struct p2pbar_verdict *v)
+{
+	struct p2pbar_topo_path *pa, *pb;
+	int ret;
+
+	pa = kmalloc_array(2, sizeof(*pa), GFP_KERNEL);
+	if (!pa)
+		return -ENOMEM;
+	pb = pa + 1;
+	ret = p2pbar_topo_path_fill(provider, pa);
+	if (!ret)
+		ret = p2pbar_topo_path_fill(client, pb);
+	if (!ret)
+		p2pbar_verdict_compute(pa, pb, p2pbar_cpu_routes_p2p(), v);
+	kfree(pa);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(p2pbar_verdict);
+
+static const char * const map_names[] = {
+	[P2PBAR_MAP_REFUSED] = "refused",
+	[P2PBAR_MAP_DIRECT] = "direct",
+	[P2PBAR_MAP_HOST_BRIDGE] = "host-bridge",
+};
+
+/**
+ * p2pbar_map_name - short name of an enum p2pbar_map_type value
+ * @map_type: the value
+ *
+ * Return: "direct", "host-bridge", "refused" or "?".
+ */
+const char *p2pbar_map_name(u32 map_type)
+{
+	return map_type < ARRAY_SIZE(map_names) ? map_names[map_type] : "?";
+}
+EXPORT_SYMBOL_GPL(p2pbar_map_name);
+
+/**
+ * p2pbar_verdict_explain - the reason of a verdict in words
+ * @v: a computed verdict
+ * @buf: output
+ * @len: size of @buf
+ *
+ * Return: the number of characters written, as scnprintf().
+ */
+int p2pbar_verdict_explain(const struct p2pbar_verdict *v, char *buf, size_t len)
+{
+	int n = 0;
+
+	switch (v->reason) {
+	case P2PBAR_REASON_COMMON_BRIDGE:
+		return scnprintf(buf, len, "common upstream bridge, no ACS redirect");
+	case P2PBAR_REASON_ACS_REDIRECT:
+		n = scnprintf(buf, len, "ACS redirect set on %04x:%02x:%02x.%x",
+			      v->acs_id >> 16, (v->acs_id >> 8) & 0xff,
+			      PCI_SLOT(v->acs_id & 0xff), PCI_FUNC(v->acs_id & 0xff));
+		break;
+	default:
+		n = scnprintf(buf, len, "no common upstream bridge");
+		break;
+	}
+	switch (v->host_ok) {
+	case P2PBAR_HOST_CPU:
+		n += scnprintf(buf + n, len - n, "; CPU routes P2P through the host bridge");
+		break;
+	case P2PBAR_HOST_ALLOWLIST:
+		n += scnprintf(buf + n, len - n, "; host bridge %04x:%04x is allow-listed",
+			       v->host_id >> 16, v->host_id & 0xffff);
+		break;
+	case P2PBAR_HOST_NEEDS_SAME:
+		n += scnprintf(buf + n, len - n,
+			       "; host bridge %04x:%04x allows P2P only within itself",
+			       v->host_id >> 16, v->host_id & 0xffff);
+		break;
+	case P2PBAR_HOST_NOT_LISTED:
+		n += scnprintf(buf + n, len - n, "; host bridge %04x:%04x not in allowlist",
+			       v->host_id >> 16, v->host_id & 0xffff);
+		break;
+	}
+	return n;
+}
+EXPORT_SYMBOL_GPL(p2pbar_verdict_explain);

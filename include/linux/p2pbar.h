@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * p2pbar: in-kernel interface of the BAR provider.
+ *
+ * A provider instance (struct p2pbar) exists for each PCI function bound to
+ * the p2pbar driver. Users look one up, take a reference, allocate p2pmem
+ * with a revoke callback and free it again. When the provider goes away
+ * (unbind, rmmod, hot-unplug) every user's revoke callback is called and the
+ * provider waits, bounded, for the memory to be freed before tearing down.
+ */
+#ifndef _LINUX_P2PBAR_H
+#define _LINUX_P2PBAR_H
+
+#include <linux/pci.h>
+#include <linux/types.h>
+#include <uapi/linux/p2pbar.h>
+
+struct p2pbar;
+struct p2pbar_mem;
+
+/**
+ * struct p2pbar_user_ops - callbacks of an in-kernel p2pmem user
+ * @revoke: the provider is going away. Stop DMA to @mem and call
+ *	    p2pbar_free() on it, from this callback or soon after (another
+ *	    thread may do it). Called without provider locks held, in process
+ *	    context, at most once per allocation.
+ */
+struct p2pbar_user_ops {
+	void (*revoke)(struct p2pbar_mem *mem, void *priv);
+};
+
+/**
+ * struct p2pbar_topo_node - one PCI function on the way to the root, for
+ *	the topology verdict
+ * @id: domain << 16 | bus << 8 | devfn (identity and messages)
+ * @acs_redirect: ACS Control has P2P Request/Completion Redirect or Egress
+ *	Control set (PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC)
+ */
+struct p2pbar_topo_node {
+	u32 id;
+	bool acs_redirect;
+};
+
+#define P2PBAR_TOPO_MAX_DEPTH	16
+
+/**
+ * struct p2pbar_topo_path - a function and its upstream bridges
+ * @node: node[0] is the function, node[len - 1] sits on the root bus
+ * @len: number of valid entries in @node
+ * @host: identity of the host bridge (domain << 16 | root bus number)
+ * @host_vendor: vendor of the host bridge's representative function
+ *	(devfn 00.0 or a root port first on the root bus), 0 if none
+ * @host_device: its device ID
+ */
+struct p2pbar_topo_path {
+	struct p2pbar_topo_node node[P2PBAR_TOPO_MAX_DEPTH];
+	int len;
+	u32 host;
+	u16 host_vendor;
+	u16 host_device;
+};
+
+void p2pbar_verdict_compute(const struct p2pbar_topo_path *provider,
+			    const struct p2pbar_topo_path *client,
+			    bool cpu_routes_p2p, struct p2pbar_verdict *v);
+int p2pbar_topo_path_fill(struct pci_dev *pdev, struct p2pbar_topo_path *path);
+int p2pbar_verdict(struct pci_dev *provider, struct pci_dev *client,
+		   struct p2pbar_verdict *v);
+int p2pbar_verdict_explain(const struct p2pbar_verdict *v, char *buf, size_t len);
+const char *p2pbar_map_name(u32 map_type);
+
+struct p2pbar *p2pbar_get(struct pci_dev *pdev);
+struct p2pbar *p2pbar_find(struct device *client);
+void p2pbar_put(struct p2pbar *pb);
+struct pci_dev *p2pbar_pci_dev(struct p2pbar *pb);
+
+struct p2pbar_mem *p2pbar_alloc(struct p2pbar *pb, size_t size,
+				const struct p2pbar_user_ops *ops, void *priv);
+void p2pbar_free(struct p2pbar_mem *mem);
+void *p2pbar_mem_vaddr(struct p2pbar_mem *mem);
+pci_bus_addr_t p2pbar_mem_bus_addr(struct p2pbar_mem *mem);
+size_t p2pbar_mem_size(struct p2pbar_mem *mem);
+
+#endif /* _LINUX_P2PBAR_H */

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * p2pbar: a PCI BAR exposed as p2pmem, userspace interface.
+ *
+ * Every ioctl argument starts with argsz (the size userspace filled in) and
+ * flags; unknown flags and non-zero reserved fields are rejected with
+ * -EINVAL so that they can be given a meaning later. Structures have no
+ * implicit padding.
+ */
+#ifndef _UAPI_LINUX_P2PBAR_H
+#define _UAPI_LINUX_P2PBAR_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define P2PBAR_IOC_MAGIC	0xB7
+
+/* Topology verdict between the provider and a client function. */
+enum p2pbar_map_type {
+	P2PBAR_MAP_REFUSED	= 0,	/* no P2P possible: -EREMOTEIO for users */
+	P2PBAR_MAP_DIRECT	= 1,	/* bus addresses through a common bridge */
+	P2PBAR_MAP_HOST_BRIDGE	= 2,	/* routed through the host bridge */
+};
+
+/* Why the verdict is what it is (enum p2pbar_map_type explains how). */
+enum p2pbar_reason {
+	P2PBAR_REASON_COMMON_BRIDGE	= 0,	/* common upstream bridge, no ACS redirect */
+	P2PBAR_REASON_ACS_REDIRECT	= 1,	/* ACS RR/CR/EC set on a port of the path */
+	P2PBAR_REASON_NO_COMMON_BRIDGE	= 2,	/* only the host bridge is shared */
+};
+
+/* How the host bridge was judged when traffic has to cross it. */
+enum p2pbar_host_ok {
+	P2PBAR_HOST_UNUSED	= 0,	/* path does not cross the host bridge */
+	P2PBAR_HOST_CPU		= 1,	/* the CPU is known to route P2P (AMD Zen+) */
+	P2PBAR_HOST_ALLOWLIST	= 2,	/* host bridge is in the kernel's allowlist */
+	P2PBAR_HOST_NOT_LISTED	= 3,	/* host bridge is not in the allowlist */
+	P2PBAR_HOST_NEEDS_SAME	= 4,	/* listed, but only within one host bridge */
+};
+
+/**
+ * struct p2pbar_info - P2PBAR_IOC_INFO: describe this provider
+ * @argsz: sizeof(struct p2pbar_info)
+ * @flags: in: 0; out: P2PBAR_INFO_F_*
+ * @bar: BAR number backing the p2pmem
+ * @pci_id: domain << 16 | bus << 8 | devfn of the provider
+ * @bar_size: size of that BAR in bytes
+ * @offset: offset of the p2pmem inside the BAR
+ * @size: bytes of p2pmem registered with the P2PDMA core
+ * @bus_addr: PCI bus address of the first p2pmem byte
+ * @alloc_bytes: bytes currently allocated through this driver
+ * @alloc_count: number of live allocations through this driver
+ * @reserved: must be zero
+ */
+struct p2pbar_info {
+	__u32 argsz;
+	__u32 flags;
+#define P2PBAR_INFO_F_PUBLISHED		(1U << 0)
+#define P2PBAR_INFO_F_USER_MMAP		(1U << 1)	/* kernel can map p2pmem to users */
+	__u32 bar;
+	__u32 pci_id;
+	__u64 bar_size;
+	__u64 offset;
+	__u64 size;
+	__u64 bus_addr;
+	__u64 alloc_bytes;
+	__u32 alloc_count;
+	__u32 reserved;
+};
+
+/**
+ * struct p2pbar_alloc - P2PBAR_IOC_ALLOC: allocate zeroed p2pmem
+ * @argsz: sizeof(struct p2pbar_alloc)
+ * @flags: must be 0
+ * @size: in: bytes, a non-zero multiple of the page size
+ * @align: in: 0 for page alignment, else a power of two >= page size
+ *	   (alignment of the bus address)
+ * @handle: out: names the allocation in P2PBAR_IOC_FREE
+ * @reserved: must be zero
+ * @mmap_offset: out: pass to mmap() (MAP_SHARED) to map the allocation
+ * @bus_addr: out: PCI bus address of the allocation
+ */
+struct p2pbar_alloc {
+	__u32 argsz;
+	__u32 flags;
+	__u64 size;
+	__u64 align;
+	__u32 handle;
+	__u32 reserved;
+	__u64 mmap_offset;
+	__u64 bus_addr;
+};
+
+/**
+ * struct p2pbar_free - P2PBAR_IOC_FREE: release an allocation
+ * @argsz: sizeof(struct p2pbar_free)
+ * @flags: must be 0
+ * @handle: from P2PBAR_IOC_ALLOC on the same open file
+ * @reserved: must be zero
+ *
+ * The memory returns to the pool once no mapping or I/O still holds it.
+ */
+struct p2pbar_free {
+	__u32 argsz;
+	__u32 flags;
+	__u32 handle;
+	__u32 reserved;
+};
+
+/**
+ * struct p2pbar_verdict - P2PBAR_IOC_VERDICT: can @client DMA to this BAR?
+ * @argsz: sizeof(struct p2pbar_verdict)
+ * @flags: must be 0
+ * @client: in: domain << 16 | bus << 8 | devfn of the client function
+ * @distance: out: as pci_p2pdma_distance(), -1 when refused
+ * @map_type: out: enum p2pbar_map_type
+ * @reason: out: enum p2pbar_reason
+ * @host_ok: out: enum p2pbar_host_ok
+ * @acs_id: out: first port with ACS redirect (pci_id form), or ~0
+ * @host_id: out: vendor << 16 | device of the host bridge judged, or 0
+ * @reserved: must be zero
+ */
+struct p2pbar_verdict {
+	__u32 argsz;
+	__u32 flags;
+	__u32 client;
+	__s32 distance;
+	__u32 map_type;
+	__u32 reason;
+	__u32 host_ok;
+	__u32 acs_id;
+	__u32 host_id;
+	__u32 reserved;
+};
+
+#define P2PBAR_IOC_INFO		_IOWR(P2PBAR_IOC_MAGIC, 0x00, struct p2pbar_info)
+#define P2PBAR_IOC_ALLOC	_IOWR(P2PBAR_IOC_MAGIC, 0x01, struct p2pbar_alloc)
+#define P2PBAR_IOC_FREE		_IOW(P2PBAR_IOC_MAGIC, 0x02, struct p2pbar_free)
+#define P2PBAR_IOC_VERDICT	_IOWR(P2PBAR_IOC_MAGIC, 0x03, struct p2pbar_verdict)
+
+#endif /* _UAPI_LINUX_P2PBAR_H */

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of the provider's pure logic: BAR selection, allocation
+ * request checks and the topology verdict, on fake devices and topologies.
+ */
+#include <kunit/test.h>
+#include <linux/ioport.h>
+#include <linux/mm.h>
+#include <linux/sizes.h>
+#include <linux/string.h>
+#include <linux/p2pbar.h>
+#include <p2p_compat.h>
+
+#include "../drivers/p2pbar/p2pbar.h"
+
+#define MEM64PF	(IORESOURCE_MEM | IORESOURCE_MEM_64 | IORESOURCE_PREFETCH)
+
+/* BAR0 32-bit MMIO 4K, BAR1 I/O, BAR2 64-bit pf 64M, BAR4 64-bit pf 16M */
+static const struct p2pbar_bar_desc fake_bars[P2PBAR_NR_BARS] = {
+	[0] = { .len = SZ_4K, .flags = IORESOURCE_MEM, .start = 0xfe000000 },
+	[1] = { .len = 0x100, .flags = IORESOURCE_IO, .start = 0xc000 },
+	[2] = { .len = SZ_64M, .flags = MEM64PF, .start = 0x800000000ULL },
+	[4] = { .len = SZ_16M, .flags = MEM64PF, .start = 0x804000000ULL },
+};
+
+static void pick_auto_takes_largest_64bit_prefetchable(struct kunit *test)
+{
+	struct p2pbar_region r;
+	const char *why;
+
+	KUNIT_ASSERT_EQ(test, p2pbar_pick_region(fake_bars, -1, 0, 0, SZ_2M, &r, &why), 0);
+	KUNIT_EXPECT_EQ(test, r.bar, 2);
+	KUNIT_EXPECT_EQ(test, r.offset, 0ULL);
+	KUNIT_EXPECT_EQ(test, r.size, (u64)SZ_64M);
+	KUNIT_EXPECT_NULL(test, why);
+}
+
+static void pick_auto_without_candidate(struct kunit *test)
+{
+	struct p2pbar_bar_desc bars[P2PBAR_NR_BARS] = {
+		[0] = { .len = SZ_64M, .flags = IORESOURCE_MEM, .start = 0xe0000000 },
+	};
+	struct p2pbar_region r = { .bar = 77 };
+	const char *why = NULL;
+
+	KUNIT_EXPECT_EQ(test, p2pbar_pick_region(bars, -1, 0, 0, SZ_2M, &r, &why), -ENODEV);
+	KUNIT_EXPECT_NOT_NULL(test, why);
+	KUNIT_EXPECT_EQ(test, r.bar, 77);	/* untouched on failure */
+	/* but an explicit 32-bit BAR is fine */
+	KUNIT_EXPECT_EQ(test, p2pbar_pick_region(bars, 0, 0, 0, SZ_2M, &r, &why), 0);
+	KUNIT_EXPECT_EQ(test, r.size, (u64)SZ_64M);
+}
+
+struct pick_case {
+	const char *name;
+	int bar;
+	u64 offset, size;
+	int ret;
+	u64 want_size;
+};
+
+static const struct pick_case pick_cases[] = {
+	{ "explicit BAR 4",		4, 0, 0, 0, SZ_16M },
+	{ "offset and size",		2, SZ_4M, SZ_8M, 0, SZ_8M },
+	{ "size 0 means to the end",	2, SZ_32M, 0, 0, SZ_32M },
+	{ "I/O BAR",			1, 0, 0, -EINVAL },
+	{ "unimplemented BAR",		3, 0, 0, -EINVAL },
+	{ "BAR 6 does not exist",	6, 0, 0, -EINVAL },
+	{ "negative BAR",		-2, 0, 0, -EINVAL },
+	{ "BAR smaller than 2 MiB",	0, 0, 0, -EINVAL },
+	{ "offset not 2 MiB multiple",	2, SZ_1M, 0, -EINVAL },
+	{ "size not 2 MiB multiple",	2, 0, SZ_1M, -EINVAL },
+	{ "offset beyond BAR",		2, SZ_64M, 0, -EINVAL },
+	{ "offset + size beyond BAR",	2, SZ_32M, SZ_64M, -EINVAL },
+	{ "offset + size overflow",	2, SZ_2M, 0xffffffffffe00000ULL, -EINVAL },
+};
+
+static void pick_case_desc(const struct pick_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+KUNIT_ARRAY_PARAM(pick, pick_cases, pick_case_desc);
+
+static void pick_table(struct kunit *test)
+{
+	const struct pick_case *c = test->param_value;
+	struct p2pbar_region r = {};
+	const char *why = NULL;
+	int ret;
+
+	ret = p2pbar_pick_region(fake_bars, c->bar, c->offset, c->size, SZ_2M, &r, &why);
+	KUNIT_EXPECT_EQ(test, ret, c->ret);
+	if (ret) {
+		KUNIT_EXPECT_NOT_NULL(test, why);
+	} else {
+		KUNIT_EXPECT_EQ(test, r.size, c->want_size);
+		KUNIT_EXPECT_EQ(test, r.bar, c->bar);
+	}
+}
+
+static void pick_misaligned_bar_start(struct kunit *test)
+{
+	struct p2pbar_bar_desc bars[P2PBAR_NR_BARS] = {
+		[2] = { .len = SZ_8M, .flags = MEM64PF, .start = 0x800100000ULL },
+	};
+	struct p2pbar_region r;
+	const char *why;
+
+	KUNIT_EXPECT_EQ(test, p2pbar_pick_region(bars, 2, 0, 0, SZ_2M, &r, &why), -EINVAL);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(why, "aligned"));
+}
+
+struct alloc_case {
+	const char *name;
+	struct p2pbar_alloc a;
+	int ret;
+};
+
+static const struct alloc_case alloc_cases[] = {
+	{ "one page",		{ .size = PAGE_SIZE }, 0 },
+	{ "all of it",		{ .size = SZ_64M }, 0 },
+	{ "aligned 2M",		{ .size = SZ_2M, .align = SZ_2M }, 0 },
+	{ "size 0",		{ .size = 0 }, -EINVAL },
+	{ "size not page multiple", { .size = PAGE_SIZE + 1 }, -EINVAL },
+	{ "more than the BAR",	{ .size = SZ_128M }, -ENOSPC },
+	{ "huge",		{ .size = ~0ULL & PAGE_MASK }, -ENOSPC },
+	{ "align not power of 2", { .size = PAGE_SIZE, .align = 3 * PAGE_SIZE }, -EINVAL },
+	{ "align below page",	{ .size = PAGE_SIZE, .align = 512 }, -EINVAL },
+	{ "align makes it too big", { .size = SZ_64M, .align = SZ_2M }, -ENOSPC },
+	{ "flags set",		{ .size = PAGE_SIZE, .flags = 1 }, -EINVAL },
+	{ "reserved set",	{ .size = PAGE_SIZE, .reserved = 1 }, -EINVAL },
+};
+
+static void alloc_case_desc(const struct alloc_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+KUNIT_ARRAY_PARAM(alloc, alloc_cases, alloc_case_desc);
+
+static void alloc_table(struct kunit *test)
+{
+	const struct alloc_case *c = test->param_value;
+
+	KUNIT_EXPECT_EQ(test, p2pbar_check_alloc(&c->a, SZ_64M), c->ret);
+}
+
+/* ---- verdicts on fake topologies ---- */
+
+#define ID(bus, dev, fn)	((bus) << 8 | PCI_DEVFN(dev, fn))
+#define Q35	0x8086, 0x29c0
+
+/* path from a list of ids, node[0] first; acs: bitmask of nodes with redirect */
+static void mkpath(struct p2pbar_topo_path *p, u32 host, u16 hv, u16 hd,
+		   unsigned int acs, int n, const u32 *ids)
+{
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	for (i = 0; i < n; i++) {
+		p->node[i].id = ids[i];
+		p->node[i].acs_redirect = acs & BIT(i);
+	}
+	p->len = n;
+	p->host = host;
+	p->host_vendor = hv;
+	p->host_device = hd;
+}
+
+/* root port 00:1c.0 -> upstream 01:00.0 -> downstream 02:00.0 / 02:01.0 */
+static const u32 sw_nvme[] = { ID(3, 0, 0), ID(2, 0, 0), ID(1, 0, 0), ID(0, 0x1c, 0) };
+static const u32 sw_bar[] = { ID(4, 0, 0), ID(2, 1, 0), ID(1, 0, 0), ID(0, 0x1c, 0) };
+static const u32 rp_a[] = { ID(5, 0, 0), ID(0, 0x1d, 0) };
+static const u32 rp_b[] = { ID(6, 0, 0), ID(0, 0x1e, 0) };
+static const u32 fn0[] = { ID(7, 0, 0), ID(0, 0x1f, 0) };
+static const u32 fn1[] = { ID(7, 0, 1), ID(0, 0x1f, 0) };
+
+static void verdict_switch_is_direct(struct kunit *test)
+{
+	struct p2pbar_topo_path a, b;
+	struct p2pbar_verdict v = {};
+	char why[160];
+
+	mkpath(&a, 0, Q35, 0, 4, sw_bar);
+	mkpath(&b, 0, Q35, 0, 4, sw_nvme);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_DIRECT);
+	KUNIT_EXPECT_EQ(test, v.distance, 4);
+	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_COMMON_BRIDGE);
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_UNUSED);
+	p2pbar_verdict_explain(&v, why, sizeof(why));
+	KUNIT_EXPECT_STREQ(test, why, "common upstream bridge, no ACS redirect");
+}
+
+static void verdict_same_function_and_sibling(struct kunit *test)
+{
+	struct p2pbar_topo_path a, b;
+	struct p2pbar_verdict v = {};
+
+	mkpath(&a, 0, Q35, 0, 2, fn0);
+	p2pbar_verdict_compute(&a, &a, false, &v);
+	KUNIT_EXPECT_EQ(test, v.distance, 0);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_DIRECT);
+
+	mkpath(&b, 0, Q35, 0, 2, fn1);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.distance, 2);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_DIRECT);
+}
+
+static void verdict_acs_redirect(struct kunit *test)
+{
+	struct p2pbar_topo_path a, b;
+	struct p2pbar_verdict v = {};
+	char why[160];
+
+	/* ACS redirect on the client's downstream port 02:00.0 (node 1) */
+	mkpath(&a, 0, Q35, 0, 4, sw_bar);
+	mkpath(&b, 0, Q35, BIT(1), 4, sw_nvme);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+	KUNIT_EXPECT_EQ(test, v.distance, -1);
+	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_ACS_REDIRECT);
+	KUNIT_EXPECT_EQ(test, v.acs_id, (u32)ID(2, 0, 0));
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_NOT_LISTED);
+	p2pbar_verdict_explain(&v, why, sizeof(why));
+	KUNIT_EXPECT_STREQ(test, why,
+			   "ACS redirect set on 0000:02:00.0; host bridge 8086:29c0 not in allowlist");
+
+	/* the same path on an AMD Zen CPU goes through the host bridge */
+	p2pbar_verdict_compute(&a, &b, true, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+	KUNIT_EXPECT_EQ(test, v.distance, 4);
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_CPU);
+
+	/* ACS on the common upstream port counts too (the kernel checks it) */
+	mkpath(&a, 0, Q35, BIT(2), 4, sw_bar);
+	mkpath(&b, 0, Q35, 0, 4, sw_nvme);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.acs_id, (u32)ID(1, 0, 0));
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+}
+
+static void verdict_root_ports(struct kunit *test)
+{
+	struct p2pbar_topo_path a, b;
+	struct p2pbar_verdict v = {};
+	char why[160];
+
+	mkpath(&a, 0, Q35, 0, 2, rp_a);
+	mkpath(&b, 0, Q35, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+	KUNIT_EXPECT_EQ(test, v.distance, -1);
+	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_NO_COMMON_BRIDGE);
+	p2pbar_verdict_explain(&v, why, sizeof(why));
+	KUNIT_EXPECT_STREQ(test, why, "no common upstream bridge; host bridge 8086:29c0 not in allowlist");
+
+	p2pbar_verdict_compute(&a, &b, true, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+	KUNIT_EXPECT_EQ(test, v.distance, 4);	/* as the kernel counts: both full paths */
+
+	/* Skylake-E host bridge is allow-listed */
+	mkpath(&a, 0, 0x8086, 0x2030, 0, 2, rp_a);
+	mkpath(&b, 0, 0x8086, 0x2030, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_ALLOWLIST);
+}
+
+static void verdict_host_bridges(struct kunit *test)
+{
+	struct p2pbar_topo_path a, b;
+	struct p2pbar_verdict v = {};
+
+	/* Xeon E5 needs both ends under the same host bridge */
+	mkpath(&a, 0, 0x8086, 0x3c00, 0, 2, rp_a);
+	mkpath(&b, 0, 0x8086, 0x3c00, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+	mkpath(&b, 0x80, 0x8086, 0x3c00, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_NEEDS_SAME);
+
+	/* two different allow-listed host bridges */
+	mkpath(&a, 0, 0x8086, 0x2030, 0, 2, rp_a);
+	mkpath(&b, 0x80, 0x8086, 0x2031, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+
+	/* one listed, the other not: the unlisted one is named */
+	mkpath(&b, 0x80, Q35, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+	KUNIT_EXPECT_EQ(test, v.host_id, 0x808629c0U);
+
+	/* equal ids under different host bridges are different functions */
+	mkpath(&a, 0, Q35, 0, 2, rp_a);
+	mkpath(&b, 0x10000, Q35, 0, 2, rp_a);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_NO_COMMON_BRIDGE);
+
+	/* no representative host bridge function at all */
+	mkpath(&a, 0, 0, 0, 0, 2, rp_a);
+	mkpath(&b, 0, 0, 0, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+
+	/* Google: any device ID */
+	mkpath(&a, 0, 0x1ae0, 0x1234, 0, 2, rp_a);
+	mkpath(&b, 0, 0x1ae0, 0x1234, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+}
+
+static struct kunit_case p2pbar_cases[] = {
+	KUNIT_CASE(pick_auto_takes_largest_64bit_prefetchable),
+	KUNIT_CASE(pick_auto_without_candidate),
+	KUNIT_CASE_PARAM(pick_table, pick_gen_params),
+	KUNIT_CASE(pick_misaligned_bar_start),
+	KUNIT_CASE_PARAM(alloc_table, alloc_gen_params),
+	KUNIT_CASE(verdict_switch_is_direct),
+	KUNIT_CASE(verdict_same_function_and_sibling),
+	KUNIT_CASE(verdict_acs_redirect),
+	KUNIT_CASE(verdict_root_ports),
+	KUNIT_CASE(verdict_host_bridges),
+	{}
+};
+
+static struct kunit_suite p2pbar_suite = {
+	.name = "p2pbar",
+	.test_cases = p2pbar_cases,
+};
+kunit_test_suite(p2pbar_suite);
+
+P2P_IMPORT_NS("EXPORTED_FOR_KUNIT_TESTING");
+MODULE_DESCRIPTION("KUnit tests of the p2pbar provider's logic");
+MODULE_LICENSE("GPL");

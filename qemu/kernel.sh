@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Fetch Debian's linux-source-<series> and build the suite's test kernels.
+#
+#   qemu/kernel.sh source  <series>            extract the source, print its path
+#   qemu/kernel.sh build   <series> [flavour]  full build (bzImage), print build dir
+#   qemu/kernel.sh prepare <series> [flavour]  modules_prepare only, print build dir
+#   qemu/kernel.sh key     <series> [flavour]  print the cache key
+#
+# flavour: base (qemu/configs/base.config) or debug (base + debug.config).
+# Results are cached under $P2P_CACHE keyed by Debian version + fragment hash;
+# an entry counts only once its .complete/.prepared stamp exists, and the stamp
+# is the last thing written, so an interrupted build is resumed, never trusted.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# Bump when the way a config is produced changes (not the fragments: they are hashed).
+RECIPE=1
+
+fragments() {
+	echo "$P2P_TOP/qemu/configs/base.config"
+	[ "$1" = debug ] && echo "$P2P_TOP/qemu/configs/debug.config"
+	return 0
+}
+
+deb_version() {
+	papt_update
+	papt apt-cache policy "linux-source-$1" | sed -n 's/^  Candidate: //p' | grep -v '(none)' ||
+		die "no linux-source-$1 in suites: $P2P_DEBIAN_SUITES"
+}
+
+src_tree() {
+	local series=$1 ver dir deb
+	# reuse an extracted tree without asking apt (offline re-runs)
+	dir=$(ls -d "$P2P_CACHE/src/linux-source-$series"_*/ 2>/dev/null | sort -V | tail -n 1 || true)
+	if [ -n "$dir" ] && [ -z "${P2P_REFRESH:-}" ]; then echo "${dir%/}"; return; fi
+	ver=$(deb_version "$series")
+	dir="$P2P_CACHE/src/linux-source-${series}_$ver"
+	[ -d "$dir" ] && { echo "$dir"; return; }
+	mkdir -p "$P2P_CACHE/debs" "$P2P_CACHE/src"
+	deb=$(ls "$P2P_CACHE/debs/linux-source-${series}_${ver}_all.deb" 2>/dev/null || true)
+	if [ -z "$deb" ]; then
+		say "fetch: linux-source-$series $ver"
+		(cd "$P2P_CACHE/debs" && papt apt-get -qq download "linux-source-$series=$ver" 2>/dev/null) ||
+			die "download of linux-source-$series failed"
+		deb="$P2P_CACHE/debs/linux-source-${series}_${ver}_all.deb"
+	fi
+	say "extract: linux-source-$series $ver"
+	rm -rf "$dir.tmp"; mkdir -p "$dir.tmp"
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO --wildcards './usr/src/linux-source-*.tar.xz' |
+		xz -dc -T0 | tar -x -C "$dir.tmp" --strip-components=1
+	mv "$dir.tmp" "$dir"
+	echo "$dir"
+}
+
+cache_key() {
+	local series=$1 flavour=$2 src ver h
+	src=$(src_tree "$series")
+	ver=${src##*_}
+	h=$( { echo "recipe=$RECIPE"; cat $(fragments "$flavour"); } | sha256sum | cut -c1-12)
+	echo "${series}_${ver}-$flavour-$h"
+}
+
+# Check that every symbol the fragments ask for made it into .config. A symbol
+# that this kernel does not define at all is only reported.
+check_config() {
+	local src=$1 out=$2 flavour=$3 line sym val bad=0
+	while IFS= read -r line; do
+		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+		sym=${line%%=*}; val=${line#*=}
+		if ! grep -rqs --include='Kconfig*' -E "^[[:space:]]*(menu)?config ${sym#CONFIG_}\$" "$src"; then
+			say "config: $sym does not exist in this kernel (skipped)"
+			continue
+		fi
+		if [ "$val" = n ]; then
+			grep -q "^$sym=" "$out/.config" && { echo "config: $sym should be unset" >&2; bad=1; }
+		else
+			grep -qxF "$sym=$val" "$out/.config" ||
+				{ echo "config: wanted $sym=$val, got: $(grep -E "^(# )?$sym[= ]" "$out/.config" || echo absent)" >&2; bad=1; }
+		fi
+	done < <(cat $(fragments "$flavour"))
+	[ $bad -eq 0 ] || die "config fragment not honoured (missing dependency?)"
+}
+
+# Run make with one progress line every 20 s instead of thousands of lines.
+make_progress() {
+	local log=$1 what=$2; shift 2
+	local start; start=$(date +%s)
+	( "$@" >"$log" 2>&1 ) &
+	local pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		sleep 20
+		kill -0 $pid 2>/dev/null || break
+		say "$what: $(grep -cE '^  (CC|AS|LD|AR)' "$log" || true) objects, $(( $(date +%s) - start ))s, last: $(grep -E '^  (CC|LD)' "$log" | tail -n 1 | awk '{print $NF}')"
+	done
+	if ! wait $pid; then
+		grep -E 'error|Error' "$log" | head -n 20 >&2
+		die "$what failed, log: $log"
+	fi
+}
+
+configure() {
+	local series=$1 flavour=$2 src=$3 out=$4 frag="$4/.fragment"
+	mkdir -p "$out"
+	cat $(fragments "$flavour") > "$frag"
+	say "configure: $series $flavour (allnoconfig + fragments)"
+	make -s -C "$src" O="$out" allnoconfig KCONFIG_ALLCONFIG="$frag" >"$out/configure.log" 2>&1 ||
+		{ cat "$out/configure.log" >&2; die "configure failed"; }
+	check_config "$src" "$out" "$flavour"
+}
+
+do_build() {
+	local mode=$1 series=$2 flavour=${3:-base} src key out stamp jobs
+	src=$(src_tree "$series")
+	key=$(cache_key "$series" "$flavour")
+	out="$P2P_CACHE/build/$key"
+	if [ "$mode" = build ]; then stamp=.complete; else stamp=.prepared; fi
+	if [ -e "$out/.complete" ] || [ -e "$out/$stamp" ]; then echo "$out"; return; fi
+	host_build_deps
+	[ -e "$out/.config" ] && [ -e "$out/.fragment" ] || configure "$series" "$flavour" "$src" "$out"
+	jobs=$(( $(nproc) + 1 ))
+	if [ "$mode" = build ]; then
+		say "build: $key (-j$jobs), a cold build takes several minutes"
+		make_progress "$out/build.log" "build $series $flavour" make -C "$src" O="$out" -j"$jobs" all
+	else
+		say "prepare: $key (modules_prepare)"
+		make_progress "$out/build.log" "prepare $series" make -C "$src" O="$out" -j"$jobs" modules_prepare
+	fi
+	echo "$key" > "$out/$stamp.tmp" && mv "$out/$stamp.tmp" "$out/$stamp"
+	say "$mode: done: $out"
+	echo "$out"
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+source)  src_tree "${1:?series}" ;;
+key)     cache_key "${1:?series}" "${2:-base}" ;;
+build)   do_build build "${1:?series}" "${2:-base}" ;;
+prepare) do_build prepare "${1:?series}" "${2:-base}" ;;
+*)       sed -n '3,14p' "$0" | sed 's/^# \?//'; exit 2 ;;
+esac
