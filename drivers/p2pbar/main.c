@@ -823,7 +823,7 @@ static const struct file_operations p2pbar_fops = {
 	.mmap = p2pbar_mmap,
 };
 
-/* ---- sysfs: <pci device>/p2pbar/ ------------------------------------- */
+/* ---- sysfs: /sys/class/p2pbar/p2pbarN/ -------------------------------- */
 
 #define P2PBAR_SHOW(name, fmt, expr)					\
 static ssize_t name##_show(struct device *dev,				\
@@ -885,15 +885,7 @@ static struct attribute *p2pbar_attrs[] = {
 	NULL,
 };
 
-static const struct attribute_group p2pbar_group = {
-	.name = "p2pbar",
-	.attrs = p2pbar_attrs,
-};
-
-static const struct attribute_group *p2pbar_groups[] = {
-	&p2pbar_group,
-	NULL,
-};
+ATTRIBUTE_GROUPS(p2pbar);
 
 /* ---- debugfs: allocations and verdicts (tables do not belong in sysfs) -- */
 
@@ -988,9 +980,9 @@ static int p2pbar_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		pci_err(pdev, "more than %d providers bound\n", P2PBAR_MAX_DEVS);
 		goto err_put;
 	}
-	pb->dev = device_create(p2pbar_class, &pdev->dev,
-				MKDEV(MAJOR(p2pbar_devt), pb->minor), pb,
-				"p2pbar%d", pb->minor);
+	pb->dev = device_create_with_groups(p2pbar_class, &pdev->dev,
+					    MKDEV(MAJOR(p2pbar_devt), pb->minor),
+					    pb, p2pbar_groups, "p2pbar%d", pb->minor);
 	if (IS_ERR(pb->dev)) {
 		ret = PTR_ERR(pb->dev);
 		goto err_minor;
@@ -1109,7 +1101,6 @@ static struct pci_driver p2pbar_driver = {
 	.id_table = NULL,	/* bind with driver_override or new_id only */
 	.probe = p2pbar_probe,
 	.remove = p2pbar_remove,
-	.dev_groups = p2pbar_groups,
 };
 
 static int __init p2pbar_init(void)

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for guest test scripts: KTAP output and device lookup.
+# A guest test is a sequence of suites; each suite prints one KTAP document
+# between <<<KTAP-BEGIN guest.NAME>>> and <<<KTAP-END>>> markers, which the
+# host runner collects and feeds to the kernel's kunit.py parser.
+
+_suite=
+_n=0
+_failed=0
+_any_failed=0
+
+suite_begin() {
+	_suite=$1
+	_n=0
+	_failed=0
+	: > "/tmp/ktap.$_suite"
+}
+
+# tap ok|"not ok" DESCRIPTION [# SKIP reason]
+_tap() {
+	_n=$((_n + 1))
+	echo "    $1 $_n $2" >> "/tmp/ktap.$_suite"
+	echo "[$_suite] $1 $_n $2"
+	if [ "$1" != ok ]; then _failed=1; _any_failed=1; fi
+}
+pass() { _tap ok "$1"; }
+fail() { _tap "not ok" "$1"; }
+skip() { _tap ok "$1 # SKIP $2"; }
+diag() { echo "    # $*" >> "/tmp/ktap.$_suite"; echo "[$_suite] # $*"; }
+
+# check DESCRIPTION COMMAND...: pass when the command succeeds
+check() {
+	_d=$1; shift
+	if "$@"; then pass "$_d"; else fail "$_d"; fi
+}
+# check_eq DESCRIPTION GOT WANT
+check_eq() {
+	if [ "$2" = "$3" ]; then pass "$1"; else diag "$1: got '$2', want '$3'"; fail "$1"; fi
+}
+
+suite_end() {
+	echo "<<<KTAP-BEGIN guest.$_suite>>>"
+	echo "KTAP version 1"
+	echo "1..1"
+	echo "    KTAP version 1"
+	echo "    # Subtest: $_suite"
+	echo "    1..$_n"
+	cat "/tmp/ktap.$_suite"
+	if [ $_failed -eq 0 ]; then echo "ok 1 $_suite"; else echo "not ok 1 $_suite"; fi
+	echo "<<<KTAP-END>>>"
+	return $_failed
+}
+
+# Ask the host to check bytes after the run (see qemu/hostcheck.py).
+hostcheck() { echo "P2P-HOSTCHECK $*"; }
+
+# find_pci VENDOR DEVICE [N]: the Nth (default 1st) function with that ID
+find_pci() {
+	_i=0
+	for d in /sys/bus/pci/devices/*; do
+		if [ "$(cat "$d/vendor")" = "0x$1" ] && [ "$(cat "$d/device")" = "0x$2" ]; then
+			_i=$((_i + 1))
+			if [ "$_i" = "${3:-1}" ]; then basename "$d"; return 0; fi
+		fi
+	done
+	return 1
+}
+
+# bind DRIVER BDF: bind with driver_override, unbinding the current driver
+bind() {
+	_dev=/sys/bus/pci/devices/$2
+	[ -e "$_dev/driver" ] && echo "$2" > "$_dev/driver/unbind"
+	echo "$1" > "$_dev/driver_override"
+	echo "$2" > /sys/bus/pci/drivers_probe
+	[ "$(basename "$(readlink "$_dev/driver")")" = "$1" ]
+}
+
+# nvme_blk BDF: /dev/nvmeXn1 of an NVMe controller bound to the nvme driver
+nvme_blk() {
+	for n in /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1; do
+		[ -e "$n" ] && { echo "/dev/${n##*/}"; return 0; }
+	done
+	return 1
+}
+
+load() { insmod "/lib/modules/$1.ko" ${2:+$2}; }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the guest initramfs: busybox-static, /init, the suite's modules,
+# the guest test scripts and static userspace tools.
+#
+#   qemu/initramfs.sh <output.cpio.gz> <module-dir>...
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+out=$1; shift
+root=$(mktemp -d "${TMPDIR:-/tmp}/p2p-initramfs.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,lib/modules,tests,etc,root}
+cp /bin/busybox "$root/bin/busybox"
+for app in $("$root/bin/busybox" --list); do
+	[ -e "$root/bin/$app" ] || ln -s busybox "$root/bin/$app"
+done
+install -m 0755 "$P2P_TOP/qemu/guest/init" "$root/init"
+install -m 0644 "$P2P_TOP/qemu/guest/lib.sh" "$root/tests/lib.sh"
+for t in "$P2P_TOP"/qemu/tests/*.guest.sh; do
+	install -m 0755 "$t" "$root/tests/$(basename "$t")"
+done
+for d in "$@"; do
+	find "$d" -name '*.ko' -exec cp {} "$root/lib/modules/" \;
+done
+for b in "$P2P_TOP"/tools/build/*; do
+	[ -x "$b" ] && install -m 0755 "$b" "$root/bin/"
+done
+# an unprivileged user for permission tests
+printf 'root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/tmp:/bin/sh\n' > "$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp"
+mv "$out.tmp" "$out"

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: GPL-2.0
+# vIOMMU on, devices under one switch: the kernel uses bus addresses
+# (direct), but QEMU routes every DMA through the vIOMMU, which faults,
+# while the nvme model still reports success. An emulator limitation:
+# the host check reports it as SKIP, never as a pass.
+P_DESC="intel-iommu on, switch (emulator limitation for the data path)"
+P_CPU=max
+P_EXPECT=direct
+P_DISTANCE=4
+P_APPEND="intel_iommu=on"
+P_LIMIT=qemu-switch-p2p-through-viommu
+P_DEVICES=(
+	-device intel-iommu,intremap=off
+	-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=1,addr=0x4
+	-device x3130-upstream,id=up0,bus=rp0
+	-device xio3130-downstream,id=dn0,bus=up0,chassis=2,slot=0
+	-device xio3130-downstream,id=dn1,bus=up0,chassis=3,slot=1
+	$(nvme_dev nvme0 dn0)
+	$(bar_dev bar0 dn1)
+)

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot one topology profile and run one guest test in it.
+#
+#   qemu/run.sh [--flavour base|debug] [--timeout SEC] [--quiet] PROFILE TEST
+#
+# Builds (or reuses) the 6.12 test kernel, the suite's modules and tools
+# for it, an initramfs, fresh disk images and a BAR backing file, boots
+# q35 under TCG, then runs the host checks. Everything lands in
+# out/runs/PROFILE.TEST.FLAVOUR/: serial.log, ktap/*.ktap, the images and
+# a status file that says "fail" until the run has been judged a pass.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+flavour=base
+timeout=600
+quiet=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--flavour) flavour=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--quiet) quiet=1; shift ;;
+	-*) die "unknown option $1" ;;
+	*) break ;;
+	esac
+done
+profile=${1:?profile}
+test=${2:?test}
+[ -f "$P2P_TOP/qemu/profiles/$profile.sh" ] || die "no profile $profile (see qemu/profiles/)"
+[ -x "$P2P_TOP/qemu/tests/$test.guest.sh" ] || die "no guest test $test (see qemu/tests/)"
+
+OUT=$P2P_TOP/out
+RUN=$OUT/runs/$profile.$test.$flavour
+rm -rf "$RUN"
+mkdir -p "$RUN/ktap"
+echo fail > "$RUN/status"
+
+bench_run_deps
+kdir=$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" "$flavour")
+mods=$("$P2P_TOP/qemu/modules.sh" "$kdir")
+make -s -C "$P2P_TOP/tools" >/dev/null
+initrd=$OUT/initramfs-$(basename "$kdir").cpio.gz
+"$P2P_TOP/qemu/initramfs.sh" "$initrd" "$mods"
+
+# Fresh images: patterned namespaces, a zeroed BAR backing file.
+mkdir -p "$OUT/images"
+for img in nvme0 nvme1; do
+	[ -s "$OUT/images/$img.pattern" ] || python3 "$P2P_TOP/qemu/mkimage.py" "$OUT/images/$img.pattern" $((64 << 20)) "$img"
+	cp "$OUT/images/$img.pattern" "$RUN/$img.img"
+done
+
+nvme_dev() {	# nvme_dev ID BUS [extra device properties]
+	echo "-drive file=$RUN/$1.img,if=none,id=drv-$1,format=raw,cache=writethrough"
+	echo "-device nvme,drive=drv-$1,serial=$1,id=$1,bus=$2${3:+,$3}"
+}
+bar_dev() {	# bar_dev ID BUS [extra]: ivshmem-plain, 64 MiB RAM the host can read
+	truncate -s 64M "$RUN/$1.mem"
+	echo "-object memory-backend-file,id=mem-$1,size=64M,mem-path=$RUN/$1.mem,share=on"
+	echo "-device ivshmem-plain,memdev=mem-$1,id=$1,bus=$2${3:+,$3}"
+}
+P_APPEND= P_LIMIT= P_DISTANCE=-2
+. "$P2P_TOP/qemu/profiles/$profile.sh"
+
+append="console=ttyS0 loglevel=3 panic=-1 oops=panic kunit.enable=1 p2ptest=$test p2pprofile=$profile"
+append+=" p2pexpect=$P_EXPECT p2pdistance=$P_DISTANCE${P_LIMIT:+ p2plimit=$P_LIMIT} $P_APPEND"
+mem=1G
+[ "$flavour" = debug ] && mem=3G
+cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
+	-nodefaults -display none -no-reboot
+	-serial "file:$RUN/serial.log"
+	-qmp "unix:$RUN/qmp.sock,server=on,wait=off"
+	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$initrd" -append "$append"
+	"${P_DEVICES[@]}")
+printf '%q ' "${cmd[@]}" > "$RUN/qemu.cmd"
+
+[ -n "$quiet" ] || say "boot: $profile ($P_DESC), test $test, $flavour kernel"
+start=$(date +%s)
+set +e
+timeout --foreground "$timeout" "${cmd[@]}" >"$RUN/qemu.log" 2>&1
+qrc=$?
+set -e
+secs=$(( $(date +%s) - start ))
+echo "$secs" > "$RUN/seconds"
+if [ $qrc -eq 124 ]; then
+	echo "P2P-TIMEOUT after ${timeout}s" >> "$RUN/serial.log"
+fi
+
+python3 "$P2P_TOP/qemu/ktap.py" extract "$RUN"
+python3 "$P2P_TOP/qemu/hostcheck.py" "$RUN" > "$RUN/ktap/host.ktap"
+if [ $qrc -eq 0 ] && ! grep -rq '^not ok' "$RUN/ktap"; then
+	echo pass > "$RUN/status"
+fi
+[ -n "$quiet" ] || say "done: $profile.$test.$flavour in ${secs}s: $(cat "$RUN/status") (qemu exit $qrc, log $RUN/serial.log)"
+[ "$(cat "$RUN/status")" = pass ]

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pctl: operate the P2PDMA suite from the shell.
+ *
+ *   p2pctl info [DEV]                         describe a provider (/dev/p2pbar0)
+ *   p2pctl verdict CLIENT [DEV]               can CLIENT (a BDF) DMA to the provider?
+ *   p2pctl dma-read BLK OFF LEN (--dev DEV | --sysfs BDF)
+ *                                             O_DIRECT read of BLK into p2pmem
+ *   p2pctl dma-write BLK OFF LEN BYTE (--dev DEV | --sysfs BDF)
+ *                                             fill p2pmem with BYTE, O_DIRECT write to BLK
+ *
+ * Options: --json for machine output. Exit status: 0, or the errno of the
+ * failing step (EREMOTEIO = 121 when the kernel refuses P2P).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/p2pbar.h>
+
+static int json;
+
+static int fail(int err, const char *what)
+{
+	if (json)
+		printf("{\"error\":\"%s\",\"errno\":%d,\"step\":\"%s\"}\n", strerror(err), err, what);
+	else
+		fprintf(stderr, "p2pctl: %s: %s (errno %d)\n", what, strerror(err), err);
+	return err;
+}
+
+static int parse_bdf(const char *s, uint32_t *id)
+{
+	unsigned int dom = 0, bus, dev, fn;
+
+	if (sscanf(s, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4) {
+		dom = 0;
+		if (sscanf(s, "%x:%x.%x", &bus, &dev, &fn) != 3)
+			return -1;
+	}
+	if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+		return -1;
+	*id = dom << 16 | bus << 8 | dev << 3 | fn;
+	return 0;
+}
+
+static int open_dev(const char *path, struct p2pbar_info *info)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	memset(info, 0, sizeof(*info));
+	info->argsz = sizeof(*info);
+	if (ioctl(fd, P2PBAR_IOC_INFO, info)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+static int cmd_info(const char *path)
+{
+	struct p2pbar_info i;
+	int fd = open_dev(path, &i);
+
+	if (fd < 0)
+		return fail(-fd, path);
+	if (json)
+		printf("{\"device\":\"%s\",\"pci\":\"%04x:%02x:%02x.%x\",\"bar\":%u,\"bar_size\":%llu,"
+		       "\"offset\":%llu,\"size\":%llu,\"bus_addr\":%llu,\"alloc_bytes\":%llu,"
+		       "\"alloc_count\":%u,\"published\":%s,\"user_mmap\":%s}\n",
+		       path, i.pci_id >> 16, (i.pci_id >> 8) & 0xff, (i.pci_id >> 3) & 0x1f,
+		       i.pci_id & 7, i.bar, (unsigned long long)i.bar_size,
+		       (unsigned long long)i.offset, (unsigned long long)i.size,
+		       (unsigned long long)i.bus_addr, (unsigned long long)i.alloc_bytes,
+		       i.alloc_count, i.flags & P2PBAR_INFO_F_PUBLISHED ? "true" : "false",
+		       i.flags & P2PBAR_INFO_F_USER_MMAP ? "true" : "false");
+	else
+		printf("%s: %04x:%02x:%02x.%x BAR %u, %llu MiB p2pmem at offset %llu, bus %#llx\n"
+		       "  allocated: %llu bytes in %u allocations, %spublished\n",
+		       path, i.pci_id >> 16, (i.pci_id >> 8) & 0xff, (i.pci_id >> 3) & 0x1f,
+		       i.pci_id & 7, i.bar, (unsigned long long)i.size >> 20,
+		       (unsigned long long)i.offset, (unsigned long long)i.bus_addr,
+		       (unsigned long long)i.alloc_bytes, i.alloc_count,
+		       i.flags & P2PBAR_INFO_F_PUBLISHED ? "" : "not ");
+	close(fd);
+	return 0;
+}
+
+static const char *map_name(uint32_t m)
+{
+	return m == P2PBAR_MAP_DIRECT ? "direct" :
+	       m == P2PBAR_MAP_HOST_BRIDGE ? "host-bridge" : "refused";
+}
+
+static const char *reason_name(uint32_t r)
+{
+	return r == P2PBAR_REASON_COMMON_BRIDGE ? "common upstream bridge" :
+	       r == P2PBAR_REASON_ACS_REDIRECT ? "ACS redirect on the path" :
+	       "no common upstream bridge";
+}
+
+static int cmd_verdict(const char *client, const char *path)
+{
+	struct p2pbar_verdict v = { .argsz = sizeof(v) };
+	struct p2pbar_info i;
+	int fd;
+
+	if (parse_bdf(client, &v.client))
+		return fail(EINVAL, "client must be a PCI address like 0000:03:00.0");
+	fd = open_dev(path, &i);
+	if (fd < 0)
+		return fail(-fd, path);
+	if (ioctl(fd, P2PBAR_IOC_VERDICT, &v))
+		return fail(errno, "P2PBAR_IOC_VERDICT");
+	close(fd);
+	if (json)
+		printf("{\"client\":\"%s\",\"verdict\":\"%s\",\"distance\":%d,\"reason\":%u,"
+		       "\"host_ok\":%u,\"acs_id\":%u,\"host_id\":%u}\n", client, map_name(v.map_type),
+		       v.distance, v.reason, v.host_ok, v.acs_id, v.host_id);
+	else
+		printf("%s -> %s: %s (distance %d): %s\n", client, path, map_name(v.map_type),
+		       v.distance, reason_name(v.reason));
+	return 0;
+}
+
+/* Physical address of a mapped page, from /proc/self/pagemap (root only). */
+static int virt_to_phys(void *p, uint64_t *phys)
+{
+	uint64_t ent;
+	long ps = sysconf(_SC_PAGESIZE);
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &ent, 8, ((uintptr_t)p / ps) * 8) != 8) {
+		close(fd);
+		return -EIO;
+	}
+	close(fd);
+	if (!(ent & (1ULL << 63)) || !(ent & ((1ULL << 55) - 1)))
+		return -ENOENT;
+	*phys = (ent & ((1ULL << 55) - 1)) * ps + (uintptr_t)p % ps;
+	return 0;
+}
+
+/* Offset of @phys inside whichever BAR of @bdf contains it (sysfs "resource"). */
+static int bar_offset_of(const char *bdf, uint64_t phys, uint64_t *off)
+{
+	char path[256], line[128];
+	unsigned long long s, e, f;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", bdf);
+	fp = fopen(path, "r");
+	if (!fp)
+		return -errno;
+	while (fgets(line, sizeof(line), fp)) {
+		if (sscanf(line, "%llx %llx %llx", &s, &e, &f) == 3 && e && phys >= s && phys <= e) {
+			fclose(fp);
+			*off = phys - s;
+			return 0;
+		}
+	}
+	fclose(fp);
+	return -ENOENT;
+}
+
+struct p2pbuf {
+	void *p;
+	size_t len;
+	int fd;
+	uint64_t bar_offset;
+};
+
+/* p2pmem from the kernel's own sysfs allocator (6.2+) or from /dev/p2pbarN. */
+static int get_p2pmem(const char *dev, const char *bdf, size_t len, struct p2pbuf *b)
+{
+	char path[256];
+	uint64_t phys = 0;
+	int ret;
+
+	b->len = len;
+	if (bdf) {
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/allocate", bdf);
+		b->fd = open(path, O_RDWR | O_CLOEXEC);
+		if (b->fd < 0)
+			return fail(errno, path);
+		b->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+		if (b->p == MAP_FAILED)
+			return fail(errno, "mmap p2pmem/allocate");
+		/* touch nothing: the pages are inserted at mmap time */
+		ret = virt_to_phys(b->p, &phys);
+		if (!ret)
+			ret = bar_offset_of(bdf, phys, &b->bar_offset);
+		if (ret)
+			return fail(-ret, "locating the allocation in the BAR");
+		return 0;
+	} else {
+		struct p2pbar_alloc a = { .argsz = sizeof(a), .size = len };
+		struct p2pbar_info i;
+
+		b->fd = open_dev(dev, &i);
+		if (b->fd < 0)
+			return fail(-b->fd, dev);
+		if (ioctl(b->fd, P2PBAR_IOC_ALLOC, &a))
+			return fail(errno, "P2PBAR_IOC_ALLOC");
+		b->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, a.mmap_offset);
+		if (b->p == MAP_FAILED)
+			return fail(errno, "mmap");
+		b->bar_offset = a.bus_addr - i.bus_addr + i.offset;
+		return 0;
+	}
+}
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ULL;
+	return h;
+}
+
+static int cmd_dma(int write, int argc, char **argv)
+{
+	const char *blk, *dev = "/dev/p2pbar0", *bdf = NULL;
+	unsigned long long off, len;
+	int i, bfd, byte = 0, n = 0;
+	struct p2pbuf b;
+	ssize_t r;
+
+	if (argc < 3 + write)
+		return fail(EINVAL, "usage: dma-read BLK OFF LEN | dma-write BLK OFF LEN BYTE");
+	blk = argv[0];
+	off = strtoull(argv[1], NULL, 0);
+	len = strtoull(argv[2], NULL, 0);
+	if (write)
+		byte = strtol(argv[3], NULL, 0);
+	for (i = 3 + write; i < argc; i++) {
+		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev = argv[++i];
+		else if (!strcmp(argv[i], "--sysfs") && i + 1 < argc)
+			bdf = argv[++i];
+		else
+			return fail(EINVAL, argv[i]);
+	}
+	n = get_p2pmem(dev, bdf, len, &b);
+	if (n)
+		return n;
+	bfd = open(blk, (write ? O_WRONLY : O_RDONLY) | O_DIRECT | O_CLOEXEC);
+	if (bfd < 0)
+		return fail(errno, blk);
+	if (write) {
+		memset(b.p, byte, len);
+		r = pwrite(bfd, b.p, len, off);
+	} else {
+		r = pread(bfd, b.p, len, off);
+	}
+	if (r < 0)
+		return fail(errno, write ? "O_DIRECT pwrite from p2pmem" : "O_DIRECT pread into p2pmem");
+	if ((unsigned long long)r != len)
+		return fail(EIO, "short transfer");
+	if (json)
+		printf("{\"bytes\":%zd,\"bar_offset\":%llu,\"fnv1a\":\"%016llx\"}\n", r,
+		       (unsigned long long)b.bar_offset, (unsigned long long)fnv1a(b.p, len));
+	else
+		printf("%s %zd bytes, p2pmem at BAR offset %#llx, fnv1a %016llx\n",
+		       write ? "wrote" : "read", r, (unsigned long long)b.bar_offset,
+		       (unsigned long long)fnv1a(b.p, len));
+	close(bfd);
+	munmap(b.p, len);
+	close(b.fd);
+	return 0;
+}
+
+static void usage(void)
+{
+	fputs("usage: p2pctl [--json] COMMAND ...\n"
+	      "  info [DEV]                      describe a provider (default /dev/p2pbar0)\n"
+	      "  verdict CLIENT [DEV]            topology verdict for CLIENT (PCI address)\n"
+	      "  dma-read BLK OFF LEN [--dev DEV | --sysfs BDF]\n"
+	      "                                  O_DIRECT read from block device into p2pmem\n"
+	      "  dma-write BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]\n"
+	      "                                  fill p2pmem with BYTE, O_DIRECT write to BLK\n"
+	      "--sysfs BDF uses the kernel's p2pmem/allocate of that device.\n"
+	      "Exit status: 0 or the errno of the failing step (121 = EREMOTEIO).\n", stderr);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--json")) {
+		json = 1;
+		argv++;
+		argc--;
+	}
+	if (argc < 2) {
+		usage();
+		return 2;
+	}
+	if (!strcmp(argv[1], "info"))
+		return cmd_info(argc > 2 ? argv[2] : "/dev/p2pbar0");
+	if (!strcmp(argv[1], "verdict") && argc > 2)
+		return cmd_verdict(argv[2], argc > 3 ? argv[3] : "/dev/p2pbar0");
+	if (!strcmp(argv[1], "dma-read"))
+		return cmd_dma(0, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "dma-write"))
+		return cmd_dma(1, argc - 2, argv + 2);
+	usage();
+	return 2;
+}
