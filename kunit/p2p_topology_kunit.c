@@ -134,6 +134,7 @@ static struct kunit_suite topo_suite = {
 	.exit = topo_exit,
 	.test_cases = topo_cases,
 };
+
 kunit_test_suite(topo_suite);
 
 MODULE_DESCRIPTION("Live P2PDMA topology verdicts on the QEMU bench");

@@ -79,6 +79,7 @@ static void pick_case_desc(const struct pick_case *c, char *desc)
 {
 	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
 }
+
 KUNIT_ARRAY_PARAM(pick, pick_cases, pick_case_desc);
 
 static void pick_table(struct kunit *test)
@@ -135,6 +136,7 @@ static void alloc_case_desc(const struct alloc_case *c, char *desc)
 {
 	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
 }
+
 KUNIT_ARRAY_PARAM(alloc, alloc_cases, alloc_case_desc);
 
 static void alloc_table(struct kunit *test)
@@ -147,7 +149,8 @@ static void alloc_table(struct kunit *test)
 /* ---- verdicts on fake topologies ---- */
 
 #define ID(bus, dev, fn)	((bus) << 8 | PCI_DEVFN(dev, fn))
-#define Q35	0x8086, 0x29c0
+#define Q35V	0x8086	/* q35 host bridge 8086:29c0, not allow-listed */
+#define Q35D	0x29c0
 
 /* path from a list of ids, node[0] first; acs: bitmask of nodes with redirect */
 static void mkpath(struct p2pbar_topo_path *p, u32 host, u16 hv, u16 hd,
@@ -180,8 +183,8 @@ static void verdict_switch_is_direct(struct kunit *test)
 	struct p2pbar_verdict v = {};
 	char why[160];
 
-	mkpath(&a, 0, Q35, 0, 4, sw_bar);
-	mkpath(&b, 0, Q35, 0, 4, sw_nvme);
+	mkpath(&a, 0, Q35V, Q35D, 0, 4, sw_bar);
+	mkpath(&b, 0, Q35V, Q35D, 0, 4, sw_nvme);
 	p2pbar_verdict_compute(&a, &b, false, &v);
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_DIRECT);
 	KUNIT_EXPECT_EQ(test, v.distance, 4);
@@ -196,12 +199,12 @@ static void verdict_same_function_and_sibling(struct kunit *test)
 	struct p2pbar_topo_path a, b;
 	struct p2pbar_verdict v = {};
 
-	mkpath(&a, 0, Q35, 0, 2, fn0);
+	mkpath(&a, 0, Q35V, Q35D, 0, 2, fn0);
 	p2pbar_verdict_compute(&a, &a, false, &v);
 	KUNIT_EXPECT_EQ(test, v.distance, 0);
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_DIRECT);
 
-	mkpath(&b, 0, Q35, 0, 2, fn1);
+	mkpath(&b, 0, Q35V, Q35D, 0, 2, fn1);
 	p2pbar_verdict_compute(&a, &b, false, &v);
 	KUNIT_EXPECT_EQ(test, v.distance, 2);
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_DIRECT);
@@ -214,8 +217,8 @@ static void verdict_acs_redirect(struct kunit *test)
 	char why[160];
 
 	/* ACS redirect on the client's downstream port 02:00.0 (node 1) */
-	mkpath(&a, 0, Q35, 0, 4, sw_bar);
-	mkpath(&b, 0, Q35, BIT(1), 4, sw_nvme);
+	mkpath(&a, 0, Q35V, Q35D, 0, 4, sw_bar);
+	mkpath(&b, 0, Q35V, Q35D, BIT(1), 4, sw_nvme);
 	p2pbar_verdict_compute(&a, &b, false, &v);
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
 	KUNIT_EXPECT_EQ(test, v.distance, -1);
@@ -233,8 +236,8 @@ static void verdict_acs_redirect(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_CPU);
 
 	/* ACS on the common upstream port counts too (the kernel checks it) */
-	mkpath(&a, 0, Q35, BIT(2), 4, sw_bar);
-	mkpath(&b, 0, Q35, 0, 4, sw_nvme);
+	mkpath(&a, 0, Q35V, Q35D, BIT(2), 4, sw_bar);
+	mkpath(&b, 0, Q35V, Q35D, 0, 4, sw_nvme);
 	p2pbar_verdict_compute(&a, &b, false, &v);
 	KUNIT_EXPECT_EQ(test, v.acs_id, (u32)ID(1, 0, 0));
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
@@ -246,14 +249,15 @@ static void verdict_root_ports(struct kunit *test)
 	struct p2pbar_verdict v = {};
 	char why[160];
 
-	mkpath(&a, 0, Q35, 0, 2, rp_a);
-	mkpath(&b, 0, Q35, 0, 2, rp_b);
+	mkpath(&a, 0, Q35V, Q35D, 0, 2, rp_a);
+	mkpath(&b, 0, Q35V, Q35D, 0, 2, rp_b);
 	p2pbar_verdict_compute(&a, &b, false, &v);
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
 	KUNIT_EXPECT_EQ(test, v.distance, -1);
 	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_NO_COMMON_BRIDGE);
 	p2pbar_verdict_explain(&v, why, sizeof(why));
-	KUNIT_EXPECT_STREQ(test, why, "no common upstream bridge; host bridge 8086:29c0 not in allowlist");
+	KUNIT_EXPECT_STREQ(test, why,
+			   "no common upstream bridge; host bridge 8086:29c0 not in allowlist");
 
 	p2pbar_verdict_compute(&a, &b, true, &v);
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
@@ -289,14 +293,14 @@ static void verdict_host_bridges(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
 
 	/* one listed, the other not: the unlisted one is named */
-	mkpath(&b, 0x80, Q35, 0, 2, rp_b);
+	mkpath(&b, 0x80, Q35V, Q35D, 0, 2, rp_b);
 	p2pbar_verdict_compute(&a, &b, false, &v);
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
 	KUNIT_EXPECT_EQ(test, v.host_id, 0x808629c0U);
 
 	/* equal ids under different host bridges are different functions */
-	mkpath(&a, 0, Q35, 0, 2, rp_a);
-	mkpath(&b, 0x10000, Q35, 0, 2, rp_a);
+	mkpath(&a, 0, Q35V, Q35D, 0, 2, rp_a);
+	mkpath(&b, 0x10000, Q35V, Q35D, 0, 2, rp_a);
 	p2pbar_verdict_compute(&a, &b, false, &v);
 	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_NO_COMMON_BRIDGE);
 
@@ -331,6 +335,7 @@ static struct kunit_suite p2pbar_suite = {
 	.name = "p2pbar",
 	.test_cases = p2pbar_cases,
 };
+
 kunit_test_suite(p2pbar_suite);
 
 P2P_IMPORT_NS("EXPORTED_FOR_KUNIT_TESTING");

@@ -10,7 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 kdir=${1:?kdir}; shift
-dir=$P2P_TOP/out/modules/$(basename "$kdir")
+dir=$P2P_TOP/out/modules/${P2P_MODDIR:-$(basename "$kdir")}
 mkdir -p "$dir"
 # Copy sources only: .gitignore names every build artifact (excluded files
 # are also kept at the destination, so builds there stay incremental).

@@ -34,13 +34,15 @@ OUT=$P2P_TOP/out
 RUN=$OUT/runs/$profile.$test.$flavour
 rm -rf "$RUN"
 mkdir -p "$RUN/ktap"
+touch "$OUT/.build.lock"
 echo fail > "$RUN/status"
 
 bench_run_deps
 kdir=$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" "$flavour")
-mods=$("$P2P_TOP/qemu/modules.sh" "$kdir")
-make -s -C "$P2P_TOP/tools" >/dev/null
-initrd=$OUT/initramfs-$(basename "$kdir").cpio.gz
+# Parallel runs share the module and tool builds: one builder at a time.
+mods=$(flock "$OUT/.build.lock" sh -c 'make -s -C "$1/tools" >/dev/null && "$1/qemu/modules.sh" "$2"' \
+	sh "$P2P_TOP" "$kdir")
+initrd=$RUN/initramfs.cpio.gz
 "$P2P_TOP/qemu/initramfs.sh" "$initrd" "$mods"
 
 # Fresh images: patterned namespaces, a zeroed BAR backing file.

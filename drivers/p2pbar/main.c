@@ -97,7 +97,7 @@ struct p2pbar {
 	struct dentry *debugfs;
 	struct list_head list;
 
-	struct mutex lock;
+	struct mutex lock;	/* protects the members below */
 	bool dead;
 	bool published;
 	struct list_head mems;

@@ -61,7 +61,7 @@ int p2pbar_pick_region(const struct p2pbar_bar_desc *bars, int bar, u64 offset,
 		return -EINVAL;
 	}
 	if (!IS_ALIGNED(offset, align) || !IS_ALIGNED(size, align)) {
-		*why = "offset= and size= must be multiples of 2 MiB (ZONE_DEVICE section granularity)";
+		*why = "offset= and size= must be multiples of 2 MiB (ZONE_DEVICE granularity)";
 		return -EINVAL;
 	}
 	if (!IS_ALIGNED(b->start + offset, align)) {

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The bench's entry points (make demo, make check).
+#
+#   qemu/bench.sh demo       boot the switch topology, show verdicts and a P2P transfer
+#   qemu/bench.sh check      compile matrix + every run of qemu/matrix; ends with
+#                            "N passed, N failed"; exit status 0 only if nothing failed
+#   qemu/bench.sh kernels    fetch and build every kernel the bench uses
+#
+# Environment: P2P_CACHE (default ~/.cache/p2pdma-suite), P2P_MATRIX (a file
+# in qemu/matrix format), P2P_JOBS (parallel boots, default 2).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+OUT=$P2P_TOP/out
+
+kernels() {
+	local s
+	host_build_deps
+	need_pkgs sparse
+	"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base >/dev/null
+	"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" debug >/dev/null
+	for s in $P2P_COMPILE_SERIES; do
+		[ "$s" = "$P2P_RUNTIME_SERIES" ] || "$P2P_TOP/qemu/kernel.sh" prepare "$s" base >/dev/null
+	done
+}
+
+# The "build" suite: the modules compile warning-free (W=1) against every
+# kernel series, sparse-clean against the runtime kernel, checkpatch-clean,
+# and the tools build with -Werror.
+build_suite() {
+	local run=$OUT/runs/build s k n=0 results=() src
+	rm -rf "$run"; mkdir -p "$run/ktap"
+	: > "$run/serial.log"
+	t() {	# t DESCRIPTION COMMAND...
+		n=$((n + 1))
+		if "${@:2}" >>"$run/build.log" 2>&1; then results+=("    ok $n $1")
+		else results+=("    not ok $n $1"); say "FAILED: $1 (see $run/build.log)"; fi
+	}
+	for s in $P2P_COMPILE_SERIES; do
+		if [ "$s" = "$P2P_RUNTIME_SERIES" ]; then
+			k=$("$P2P_TOP/qemu/kernel.sh" build "$s" base)
+		else
+			k=$("$P2P_TOP/qemu/kernel.sh" prepare "$s" base)
+		fi
+		say "build: modules against $(basename "$k") (W=1)"
+		t "modules build without warnings against $s (W=1)" "$P2P_TOP/qemu/modules.sh" "$k" W=1
+		if [ "$s" = "$P2P_RUNTIME_SERIES" ]; then
+			rm -rf "$OUT/modules/sparse"
+			t "sparse (C=1) is clean against $s" env P2P_MODDIR=sparse "$P2P_TOP/qemu/modules.sh" "$k" C=1
+			src=$("$P2P_TOP/qemu/kernel.sh" source "$s")
+		fi
+	done
+	t "checkpatch --strict is clean" checkpatch "$src"
+	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
+	{
+		echo "KTAP version 1"; echo "1..1"
+		echo "    KTAP version 1"; echo "    # Subtest: build"; echo "    1..$n"
+		printf '%s\n' "${results[@]}"
+		if printf '%s\n' "${results[@]}" | grep -q 'not ok'; then echo "not ok 1 build"; else echo "ok 1 build"; fi
+	} > "$run/ktap/build.ktap"
+}
+
+checkpatch() {
+	local files
+	files=$(cd "$P2P_TOP" && git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^tools/' || true)
+	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
+	(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) |
+		tee /dev/stderr | grep -qE ': (ERROR|WARNING|CHECK):' && return 1
+	return 0
+}
+
+run_matrix() {
+	local matrix=${P2P_MATRIX:-$P2P_TOP/qemu/matrix} jobs=${P2P_JOBS:-2} runs=() line
+	while read -r line; do
+		line=${line%%#*}
+		[ -n "${line// }" ] && runs+=("$line")
+	done < "$matrix"
+	# build each flavour's kernel, modules and initramfs once, serially
+	for f in $(printf '%s\n' "${runs[@]}" | awk '{print $3}' | sort -u); do
+		"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" "$f" >/dev/null
+	done
+	say "check: ${#runs[@]} boots, $jobs at a time"
+	printf '%s\n' "${runs[@]}" | xargs -P "$jobs" -L 1 sh -c \
+		'if "$0/qemu/run.sh" --quiet --flavour "$3" "$1" "$2"; then r=pass; else r=FAIL; fi;
+		 printf "[bench] %-16s %-8s %-6s %s (%ss)\n" "$1" "$2" "$3" "$r" "$(cat "$0/out/runs/$1.$2.$3/seconds" 2>/dev/null)" >&2' \
+		"$P2P_TOP"
+}
+
+summary() {
+	local src runs
+	src=$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")
+	runs=$(ls -d "$OUT"/runs/*/)
+	python3 "$P2P_TOP/qemu/ktap.py" merge "$OUT/results.ktap" $runs
+	python3 "$P2P_TOP/qemu/ktap.py" count "$src/tools/testing/kunit/kunit.py" "$OUT/results.ktap" \
+		--json "$OUT/results.json"
+}
+
+demo() {
+	local run=$OUT/runs/switch.bench.base
+	kernels_demo() { host_build_deps; "$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base >/dev/null; }
+	kernels_demo
+	"$P2P_TOP/qemu/run.sh" switch bench || true
+	echo
+	echo "Emulated server: $(. "$P2P_TOP/qemu/profiles/switch.sh" 2>/dev/null; echo "$P_DESC")"
+	sed -n 's/.*\[bench\] # verdicts: \([^ ]*\) \([^ ]*\) \([^ ]*\) \([^ ]*\) [^ ]* \(.*\)/  verdict ivshmem -> nvme \1: \3, distance \4 (\5)/p' "$run/serial.log" | head -n 1
+	sed -n 's/.*\[bench\] # dma-read: rc=0 {"bytes":\([0-9]*\),"bar_offset":\([0-9]*\).*/  nvme driver read \1 bytes from the namespace straight into the BAR (offset \2)/p' "$run/serial.log"
+	grep -h 'host sees' "$run/ktap/host.ktap" | sed 's/^ *\(not \)\{0,1\}ok [0-9]* /  /; s/^/ /' | sed "s/^  */  /"
+	grep -q '^pass' "$run/status" && echo "  result: P2P transfer verified from the host side" ||
+		{ echo "  result: FAILED, see $run/serial.log"; return 1; }
+}
+
+cmd=${1:-check}
+case "$cmd" in
+kernels) kernels ;;
+check)
+	rm -rf "$OUT/runs"
+	kernels
+	build_suite
+	run_matrix || true
+	summary
+	;;
+demo) demo ;;
+*) sed -n '3,14p' "$0" | sed 's/^# \?//'; exit 2 ;;
+esac
