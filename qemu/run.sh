@@ -71,6 +71,7 @@ mem=1G
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-nodefaults -display none -no-reboot
 	-serial "file:$RUN/serial.log"
+	-serial "unix:$RUN/hostd.sock,server=on,wait=off"
 	-qmp "unix:$RUN/qmp.sock,server=on,wait=off"
 	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$initrd" -append "$append"
 	"${P_DEVICES[@]}")
@@ -79,8 +80,14 @@ printf '%q ' "${cmd[@]}" > "$RUN/qemu.cmd"
 [ -n "$quiet" ] || say "boot: $profile ($P_DESC), test $test, $flavour kernel"
 start=$(date +%s)
 set +e
-timeout --foreground "$timeout" "${cmd[@]}" >"$RUN/qemu.log" 2>&1
+timeout --foreground "$timeout" "${cmd[@]}" >"$RUN/qemu.log" 2>&1 &
+qpid=$!
+python3 "$P2P_TOP/qemu/hostd.py" "$RUN" 2>>"$RUN/hostd.log" &
+hpid=$!
+wait $qpid
 qrc=$?
+kill $hpid 2>/dev/null
+wait $hpid 2>/dev/null
 set -e
 secs=$(( $(date +%s) - start ))
 echo "$secs" > "$RUN/seconds"

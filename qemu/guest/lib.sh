@@ -51,8 +51,20 @@ suite_end() {
 	return $_failed
 }
 
-# Ask the host to check bytes after the run (see qemu/hostcheck.py).
-hostcheck() { echo "P2P-HOSTCHECK $*"; }
+# The synchronous line to the host (qemu/hostd.py) on the second serial
+# port: one command line out, one reply line back.
+if [ -c /dev/ttyS1 ]; then
+	stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
+	exec 7<>/dev/ttyS1
+fi
+hostd() {
+	echo "$*" >&7
+	read -r _reply <&7
+	echo "$_reply"
+}
+# hostcheck KIND ...: the host checks bytes now (see qemu/hostcheck.py);
+# the result is recorded on the host side, the reply shown here.
+hostcheck() { diag "host: $(hostd check "$@")"; }
 
 # find_pci VENDOR DEVICE [N]: the Nth (default 1st) function with that ID
 find_pci() {

@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The provider driver end to end: bind, the char device (tools/tests/
+# p2pbar-test.c: ioctls, bad input, mmap, zeroing, O_DIRECT by the kernel's
+# nvme driver, permissions), removal while memory is in use, re-bind, and
+# probe parameters that must be refused.
+. /tests/lib.sh
+
+IVSHMEM=$(find_pci 1af4 1110)
+NVME=$(find_pci 1b36 0010)
+BLK=$(nvme_blk "$NVME")
+
+suite_begin provider_bind
+check "p2pbar loads" load p2pbar
+check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
+check "/dev/p2pbar0 exists" test -c /dev/p2pbar0
+check_eq "device node mode is 0600 root" "$(stat -c '%a %u' /dev/p2pbar0)" "600 0"
+check_eq "sysfs bar" "$(cat /sys/class/p2pbar/p2pbar0/bar)" 2
+check_eq "sysfs size" "$(cat /sys/class/p2pbar/p2pbar0/size)" 67108864
+check_eq "sysfs bar_size" "$(cat /sys/class/p2pbar/p2pbar0/bar_size)" 67108864
+check_eq "sysfs published" "$(cat /sys/class/p2pbar/p2pbar0/published)" 1
+check_eq "kernel agrees it is published" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 1
+echo 0 > /sys/class/p2pbar/p2pbar0/published
+check_eq "unpublish through sysfs" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 0
+echo 1 > /sys/class/p2pbar/p2pbar0/published
+check_eq "publish again" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 1
+v=$(p2pctl --json verdict "$NVME")
+diag "verdict: $v"
+case "$v" in *'"verdict":"direct","distance":4'*) pass "p2pctl verdict for the NVMe is direct, distance 4" ;;
+*) fail "p2pctl verdict for the NVMe is direct, distance 4" ;; esac
+suite_end
+
+# The char device from userspace.
+p2pbar-test /dev/p2pbar0 "$IVSHMEM" "$BLK"
+
+# p2pctl through the provider's mmap (not the kernel's sysfs allocator)
+suite_begin provider_p2pctl
+out=$(p2pctl --json dma-read "$BLK" 0x300000 131072 --dev /dev/p2pbar0)
+check_eq "p2pctl dma-read through /dev/p2pbar0" "$?" 0
+diag "$out"
+off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
+hostcheck equal 131072 "bar0@${off:-0}" nvme0@0x300000
+suite_end
+
+# Removal while memory is in use, then re-bind.
+p2pbar-test --removal /dev/p2pbar0 "$IVSHMEM"
+
+suite_begin provider_rebind
+check "re-bind after removal" bind p2pbar "$IVSHMEM"
+out=$(p2pctl --json dma-read "$BLK" 0 65536 --dev /dev/p2pbar0)
+check_eq "allocation and DMA work after re-bind" "$?" 0
+check "unbind again" sh -c "echo $IVSHMEM > /sys/bus/pci/drivers/p2pbar/unbind"
+check "rmmod p2pbar" rmmod p2pbar
+suite_end
+
+# Probe parameters that cannot work: refused, nothing left behind.
+suite_begin provider_params
+for p in "bar=0" "bar=1" "bar=6" "bar=2 offset=1048576" "bar=2 size=3145728" \
+	 "bar=2 offset=134217728" "bar=2 offset=33554432 size=67108864"; do
+	load p2pbar "$p"
+	echo "" > "/sys/bus/pci/devices/$IVSHMEM/driver_override"
+	echo p2pbar > "/sys/bus/pci/devices/$IVSHMEM/driver_override"
+	echo "$IVSHMEM" > /sys/bus/pci/drivers_probe 2>/dev/null
+	if [ -e "/sys/bus/pci/devices/$IVSHMEM/driver" ] || [ -e /dev/p2pbar0 ] ||
+	   [ -e "/sys/bus/pci/devices/$IVSHMEM/p2pmem" ]; then
+		fail "probe with $p is refused and leaves nothing behind"
+	else
+		pass "probe with $p is refused and leaves nothing behind"
+	fi
+	diag "$(dmesg | grep 'p2pbar.*cannot use' | tail -n 1 | cut -c 16-)"
+	rmmod p2pbar
+done
+load p2pbar "bar=2 offset=33554432 size=16777216"
+bind p2pbar "$IVSHMEM"
+check_eq "bar=2 offset=32M size=16M gives 16 MiB" "$(cat /sys/class/p2pbar/p2pbar0/size 2>/dev/null)" 16777216
+check_eq "... at offset 32M" "$(cat /sys/class/p2pbar/p2pbar0/offset 2>/dev/null)" 33554432
+echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
+rmmod p2pbar
+suite_end; exit $_any_failed

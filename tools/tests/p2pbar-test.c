@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pbar-test: userspace tests of the provider's char device, run in the
+ * bench guest. Prints one KTAP suite; asks the host for byte checks over
+ * the guest's second serial port (see qemu/hostd.py).
+ *
+ *   p2pbar-test DEV PCI-BDF NVME-BLK     e.g. /dev/p2pbar0 0000:04:00.0 /dev/nvme0n1
+ *   p2pbar-test --removal DEV PCI-BDF    removal with a live mapping and an open fd
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/p2pbar.h>
+
+static int ntests, nfailed;
+static char lines[256][200];
+static const char *dev, *bdf;
+static long pgsz;
+
+static void result(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	char d[160];
+
+	va_start(ap, fmt);
+	vsnprintf(d, sizeof(d), fmt, ap);
+	va_end(ap);
+	if (!ok)
+		nfailed++;
+	if (ntests < 256)
+		snprintf(lines[ntests], sizeof(lines[0]), "%s %d %s", ok ? "ok" : "not ok",
+			 ntests + 1, d);
+	ntests++;
+	printf("[provider] %s %d %s\n", ok ? "ok" : "not ok", ntests, d);
+	fflush(stdout);
+}
+
+static void finish(const char *suite)
+{
+	int i;
+
+	printf("<<<KTAP-BEGIN guest.%s>>>\nKTAP version 1\n1..1\n    KTAP version 1\n"
+	       "    # Subtest: %s\n    1..%d\n", suite, suite, ntests);
+	for (i = 0; i < ntests && i < 256; i++)
+		printf("    %s\n", lines[i]);
+	printf("%s 1 %s\n<<<KTAP-END>>>\n", nfailed ? "not ok" : "ok", suite);
+	fflush(stdout);
+}
+
+/*
+ * Ask the host (qemu/hostd.py, on the guest's second serial port) to check
+ * bytes now, while this process still owns the memory. The host records
+ * the result; the reply is printed for the log.
+ */
+static void host(const char *fmt, ...)
+{
+	static int fd = -1;
+	char line[256], reply[256];
+	size_t n = 0;
+	va_list ap;
+
+	if (fd < 0) {
+		struct termios t;
+
+		fd = open("/dev/ttyS1", O_RDWR | O_NOCTTY);
+		if (fd < 0 || tcgetattr(fd, &t)) {
+			result(0, "open the host line /dev/ttyS1");
+			return;
+		}
+		cfmakeraw(&t);
+		tcsetattr(fd, TCSANOW, &t);
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+		return;
+	while (n < sizeof(reply) - 1 && read(fd, reply + n, 1) == 1 && reply[n] != '\n')
+		n++;
+	reply[n] = 0;
+	printf("[provider] # host: %s\n", reply);
+}
+
+/* ioctl that returns -errno or 0 */
+static int xioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+static int info(int fd, struct p2pbar_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	i->argsz = sizeof(*i);
+	return xioctl(fd, P2PBAR_IOC_INFO, i);
+}
+
+static int alloc(int fd, uint64_t size, uint64_t align, struct p2pbar_alloc *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->argsz = sizeof(*a);
+	a->size = size;
+	a->align = align;
+	return xioctl(fd, P2PBAR_IOC_ALLOC, a);
+}
+
+static int pfree(int fd, uint32_t handle)
+{
+	struct p2pbar_free f = { .argsz = sizeof(f), .handle = handle };
+
+	return xioctl(fd, P2PBAR_IOC_FREE, &f);
+}
+
+static long sysfs_num(const char *attr)
+{
+	char path[256], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pbar/%s/%s", strrchr(dev, '/') + 1, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtol(buf, NULL, 0);
+}
+
+static long kernel_available(void)
+{
+	char path[256], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/available", bdf);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtol(buf, NULL, 0);
+}
+
+struct snapshot {
+	long count, bytes, avail;
+};
+
+static struct snapshot snap(void)
+{
+	struct snapshot s = { sysfs_num("alloc_count"), sysfs_num("alloc_bytes"), kernel_available() };
+
+	return s;
+}
+
+static int same(struct snapshot a, struct snapshot b)
+{
+	return a.count == b.count && a.bytes == b.bytes && a.avail == b.avail;
+}
+
+/* Bad input: each gives its errno and changes nothing. */
+static void bad_input(int fd)
+{
+	struct {
+		const char *what;
+		struct p2pbar_alloc a;
+		int err;
+	} cases[] = {
+		{ "size 0", { .size = 0 }, EINVAL },
+		{ "size not a page multiple", { .size = 4097 }, EINVAL },
+		{ "size larger than the BAR", { .size = 1ULL << 40 }, ENOSPC },
+		{ "huge size", { .size = ~0ULL << 12 }, ENOSPC },
+		{ "align not a power of two", { .size = 4096, .align = 3 * 4096 }, EINVAL },
+		{ "align below a page", { .size = 4096, .align = 512 }, EINVAL },
+		{ "non-zero flags", { .size = 4096, .flags = 1 }, EINVAL },
+		{ "non-zero reserved", { .size = 4096, .reserved = 1 }, EINVAL },
+		{ "output field preset", { .size = 4096, .handle = 7 }, EINVAL },
+	};
+	struct snapshot before = snap(), after;
+	struct p2pbar_info inf;
+	struct p2pbar_verdict v;
+	struct p2pbar_free fr;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cases[i].a.argsz = sizeof(cases[i].a);
+		ret = xioctl(fd, P2PBAR_IOC_ALLOC, &cases[i].a);
+		result(ret == -cases[i].err, "ALLOC %s -> %s (got %s)", cases[i].what,
+		       strerror(cases[i].err), strerror(-ret));
+	}
+	{
+		struct p2pbar_alloc a = { .argsz = 8, .size = 4096 };
+
+		ret = xioctl(fd, P2PBAR_IOC_ALLOC, &a);
+		result(ret == -EINVAL, "ALLOC argsz too small -> EINVAL (got %s)", strerror(-ret));
+	}
+	ret = xioctl(fd, P2PBAR_IOC_ALLOC, NULL);
+	result(ret == -EFAULT, "ALLOC with a bad pointer -> EFAULT (got %s)", strerror(-ret));
+	ret = pfree(fd, 12345);
+	result(ret == -ENOENT, "FREE unknown handle -> ENOENT (got %s)", strerror(-ret));
+	fr = (struct p2pbar_free){ .argsz = sizeof(fr), .flags = 1 };
+	ret = xioctl(fd, P2PBAR_IOC_FREE, &fr);
+	result(ret == -EINVAL, "FREE non-zero flags -> EINVAL (got %s)", strerror(-ret));
+	memset(&inf, 0, sizeof(inf));
+	inf.argsz = sizeof(inf);
+	inf.flags = 2;
+	ret = xioctl(fd, P2PBAR_IOC_INFO, &inf);
+	result(ret == -EINVAL, "INFO non-zero flags -> EINVAL (got %s)", strerror(-ret));
+	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client = 0xff1f07 };
+	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
+	result(ret == -ENODEV, "VERDICT absent client -> ENODEV (got %s)", strerror(-ret));
+	ret = xioctl(fd, _IO(P2PBAR_IOC_MAGIC, 0x7f), NULL);
+	result(ret == -ENOTTY, "unknown ioctl -> ENOTTY (got %s)", strerror(-ret));
+
+	/* mmap that names no allocation, or is private */
+	{
+		struct p2pbar_alloc a;
+		void *p;
+
+		alloc(fd, 2 * pgsz, 0, &a);
+		p = mmap(NULL, pgsz, PROT_READ, MAP_PRIVATE, fd, a.mmap_offset);
+		result(p == MAP_FAILED && errno == EINVAL, "private mmap -> EINVAL");
+		p = mmap(NULL, 3 * pgsz, PROT_READ, MAP_SHARED, fd, a.mmap_offset);
+		result(p == MAP_FAILED && errno == EINVAL, "mmap longer than the allocation -> EINVAL");
+		p = mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, a.mmap_offset + 2 * pgsz);
+		result(p == MAP_FAILED && errno == EINVAL, "mmap past the allocation -> EINVAL");
+		p = mmap(NULL, pgsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset + pgsz);
+		result(p != MAP_FAILED, "mmap of the second page of an allocation");
+		if (p != MAP_FAILED)
+			munmap(p, pgsz);
+		pfree(fd, a.handle);
+	}
+	/* garbage into the writable sysfs file */
+	{
+		char path[256];
+		long pub = sysfs_num("published");
+		int sfd;
+
+		snprintf(path, sizeof(path), "/sys/class/p2pbar/%s/published", strrchr(dev, '/') + 1);
+		sfd = open(path, O_WRONLY);
+		ret = sfd >= 0 && write(sfd, "maybe", 5) < 0 ? -errno : 0;
+		if (sfd >= 0)
+			close(sfd);
+		result(ret == -EINVAL && sysfs_num("published") == pub,
+		       "garbage into published -> EINVAL, unchanged (got %s)", strerror(-ret));
+	}
+	after = snap();
+	result(same(before, after), "bad input changed nothing (count %ld/%ld, bytes %ld/%ld, available %ld/%ld)",
+	       before.count, after.count, before.bytes, after.bytes, before.avail, after.avail);
+}
+
+static void data_tests(int fd, const char *blk)
+{
+	struct p2pbar_info inf;
+	struct p2pbar_alloc a, b;
+	unsigned char *p;
+	uint64_t first_bus;
+	size_t i, len = 1 << 20;
+	int zero = 1, ret;
+
+	info(fd, &inf);
+
+	/* CPU writes through the mapping reach the BAR (host reads the file). */
+	ret = alloc(fd, len, 0, &a);
+	result(!ret, "ALLOC 1 MiB (%s)", strerror(-ret));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
+	result(p != MAP_FAILED, "mmap the allocation");
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < len; i++)
+		zero &= p[i] == 0;
+	result(zero, "fresh allocation reads zeros");
+	memset(p, 0x5a, len);
+	host("check fill %zu bar0@%llu 0x5a", len,
+	       (unsigned long long)(a.bus_addr - inf.bus_addr + inf.offset));
+	result(sysfs_num("alloc_count") == 1 && sysfs_num("alloc_bytes") == (long)len,
+	       "sysfs counts one allocation of 1 MiB");
+
+	/* Zeroing: free, allocate the same region again, it reads zeros. */
+	first_bus = a.bus_addr;
+	munmap(p, len);
+	pfree(fd, a.handle);
+	result(sysfs_num("alloc_count") == 0, "freed allocation leaves the count");
+	ret = alloc(fd, len, 0, &b);
+	result(!ret && b.bus_addr == first_bus, "reallocation gets the same region (%#llx)",
+	       (unsigned long long)b.bus_addr);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, b.mmap_offset);
+	zero = p != MAP_FAILED;
+	for (i = 0; zero && i < len; i++)
+		zero &= p[i] == 0;
+	result(zero, "reallocated region reads zeros, not the previous owner's bytes");
+	if (p != MAP_FAILED)
+		munmap(p, len);
+	pfree(fd, b.handle);
+
+	/* Alignment */
+	ret = alloc(fd, 2 * pgsz, 2 << 20, &a);
+	result(!ret && !(a.bus_addr % (2 << 20)), "ALLOC with 2 MiB alignment is aligned (%#llx)",
+	       (unsigned long long)a.bus_addr);
+	pfree(fd, a.handle);
+
+	/* A mapping outlives FREE; the memory returns when it is unmapped. */
+	{
+		long avail0 = kernel_available();
+
+		alloc(fd, len, 0, &a);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
+		p[0] = 1;
+		pfree(fd, a.handle);
+		p[len - 1] = 2;	/* still valid: the mapping holds the pages */
+		result(kernel_available() == avail0 - (long)len && sysfs_num("alloc_count") == 1,
+		       "mapped memory stays allocated after FREE");
+		munmap(p, len);
+		result(kernel_available() == avail0 && sysfs_num("alloc_count") == 0,
+		       "memory returns to the pool when the last mapping goes");
+	}
+
+	/* Closing the fd frees its allocations. */
+	{
+		int fd2 = open(dev, O_RDWR);
+
+		alloc(fd2, len, 0, &a);
+		result(sysfs_num("alloc_count") == 1, "allocation on a second fd counted");
+		close(fd2);
+		result(sysfs_num("alloc_count") == 0, "closing the fd frees its allocations");
+	}
+
+	/* The kernel's nvme driver DMAs into the mapping (O_DIRECT, FOLL_PCI_P2PDMA). */
+	{
+		int bfd = open(blk, O_RDWR | O_DIRECT);
+		ssize_t r;
+
+		alloc(fd, 256 << 10, 0, &a);
+		p = mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
+		r = pread(bfd, p, 256 << 10, 4 << 20);
+		result(r == 256 << 10, "O_DIRECT read of 256 KiB from %s into p2pmem (%s)", blk,
+		       r < 0 ? strerror(errno) : "ok");
+		host("check equal %d bar0@%llu nvme0@%d", 256 << 10,
+		       (unsigned long long)(a.bus_addr - inf.bus_addr + inf.offset), 4 << 20);
+		memset(p, 0xc3, 128 << 10);
+		r = pwrite(bfd, p, 128 << 10, 8 << 20);
+		result(r == 128 << 10, "O_DIRECT write of 128 KiB from p2pmem to %s (%s)", blk,
+		       r < 0 ? strerror(errno) : "ok");
+		host("check fill %d nvme0@%d 0xc3", 128 << 10, 8 << 20);
+		munmap(p, 256 << 10);
+		pfree(fd, a.handle);
+		close(bfd);
+	}
+}
+
+/* Non-root users cannot open the device by default (mode 0600). */
+static void permissions(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (!pid) {
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		_exit(open(dev, O_RDWR) < 0 && errno == EACCES ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	result(WIFEXITED(st) && WEXITSTATUS(st) == 0, "an unprivileged user gets EACCES on open");
+}
+
+static sigjmp_buf jb;
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(jb, 1);
+}
+
+/*
+ * Removal: a child keeps a mapping (pages faulted in) and an open fd; the
+ * parent unbinds the device. Unbind must finish within 20 s, the child's
+ * next access must raise SIGBUS and its ioctls must fail with ENODEV.
+ */
+static void removal(void)
+{
+	int fd = open(dev, O_RDWR), go[2], done[2], st;
+	struct p2pbar_alloc a;
+	char path[256], c;
+	struct timespec t0, t1;
+	pid_t pid;
+	int ufd;
+
+	result(fd >= 0, "open %s", dev);
+	result(!alloc(fd, 64 * pgsz, 0, &a), "ALLOC before removal");
+	if (pipe(go) || pipe(done))
+		return;
+	pid = fork();
+	if (!pid) {
+		volatile unsigned char *p = mmap(NULL, 64 * pgsz, PROT_READ | PROT_WRITE,
+						 MAP_SHARED, fd, a.mmap_offset);
+		volatile int code = 0;
+
+		if (p == MAP_FAILED)
+			_exit(10);
+		p[0] = 0x11;			/* fault in */
+		if (write(done[1], "m", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(11);
+		signal(SIGBUS, on_sigbus);
+		if (!sigsetjmp(jb, 1)) {
+			p[pgsz] = 0x22;		/* must not succeed */
+			code |= 1;
+		}
+		if (!sigsetjmp(jb, 1)) {
+			(void)p[0];		/* zapped: faults again */
+			code |= 2;
+		}
+		if (alloc(fd, pgsz, 0, &a) != -ENODEV)
+			code |= 4;
+		_exit(code);
+	}
+	if (read(done[0], &c, 1) != 1)
+		return;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ufd = open(path, O_WRONLY);
+	result(ufd >= 0 && write(ufd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf),
+	       "unbind with a live mapping and an open fd");
+	if (ufd >= 0)
+		close(ufd);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	result(t1.tv_sec - t0.tv_sec < 20, "unbind completed in %ld s", (long)(t1.tv_sec - t0.tv_sec));
+	if (write(go[1], "g", 1) != 1)
+		return;
+	waitpid(pid, &st, 0);
+	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 1), "write to an unfaulted page after removal raises SIGBUS");
+	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 2), "access to a zapped page after removal raises SIGBUS");
+	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 4), "ALLOC after removal -> ENODEV");
+	result(alloc(fd, pgsz, 0, &a) == -ENODEV, "ioctl on the old fd -> ENODEV");
+	result(mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED, "mmap on the old fd fails");
+	close(fd);
+	result(open(dev, O_RDWR) < 0, "the device node is gone");
+}
+
+int main(int argc, char **argv)
+{
+	int fd;
+
+	pgsz = sysconf(_SC_PAGESIZE);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && !strcmp(argv[1], "--removal")) {
+		dev = argv[2];
+		bdf = argv[3];
+		removal();
+		finish("provider_removal");
+		return !!nfailed;
+	}
+	if (argc != 4) {
+		fprintf(stderr, "usage: p2pbar-test DEV BDF NVME-BLK | --removal DEV BDF\n");
+		return 2;
+	}
+	dev = argv[1];
+	bdf = argv[2];
+	fd = open(dev, O_RDWR);
+	result(fd >= 0, "open %s", dev);
+	if (fd < 0) {
+		finish("provider");
+		return 1;
+	}
+	{
+		struct p2pbar_info i;
+		int ret = info(fd, &i);
+
+		result(!ret && i.bar == 2 && i.size == 64 << 20 && i.offset == 0 &&
+		       (i.flags & P2PBAR_INFO_F_PUBLISHED),
+		       "INFO: BAR %u, %llu bytes, published", i.bar, (unsigned long long)i.size);
+	}
+	bad_input(fd);
+	data_tests(fd, argv[3]);
+	permissions();
+	close(fd);
+	finish("provider");
+	return !!nfailed;
+}
