@@ -9,6 +9,7 @@ memory):
     equal  LEN A@OFF B@OFF [limit=NAME]   bytes of A and B agree
     fill   LEN A@OFF BYTE                 every byte is BYTE
     absent LEN A@OFF B                    A's first 4 KiB appear nowhere in B
+    pristine LEN A@OFF                    an image still holds its initial pattern
 
 A and B name files of the run directory: bar0 -> bar0.mem (an ivshmem
 backing file), nvme0 -> nvme0.img (a namespace image). limit=NAME marks a
@@ -74,6 +75,14 @@ def do_check(run, words):
             return ('ok' if bad < 0 else 'not ok',
                     f'host sees {args[2]} filled with {byte:#04x} ({length} bytes)',
                     '' if bad < 0 else f'byte +{bad} differs')
+        if kind == 'pristine':
+            name, _, off = args[2].partition('@')
+            pattern = os.path.join(run, '..', '..', 'images', name + '.pattern')
+            with open(pattern, 'rb') as f:
+                f.seek(int(off, 0))
+                want = f.read(length)
+            ok = read_at(run, args[2], length) == want
+            return 'ok' if ok else 'not ok', f'host sees {args[2]} unchanged ({length} bytes)', ''
         if kind == 'absent':
             a = read_at(run, args[2], length)
             with open(path_of(run, args[3]), 'rb') as f:

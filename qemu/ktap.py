@@ -50,7 +50,9 @@ def merge(out_path, runs):
         kdir = os.path.join(run, 'ktap')
         names = sorted(os.listdir(kdir)) if os.path.isdir(kdir) else []
         if not names:
-            all_suites.append((f'{tag}.no-results', ['    1..0'], 'not ok', ''))
+            all_suites.append((f'{tag}.no-results',
+                               ['    KTAP version 1', f'    # Subtest: {tag}.no-results', '    1..1',
+                                '    not ok 1 the run left no KTAP (see its serial.log)'], 'not ok', ''))
         for n in names:
             with open(os.path.join(kdir, n)) as f:
                 for name, body, st, rest in suites_of(f.read()):

@@ -36,19 +36,21 @@ rm -rf "$RUN"
 mkdir -p "$RUN/ktap"
 touch "$OUT/.build.lock"
 echo fail > "$RUN/status"
+trap 'echo "run.sh: failed at line $LINENO: $BASH_COMMAND" | tee -a "$RUN/serial.log" >&2' ERR
 
 bench_run_deps
 kdir=$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" "$flavour")
 # Parallel runs share the module and tool builds: one builder at a time.
-mods=$(flock "$OUT/.build.lock" sh -c 'make -s -C "$1/tools" >/dev/null && "$1/qemu/modules.sh" "$2"' \
-	sh "$P2P_TOP" "$kdir")
 initrd=$RUN/initramfs.cpio.gz
-"$P2P_TOP/qemu/initramfs.sh" "$initrd" "$mods"
+flock "$OUT/.build.lock" sh -c 'make -s -C "$1/tools" >/dev/null &&
+	mods=$("$1/qemu/modules.sh" "$2") && "$1/qemu/initramfs.sh" "$3" "$mods"' \
+	sh "$P2P_TOP" "$kdir" "$initrd"
 
 # Fresh images: patterned namespaces, a zeroed BAR backing file.
 mkdir -p "$OUT/images"
 for img in nvme0 nvme1; do
-	[ -s "$OUT/images/$img.pattern" ] || python3 "$P2P_TOP/qemu/mkimage.py" "$OUT/images/$img.pattern" $((64 << 20)) "$img"
+	flock "$OUT/.build.lock" sh -c '[ -s "$1" ] || python3 "$2" "$1" $((64 << 20)) "$3"' \
+		sh "$OUT/images/$img.pattern" "$P2P_TOP/qemu/mkimage.py" "$img"
 	cp "$OUT/images/$img.pattern" "$RUN/$img.img"
 done
 
@@ -86,8 +88,8 @@ python3 "$P2P_TOP/qemu/hostd.py" "$RUN" 2>>"$RUN/hostd.log" &
 hpid=$!
 wait $qpid
 qrc=$?
-kill $hpid 2>/dev/null
-wait $hpid 2>/dev/null
+kill $hpid 2>/dev/null || true
+wait $hpid 2>/dev/null || true
 set -e
 secs=$(( $(date +%s) - start ))
 echo "$secs" > "$RUN/seconds"

@@ -96,3 +96,17 @@ nvme_blk() {
 }
 
 load() { insmod "/lib/modules/$1.ko" ${2:+$2}; }
+
+# Print the KTAP of every KUnit suite not printed yet. Call it before
+# unloading a test module: its results leave debugfs with it.
+dump_kunit() {
+	for _r in /sys/kernel/debug/kunit/*/results; do
+		[ -e "$_r" ] || continue
+		_s=${_r%/results}; _s=${_s##*/}
+		grep -qx "$_s" /tmp/kunit.dumped 2>/dev/null && continue
+		echo "$_s" >> /tmp/kunit.dumped
+		echo "<<<KTAP-BEGIN kunit.$_s>>>"
+		cat "$_r"
+		echo "<<<KTAP-END>>>"
+	done
+}

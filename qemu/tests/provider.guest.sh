@@ -26,20 +26,36 @@ echo 1 > /sys/class/p2pbar/p2pbar0/published
 check_eq "publish again" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 1
 v=$(p2pctl --json verdict "$NVME")
 diag "verdict: $v"
-case "$v" in *'"verdict":"direct","distance":4'*) pass "p2pctl verdict for the NVMe is direct, distance 4" ;;
-*) fail "p2pctl verdict for the NVMe is direct, distance 4" ;; esac
+case "$v" in *"\"verdict\":\"$p2pexpect\",\"distance\":$p2pdistance,"*)
+	pass "p2pctl verdict for the NVMe is $p2pexpect, distance $p2pdistance" ;;
+*)	fail "p2pctl verdict for the NVMe is $p2pexpect, distance $p2pdistance" ;; esac
+suite_end
+
+# What a transfer between the NVMe and the BAR must end with here.
+want_rc=0
+[ "$p2pexpect" = refused ] && want_rc=121
+
+# The in-kernel API, removal with in-kernel users (live KUnit, results
+# collected from debugfs). It leaves p2pbar bound, as /dev/p2pbar0.
+suite_begin provider_live
+check "p2pbar_live_kunit runs" load p2pbar_live_kunit "expect=$p2pexpect"
+check "still bound after the live tests" test -c /dev/p2pbar0
 suite_end
 
 # The char device from userspace.
-p2pbar-test /dev/p2pbar0 "$IVSHMEM" "$BLK"
+P2P_EXPECT=$p2pexpect p2pbar-test /dev/p2pbar0 "$IVSHMEM" "$BLK"
 
 # p2pctl through the provider's mmap (not the kernel's sysfs allocator)
 suite_begin provider_p2pctl
 out=$(p2pctl --json dma-read "$BLK" 0x300000 131072 --dev /dev/p2pbar0)
-check_eq "p2pctl dma-read through /dev/p2pbar0" "$?" 0
+check_eq "p2pctl dma-read through /dev/p2pbar0 exits $want_rc" "$?" "$want_rc"
 diag "$out"
-off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
-hostcheck equal 131072 "bar0@${off:-0}" nvme0@0x300000
+if [ $want_rc = 0 ]; then
+	off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
+	hostcheck equal 131072 "bar0@${off:-0}" nvme0@0x300000
+else
+	hostcheck absent 131072 nvme0@0x300000 bar0
+fi
 suite_end
 
 # Removal while memory is in use, then re-bind.
@@ -48,8 +64,10 @@ p2pbar-test --removal /dev/p2pbar0 "$IVSHMEM"
 suite_begin provider_rebind
 check "re-bind after removal" bind p2pbar "$IVSHMEM"
 out=$(p2pctl --json dma-read "$BLK" 0 65536 --dev /dev/p2pbar0)
-check_eq "allocation and DMA work after re-bind" "$?" 0
+check_eq "allocation and DMA after re-bind exit $want_rc" "$?" "$want_rc"
 check "unbind again" sh -c "echo $IVSHMEM > /sys/bus/pci/drivers/p2pbar/unbind"
+dump_kunit
+check "rmmod p2pbar_live_kunit" rmmod p2pbar_live_kunit
 check "rmmod p2pbar" rmmod p2pbar
 suite_end
 

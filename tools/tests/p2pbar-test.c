@@ -5,7 +5,11 @@
  * the guest's second serial port (see qemu/hostd.py).
  *
  *   p2pbar-test DEV PCI-BDF NVME-BLK     e.g. /dev/p2pbar0 0000:04:00.0 /dev/nvme0n1
- *   p2pbar-test --removal DEV PCI-BDF    removal with a live mapping and an open fd
+ *
+ * P2P_EXPECT=refused in the environment: the topology refuses P2P between
+ * the NVMe controller and the BAR, so transfers must fail with EREMOTEIO.
+ *   p2pbar-test --removal DEV PCI-BDF    unbind with a live mapping and an open fd
+ *   p2pbar-test --unplug DEV PCI-BDF     the same through QEMU device_del (id bar0)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +33,7 @@
 static int ntests, nfailed;
 static char lines[256][200];
 static const char *dev, *bdf;
+static int refused;	/* the bench profile refuses P2P between NVMe and BAR */
 static long pgsz;
 
 static void result(int ok, const char *fmt, ...)
@@ -339,23 +344,40 @@ static void data_tests(int fd, const char *blk)
 		result(sysfs_num("alloc_count") == 0, "closing the fd frees its allocations");
 	}
 
-	/* The kernel's nvme driver DMAs into the mapping (O_DIRECT, FOLL_PCI_P2PDMA). */
+	/*
+	 * The kernel's nvme driver DMAs into the mapping (O_DIRECT,
+	 * FOLL_PCI_P2PDMA), or refuses with EREMOTEIO where the topology
+	 * does not allow P2P (P2P_EXPECT=refused) and moves nothing.
+	 */
 	{
 		int bfd = open(blk, O_RDWR | O_DIRECT);
+		unsigned long long boff;
 		ssize_t r;
 
 		alloc(fd, 256 << 10, 0, &a);
+		boff = a.bus_addr - inf.bus_addr + inf.offset;
 		p = mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
 		r = pread(bfd, p, 256 << 10, 4 << 20);
-		result(r == 256 << 10, "O_DIRECT read of 256 KiB from %s into p2pmem (%s)", blk,
-		       r < 0 ? strerror(errno) : "ok");
-		host("check equal %d bar0@%llu nvme0@%d", 256 << 10,
-		       (unsigned long long)(a.bus_addr - inf.bus_addr + inf.offset), 4 << 20);
+		if (refused) {
+			result(r < 0 && errno == EREMOTEIO, "O_DIRECT read into p2pmem refused: %s",
+			       r < 0 ? strerror(errno) : "it succeeded");
+			host("check absent %d nvme0@%d bar0", 256 << 10, 4 << 20);
+		} else {
+			result(r == 256 << 10, "O_DIRECT read of 256 KiB from %s into p2pmem (%s)",
+			       blk, r < 0 ? strerror(errno) : "ok");
+			host("check equal %d bar0@%llu nvme0@%d", 256 << 10, boff, 4 << 20);
+		}
 		memset(p, 0xc3, 128 << 10);
 		r = pwrite(bfd, p, 128 << 10, 8 << 20);
-		result(r == 128 << 10, "O_DIRECT write of 128 KiB from p2pmem to %s (%s)", blk,
-		       r < 0 ? strerror(errno) : "ok");
-		host("check fill %d nvme0@%d 0xc3", 128 << 10, 8 << 20);
+		if (refused) {
+			result(r < 0 && errno == EREMOTEIO, "O_DIRECT write from p2pmem refused: %s",
+			       r < 0 ? strerror(errno) : "it succeeded");
+			host("check pristine %d nvme0@%d", 128 << 10, 8 << 20);
+		} else {
+			result(r == 128 << 10, "O_DIRECT write of 128 KiB from p2pmem to %s (%s)",
+			       blk, r < 0 ? strerror(errno) : "ok");
+			host("check fill %d nvme0@%d 0xc3", 128 << 10, 8 << 20);
+		}
 		munmap(p, 256 << 10);
 		pfree(fd, a.handle);
 		close(bfd);
@@ -389,7 +411,7 @@ static void on_sigbus(int sig)
  * parent unbinds the device. Unbind must finish within 20 s, the child's
  * next access must raise SIGBUS and its ioctls must fail with ENODEV.
  */
-static void removal(void)
+static void removal(int unplug)
 {
 	int fd = open(dev, O_RDWR), go[2], done[2], st;
 	struct p2pbar_alloc a;
@@ -429,15 +451,27 @@ static void removal(void)
 	if (read(done[0], &c, 1) != 1)
 		return;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ufd = open(path, O_WRONLY);
-	result(ufd >= 0 && write(ufd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf),
-	       "unbind with a live mapping and an open fd");
-	if (ufd >= 0)
-		close(ufd);
+	if (unplug) {
+		/* QEMU's device_del; the guest's pciehp removes the function */
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", bdf);
+		host("qmp device_del {\"id\": \"bar0\"}");
+		do {
+			usleep(100000);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while (!access(path, F_OK) && t1.tv_sec - t0.tv_sec < 60);
+		result(access(path, F_OK), "hot-unplug with a live mapping and an open fd removed %s", bdf);
+	} else {
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
+		ufd = open(path, O_WRONLY);
+		result(ufd >= 0 && write(ufd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf),
+		       "unbind with a live mapping and an open fd");
+		if (ufd >= 0)
+			close(ufd);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	result(t1.tv_sec - t0.tv_sec < 20, "unbind completed in %ld s", (long)(t1.tv_sec - t0.tv_sec));
+	result(t1.tv_sec - t0.tv_sec < (unplug ? 60 : 20), "removal completed in %ld s",
+	       (long)(t1.tv_sec - t0.tv_sec));
 	if (write(go[1], "g", 1) != 1)
 		return;
 	waitpid(pid, &st, 0);
@@ -455,16 +489,17 @@ int main(int argc, char **argv)
 	int fd;
 
 	pgsz = sysconf(_SC_PAGESIZE);
+	refused = getenv("P2P_EXPECT") && !strcmp(getenv("P2P_EXPECT"), "refused");
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 4 && !strcmp(argv[1], "--removal")) {
+	if (argc == 4 && (!strcmp(argv[1], "--removal") || !strcmp(argv[1], "--unplug"))) {
 		dev = argv[2];
 		bdf = argv[3];
-		removal();
-		finish("provider_removal");
+		removal(!strcmp(argv[1], "--unplug"));
+		finish(!strcmp(argv[1], "--unplug") ? "provider_unplug" : "provider_removal");
 		return !!nfailed;
 	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: p2pbar-test DEV BDF NVME-BLK | --removal DEV BDF\n");
+		fprintf(stderr, "usage: p2pbar-test DEV BDF NVME-BLK | --removal|--unplug DEV BDF\n");
 		return 2;
 	}
 	dev = argv[1];

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Live KUnit tests of the provider's in-kernel API on the QEMU bench:
+ * allocation through p2pbar_alloc(), what the accessors return, lookup by
+ * client, and removal while in-kernel users hold memory (the revoke
+ * callback, the bounded wait, taking pages back from a user that never
+ * frees). The bench binds p2pbar to the ivshmem device before loading this.
+ */
+#include <kunit/test.h>
+#include <linux/delay.h>
+#include <linux/io.h>
+#include <linux/jiffies.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/pci-p2pdma.h>
+#include <linux/p2pbar.h>
+
+static char *expect = "direct";
+module_param(expect, charp, 0444);
+MODULE_PARM_DESC(expect, "Verdict of the bench profile between nvme and ivshmem");
+
+struct live_ctx {
+	struct pci_dev *pdev;	/* the ivshmem provider */
+	struct p2pbar *pb;
+};
+
+struct holder {
+	atomic_t revoked;
+	bool free_in_callback;
+};
+
+static void holder_revoke(struct p2pbar_mem *mem, void *priv)
+{
+	struct holder *h = priv;
+
+	atomic_inc(&h->revoked);
+	if (h->free_in_callback)
+		p2pbar_free(mem);
+}
+
+static const struct p2pbar_user_ops holder_ops = { .revoke = holder_revoke };
+
+static int live_init(struct kunit *test)
+{
+	struct live_ctx *ctx = kunit_kzalloc(test, sizeof(*ctx), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, ctx);
+	test->priv = ctx;
+	ctx->pdev = pci_get_device(0x1af4, 0x1110, NULL);
+	if (!ctx->pdev)
+		kunit_skip(test, "no ivshmem device");
+	ctx->pb = p2pbar_get(ctx->pdev);
+	if (!ctx->pb)
+		kunit_skip(test, "p2pbar is not bound to %s", pci_name(ctx->pdev));
+	return 0;
+}
+
+static void live_exit(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+
+	p2pbar_put(ctx->pb);
+	/* every case leaves the provider bound, as it found it */
+	if (ctx->pdev && !ctx->pdev->dev.driver)
+		KUNIT_EXPECT_GE(test, device_attach(&ctx->pdev->dev), 1);
+	pci_dev_put(ctx->pdev);
+}
+
+static void alloc_and_access(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	struct holder h = {};
+	struct p2pbar_mem *mem;
+	u8 *buf, *back;
+	void __iomem *io;
+	size_t i;
+	bool zero = true;
+
+	mem = p2pbar_alloc(ctx->pb, 3 * PAGE_SIZE + 1, &holder_ops, &h);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(mem));
+	KUNIT_EXPECT_EQ(test, p2pbar_mem_size(mem), 4 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, p2pbar_mem_bus_addr(mem),
+			pci_p2pmem_virt_to_bus(ctx->pdev, p2pbar_mem_vaddr(mem)));
+	KUNIT_EXPECT_GE(test, p2pbar_mem_bus_addr(mem), pci_bus_address(ctx->pdev, 2));
+	KUNIT_EXPECT_LT(test, p2pbar_mem_bus_addr(mem),
+			pci_bus_address(ctx->pdev, 2) + pci_resource_len(ctx->pdev, 2));
+
+	io = (void __iomem __force *)p2pbar_mem_vaddr(mem);
+	for (i = 0; i < p2pbar_mem_size(mem); i++)
+		zero &= !readb(io + i);
+	KUNIT_EXPECT_TRUE_MSG(test, zero, "fresh allocation is not zeroed");
+
+	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	back = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_NOT_NULL(test, back);
+	for (i = 0; i < PAGE_SIZE; i++)
+		buf[i] = i * 7 + 3;
+	memcpy_toio(io + PAGE_SIZE, buf, PAGE_SIZE);
+	memcpy_fromio(back, io + PAGE_SIZE, PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, memcmp(buf, back, PAGE_SIZE), 0);
+	p2pbar_free(mem);
+	KUNIT_EXPECT_EQ(test, atomic_read(&h.revoked), 0);
+}
+
+static void alloc_bad_args(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	static const struct p2pbar_user_ops no_revoke = {};
+	struct holder h = {};
+
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_alloc(ctx->pb, 0, &holder_ops, &h)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_alloc(ctx->pb, PAGE_SIZE, NULL, &h)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_alloc(ctx->pb, PAGE_SIZE, &no_revoke, &h)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_alloc(ctx->pb, SZ_1G, &holder_ops, &h)), -ENOSPC);
+}
+
+static void find_for_nvme(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	struct pci_dev *nvme = pci_get_class(PCI_CLASS_STORAGE_EXPRESS, NULL);
+	struct p2pbar *found;
+
+	if (!nvme)
+		kunit_skip(test, "no NVMe controller");
+	found = p2pbar_find(&nvme->dev);
+	if (!strcmp(expect, "refused"))
+		KUNIT_EXPECT_NULL(test, found);
+	else
+		KUNIT_EXPECT_PTR_EQ(test, found, ctx->pb);
+	p2pbar_put(found);
+	KUNIT_EXPECT_NULL(test, p2pbar_get(nvme));	/* not a provider */
+	pci_dev_put(nvme);
+}
+
+/* Unbind with two live in-kernel allocations whose owner frees on revoke. */
+static void revoke_on_unbind(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	struct holder h = { .free_in_callback = true };
+	struct p2pbar_mem *a, *b;
+	unsigned long t0;
+
+	a = p2pbar_alloc(ctx->pb, PAGE_SIZE, &holder_ops, &h);
+	b = p2pbar_alloc(ctx->pb, 2 * PAGE_SIZE, &holder_ops, &h);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a) || IS_ERR(b));
+
+	t0 = jiffies;
+	device_release_driver(&ctx->pdev->dev);
+	KUNIT_EXPECT_EQ(test, atomic_read(&h.revoked), 2);
+	KUNIT_EXPECT_LT(test, jiffies - t0, 2 * HZ);
+	KUNIT_EXPECT_NULL(test, p2pbar_get(ctx->pdev));
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_alloc(ctx->pb, PAGE_SIZE, &holder_ops, &h)), -ENODEV);
+	KUNIT_EXPECT_NULL(test, rcu_access_pointer(ctx->pdev->p2pdma));	/* torn down */
+}
+
+/*
+ * A user that ignores revoke: unbind must still finish, after the bounded
+ * wait, and the user's late p2pbar_free() must be harmless.
+ */
+static void revoke_ignored_is_bounded(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	struct holder h = { .free_in_callback = false };
+	struct p2pbar_mem *mem;
+	unsigned long t0, took;
+
+	mem = p2pbar_alloc(ctx->pb, PAGE_SIZE, &holder_ops, &h);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(mem));
+	t0 = jiffies;
+	device_release_driver(&ctx->pdev->dev);
+	took = jiffies - t0;
+	KUNIT_EXPECT_EQ(test, atomic_read(&h.revoked), 1);
+	KUNIT_EXPECT_GE(test, took, 9 * HZ);
+	KUNIT_EXPECT_LT(test, took, 20 * HZ);
+	p2pbar_free(mem);	/* late, after the provider took the pages back */
+}
+
+/* After a re-bind the same function works as a provider again. */
+static void rebind_works(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	struct holder h = {};
+	struct p2pbar *pb;
+	struct p2pbar_mem *mem;
+
+	device_release_driver(&ctx->pdev->dev);
+	KUNIT_ASSERT_GE(test, device_attach(&ctx->pdev->dev), 1);
+	pb = p2pbar_get(ctx->pdev);
+	KUNIT_ASSERT_NOT_NULL(test, pb);
+	KUNIT_EXPECT_PTR_NE(test, pb, ctx->pb);
+	mem = p2pbar_alloc(pb, PAGE_SIZE, &holder_ops, &h);
+	KUNIT_EXPECT_FALSE(test, IS_ERR(mem));
+	if (!IS_ERR(mem))
+		p2pbar_free(mem);
+	p2pbar_put(pb);
+}
+
+static struct kunit_case live_cases[] = {
+	KUNIT_CASE(alloc_and_access),
+	KUNIT_CASE(alloc_bad_args),
+	KUNIT_CASE(find_for_nvme),
+	KUNIT_CASE(revoke_on_unbind),
+	KUNIT_CASE(revoke_ignored_is_bounded),
+	KUNIT_CASE(rebind_works),
+	{}
+};
+
+static struct kunit_suite live_suite = {
+	.name = "p2pbar_live",
+	.init = live_init,
+	.exit = live_exit,
+	.test_cases = live_cases,
+};
+
+kunit_test_suite(live_suite);
+
+MODULE_DESCRIPTION("Live tests of the p2pbar in-kernel API on the QEMU bench");
+MODULE_LICENSE("GPL");
