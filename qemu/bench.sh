@@ -53,6 +53,7 @@ build_suite() {
 		fi
 	done
 	t "checkpatch --strict is clean" checkpatch "$src"
+	t "kernel-doc is clean" kerneldoc "$src"
 	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
 	{
 		echo "KTAP version 1"; echo "1..1"
@@ -68,6 +69,12 @@ checkpatch() {
 	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
 	(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) |
 		tee /dev/stderr | grep -qE ': (ERROR|WARNING|CHECK):' && return 1
+	return 0
+}
+
+kerneldoc() {
+	(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
+		include/uapi/linux/*.h) 2>&1 | tee /dev/stderr | grep -q . && return 1
 	return 0
 }
 

@@ -42,6 +42,25 @@ check "p2pbar_live_kunit runs" load p2pbar_live_kunit "expect=$p2pexpect"
 check "still bound after the live tests" test -c /dev/p2pbar0
 suite_end
 
+# A second provider (switch profile): its own instance, its own memory.
+IVSHMEM2=$(find_pci 1af4 1110 2)
+if [ -n "$IVSHMEM2" ]; then
+	suite_begin provider_two
+	check "p2pbar binds to a second device $IVSHMEM2" bind p2pbar "$IVSHMEM2"
+	check "it is /dev/p2pbar1" test -c /dev/p2pbar1
+	v=$(p2pctl --json verdict "$IVSHMEM2" /dev/p2pbar0)
+	case "$v" in *'"verdict":"direct","distance":4,'*) pass "the two providers see each other directly" ;;
+	*) diag "$v"; fail "the two providers see each other directly" ;; esac
+	out=$(p2pctl --json dma-read "$BLK" 0x500000 65536 --dev /dev/p2pbar1)
+	check_eq "dma-read into the second provider exits $want_rc" "$?" "$want_rc"
+	off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
+	[ "$want_rc" = 0 ] && hostcheck equal 65536 "bar1@${off:-0}" nvme0@0x500000
+	check_eq "first provider's counters untouched" "$(cat /sys/class/p2pbar/p2pbar0/alloc_count)" 0
+	check "unbind the second" sh -c "echo $IVSHMEM2 > /sys/bus/pci/drivers/p2pbar/unbind"
+	check "the first still works" p2pctl info /dev/p2pbar0
+	suite_end
+fi
+
 # The char device from userspace.
 P2P_EXPECT=$p2pexpect p2pbar-test /dev/p2pbar0 "$IVSHMEM" "$BLK"
 

@@ -294,6 +294,21 @@ static void data_tests(int fd, const char *blk)
 	       (unsigned long long)(a.bus_addr - inf.bus_addr + inf.offset));
 	result(sysfs_num("alloc_count") == 1 && sysfs_num("alloc_bytes") == (long)len,
 	       "sysfs counts one allocation of 1 MiB");
+	{
+		char path[256], want[128], line[256];
+		FILE *f;
+		int found = 0;
+
+		snprintf(path, sizeof(path), "/sys/kernel/debug/p2pbar/%s/allocations", bdf);
+		snprintf(want, sizeof(want), "0x%llx %zu mmap %d %u\n",
+			 (unsigned long long)a.bus_addr, len, getpid(), a.handle);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			found |= !strcmp(line, want);
+		if (f)
+			fclose(f);
+		result(found, "debugfs lists the allocation: %.*s", (int)strlen(want) - 1, want);
+	}
 
 	/* Zeroing: free, allocate the same region again, it reads zeros. */
 	first_bus = a.bus_addr;
