@@ -3,9 +3,9 @@
 #
 # Boot one topology profile and run one guest test in it.
 #
-#   qemu/run.sh [--flavour base|debug] [--timeout SEC] [--quiet] PROFILE TEST
+#   qemu/run.sh [--flavour base|debug] [--series S] [--timeout SEC] [--quiet] PROFILE TEST
 #
-# Builds (or reuses) the 6.12 test kernel, the suite's modules and tools
+# Builds (or reuses) the test kernel (series 6.12 unless --series), the suite's modules and tools
 # for it, an initramfs, fresh disk images and a BAR backing file, boots
 # q35 under TCG, then runs the host checks. Everything lands in
 # out/runs/PROFILE.TEST.FLAVOUR/: serial.log, ktap/*.ktap, the images and
@@ -14,11 +14,13 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 flavour=base
+series=$P2P_RUNTIME_SERIES
 timeout=600
 quiet=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--flavour) flavour=$2; shift 2 ;;
+	--series) series=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--quiet) quiet=1; shift ;;
 	-*) die "unknown option $1" ;;
@@ -31,7 +33,9 @@ test=${2:?test}
 [ -x "$P2P_TOP/qemu/tests/$test.guest.sh" ] || die "no guest test $test (see qemu/tests/)"
 
 OUT=$P2P_TOP/out
-RUN=$OUT/runs/$profile.$test.$flavour
+tag=$flavour
+[ "$series" = "$P2P_RUNTIME_SERIES" ] || tag=$flavour-$series
+RUN=$OUT/runs/$profile.$test.$tag
 rm -rf "$RUN"
 mkdir -p "$RUN/ktap"
 touch "$OUT/.build.lock"
@@ -39,7 +43,7 @@ echo fail > "$RUN/status"
 trap 'echo "run.sh: failed at line $LINENO: $BASH_COMMAND" | tee -a "$RUN/serial.log" >&2' ERR
 
 bench_run_deps
-kdir=$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" "$flavour")
+kdir=$("$P2P_TOP/qemu/kernel.sh" build "$series" "$flavour")
 # Parallel runs share the module and tool builds: one builder at a time.
 initrd=$RUN/initramfs.cpio.gz
 flock "$OUT/.build.lock" sh -c 'make -s -C "$1/tools" >/dev/null &&
@@ -79,7 +83,7 @@ cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	"${P_DEVICES[@]}")
 printf '%q ' "${cmd[@]}" > "$RUN/qemu.cmd"
 
-[ -n "$quiet" ] || say "boot: $profile ($P_DESC), test $test, $flavour kernel"
+[ -n "$quiet" ] || say "boot: $profile ($P_DESC), test $test, $series $flavour kernel"
 start=$(date +%s)
 set +e
 timeout --foreground "$timeout" "${cmd[@]}" >"$RUN/qemu.log" 2>&1 &
@@ -102,5 +106,5 @@ python3 "$P2P_TOP/qemu/hostcheck.py" "$RUN" > "$RUN/ktap/host.ktap"
 if [ $qrc -eq 0 ] && ! grep -rq '^not ok' "$RUN/ktap"; then
 	echo pass > "$RUN/status"
 fi
-[ -n "$quiet" ] || say "done: $profile.$test.$flavour in ${secs}s: $(cat "$RUN/status") (qemu exit $qrc, log $RUN/serial.log)"
+[ -n "$quiet" ] || say "done: $profile.$test.$tag in ${secs}s: $(cat "$RUN/status") (qemu exit $qrc, log $RUN/serial.log)"
 [ "$(cat "$RUN/status")" = pass ]
