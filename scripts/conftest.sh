@@ -46,6 +46,9 @@ probe HAVE_PCIM_P2PDMA_PROVIDER '#include <linux/pci-p2pdma.h>' \
 probe HAVE_PCI_P2PDMA_MAP_TYPE_PUBLIC '#include <linux/pci-p2pdma.h>' \
 	'enum pci_p2pdma_map_type t = PCI_P2PDMA_MAP_NONE; (void)t;'
 
+probe HAVE_PCIM_IOMAP_REGION '#include <linux/pci.h>' \
+	'void __iomem *p = pcim_iomap_region(NULL, 0, "x"); (void)p;'
+
 objs=$(sed -n 's/^obj-m += //p' "$tmp/Kbuild")
 # -k: a probe that does not compile is an answer, not an error.
 make -k -s -C "$kdir" M="$tmp" KBUILD_MODPOST_WARN=1 $objs >"$tmp/log" 2>&1 || true

@@ -64,6 +64,17 @@ static inline bool sg_dma_is_bus_address(struct scatterlist *sg)
 #define P2P_BIN_ATTR_CONST
 #endif
 
+/* pcim_iomap_region() replaced pcim_iomap_regions() + pcim_iomap_table() in 6.11. */
+#ifndef HAVE_PCIM_IOMAP_REGION
+#include <linux/pci.h>
+static inline void __iomem *pcim_iomap_region(struct pci_dev *pdev, int bar, const char *name)
+{
+	int ret = pcim_iomap_regions(pdev, BIT(bar), name);
+
+	return ret ? IOMEM_ERR_PTR(ret) : pcim_iomap_table(pdev)[bar];
+}
+#endif
+
 /*
  * MODULE_IMPORT_NS() takes a bare token before 6.13 and a string after; the
  * module info it emits is the same string on every kernel.

@@ -8,6 +8,12 @@
  *                                             O_DIRECT read of BLK into p2pmem
  *   p2pctl dma-write BLK OFF LEN BYTE (--dev DEV | --sysfs BDF)
  *                                             fill p2pmem with BYTE, O_DIRECT write to BLK
+ *   p2pctl nvme-info [NVME]                   describe a p2pnvme controller (/dev/p2pnvme0)
+ *   p2pctl nvme-read NVME SLBA LEN [opts]     namespace -> buffer through p2pnvme
+ *   p2pctl nvme-write NVME SLBA LEN BYTE [opts]
+ *                                             buffer filled with BYTE -> namespace
+ *     opts: --dev P2PBAR (default /dev/p2pbar0) | --host, --offset N (into the
+ *           buffer), --bounce | --no-bounce, --prp | --sgl
  *
  * Options: --json for machine output. Exit status: 0, or the errno of the
  * failing step (EREMOTEIO = 121 when the kernel refuses P2P).
@@ -25,6 +31,7 @@
 #include <unistd.h>
 
 #include <linux/p2pbar.h>
+#include <linux/p2pnvme.h>
 
 static int json;
 
@@ -285,6 +292,115 @@ static int cmd_dma(int write, int argc, char **argv)
 	return 0;
 }
 
+static const char *path_name(uint32_t p)
+{
+	return p == P2PNVME_PATH_P2P ? "p2p" : p == P2PNVME_PATH_BOUNCE ? "bounce" :
+	       p == P2PNVME_PATH_HOST ? "host" : "none";
+}
+
+static int cmd_nvme_info(const char *path)
+{
+	struct p2pnvme_info i = { .argsz = sizeof(i) };
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return fail(errno, path);
+	if (ioctl(fd, P2PNVME_IOC_INFO, &i))
+		return fail(errno, "P2PNVME_IOC_INFO");
+	close(fd);
+	if (json)
+		printf("{\"device\":\"%s\",\"nsid\":%u,\"lba_size\":%u,\"nlb\":%llu,"
+		       "\"max_xfer\":%u,\"io_queues\":%u,\"queue_depth\":%u,\"sgl\":%s,"
+		       "\"model\":\"%.40s\"}\n", path, i.nsid, 1u << i.lba_shift,
+		       (unsigned long long)i.nlb, i.max_xfer, i.nr_io_queues, i.queue_depth,
+		       i.flags & P2PNVME_INFO_F_SGL ? "true" : "false", i.model);
+	else
+		printf("%s: %.40s, namespace %u: %llu x %u bytes; %u I/O queues of %u, %u KiB per command%s\n",
+		       path, i.model, i.nsid, (unsigned long long)i.nlb, 1u << i.lba_shift,
+		       i.nr_io_queues, i.queue_depth, i.max_xfer >> 10,
+		       i.flags & P2PNVME_INFO_F_SGL ? ", SGL" : "");
+	return 0;
+}
+
+static int cmd_nvme_io(int write, int argc, char **argv)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io) };
+	const char *dev = "/dev/p2pbar0";
+	unsigned long long boff = 0, off = 0;
+	int i, fd, host = 0, byte = 0;
+	unsigned char *buf;
+	size_t maplen;
+	struct p2pbuf b = { .fd = -1 };
+
+	if (argc < 3 + write)
+		return fail(EINVAL, "usage: nvme-read NVME SLBA LEN | nvme-write NVME SLBA LEN BYTE");
+	io.op = write ? P2PNVME_OP_WRITE : P2PNVME_OP_READ;
+	io.slba = strtoull(argv[1], NULL, 0);
+	io.len = strtoull(argv[2], NULL, 0);
+	if (write)
+		byte = strtol(argv[3], NULL, 0);
+	for (i = 3 + write; i < argc; i++) {
+		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev = argv[++i];
+		else if (!strcmp(argv[i], "--host"))
+			host = 1;
+		else if (!strcmp(argv[i], "--offset") && i + 1 < argc)
+			off = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--bounce"))
+			io.flags |= P2PNVME_IO_F_BOUNCE;
+		else if (!strcmp(argv[i], "--no-bounce"))
+			io.flags |= P2PNVME_IO_F_NO_BOUNCE;
+		else if (!strcmp(argv[i], "--prp"))
+			io.flags |= P2PNVME_IO_F_PRP;
+		else if (!strcmp(argv[i], "--sgl"))
+			io.flags |= P2PNVME_IO_F_SGL;
+		else
+			return fail(EINVAL, argv[i]);
+	}
+	maplen = (off + io.len + 4095) & ~4095ULL;
+	if (host) {
+		buf = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			return fail(errno, "mmap host buffer");
+	} else {
+		i = get_p2pmem(dev, NULL, maplen, &b);
+		if (i)
+			return i;
+		buf = b.p;
+		boff = b.bar_offset;
+	}
+	if (write)
+		memset(buf + off, byte, io.len);
+	io.addr = (uintptr_t)(buf + off);
+	fd = open(argv[0], O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return fail(errno, argv[0]);
+	if (ioctl(fd, P2PNVME_IOC_IO, &io)) {
+		int err = errno;
+
+		if (json)
+			printf("{\"error\":\"%s\",\"errno\":%d,\"status\":%u}\n", strerror(err),
+			       err, io.status);
+		else
+			fprintf(stderr, "p2pctl: P2PNVME_IOC_IO: %s (errno %d, NVMe status %#x)\n",
+				strerror(err), err, io.status);
+		return err;
+	}
+	close(fd);
+	if (json)
+		printf("{\"bytes\":%llu,\"path\":\"%s\",\"bar_offset\":%llu,\"fnv1a\":\"%016llx\"}\n",
+		       (unsigned long long)io.len, path_name(io.path), boff + off,
+		       (unsigned long long)fnv1a(buf + off, io.len));
+	else
+		printf("%s %llu bytes at LBA %llu via %s, fnv1a %016llx\n", write ? "wrote" : "read",
+		       (unsigned long long)io.len, (unsigned long long)io.slba, path_name(io.path),
+		       (unsigned long long)fnv1a(buf + off, io.len));
+	munmap(buf, maplen);
+	if (b.fd >= 0)
+		close(b.fd);
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: p2pctl [--json] COMMAND ...\n"
@@ -294,6 +410,11 @@ static void usage(void)
 	      "                                  O_DIRECT read from block device into p2pmem\n"
 	      "  dma-write BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]\n"
 	      "                                  fill p2pmem with BYTE, O_DIRECT write to BLK\n"
+	      "  nvme-info [NVME]                describe a p2pnvme controller (/dev/p2pnvme0)\n"
+	      "  nvme-read NVME SLBA LEN [opts]  namespace -> p2pmem (or --host memory)\n"
+	      "  nvme-write NVME SLBA LEN BYTE [opts]\n"
+	      "                                  p2pmem filled with BYTE -> namespace\n"
+	      "    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl\n"
 	      "--sysfs BDF uses the kernel's p2pmem/allocate of that device.\n"
 	      "Exit status: 0 or the errno of the failing step (121 = EREMOTEIO).\n", stderr);
 }
@@ -317,6 +438,12 @@ int main(int argc, char **argv)
 		return cmd_dma(0, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "dma-write"))
 		return cmd_dma(1, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "nvme-info"))
+		return cmd_nvme_info(argc > 2 ? argv[2] : "/dev/p2pnvme0");
+	if (!strcmp(argv[1], "nvme-read"))
+		return cmd_nvme_io(0, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "nvme-write"))
+		return cmd_nvme_io(1, argc - 2, argv + 2);
 	usage();
 	return 2;
 }

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * p2pnvme: an NVMe controller driven by the P2PDMA suite, userspace interface.
+ *
+ * Every ioctl argument starts with argsz and flags; unknown flags, non-zero
+ * reserved fields and a short argsz are rejected with -EINVAL before any
+ * command reaches the controller.
+ */
+#ifndef _UAPI_LINUX_P2PNVME_H
+#define _UAPI_LINUX_P2PNVME_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define P2PNVME_IOC_MAGIC	0xB8
+
+/**
+ * struct p2pnvme_info - P2PNVME_IOC_INFO: the controller and its namespace
+ * @argsz: sizeof(struct p2pnvme_info)
+ * @flags: in: 0; out: P2PNVME_INFO_F_*
+ * @nsid: namespace the I/O ioctls address (the first active one)
+ * @lba_shift: log2 of its LBA size
+ * @nlb: its size in LBAs
+ * @max_xfer: bytes one command moves at most (MDTS, capped by the driver)
+ * @nr_io_queues: I/O queue pairs in use
+ * @queue_depth: entries per I/O queue
+ * @reserved: must be zero
+ * @serial: serial number, space padded, not NUL terminated
+ * @model: model number, space padded, not NUL terminated
+ */
+struct p2pnvme_info {
+	__u32 argsz;
+	__u32 flags;
+#define P2PNVME_INFO_F_SGL	(1U << 0)	/* controller takes SGLs for I/O */
+	__u32 nsid;
+	__u32 lba_shift;
+	__u64 nlb;
+	__u32 max_xfer;
+	__u32 nr_io_queues;
+	__u32 queue_depth;
+	__u32 reserved;
+	char serial[20];
+	char model[40];
+};
+
+enum p2pnvme_op {
+	P2PNVME_OP_READ		= 0,	/* namespace -> buffer */
+	P2PNVME_OP_WRITE	= 1,	/* buffer -> namespace */
+	P2PNVME_OP_FLUSH	= 2,	/* no buffer, no range */
+	P2PNVME_OP_WRITE_ZEROES	= 3,	/* no buffer */
+};
+
+/* Which way the data went (struct p2pnvme_io.path). */
+enum p2pnvme_path {
+	P2PNVME_PATH_NONE	= 0,	/* no data (flush, write zeroes) */
+	P2PNVME_PATH_HOST	= 1,	/* ordinary host memory */
+	P2PNVME_PATH_P2P	= 2,	/* controller DMA straight to/from p2pmem */
+	P2PNVME_PATH_BOUNCE	= 3,	/* p2pmem through a host bounce buffer */
+};
+
+/**
+ * struct p2pnvme_io - P2PNVME_IOC_IO: one transfer, split by MDTS
+ * @argsz: sizeof(struct p2pnvme_io)
+ * @flags: P2PNVME_IO_F_*
+ * @op: enum p2pnvme_op
+ * @reserved: must be zero
+ * @slba: first LBA
+ * @len: bytes, a non-zero multiple of the LBA size
+ * @addr: user address of the buffer, 4-byte aligned: host memory or a
+ *	  mapping of p2pmem (/dev/p2pbarN, the kernel's p2pmem/allocate)
+ * @path: out: enum p2pnvme_path
+ * @status: out: NVMe status field (SCT << 8 | SC) of a failed command
+ */
+struct p2pnvme_io {
+	__u32 argsz;
+	__u32 flags;
+#define P2PNVME_IO_F_NO_BOUNCE	(1U << 0)	/* -EREMOTEIO rather than bounce */
+#define P2PNVME_IO_F_BOUNCE	(1U << 1)	/* bounce even if P2P would work */
+#define P2PNVME_IO_F_PRP	(1U << 2)	/* describe data with PRPs ... */
+#define P2PNVME_IO_F_SGL	(1U << 3)	/* ... or SGLs (default: SGL if supported) */
+	__u32 op;
+	__u32 reserved;
+	__u64 slba;
+	__u64 len;
+	__u64 addr;
+	__u32 path;
+	__u32 status;
+};
+
+#define P2PNVME_IOC_INFO	_IOWR(P2PNVME_IOC_MAGIC, 0x00, struct p2pnvme_info)
+#define P2PNVME_IOC_IO		_IOWR(P2PNVME_IOC_MAGIC, 0x01, struct p2pnvme_io)
+
+#endif /* _UAPI_LINUX_P2PNVME_H */
