@@ -10,6 +10,10 @@ memory):
     fill   LEN A@OFF BYTE                 every byte is BYTE
     absent LEN A@OFF B                    A's first 4 KiB appear nowhere in B
     pristine LEN A@OFF                    an image still holds its initial pattern
+    dma-mark                              start watching QEMU's nvme DMA trace
+    dma-in LEN ADDR                       every NVMe data DMA since the mark fell
+                                          inside [ADDR, ADDR+LEN) (bus addresses)
+    dma-none                              no NVMe data DMA at all since the mark
 
 A and B name files of the run directory: bar0 -> bar0.mem (an ivshmem
 backing file), nvme0 -> nvme0.img (a namespace image). limit=NAME marks a
@@ -52,8 +56,37 @@ def read_at(run, ref, length):
         return f.read(length)
 
 
+DMA_RE = re.compile(r'pci_nvme_map_addr addr (0x[0-9a-f]+) len (\d+)')
+
+
+def dma_trace(run):
+    try:
+        with open(os.path.join(run, 'nvme-dma.log')) as f:
+            return f.read()
+    except OSError:
+        return ''
+
+
 def do_check(run, words):
     """Run one check; return (ktap status, description, note)."""
+    if words and words[0] == 'dma-mark':
+        with open(os.path.join(run, 'dma.mark'), 'w') as f:
+            f.write(str(len(dma_trace(run))))
+        return None, None, 'marked'
+    if words and words[0] == 'dma-none':
+        with open(os.path.join(run, 'dma.mark')) as f:
+            mark = int(f.read())
+        n = len(DMA_RE.findall(dma_trace(run)[mark:]))
+        return ('ok' if n == 0 else 'not ok'), 'QEMU nvme did no data DMA since the mark', f'{n} mappings'
+    if words and words[0] == 'dma-in':
+        length, lo = int(words[1], 0), int(words[2], 0)
+        with open(os.path.join(run, 'dma.mark')) as f:
+            mark = int(f.read())
+        maps = [(int(a, 16), int(n)) for a, n in DMA_RE.findall(dma_trace(run)[mark:])]
+        outside = [(a, n) for a, n in maps if a < lo or a + n > lo + length]
+        desc = f'QEMU nvme DMA addresses all inside [{lo:#x}, +{length:#x})'
+        note = f'{len(maps)} mappings' + (f', first outside {outside[0][0]:#x}' if outside else '')
+        return ('ok' if maps and not outside else 'not ok'), desc, note
     opts = dict(w.split('=', 1) for w in words if '=' in w and '@' not in w)
     args = [w for w in words if not ('=' in w and '@' not in w)]
     try:

@@ -79,6 +79,7 @@ cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-serial "file:$RUN/serial.log"
 	-serial "unix:$RUN/hostd.sock,server=on,wait=off"
 	-qmp "unix:$RUN/qmp.sock,server=on,wait=off"
+	-trace "enable=pci_nvme_map_addr,file=$RUN/nvme-dma.log"
 	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$initrd" -append "$append"
 	"${P_DEVICES[@]}")
 printf '%q ' "${cmd[@]}" > "$RUN/qemu.cmd"

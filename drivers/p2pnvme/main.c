@@ -911,7 +911,8 @@ static long ioc_io(struct p2pnvme *c, unsigned long uarg)
 		c->dead = true;
 		up_write(&c->reset_lock);
 	}
-	if (ret && ret != -EREMOTEIO)
+	/* device-side failures only; bad buffers and policy refusals are not */
+	if (ret == -EIO || ret == -ETIMEDOUT || ret == -ENODEV)
 		stat_add(c, ST_ERRORS, 1);
 	if (copy_to_user((void __user *)uarg, &io, sizeof(io)))
 		return -EFAULT;

@@ -1,43 +1,118 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# The NVMe client: p2pnvme takes over nvme0 and moves data between its
-# namespace and p2pmem of the ivshmem BAR (and host memory); the host
-# checks the BAR backing file and the image file at each step.
+# The NVMe client: p2pnvme takes over the NVMe controllers and moves data
+# between their namespaces and p2pmem of the ivshmem BAR (or host memory).
+# The host checks the BAR backing file, the image files and QEMU's own
+# trace of the controller's DMA addresses at each step.
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
 NVME=$(find_pci 1b36 0010)
+NVME1=$(find_pci 1b36 0010 2)
 N=/dev/p2pnvme0
 STATS=/sys/class/p2pnvme/p2pnvme0/stats
-stat() { cat "$STATS/$1"; }
 js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 
+# On a refused topology the default policy bounces through host memory.
 want_path=p2p
-want_rc=0
 [ "$p2pexpect" = refused ] && want_path=bounce
 
 suite_begin client_setup
-check "p2pbar loads and binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko && true" 
-bind p2pbar "$IVSHMEM" || fail "bind p2pbar"
+check "p2pbar loads" load p2pbar
+check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
 check "p2pnvme loads" load p2pnvme
 check "p2pnvme takes over $NVME from nvme" bind p2pnvme "$NVME"
 check "/dev/p2pnvme0 exists" test -c $N
 info=$(p2pctl --json nvme-info)
 diag "$info"
 check_eq "namespace is 64 MiB of 512-byte LBAs" "$(js nlb "$info") $(js lba_size "$info")" "131072 512"
+BUS=$(p2pctl --json info | sed -n 's/.*"bus_addr":\([0-9]*\).*/\1/p')
 suite_end
 
 suite_begin client_io
-# read 256 KiB at 1 MiB into p2pmem
+hostd check dma-mark >/dev/null
 out=$(p2pctl --json nvme-read $N 2048 262144)
-check_eq "read 256 KiB into p2pmem" "$?" 0
-check_eq "path is $want_path" "$(js path "$out")" "$want_path"
+check_eq "read 256 KiB at 1 MiB into p2pmem" "$?" 0
+check_eq "read path is $want_path" "$(js path "$out")" "$want_path"
 hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@0x100000
-# write 128 KiB of 0x77 from p2pmem at 8 MiB
+[ $want_path = p2p ] && hostcheck dma-in 0x4000000 "$BUS"
+
+hostd check dma-mark >/dev/null
 out=$(p2pctl --json nvme-write $N 16384 131072 0x77)
-check_eq "write 128 KiB from p2pmem" "$?" 0
+check_eq "write 128 KiB at 8 MiB from p2pmem" "$?" 0
 check_eq "write path is $want_path" "$(js path "$out")" "$want_path"
 hostcheck fill 131072 nvme0@0x800000 0x77
+[ $want_path = p2p ] && hostcheck dma-in 0x4000000 "$BUS"
+
+# PRPs and SGLs, an odd size at an odd buffer offset, an MDTS split.
+for mode in --prp --sgl; do
+	out=$(p2pctl --json nvme-read $N 4097 4608 --offset 512 $mode)
+	check_eq "read 4608 B (9 LBAs) into p2pmem+512 with ${mode#--}" "$?" 0
+	hostcheck equal 4608 "bar0@$(js bar_offset "$out")" nvme0@$((4097 * 512))
+	out=$(p2pctl --json nvme-read $N 8192 1052672 $mode)
+	check_eq "read 1 MiB + 4 KiB (3 commands by MDTS) with ${mode#--}" "$?" 0
+	hostcheck equal 1052672 "bar0@$(js bar_offset "$out")" nvme0@$((8192 * 512))
+done
+
+# Host memory gets the same bytes as p2pmem did.
+h=$(p2pctl --json nvme-read $N 8192 1052672 --host)
+check_eq "read into host memory uses the host path" "$(js path "$h")" host
+check_eq "host memory and p2pmem got the same bytes" "$(js fnv1a "$h")" "$(js fnv1a "$out")"
+
+# Forced bounce moves the right bytes too and is counted.
+b0=$(cat $STATS/reads_bounce)
+out=$(p2pctl --json nvme-read $N 20480 65536 --bounce)
+check_eq "forced bounce read takes the bounce path" "$(js path "$out")" bounce
+hostcheck equal 65536 "bar0@$(js bar_offset "$out")" nvme0@$((20480 * 512))
+check_eq "reads_bounce counted it" "$(cat $STATS/reads_bounce)" $((b0 + 1))
+
+# Write zeroes and flush.
+hostd check dma-mark >/dev/null
+check "Write Zeroes over 64 KiB at 12 MiB" p2pctl nvme-zeroes $N 24576 65536
+hostcheck fill 65536 nvme0@0xc00000 0
+check "Flush" p2pctl nvme-flush $N
+hostcheck dma-none
 suite_end
-echo "stats: $(grep . $STATS/* | sed 's|.*/||' | tr '\n' ' ')"
+
+suite_begin client_policy
+r0=$(cat $STATS/refused)
+out=$(p2pctl --json nvme-read $N 30000 65536 --no-bounce)
+rc=$?
+if [ "$p2pexpect" = refused ]; then
+	check_eq "no-bounce read on a refused topology fails with EREMOTEIO" "$rc" 121
+	check_eq "refused counted" "$(cat $STATS/refused)" $((r0 + 1))
+	hostcheck absent 65536 nvme0@$((30000 * 512)) bar0
+	echo 0 > /sys/module/p2pnvme/parameters/bounce
+	p2pctl nvme-read $N 30000 65536 >/dev/null 2>&1
+	check_eq "bounce=0 policy refuses too" "$?" 121
+	echo 1 > /sys/module/p2pnvme/parameters/bounce
+else
+	check_eq "no-bounce read on a P2P topology works" "$rc" 0
+	check_eq "path p2p" "$(js path "$out")" p2p
+fi
+suite_end
+
+hostd check dma-mark >/dev/null
+echo "<<<KTAP-BEGIN guest.client_badinput>>>"
+p2pnvme-test $N || _any_failed=1
+echo "<<<KTAP-END>>>"
+hostcheck dma-none
+
+if [ -n "$NVME1" ]; then
+	suite_begin client_copy
+	check "p2pnvme takes over the second controller $NVME1" bind p2pnvme "$NVME1"
+	out=$(p2pctl --json nvme-copy $N 2048 524288 /dev/p2pnvme1 4096)
+	check_eq "nvme0 -> p2pmem -> nvme1, 512 KiB" "$?" 0
+	check_eq "both legs P2P" "$(js read_path "$out") $(js write_path "$out")" "$want_path $want_path"
+	hostcheck equal 524288 nvme1@0x200000 nvme0@0x100000
+	suite_end
+fi
+
+suite_begin client_teardown
+diag "stats: $(grep . $STATS/* | sed 's|.*/||' | tr '\n' ' ')"
+check "unbind p2pnvme from nvme0 (orderly shutdown)" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind"
+[ -n "$NVME1" ] && echo "$NVME1" > /sys/bus/pci/drivers/p2pnvme/unbind
+check "nvme-pci takes the controller back" bind nvme "$NVME"
+check "rmmod p2pnvme" rmmod p2pnvme
+suite_end
 exit $_any_failed

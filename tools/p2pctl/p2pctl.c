@@ -14,6 +14,9 @@
  *                                             buffer filled with BYTE -> namespace
  *     opts: --dev P2PBAR (default /dev/p2pbar0) | --host, --offset N (into the
  *           buffer), --bounce | --no-bounce, --prp | --sgl
+ *   p2pctl nvme-zeroes NVME SLBA LEN          Write Zeroes; p2pctl nvme-flush NVME: Flush
+ *   p2pctl nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]
+ *                                             controller to controller through p2pmem
  *
  * Options: --json for machine output. Exit status: 0, or the errno of the
  * failing step (EREMOTEIO = 121 when the kernel refuses P2P).
@@ -401,6 +404,70 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	return 0;
 }
 
+/* Write Zeroes over an LBA range, or Flush (no range). */
+static int cmd_nvme_nodata(int op, int argc, char **argv)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = op };
+	int fd;
+
+	if (argc < 1 || (op == P2PNVME_OP_WRITE_ZEROES && argc < 3))
+		return fail(EINVAL, "usage: nvme-zeroes NVME SLBA LEN | nvme-flush NVME");
+	if (op == P2PNVME_OP_WRITE_ZEROES) {
+		io.slba = strtoull(argv[1], NULL, 0);
+		io.len = strtoull(argv[2], NULL, 0);
+	}
+	fd = open(argv[0], O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return fail(errno, argv[0]);
+	if (ioctl(fd, P2PNVME_IOC_IO, &io))
+		return fail(errno, op == P2PNVME_OP_FLUSH ? "flush" : "write zeroes");
+	close(fd);
+	return 0;
+}
+
+/* NVMe -> p2pmem -> NVMe: the data never touches host memory. */
+static int cmd_nvme_copy(int argc, char **argv)
+{
+	struct p2pnvme_io rd = { .argsz = sizeof(rd), .op = P2PNVME_OP_READ };
+	struct p2pnvme_io wr = { .argsz = sizeof(wr), .op = P2PNVME_OP_WRITE };
+	const char *dev = "/dev/p2pbar0";
+	struct p2pbuf b = { .fd = -1 };
+	int sfd, dfd, ret;
+
+	if (argc < 5)
+		return fail(EINVAL, "usage: nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]");
+	if (argc > 6 && !strcmp(argv[5], "--dev"))
+		dev = argv[6];
+	rd.slba = strtoull(argv[1], NULL, 0);
+	rd.len = wr.len = strtoull(argv[2], NULL, 0);
+	wr.slba = strtoull(argv[4], NULL, 0);
+	ret = get_p2pmem(dev, NULL, (rd.len + 4095) & ~4095ULL, &b);
+	if (ret)
+		return ret;
+	rd.addr = wr.addr = (uintptr_t)b.p;
+	sfd = open(argv[0], O_RDWR | O_CLOEXEC);
+	dfd = open(argv[3], O_RDWR | O_CLOEXEC);
+	if (sfd < 0 || dfd < 0)
+		return fail(errno, "open controllers");
+	if (ioctl(sfd, P2PNVME_IOC_IO, &rd))
+		return fail(errno, "read from the source");
+	if (ioctl(dfd, P2PNVME_IOC_IO, &wr))
+		return fail(errno, "write to the destination");
+	if (json)
+		printf("{\"bytes\":%llu,\"read_path\":\"%s\",\"write_path\":\"%s\",\"bar_offset\":%llu}\n",
+		       (unsigned long long)rd.len, path_name(rd.path), path_name(wr.path),
+		       (unsigned long long)b.bar_offset);
+	else
+		printf("copied %llu bytes %s LBA %llu -> %s LBA %llu through p2pmem (%s, %s)\n",
+		       (unsigned long long)rd.len, argv[0], (unsigned long long)rd.slba, argv[3],
+		       (unsigned long long)wr.slba, path_name(rd.path), path_name(wr.path));
+	close(sfd);
+	close(dfd);
+	munmap(b.p, b.len);
+	close(b.fd);
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: p2pctl [--json] COMMAND ...\n"
@@ -415,6 +482,10 @@ static void usage(void)
 	      "  nvme-write NVME SLBA LEN BYTE [opts]\n"
 	      "                                  p2pmem filled with BYTE -> namespace\n"
 	      "    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl\n"
+	      "  nvme-zeroes NVME SLBA LEN       Write Zeroes command\n"
+	      "  nvme-flush NVME                 Flush command\n"
+	      "  nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]\n"
+	      "                                  controller to controller through p2pmem\n"
 	      "--sysfs BDF uses the kernel's p2pmem/allocate of that device.\n"
 	      "Exit status: 0 or the errno of the failing step (121 = EREMOTEIO).\n", stderr);
 }
@@ -444,6 +515,12 @@ int main(int argc, char **argv)
 		return cmd_nvme_io(0, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-write"))
 		return cmd_nvme_io(1, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "nvme-zeroes"))
+		return cmd_nvme_nodata(P2PNVME_OP_WRITE_ZEROES, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "nvme-flush"))
+		return cmd_nvme_nodata(P2PNVME_OP_FLUSH, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "nvme-copy"))
+		return cmd_nvme_copy(argc - 2, argv + 2);
 	usage();
 	return 2;
 }

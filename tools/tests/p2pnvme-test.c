@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme-test: every malformed P2PNVME ioctl gets its errno, and none of
+ * them reaches the controller (counters unchanged; the caller asks the
+ * host to confirm that QEMU's nvme did no DMA meanwhile).
+ *
+ *   p2pnvme-test /dev/p2pnvmeN
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/p2pnvme.h>
+
+static int n, failed;
+
+static void result(int ok, const char *what, int want, int got)
+{
+	n++;
+	failed += !ok;
+	printf("    %s %d %s -> %s (got %s)\n", ok ? "ok" : "not ok", n, what, strerror(want),
+	       strerror(got));
+}
+
+/* Sum of every counter in sysfs stats/ */
+static long long stats_sum(const char *dev)
+{
+	char pat[256];
+	long long sum = 0;
+	glob_t g;
+	size_t i;
+
+	snprintf(pat, sizeof(pat), "/sys/class/p2pnvme/%s/stats/*", strrchr(dev, '/') + 1);
+	if (glob(pat, 0, NULL, &g))
+		return -1;
+	for (i = 0; i < g.gl_pathc; i++) {
+		FILE *f = fopen(g.gl_pathv[i], "r");
+		long long v = 0;
+
+		if (f && fscanf(f, "%lld", &v) == 1)
+			sum += v;
+		if (f)
+			fclose(f);
+	}
+	globfree(&g);
+	return sum;
+}
+
+int main(int argc, char **argv)
+{
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	struct p2pnvme_io io;
+	long long before;
+	char *buf;
+	int fd, ret;
+	uint64_t nlb, lba;
+
+	if (argc != 2)
+		return 2;
+	fd = open(argv[1], O_RDWR);
+	if (fd < 0 || ioctl(fd, P2PNVME_IOC_INFO, &info))
+		return 1;
+	nlb = info.nlb;
+	lba = 1ULL << info.lba_shift;
+	buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	before = stats_sum(argv[1]);
+
+	struct {
+		const char *what;
+		struct p2pnvme_io io;
+		int err;
+	} cases[] = {
+		{ "LBA range past the end", { .op = P2PNVME_OP_READ, .slba = nlb - 1, .len = 2 * lba }, ERANGE },
+		{ "start LBA past the end", { .op = P2PNVME_OP_READ, .slba = nlb, .len = lba }, ERANGE },
+		{ "overflowing LBA range", { .op = P2PNVME_OP_READ, .slba = ~0ULL, .len = lba }, ERANGE },
+		{ "length not a multiple of the LBA size", { .op = P2PNVME_OP_READ, .len = lba + 1 }, EINVAL },
+		{ "zero length", { .op = P2PNVME_OP_READ, .len = 0 }, EINVAL },
+		{ "unaligned buffer", { .op = P2PNVME_OP_READ, .len = lba, .addr = 1 }, EINVAL },
+		{ "no buffer", { .op = P2PNVME_OP_READ, .len = lba, .addr = 0 }, EINVAL },
+		{ "unknown operation", { .op = 9, .len = lba }, EOPNOTSUPP },
+		{ "unknown flag", { .op = P2PNVME_OP_READ, .len = lba, .flags = 1 << 7 }, EINVAL },
+		{ "PRP and SGL at once", { .op = P2PNVME_OP_READ, .len = lba,
+					   .flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, EINVAL },
+		{ "bounce and no-bounce at once", { .op = P2PNVME_OP_READ, .len = lba,
+					   .flags = P2PNVME_IO_F_BOUNCE | P2PNVME_IO_F_NO_BOUNCE }, EINVAL },
+		{ "non-zero reserved", { .op = P2PNVME_OP_READ, .len = lba, .reserved = 1 }, EINVAL },
+		{ "output field preset", { .op = P2PNVME_OP_READ, .len = lba, .path = 2 }, EINVAL },
+		{ "flush with a range", { .op = P2PNVME_OP_FLUSH, .len = lba }, EINVAL },
+		{ "write zeroes with a buffer", { .op = P2PNVME_OP_WRITE_ZEROES, .len = lba }, EINVAL },
+		{ "unmapped buffer", { .op = P2PNVME_OP_READ, .len = lba, .addr = 0x1000 }, EFAULT },
+	};
+	unsigned int i;
+
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_badinput\n");
+	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		io = cases[i].io;
+		io.argsz = sizeof(io);
+		if (io.addr == 0 && cases[i].err != EINVAL && io.op != P2PNVME_OP_WRITE_ZEROES &&
+		    io.op != P2PNVME_OP_FLUSH)
+			io.addr = (uintptr_t)buf;
+		if (!strcmp(cases[i].what, "write zeroes with a buffer"))
+			io.addr = (uintptr_t)buf;
+		ret = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+		result(ret == cases[i].err, cases[i].what, cases[i].err, ret);
+	}
+	io = (struct p2pnvme_io){ .argsz = 8, .op = P2PNVME_OP_READ, .len = lba,
+				  .addr = (uintptr_t)buf };
+	ret = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	result(ret == EINVAL, "argsz too small", EINVAL, ret);
+	ret = ioctl(fd, P2PNVME_IOC_IO, NULL) ? errno : 0;
+	result(ret == EFAULT, "bad argument pointer", EFAULT, ret);
+	ret = ioctl(fd, _IO(P2PNVME_IOC_MAGIC, 0x7f), NULL) ? errno : 0;
+	result(ret == ENOTTY, "unknown ioctl", ENOTTY, ret);
+	n++;
+	if (stats_sum(argv[1]) == before) {
+		printf("    ok %d counters unchanged by bad input\n", n);
+	} else {
+		failed++;
+		printf("    not ok %d counters unchanged by bad input\n", n);
+	}
+	printf("%s 1 client_badinput\n", failed ? "not ok" : "ok");
+	return !!failed;
+}
