@@ -102,6 +102,7 @@ if [ $qrc -eq 124 ]; then
 	echo "P2P-TIMEOUT after ${timeout}s" >> "$RUN/serial.log"
 fi
 
+trap - ERR
 python3 "$P2P_TOP/qemu/ktap.py" extract "$RUN"
 python3 "$P2P_TOP/qemu/hostcheck.py" "$RUN" > "$RUN/ktap/host.ktap"
 if [ $qrc -eq 0 ] && ! grep -rq '^not ok' "$RUN/ktap"; then

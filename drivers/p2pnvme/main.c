@@ -129,8 +129,12 @@ struct p2pnvme_queue {
  * @bounce: bounce buffer per I/O queue (host memory, @max_xfer bytes)
  * @bounce_dma: their bus addresses
  * @reset_lock: I/O holds it for read; reset and remove for write
- * @dead: controller gone or failed for good: everything returns -ENODEV
+ * @dead: controller gone or failed for good: everything returns -ENODEV;
+ *	   set under reset_lock held for write, after which nothing touches
+ *	   the device, its BAR or its queue memory (all released at unbind)
  * @stats: counters (enum p2pnvme_stat), atomic, read by sysfs
+ * @kref: held by the driver binding and by each open file, so that an
+ *	  ioctl on a file that outlived the device finds @dead, not freed memory
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -155,6 +159,7 @@ struct p2pnvme {
 	struct rw_semaphore reset_lock;
 	bool dead;
 	atomic64_t stats[ST_NR];
+	struct kref kref;
 };
 
 static dev_t p2pnvme_devt;
@@ -162,6 +167,14 @@ static struct cdev p2pnvme_cdev;
 static struct class *p2pnvme_class;
 /* minor -> controller; the xa_lock pairs open() with remove() */
 static DEFINE_XARRAY_ALLOC(p2pnvme_minors);
+
+static void p2pnvme_free(struct kref *kref)
+{
+	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
+
+	pci_dev_put(c->pdev);
+	kfree(c);
+}
 
 static void stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 v)
 {
@@ -244,6 +257,7 @@ static int queue_exec_locked(struct p2pnvme *c, struct p2pnvme_queue *q,
 	unsigned long deadline = jiffies + timeout;
 	struct nvme_completion *cqe;
 	u16 cid = q->cid++, st;
+	u32 csts;
 
 	lockdep_assert_held(&q->lock);
 	cmd->common.command_id = cid;
@@ -266,8 +280,11 @@ static int queue_exec_locked(struct p2pnvme *c, struct p2pnvme_queue *q,
 			break;
 		if (time_after(jiffies, deadline))
 			return ctrl_gone(c) ? -ENODEV : -ETIMEDOUT;
-		if (ctrl_gone(c))
-			return -ENODEV;
+		csts = readl(c->bar + NVME_REG_CSTS);
+		if (csts == ~0U)
+			return -ENODEV;		/* surprise removal */
+		if (csts & NVME_CSTS_CFS)
+			return -ETIMEDOUT;	/* fatal status: only a reset helps */
 		usleep_range(5, 20);
 	}
 	/* read the rest of the entry only after seeing the phase bit */
@@ -794,7 +811,7 @@ static int p2pnvme_open(struct inode *inode, struct file *filp)
 	xa_lock(&p2pnvme_minors);
 	c = xa_load(&p2pnvme_minors, iminor(inode));
 	if (c)
-		get_device(&c->pdev->dev);
+		kref_get(&c->kref);
 	xa_unlock(&p2pnvme_minors);
 	if (!c)
 		return -ENODEV;
@@ -806,7 +823,7 @@ static int p2pnvme_release(struct inode *inode, struct file *filp)
 {
 	struct p2pnvme *c = filp->private_data;
 
-	put_device(&c->pdev->dev);
+	kref_put(&c->kref, p2pnvme_free);
 	return 0;
 }
 
@@ -830,6 +847,8 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 		return ret;
 	if (info.flags || info.reserved)
 		return -EINVAL;
+	if (READ_ONCE(c->dead))
+		return -ENODEV;
 	info.flags = c->sgl ? P2PNVME_INFO_F_SGL : 0;
 	info.nsid = c->nsid;
 	info.lba_shift = c->lba_shift;
@@ -1024,29 +1043,34 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 
-	c = devm_kzalloc(dev, sizeof(*c), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
-	c->pdev = pdev;
+	kref_init(&c->kref);
+	c->pdev = pci_dev_get(pdev);
 	init_rwsem(&c->reset_lock);
 	c->bar = pcim_iomap_region(pdev, 0, KBUILD_MODNAME);
 	if (IS_ERR(c->bar)) {
 		pci_err(pdev, "cannot map BAR0 (is nvme still bound?)\n");
-		return PTR_ERR(c->bar);
+		ret = PTR_ERR(c->bar);
+		goto err_put;
 	}
 	c->cap = lo_hi_readq(c->bar + NVME_REG_CAP);
-	if (c->cap == ~0ULL)
-		return -ENODEV;
+	if (c->cap == ~0ULL) {
+		ret = -ENODEV;
+		goto err_put;
+	}
 	c->db_stride = 1 << NVME_CAP_STRIDE(c->cap);
 	c->ready_timeout = (NVME_CAP_TIMEOUT(c->cap) + 1) * HZ / 2;
 	if (NVME_CAP_MPSMIN(c->cap) > 0) {
 		pci_err(pdev, "controller does not support 4 KiB pages\n");
-		return -EOPNOTSUPP;
+		ret = -EOPNOTSUPP;
+		goto err_put;
 	}
 
 	ret = queue_alloc(c, &c->adminq, 0, P2PNVME_AQ_DEPTH);
 	if (ret)
-		return ret;
+		goto err_put;
 	/* admin queue only, to learn how many I/O queues there will be */
 	c->nr_ioq = 0;
 	ret = ctrl_enable(c);
@@ -1098,6 +1122,8 @@ err_minor:
 	xa_erase(&p2pnvme_minors, c->minor);
 err_disable:
 	ctrl_disable(c);
+err_put:
+	kref_put(&c->kref, p2pnvme_free);
 	return ret;
 }
 
@@ -1109,9 +1135,11 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	device_destroy(p2pnvme_class, MKDEV(MAJOR(p2pnvme_devt), c->minor));
 	/* wait for I/O in flight; later ioctls on open files see dead */
 	down_write(&c->reset_lock);
+	if (!c->dead)
+		p2pnvme_shutdown_ctrl(c);
 	c->dead = true;
-	p2pnvme_shutdown_ctrl(c);
 	up_write(&c->reset_lock);
+	kref_put(&c->kref, p2pnvme_free);	/* the binding's reference */
 }
 
 static struct pci_driver p2pnvme_driver = {

@@ -1,0 +1,55 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Error paths of the NVMe client: a media error from the backend reaches
+# the caller; a command that outlives io_timeout_ms is aborted, the
+# controller reset, the I/O fails with ETIMEDOUT and the next one works;
+# hot-unplug of a controller in use fails later I/O with ENODEV.
+. /tests/lib.sh
+
+IVSHMEM=$(find_pci 1af4 1110)
+NVME0=$(find_pci 1b36 0010)
+NVME1=$(find_pci 1b36 0010 2)
+S0=/sys/class/p2pnvme/p2pnvme0/stats
+S1=/sys/class/p2pnvme/p2pnvme1/stats
+
+suite_begin client_faults
+load p2pbar && bind p2pbar "$IVSHMEM"
+check "p2pnvme loads" load p2pnvme
+check "p2pnvme takes over nvme0 ($NVME0)" bind p2pnvme "$NVME0"
+check "p2pnvme takes over nvme1 ($NVME1)" bind p2pnvme "$NVME1"
+
+# blkdebug: EIO for LBA 65536
+p2pctl nvme-read /dev/p2pnvme0 65536 4096 2>/tmp/err
+rc=$?
+diag "$(cat /tmp/err)"
+check_eq "media error reaches the caller as EIO" "$rc" 5
+grep -q "NVMe status 0x" /tmp/err && ! grep -q "NVMe status 0x0)" /tmp/err
+check_eq "with a non-zero NVMe status" "$?" 0
+check_eq "errors counted" "$(cat $S0/errors)" 1
+check "a read elsewhere still works" p2pctl nvme-read /dev/p2pnvme0 0 4096
+
+# throttled backend: the first command of a 2 MiB read passes, the second
+# waits 8 s for the bucket (64 KiB/s): time out after 1 s
+echo 1000 > /sys/module/p2pnvme/parameters/io_timeout_ms
+t0=$(date +%s)
+p2pctl nvme-read /dev/p2pnvme1 0 2097152 2>/tmp/err
+rc=$?
+diag "$(cat /tmp/err) after $(( $(date +%s) - t0 )) s"
+check_eq "a command past io_timeout_ms fails with ETIMEDOUT" "$rc" 110
+check_eq "timeouts counted" "$(cat $S1/timeouts)" 1
+check_eq "the controller was reset" "$(cat $S1/resets)" 1
+echo 30000 > /sys/module/p2pnvme/parameters/io_timeout_ms
+out=$(p2pctl --json nvme-read /dev/p2pnvme1 8 4096)
+check_eq "I/O works after the reset" "$?" 0
+hostcheck equal 4096 "bar0@$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')" nvme1@4096
+
+# surprise-ish removal of nvme0 (QEMU device_del, pciehp) with the fd open
+exec 5<>/dev/p2pnvme0
+diag "device_del: $(hostd qmp device_del '{"id": "nvme0"}')"
+i=0
+while [ -e "/sys/bus/pci/devices/$NVME0" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+check "nvme0 is gone from the bus" test ! -e "/sys/bus/pci/devices/$NVME0"
+check "its char device is gone" test ! -e /dev/p2pnvme0
+exec 5>&-
+check "rmmod p2pnvme with a controller unplugged" sh -c "echo $NVME1 > /sys/bus/pci/drivers/p2pnvme/unbind; rmmod p2pnvme"
+suite_end; exit $_any_failed
