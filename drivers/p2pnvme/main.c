@@ -100,7 +100,7 @@ struct p2pnvme_queue {
 	__le64 *prp;
 	dma_addr_t prp_dma;
 
-	struct mutex lock;
+	struct mutex lock;	/* see above */
 	u16 sq_tail;
 	u16 cq_head;
 	u8 cq_phase;
@@ -319,7 +319,8 @@ static int admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
 				msecs_to_jiffies(io_timeout_ms));
 	mutex_unlock(&c->adminq.lock);
 	if (ret == -EIO)
-		pci_err(c->pdev, "admin opcode %#x failed, status %#x\n", cmd->common.opcode, status);
+		pci_err(c->pdev, "admin opcode %#x failed, status %#x\n",
+			cmd->common.opcode, status);
 	return ret;
 }
 
@@ -366,7 +367,8 @@ static int ctrl_enable(struct p2pnvme *c)
 	writel(aqa, c->bar + NVME_REG_AQA);
 	lo_hi_writeq(c->adminq.sq_dma, c->bar + NVME_REG_ASQ);
 	lo_hi_writeq(c->adminq.cq_dma, c->bar + NVME_REG_ACQ);
-	writel(NVME_CC_ENABLE | NVME_CC_CSS_NVM | (ilog2(P2PNVME_CTRL_PAGE) - 12) << NVME_CC_MPS_SHIFT |
+	writel(NVME_CC_ENABLE | NVME_CC_CSS_NVM |
+	       (ilog2(P2PNVME_CTRL_PAGE) - 12) << NVME_CC_MPS_SHIFT |
 	       NVME_CC_AMS_RR | NVME_CC_SHN_NONE | NVME_CC_IOSQES | NVME_CC_IOCQES,
 	       c->bar + NVME_REG_CC);
 	ret = wait_ready(c, true);
@@ -962,38 +964,26 @@ static const struct file_operations p2pnvme_fops = {
 
 /* ---- sysfs: /sys/class/p2pnvme/p2pnvmeN/stats/<counter> --------------- */
 
-struct stat_attr {
-	struct device_attribute attr;
-	enum p2pnvme_stat idx;
+static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char *buf);
+
+#define STAT_ATTR(name)	__ATTR(name, 0444, stat_show, NULL)
+
+/* in enum p2pnvme_stat order: the index of an attribute is its counter */
+static struct device_attribute stat_attrs[ST_NR] = {
+	STAT_ATTR(reads_p2p), STAT_ATTR(writes_p2p),
+	STAT_ATTR(reads_bounce), STAT_ATTR(writes_bounce),
+	STAT_ATTR(reads_host), STAT_ATTR(writes_host),
+	STAT_ATTR(bytes_p2p), STAT_ATTR(bytes_bounce), STAT_ATTR(bytes_host),
+	STAT_ATTR(refused), STAT_ATTR(errors), STAT_ATTR(timeouts),
+	STAT_ATTR(aborts), STAT_ATTR(resets),
 };
 
 static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct p2pnvme *c = dev_get_drvdata(dev);
-	struct stat_attr *sa = container_of(attr, struct stat_attr, attr);
 
-	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(&c->stats[sa->idx]));
+	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(&c->stats[attr - stat_attrs]));
 }
-
-#define STAT_ATTR(name, i) \
-	[i] = { .attr = __ATTR(name, 0444, stat_show, NULL), .idx = i }
-
-static struct stat_attr stat_attrs[ST_NR] = {
-	STAT_ATTR(reads_p2p, ST_READS_P2P),
-	STAT_ATTR(writes_p2p, ST_WRITES_P2P),
-	STAT_ATTR(reads_bounce, ST_READS_BOUNCE),
-	STAT_ATTR(writes_bounce, ST_WRITES_BOUNCE),
-	STAT_ATTR(reads_host, ST_READS_HOST),
-	STAT_ATTR(writes_host, ST_WRITES_HOST),
-	STAT_ATTR(bytes_p2p, ST_BYTES_P2P),
-	STAT_ATTR(bytes_bounce, ST_BYTES_BOUNCE),
-	STAT_ATTR(bytes_host, ST_BYTES_HOST),
-	STAT_ATTR(refused, ST_REFUSED),
-	STAT_ATTR(errors, ST_ERRORS),
-	STAT_ATTR(timeouts, ST_TIMEOUTS),
-	STAT_ATTR(aborts, ST_ABORTS),
-	STAT_ATTR(resets, ST_RESETS),
-};
 
 static struct attribute *stat_attr_list[ST_NR + 1];
 
@@ -1154,7 +1144,7 @@ static int __init p2pnvme_init(void)
 	int i, ret;
 
 	for (i = 0; i < ST_NR; i++)
-		stat_attr_list[i] = &stat_attrs[i].attr.attr;
+		stat_attr_list[i] = &stat_attrs[i].attr;
 	ret = alloc_chrdev_region(&p2pnvme_devt, 0, P2PNVME_MAX_DEVS, KBUILD_MODNAME);
 	if (ret)
 		return ret;
