@@ -28,7 +28,8 @@ TRACE_EVENT(p2pnvme_submit,
 			   __entry->dptr = dptr;),
 	    TP_printk("%04x:%02x:%02x.%u q%u cid %u opcode %#x dptr %#llx",
 		      __entry->dom, __entry->bus,
-		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn), __entry->qid, __entry->cid,
+		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn),
+		      __entry->qid, __entry->cid,
 		      __entry->opcode, __entry->dptr)
 );
 
@@ -49,7 +50,8 @@ TRACE_EVENT(p2pnvme_complete,
 			   __entry->status = status;),
 	    TP_printk("%04x:%02x:%02x.%u q%u cid %u status %#x",
 		      __entry->dom, __entry->bus,
-		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn), __entry->qid, __entry->cid,
+		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn),
+		      __entry->qid, __entry->cid,
 		      __entry->status)
 );
 
