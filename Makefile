@@ -15,7 +15,7 @@ PWD := $(CURDIR)
 # Kconfig symbols an in-tree build would set (see Kconfig).
 SUITE_CONFIG := CONFIG_P2PBAR=m CONFIG_P2PNVME=m
 ifneq ($(shell grep -s '^CONFIG_KUNIT=y' $(KDIR)/.config),)
-SUITE_CONFIG += CONFIG_P2PBAR_KUNIT_TEST=m CONFIG_P2PBAR_LIVE_KUNIT_TEST=m \
+SUITE_CONFIG += CONFIG_P2PBAR_KUNIT_TEST=m CONFIG_P2PBAR_LIVE_KUNIT_TEST=m CONFIG_P2PNVME_KUNIT_TEST=m \
 		CONFIG_P2P_TOPOLOGY_KUNIT_TEST=m
 endif
 # A modules_prepare-only tree has no Module.symvers: let modpost warn.
