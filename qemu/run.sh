@@ -72,6 +72,7 @@ P_APPEND= P_LIMIT= P_DISTANCE=-2
 
 append="console=ttyS0 loglevel=3 panic=-1 oops=panic kunit.enable=1 p2ptest=$test p2pprofile=$profile"
 append+=" p2pexpect=$P_EXPECT p2pdistance=$P_DISTANCE${P_LIMIT:+ p2plimit=$P_LIMIT} $P_APPEND"
+append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
 mem=1G
 [ "$flavour" = debug ] && mem=3G
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"

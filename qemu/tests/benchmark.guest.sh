@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Benchmark runs (scripts/benchmark.sh reads the P2P-BENCH lines): this
+# suite's engine on nvme0 against the kernel's nvme driver on nvme1, an
+# identical controller, both reading into p2pmem of the same BAR; and the
+# engine's P2P path against its bounce path.
+. /tests/lib.sh
+
+SECS=${p2pbenchsecs:-3}
+IVSHMEM=$(find_pci 1af4 1110)
+NVME0=$(find_pci 1b36 0010)
+NVME1=$(find_pci 1b36 0010 2)
+BLK1=$(nvme_blk "$NVME1")
+
+suite_begin benchmark
+check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
+bind p2pbar "$IVSHMEM"
+check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko; true"
+bind p2pnvme "$NVME0"
+check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
+run() {
+	out=$(p2pbench "$@")
+	rc=$?
+	echo "P2P-BENCH $out"
+	check_eq "p2pbench $*" "$rc" 0
+}
+for size in 4096 131072; do
+	run engine /dev/p2pnvme0 $size "$SECS"
+	run blk "$BLK1" $size "$SECS" 1
+	run blk "$BLK1" $size "$SECS" 32
+done
+run engine /dev/p2pnvme0 131072 "$SECS" --bounce
+run engine /dev/p2pnvme0 4096 "$SECS" --bounce
+suite_end; exit $_any_failed

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pbench: timed random reads into p2pmem, for benchmark ratios.
+ *
+ *   p2pbench engine NVME SIZE SECONDS [--bounce | --host]
+ *        P2PNVME_IOC_IO reads (this suite's queue engine), queue depth 1
+ *   p2pbench blk BLKDEV SIZE SECONDS QD [--host]
+ *        O_DIRECT reads through the kernel's nvme driver (Linux AIO, depth QD)
+ *
+ * Buffers are p2pmem from /dev/p2pbar0 unless --host. Prints one JSON line:
+ * ops, IOPS, MiB/s, mean latency, and guest CPU time (all CPUs, from
+ * /proc/stat, so interrupt and polling time count) per I/O and per GiB.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/p2pbar.h>
+#include <linux/p2pnvme.h>
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* busy CPU time of the whole guest in seconds (user..softirq, no idle/iowait) */
+static double cpu_busy(void)
+{
+	unsigned long long v[8] = {};
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+			 &v[3], &v[4], &v[5], &v[6], &v[7]) != 8) {
+		if (f)
+			fclose(f);
+		return 0;
+	}
+	fclose(f);
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / sysconf(_SC_CLK_TCK);
+}
+
+static void *buffer(size_t len, int host)
+{
+	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = len };
+	void *p;
+	int fd;
+
+	if (host) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	fd = open("/dev/p2pbar0", O_RDWR);
+	if (fd < 0 || ioctl(fd, P2PBAR_IOC_ALLOC, &a))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
+	return p == MAP_FAILED ? NULL : p;	/* fd stays open for the run */
+}
+
+static void report(const char *what, const char *dev, size_t size, int qd, const char *path,
+		   long ops, double secs, double lat_sum, double cpu)
+{
+	printf("{\"bench\":\"%s\",\"dev\":\"%s\",\"size\":%zu,\"qd\":%d,\"path\":\"%s\","
+	       "\"ops\":%ld,\"iops\":%.1f,\"mib_s\":%.2f,\"lat_us\":%.1f,"
+	       "\"cpu_us_per_io\":%.1f,\"cpu_s_per_gib\":%.3f}\n",
+	       what, dev, size, qd, path, ops, ops / secs, ops * (double)size / secs / (1 << 20),
+	       ops ? lat_sum / ops * 1e6 : 0, ops ? cpu / ops * 1e6 : 0,
+	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0);
+}
+
+static int engine(int argc, char **argv)
+{
+	size_t size = strtoul(argv[1], NULL, 0);
+	double secs = atof(argv[2]), t0, t1, c0, lat = 0;
+	int bounce = argc > 3 && !strcmp(argv[3], "--bounce");
+	int host = argc > 3 && !strcmp(argv[3], "--host");
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	struct p2pnvme_io io;
+	const char *path = "?";
+	unsigned char *buf;
+	long ops = 0;
+	uint64_t span;
+	int fd;
+
+	fd = open(argv[0], O_RDWR);
+	if (fd < 0 || ioctl(fd, P2PNVME_IOC_INFO, &info))
+		return perror(argv[0]), 1;
+	buf = buffer(size, host);
+	if (!buf)
+		return perror("buffer"), 1;
+	span = info.nlb - (size >> info.lba_shift);
+	srand(1);
+	c0 = cpu_busy();
+	t0 = now();
+	do {
+		double s = now();
+
+		io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = size,
+					  .addr = (uintptr_t)buf,
+					  .flags = bounce ? P2PNVME_IO_F_BOUNCE : 0 };
+		io.slba = ((uint64_t)rand() % span) & ~((uint64_t)(4096 >> info.lba_shift) - 1);
+		if (ioctl(fd, P2PNVME_IOC_IO, &io))
+			return perror("P2PNVME_IOC_IO"), 1;
+		t1 = now();
+		lat += t1 - s;
+		ops++;
+	} while (t1 - t0 < secs);
+	path = io.path == P2PNVME_PATH_P2P ? "p2p" : io.path == P2PNVME_PATH_BOUNCE ? "bounce" : "host";
+	report("engine", argv[0], size, 1, path, ops, t1 - t0, lat, cpu_busy() - c0);
+	return 0;
+}
+
+static int blk(int argc, char **argv)
+{
+	size_t size = strtoul(argv[1], NULL, 0);
+	double secs = atof(argv[2]), t0, t1 = 0, c0, lat = 0, *start;
+	int qd = atoi(argv[3]), host = argc > 4 && !strcmp(argv[4], "--host");
+	struct iocb *cbs, **cbp;
+	struct io_event ev[64];
+	aio_context_t ctx = 0;
+	unsigned char *buf;
+	long ops = 0, inflight = 0, i, n;
+	off_t devsize;
+	int fd;
+
+	if (qd < 1 || qd > 64)
+		return fprintf(stderr, "QD 1..64\n"), 2;
+	fd = open(argv[0], O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return perror(argv[0]), 1;
+	devsize = lseek(fd, 0, SEEK_END);
+	buf = buffer(size * qd, host);
+	cbs = calloc(qd, sizeof(*cbs));
+	cbp = calloc(qd, sizeof(*cbp));
+	start = calloc(qd, sizeof(*start));
+	if (!buf || !cbs || !cbp || !start || syscall(SYS_io_setup, qd, &ctx))
+		return perror("setup"), 1;
+	srand(1);
+	c0 = cpu_busy();
+	t0 = now();
+	for (;;) {
+		/* keep QD reads in flight until the time is up */
+		for (n = 0, i = 0; i < qd && inflight + n < qd && now() - t0 < secs; i++) {
+			if (cbs[i].aio_data)
+				continue;
+			memset(&cbs[i], 0, sizeof(cbs[i]));
+			cbs[i].aio_data = i + 1;
+			cbs[i].aio_fildes = fd;
+			cbs[i].aio_lio_opcode = IOCB_CMD_PREAD;
+			cbs[i].aio_buf = (uintptr_t)(buf + i * size);
+			cbs[i].aio_nbytes = size;
+			cbs[i].aio_offset = ((off_t)rand() % ((devsize - size) / 4096)) * 4096;
+			start[i] = now();
+			cbp[n++] = &cbs[i];
+		}
+		if (n && syscall(SYS_io_submit, ctx, n, cbp) != n)
+			return perror("io_submit"), 1;
+		inflight += n;
+		if (!inflight)
+			break;
+		n = syscall(SYS_io_getevents, ctx, 1, 64, ev, NULL);
+		if (n < 0)
+			return perror("io_getevents"), 1;
+		t1 = now();
+		for (i = 0; i < n; i++) {
+			struct iocb *cb = (struct iocb *)(uintptr_t)ev[i].obj;
+
+			if (ev[i].res != (long long)size)
+				return fprintf(stderr, "read failed: %lld\n", (long long)ev[i].res), 1;
+			lat += t1 - start[cb->aio_data - 1];
+			cb->aio_data = 0;
+			ops++;
+			inflight--;
+		}
+	}
+	report("nvme-pci", argv[0], size, qd, host ? "host" : "p2p", ops, t1 - t0, lat,
+	       cpu_busy() - c0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 5 && !strcmp(argv[1], "engine"))
+		return engine(argc - 2, argv + 2);
+	if (argc >= 6 && !strcmp(argv[1], "blk"))
+		return blk(argc - 2, argv + 2);
+	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--bounce|--host]\n"
+		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n");
+	return 2;
+}
