@@ -570,26 +570,27 @@ static int build_sgl(struct p2pnvme_queue *q, struct dma_cursor *cur, u64 len,
 	return 0;
 }
 
-/* One command of at most max_xfer bytes; handles timeout, abort and reset. */
+/*
+ * One command of at most max_xfer bytes. Caller holds q->lock, which also
+ * covers the queue's list page and bounce buffer. On a timeout the command
+ * is aborted; the caller resets the controller if it is still outstanding.
+ */
 static int io_cmd(struct p2pnvme *c, struct p2pnvme_queue *q, u8 opcode, u64 slba,
 		  u64 len, struct dma_cursor *cur, bool sgl, u16 *status)
 {
 	struct nvme_command cmd = {};
 	int ret;
 
+	lockdep_assert_held(&q->lock);
 	cmd.rw.opcode = opcode;
 	cmd.rw.nsid = cpu_to_le32(c->nsid);
 	cmd.rw.slba = cpu_to_le64(slba);
 	if (opcode != nvme_cmd_flush)
 		cmd.rw.length = cpu_to_le16((len >> c->lba_shift) - 1);
-
-	mutex_lock(&q->lock);
 	if (cur) {
 		ret = sgl ? build_sgl(q, cur, len, &cmd) : build_prps(q, cur, len, &cmd);
-		if (ret) {
-			mutex_unlock(&q->lock);
+		if (ret)
 			return ret;
-		}
 	}
 	ret = queue_exec_locked(c, q, &cmd, NULL, status, msecs_to_jiffies(io_timeout_ms));
 	if (ret == -ETIMEDOUT) {
@@ -606,7 +607,6 @@ static int io_cmd(struct p2pnvme *c, struct p2pnvme_queue *q, u8 opcode, u64 slb
 		if (!admin_exec(c, &abort, &res) && !(res & 1))
 			stat_add(c, ST_ABORTS, 1);
 	}
-	mutex_unlock(&q->lock);
 	return ret;
 }
 
@@ -695,15 +695,18 @@ static int do_io(struct p2pnvme *c, struct p2pnvme_io *io)
 	if ((io->flags & P2PNVME_IO_F_SGL) && !c->sgl)
 		return -EOPNOTSUPP;
 
-	if (io->op == P2PNVME_OP_FLUSH) {
-		ret = io_cmd(c, q, nvme_cmd_flush, 0, 0, NULL, false, &status);
-		io->status = status;
-		return ret;
-	}
-	if (io->op == P2PNVME_OP_WRITE_ZEROES) {
-		for (done = 0, ret = 0; done < io->len && !ret; done += c->max_xfer)
-			ret = io_cmd(c, q, nvme_cmd_write_zeroes, slba + (done >> c->lba_shift),
-				     min_t(u64, io->len - done, c->max_xfer), NULL, false, &status);
+	if (io->op == P2PNVME_OP_FLUSH || io->op == P2PNVME_OP_WRITE_ZEROES) {
+		mutex_lock(&q->lock);
+		if (io->op == P2PNVME_OP_FLUSH) {
+			ret = io_cmd(c, q, nvme_cmd_flush, 0, 0, NULL, false, &status);
+		} else {
+			for (done = 0, ret = 0; done < io->len && !ret; done += c->max_xfer)
+				ret = io_cmd(c, q, nvme_cmd_write_zeroes,
+					     slba + (done >> c->lba_shift),
+					     min_t(u64, io->len - done, c->max_xfer), NULL,
+					     false, &status);
+		}
+		mutex_unlock(&q->lock);
 		io->status = status;
 		return ret;
 	}
@@ -750,6 +753,8 @@ static int do_io(struct p2pnvme *c, struct p2pnvme_io *io)
 		}
 	}
 
+	/* one transfer at a time per queue: the list page and bounce buffer are the queue's */
+	mutex_lock(&q->lock);
 	for (done = 0; done < io->len && !ret; ) {
 		u64 n = min_t(u64, io->len - done, c->max_xfer);
 		unsigned int qi = q - c->ioq;
@@ -777,6 +782,7 @@ static int do_io(struct p2pnvme *c, struct p2pnvme_io *io)
 		slba += n >> c->lba_shift;
 		done += n;
 	}
+	mutex_unlock(&q->lock);
 
 	if (!ret) {
 		if (!p2p) {
