@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # NVMe and BAR device on separate root ports; the q35 host bridge is not
-# allow-listed and "max" is not a Zen CPU: P2P must be refused.
-P_DESC="nvme0 and ivshmem on separate root ports, -cpu max"
-P_CPU=max
+# allow-listed and the CPU is Intel (not a Zen): P2P must be refused.
+P_DESC="nvme0 and ivshmem on separate root ports, -cpu Skylake-Client (Intel)"
+P_CPU=Skylake-Client
 P_EXPECT=refused
 P_DISTANCE=-1
 P_DEVICES=(
