@@ -62,6 +62,14 @@ nvme_dev() {	# nvme_dev ID BUS [extra device properties]
 	echo "-drive file=$RUN/$1.img,if=none,id=drv-$1,format=raw,cache=writethrough"
 	echo "-device nvme,drive=drv-$1,serial=$1,id=$1,bus=$2${3:+,$3}"
 }
+pcie_switch() {	# pcie_switch N: root port rp0 -> x3130 up0 -> downstream ports dn0..dnN-1
+	local i
+	echo "-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=1,addr=0x4"
+	echo "-device x3130-upstream,id=up0,bus=rp0"
+	for ((i = 0; i < $1; i++)); do
+		echo "-device xio3130-downstream,id=dn$i,bus=up0,chassis=$((i + 2)),slot=$i"
+	done
+}
 bar_dev() {	# bar_dev ID BUS [extra]: ivshmem-plain, 64 MiB RAM the host can read
 	truncate -s 64M "$RUN/$1.mem"
 	echo "-object memory-backend-file,id=mem-$1,size=64M,mem-path=$RUN/$1.mem,share=on"

@@ -41,6 +41,7 @@
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
 #include <linux/p2pbar.h>
+#include <linux/p2p_ioctl.h>
 #include <p2p_compat.h>
 
 #include "p2pbar.h"
@@ -553,25 +554,12 @@ static int p2pbar_release_file(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-static int p2pbar_copy_in(void *karg, size_t minsz, unsigned long uarg)
-{
-	u32 argsz;
-
-	if (get_user(argsz, (u32 __user *)uarg))
-		return -EFAULT;
-	if (argsz < minsz)
-		return -EINVAL;
-	if (copy_from_user(karg, (void __user *)uarg, minsz))
-		return -EFAULT;
-	return 0;
-}
-
 static long p2pbar_ioc_info(struct p2pbar *pb, unsigned long uarg)
 {
 	struct p2pbar_info info;
 	int ret;
 
-	ret = p2pbar_copy_in(&info, sizeof(info), uarg);
+	ret = p2p_ioctl_copy_in(&info, sizeof(info), uarg);
 	if (ret)
 		return ret;
 	if (info.flags || info.reserved)
@@ -603,7 +591,7 @@ static long p2pbar_ioc_alloc(struct p2pbar_file *pf, unsigned long uarg)
 	u32 handle;
 	int ret;
 
-	ret = p2pbar_copy_in(&req, sizeof(req), uarg);
+	ret = p2p_ioctl_copy_in(&req, sizeof(req), uarg);
 	if (ret)
 		return ret;
 	if (req.handle || req.mmap_offset || req.bus_addr)
@@ -660,7 +648,7 @@ static long p2pbar_ioc_free(struct p2pbar_file *pf, unsigned long uarg)
 	struct p2pbar_mem *mem;
 	int ret;
 
-	ret = p2pbar_copy_in(&req, sizeof(req), uarg);
+	ret = p2p_ioctl_copy_in(&req, sizeof(req), uarg);
 	if (ret)
 		return ret;
 	if (req.flags || req.reserved)
@@ -684,7 +672,7 @@ static long p2pbar_ioc_verdict(struct p2pbar *pb, unsigned long uarg)
 	struct pci_dev *client;
 	int ret;
 
-	ret = p2pbar_copy_in(&v, sizeof(v), uarg);
+	ret = p2p_ioctl_copy_in(&v, sizeof(v), uarg);
 	if (ret)
 		return ret;
 	if (v.flags || v.reserved)

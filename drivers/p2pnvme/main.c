@@ -37,6 +37,7 @@
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
 #include <kunit/visibility.h>
+#include <linux/p2p_ioctl.h>
 #include <uapi/linux/p2pnvme.h>
 #include <p2p_compat.h>
 
@@ -835,21 +836,10 @@ static int p2pnvme_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-static int copy_arg(void *karg, size_t minsz, unsigned long uarg)
-{
-	u32 argsz;
-
-	if (get_user(argsz, (u32 __user *)uarg))
-		return -EFAULT;
-	if (argsz < minsz)
-		return -EINVAL;
-	return copy_from_user(karg, (void __user *)uarg, minsz) ? -EFAULT : 0;
-}
-
 static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 {
 	struct p2pnvme_info info;
-	int ret = copy_arg(&info, sizeof(info), uarg);
+	int ret = p2p_ioctl_copy_in(&info, sizeof(info), uarg);
 
 	if (ret)
 		return ret;
@@ -911,7 +901,7 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_check_io);
 static long ioc_io(struct p2pnvme *c, unsigned long uarg)
 {
 	struct p2pnvme_io io;
-	int ret = copy_arg(&io, sizeof(io), uarg);
+	int ret = p2p_ioctl_copy_in(&io, sizeof(io), uarg);
 
 	if (ret)
 		return ret;

@@ -13,11 +13,7 @@ errno = "5"
 sector = "65536"
 EOC
 P_DEVICES=(
-	-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=1,addr=0x4
-	-device x3130-upstream,id=up0,bus=rp0
-	-device xio3130-downstream,id=dn0,bus=up0,chassis=2,slot=0
-	-device xio3130-downstream,id=dn1,bus=up0,chassis=3,slot=1
-	-device xio3130-downstream,id=dn2,bus=up0,chassis=4,slot=2
+	$(pcie_switch 3)
 	-blockdev "driver=file,node-name=f-nvme0,filename=$RUN/nvme0.img"
 	-blockdev "driver=blkdebug,node-name=d-nvme0,config=$RUN/blkdebug.cfg,image=f-nvme0"
 	-blockdev driver=raw,node-name=r-nvme0,file=d-nvme0

@@ -11,10 +11,7 @@ P_APPEND="intel_iommu=on"
 P_LIMIT=qemu-switch-p2p-through-viommu
 P_DEVICES=(
 	-device intel-iommu,intremap=off
-	-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=1,addr=0x4
-	-device x3130-upstream,id=up0,bus=rp0
-	-device xio3130-downstream,id=dn0,bus=up0,chassis=2,slot=0
-	-device xio3130-downstream,id=dn1,bus=up0,chassis=3,slot=1
+	$(pcie_switch 2)
 	$(nvme_dev nvme0 dn0)
 	$(bar_dev bar0 dn1)
 )

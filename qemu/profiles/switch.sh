@@ -6,12 +6,7 @@ P_CPU=max
 P_EXPECT=direct
 P_DISTANCE=4
 P_DEVICES=(
-	-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=1,addr=0x4
-	-device x3130-upstream,id=up0,bus=rp0
-	-device xio3130-downstream,id=dn0,bus=up0,chassis=2,slot=0
-	-device xio3130-downstream,id=dn1,bus=up0,chassis=3,slot=1
-	-device xio3130-downstream,id=dn2,bus=up0,chassis=4,slot=2
-	-device xio3130-downstream,id=dn3,bus=up0,chassis=5,slot=3
+	$(pcie_switch 4)
 	$(nvme_dev nvme0 dn0)
 	$(bar_dev bar0 dn1)
 	$(nvme_dev nvme1 dn2)
