@@ -15,7 +15,7 @@ set -euo pipefail
 
 flavour=base
 series=$P2P_RUNTIME_SERIES
-timeout=600
+timeout=
 quiet=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -83,6 +83,8 @@ append+=" p2pexpect=$P_EXPECT p2pdistance=$P_DISTANCE${P_LIMIT:+ p2plimit=$P_LIM
 append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
 mem=1G
 [ "$flavour" = debug ] && mem=3G
+# KASAN + lockdep under TCG run a test 10-20 times slower
+[ -n "$timeout" ] || { [ "$flavour" = debug ] && timeout=1800 || timeout=600; }
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-nodefaults -display none -no-reboot
 	-serial "file:$RUN/serial.log"
