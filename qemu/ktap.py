@@ -77,18 +77,16 @@ def walk(group, counts, failed, path=''):
 
 
 def count(kunit_py, ktap, json_out=None):
-    r = subprocess.run([sys.executable, kunit_py, 'parse', '--json', ktap],
+    json_out = json_out or ktap + '.json'
+    r = subprocess.run([sys.executable, kunit_py, 'parse', '--json', json_out, ktap],
                        capture_output=True, text=True)
-    text = r.stdout
-    start = text.find('{')
-    if start < 0:
+    try:
+        with open(json_out) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
         print(r.stdout + r.stderr)
         print('0 passed, 1 failed')
         return 1
-    data = json.loads(text[start:])
-    if json_out:
-        with open(json_out, 'w') as f:
-            json.dump(data, f, indent=1)
     counts, failed = {}, []
     walk(data, counts, failed)
     for f_ in failed:

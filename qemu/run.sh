@@ -102,8 +102,8 @@ timeout --foreground "$timeout" "${cmd[@]}" >"$RUN/qemu.log" 2>&1 &
 qpid=$!
 python3 "$P2P_TOP/qemu/hostd.py" "$RUN" 2>>"$RUN/hostd.log" &
 hpid=$!
-wait $qpid
-qrc=$?
+qrc=0
+wait $qpid || qrc=$?
 kill $hpid 2>/dev/null || true
 wait $hpid 2>/dev/null || true
 set -e
