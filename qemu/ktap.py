@@ -78,7 +78,7 @@ def walk(group, counts, failed, path=''):
 
 def count(kunit_py, ktap, json_out=None):
     json_out = json_out or ktap + '.json'
-    r = subprocess.run([sys.executable, kunit_py, 'parse', '--json', json_out, ktap],
+    r = subprocess.run([sys.executable, kunit_py, 'parse', f'--json={json_out}', ktap],
                        capture_output=True, text=True)
     try:
         with open(json_out) as f:

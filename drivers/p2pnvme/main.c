@@ -221,6 +221,13 @@ static int ctrl_disable(struct p2pnvme *c)
 
 /* ---- queues ---------------------------------------------------------- */
 
+/*
+ * Lock order: an I/O queue's lock, then the admin queue's (a timed-out
+ * command is aborted through the admin queue with its queue still held).
+ * The admin queue gets its own lockdep class for that nesting.
+ */
+static struct lock_class_key p2pnvme_adminq_key;
+
 static int queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth)
 {
 	struct device *dev = &c->pdev->dev;
@@ -228,6 +235,8 @@ static int queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 
 	q->qid = qid;
 	q->depth = depth;
 	mutex_init(&q->lock);
+	if (!qid)
+		lockdep_set_class(&q->lock, &p2pnvme_adminq_key);
 	q->sq = dmam_alloc_coherent(dev, depth * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
 	q->cq = dmam_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
 	q->prp = dmam_alloc_coherent(dev, PAGE_SIZE, &q->prp_dma, GFP_KERNEL);
