@@ -113,7 +113,8 @@ demo() {
 	"$P2P_TOP/qemu/run.sh" switch bench || true
 	echo
 	echo "Emulated server: $(. "$P2P_TOP/qemu/profiles/switch.sh" 2>/dev/null; echo "$P_DESC")"
-	sed -n 's/.*\[bench\] # verdicts: \([^ ]*\) \([^ ]*\) \([^ ]*\) \([^ ]*\) [^ ]* \(.*\)/  verdict ivshmem -> nvme \1: \3, distance \4 (\5)/p' "$run/serial.log" | head -n 1
+	echo "  P2PDMA verdicts, ivshmem BAR (provider) -> each PCI function:"
+	sed -n 's/^\[bench\] # verdicts: \([^ ]*\) \([^ ]*\) \([^ ]*\) \([^ ]*\) [^ ]* \(.*\)/    \1 [\2] \3, distance \4: \5/p' "$run/serial.log"
 	sed -n 's/.*\[bench\] # dma-read: rc=0 {"bytes":\([0-9]*\),"bar_offset":\([0-9]*\).*/  nvme driver read \1 bytes from the namespace straight into the BAR (offset \2)/p' "$run/serial.log"
 	grep -h 'host sees' "$run/ktap/host.ktap" | sed 's/^ *\(not \)\{0,1\}ok [0-9]* /  /; s/^/ /' | sed "s/^  */  /"
 	grep -q '^pass' "$run/status" && echo "  result: P2P transfer verified from the host side" ||
