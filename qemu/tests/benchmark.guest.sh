@@ -24,6 +24,10 @@ run() {
 	echo "P2P-BENCH $out"
 	check_eq "p2pbench $*" "$rc" 0
 }
+# warm up (TCG translates code on first use), results discarded
+p2pbench engine /dev/p2pnvme0 4096 1 >/dev/null
+p2pbench engine /dev/p2pnvme0 4096 1 --bounce >/dev/null
+p2pbench blk "$BLK1" 4096 1 1 >/dev/null
 for size in 4096 131072; do
 	run engine /dev/p2pnvme0 $size "$SECS"
 	run blk "$BLK1" $size "$SECS" 1
