@@ -368,7 +368,7 @@ static struct p2pbar_mem *p2pbar_mem_create(struct p2pbar *pb, size_t len,
 	void *vaddr;
 
 	lockdep_assert_held(&pb->lock);
-	mem = kzalloc(sizeof(*mem), GFP_KERNEL);
+	mem = kzalloc_obj(*mem, GFP_KERNEL);
 	if (!mem)
 		return ERR_PTR(-ENOMEM);
 	vaddr = p2pbar_pool_alloc(pb, len, align);
@@ -488,7 +488,7 @@ static int p2pbar_open(struct inode *inode, struct file *filp)
 	struct p2pbar_file *pf;
 	struct p2pbar *pb;
 
-	pf = kzalloc(sizeof(*pf), GFP_KERNEL);
+	pf = kzalloc_obj(*pf, GFP_KERNEL);
 	if (!pf)
 		return -ENOMEM;
 
@@ -940,7 +940,7 @@ static int p2pbar_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 
-	pb = kzalloc(sizeof(*pb), GFP_KERNEL);
+	pb = kzalloc_obj(*pb, GFP_KERNEL);
 	if (!pb)
 		return -ENOMEM;
 	kref_init(&pb->kref);

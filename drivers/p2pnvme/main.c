@@ -1038,7 +1038,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	c = kzalloc_obj(*c, GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
 	kref_init(&c->kref);

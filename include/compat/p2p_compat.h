@@ -13,6 +13,12 @@
 #include <linux/memremap.h>
 #include <linux/scatterlist.h>
 
+/* Typed allocation helpers arrived in 7.x; kzalloc_obj(*ptr, gfp) before. */
+#include <linux/slab.h>
+#ifndef kzalloc_obj
+#define kzalloc_obj(P, GFP)	kzalloc(sizeof(P), GFP)
+#endif
+
 /* class_create() lost its owner argument in 6.4. */
 #ifdef HAVE_CLASS_CREATE_NAME_ONLY
 #define p2p_class_create(name)	class_create(name)
