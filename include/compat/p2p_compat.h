@@ -13,7 +13,7 @@
 #include <linux/memremap.h>
 #include <linux/scatterlist.h>
 
-/* Typed allocation helpers arrived in 7.x; kzalloc_obj(*ptr, gfp) before. */
+/* kzalloc_obj() arrived in 7.x; before it, the same is kzalloc(sizeof(*ptr), gfp). */
 #include <linux/slab.h>
 #ifndef kzalloc_obj
 #define kzalloc_obj(P, GFP)	kzalloc(sizeof(P), GFP)
