@@ -21,6 +21,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cdev.h>
+#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
@@ -33,6 +34,7 @@
 #include <linux/pci-p2pdma.h>
 #include <linux/rwsem.h>
 #include <linux/scatterlist.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
@@ -136,6 +138,7 @@ struct p2pnvme_queue {
  * @stats: counters (enum p2pnvme_stat), atomic, read by sysfs
  * @kref: held by the driver binding and by each open file, so that an
  *	  ioctl on a file that outlived the device finds @dead, not freed memory
+ * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -161,11 +164,13 @@ struct p2pnvme {
 	bool dead;
 	atomic64_t stats[ST_NR];
 	struct kref kref;
+	struct dentry *debugfs;
 };
 
 static dev_t p2pnvme_devt;
 static struct cdev p2pnvme_cdev;
 static struct class *p2pnvme_class;
+static struct dentry *p2pnvme_debugfs;
 /* minor -> controller; the xa_lock pairs open() with remove() */
 static DEFINE_XARRAY_ALLOC(p2pnvme_minors);
 
@@ -1002,6 +1007,33 @@ static const struct attribute_group *p2pnvme_groups[] = {
 	NULL,
 };
 
+/* ---- debugfs: the queues' state, for a person looking at a stuck device -- */
+
+static void show_queue(struct seq_file *s, struct p2pnvme_queue *q)
+{
+	mutex_lock(&q->lock);	/* waits for the command in flight, bounded */
+	seq_printf(s, "%u %u %u %u %u %u %pad %pad\n", q->qid, q->depth, q->sq_tail,
+		   q->cq_head, q->cq_phase, q->cid, &q->sq_dma, &q->cq_dma);
+	mutex_unlock(&q->lock);
+}
+
+static int queues_show(struct seq_file *s, void *unused)
+{
+	struct p2pnvme *c = s->private;
+	unsigned int i;
+
+	seq_puts(s, "qid depth sq_tail cq_head phase next_cid sq_dma cq_dma\n");
+	down_read(&c->reset_lock);
+	if (!c->dead) {
+		show_queue(s, &c->adminq);
+		for (i = 0; i < c->nr_ioq; i++)
+			show_queue(s, &c->ioq[i]);
+	}
+	up_read(&c->reset_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(queues);
+
 /* ---- PCI driver -------------------------------------------------------- */
 
 static void p2pnvme_shutdown_ctrl(struct p2pnvme *c)
@@ -1108,6 +1140,8 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		ret = PTR_ERR(c->dev);
 		goto err_minor;
 	}
+	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
+	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
 	pci_info(pdev, "p2pnvme%d: ns %u, %llu x %u B, %u I/O queues, max %u KiB/cmd%s\n",
 		 c->minor, c->nsid, c->nlb, 1 << c->lba_shift, c->nr_ioq, c->max_xfer >> 10,
 		 c->sgl ? ", SGL" : "");
@@ -1128,6 +1162,7 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 
 	xa_erase(&p2pnvme_minors, c->minor);
 	device_destroy(p2pnvme_class, MKDEV(MAJOR(p2pnvme_devt), c->minor));
+	debugfs_remove_recursive(c->debugfs);
 	/* wait for I/O in flight; later ioctls on open files see dead */
 	down_write(&c->reset_lock);
 	if (!c->dead)
@@ -1162,12 +1197,14 @@ static int __init p2pnvme_init(void)
 		ret = PTR_ERR(p2pnvme_class);
 		goto err_cdev;
 	}
+	p2pnvme_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	ret = pci_register_driver(&p2pnvme_driver);
 	if (ret)
 		goto err_class;
 	return 0;
 
 err_class:
+	debugfs_remove_recursive(p2pnvme_debugfs);
 	class_destroy(p2pnvme_class);
 err_cdev:
 	cdev_del(&p2pnvme_cdev);
@@ -1179,6 +1216,7 @@ err_region:
 static void __exit p2pnvme_exit(void)
 {
 	pci_unregister_driver(&p2pnvme_driver);
+	debugfs_remove_recursive(p2pnvme_debugfs);
 	class_destroy(p2pnvme_class);
 	cdev_del(&p2pnvme_cdev);
 	unregister_chrdev_region(p2pnvme_devt, P2PNVME_MAX_DEVS);

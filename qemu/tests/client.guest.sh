@@ -110,6 +110,10 @@ fi
 
 suite_begin client_teardown
 diag "stats: $(grep . $STATS/* | sed 's|.*/||' | tr '\n' ' ')"
+Q=/sys/kernel/debug/p2pnvme/$NVME/queues
+diag "queues: $(tr '\n' ';' < $Q)"
+check_eq "debugfs shows the admin queue and every I/O queue" \
+	"$(($(wc -l < $Q) - 1))" "$(($(js io_queues "$info") + 1))"
 check "unbind p2pnvme from nvme0 (orderly shutdown)" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind"
 [ -n "$NVME1" ] && echo "$NVME1" > /sys/bus/pci/drivers/p2pnvme/unbind
 check "nvme-pci takes the controller back" bind nvme "$NVME"
