@@ -20,10 +20,6 @@ probe() {	# probe <NAME> <includes> <body>
 }
 
 : > "$tmp/Kbuild"
-probe HAVE_SG_DMA_IS_BUS_ADDRESS '#include <linux/scatterlist.h>' \
-	'struct scatterlist sg = {}; (void)sg_dma_is_bus_address(&sg);'
-probe HAVE_SG_IS_DMA_BUS_ADDRESS '#include <linux/scatterlist.h>' \
-	'struct scatterlist sg = {}; (void)sg_is_dma_bus_address(&sg);'
 probe HAVE_CLASS_CREATE_NAME_ONLY '#include <linux/device.h>' \
 	'struct class *c = class_create("x"); (void)c;'
 probe HAVE_VM_FLAGS_SET '#include <linux/mm.h>' \
@@ -33,18 +29,6 @@ probe HAVE_PAGE_PGMAP '#include <linux/mm.h>
 	'struct page *p = NULL; struct dev_pagemap *m = page_pgmap(p); (void)m;'
 probe HAVE_FOLL_PCI_P2PDMA '#include <linux/mm.h>' \
 	'int f = FOLL_PCI_P2PDMA; (void)f;'
-probe HAVE_PCI_HAS_P2PMEM '#include <linux/pci-p2pdma.h>' \
-	'struct pci_dev *p = NULL; (void)pci_has_p2pmem(p);'
-probe HAVE_BIN_ATTR_MMAP_CONST '#include <linux/sysfs.h>' \
-	'int (*f)(struct file *, struct kobject *, const struct bin_attribute *, struct vm_area_struct *) = NULL; struct bin_attribute a = { .mmap = f }; (void)a;'
-probe HAVE_DMA_BUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>' \
-	'struct dma_buf_attach_ops o = { .invalidate_mappings = NULL }; (void)o;'
-probe HAVE_DMA_BUF_MOVE_NOTIFY '#include <linux/dma-buf.h>' \
-	'struct dma_buf_attach_ops o = { .move_notify = NULL }; (void)o;'
-probe HAVE_PCIM_P2PDMA_PROVIDER '#include <linux/pci-p2pdma.h>' \
-	'struct p2pdma_provider *p = pcim_p2pdma_provider(NULL, 0); (void)p;'
-probe HAVE_PCI_P2PDMA_MAP_TYPE_PUBLIC '#include <linux/pci-p2pdma.h>' \
-	'enum pci_p2pdma_map_type t = PCI_P2PDMA_MAP_NONE; (void)t;'
 
 probe HAVE_PCIM_IOMAP_REGION '#include <linux/pci.h>' \
 	'void __iomem *p = pcim_iomap_region(NULL, 0, "x"); (void)p;'

@@ -414,6 +414,18 @@ static void ctrl_reset(struct p2pnvme *c)
 
 /* ---- identify and setup ---------------------------------------------- */
 
+/* Identify with CNS @cns (namespace @nsid) into the page at @dma. */
+static int identify_cns(struct p2pnvme *c, u8 cns, u32 nsid, dma_addr_t dma)
+{
+	struct nvme_command cmd = {};
+
+	cmd.identify.opcode = nvme_admin_identify;
+	cmd.identify.nsid = cpu_to_le32(nsid);
+	cmd.identify.dptr.prp1 = cpu_to_le64(dma);
+	cmd.identify.cns = cns;
+	return admin_exec(c, &cmd, NULL);
+}
+
 static int identify(struct p2pnvme *c)
 {
 	struct nvme_command cmd = {};
@@ -428,10 +440,7 @@ static int identify(struct p2pnvme *c)
 	if (!id)
 		return -ENOMEM;
 
-	cmd.identify.opcode = nvme_admin_identify;
-	cmd.identify.dptr.prp1 = cpu_to_le64(dma);
-	cmd.identify.cns = NVME_ID_CNS_CTRL;
-	ret = admin_exec(c, &cmd, NULL);
+	ret = identify_cns(c, NVME_ID_CNS_CTRL, 0, dma);
 	if (ret)
 		goto out_free;
 	memcpy(c->serial, id->sn, sizeof(c->serial));
@@ -442,11 +451,7 @@ static int identify(struct p2pnvme *c)
 	c->sgl = le32_to_cpu(id->sgls) & 0x3;
 
 	/* the first active namespace */
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.identify.opcode = nvme_admin_identify;
-	cmd.identify.dptr.prp1 = cpu_to_le64(dma);
-	cmd.identify.cns = NVME_ID_CNS_NS_ACTIVE_LIST;
-	ret = admin_exec(c, &cmd, NULL);
+	ret = identify_cns(c, NVME_ID_CNS_NS_ACTIVE_LIST, 0, dma);
 	if (ret)
 		goto out_free;
 	list = (__le32 *)id;
@@ -457,12 +462,7 @@ static int identify(struct p2pnvme *c)
 		goto out_free;
 	}
 
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.identify.opcode = nvme_admin_identify;
-	cmd.identify.nsid = cpu_to_le32(c->nsid);
-	cmd.identify.dptr.prp1 = cpu_to_le64(dma);
-	cmd.identify.cns = NVME_ID_CNS_NS;
-	ret = admin_exec(c, &cmd, NULL);
+	ret = identify_cns(c, NVME_ID_CNS_NS, c->nsid, dma);
 	if (ret)
 		goto out_free;
 	ns = (struct nvme_id_ns *)id;
@@ -475,7 +475,6 @@ static int identify(struct p2pnvme *c)
 	}
 
 	/* Number of Queues: ask, then take what was granted */
-	memset(&cmd, 0, sizeof(cmd));
 	cmd.features.opcode = nvme_admin_set_features;
 	cmd.features.fid = cpu_to_le32(NVME_FEAT_NUM_QUEUES);
 	c->nr_ioq = clamp_t(unsigned int, min(max_io_queues, num_online_cpus()), 1,

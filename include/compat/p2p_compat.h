@@ -11,7 +11,6 @@
 #include <linux/device.h>
 #include <linux/mm.h>
 #include <linux/memremap.h>
-#include <linux/scatterlist.h>
 
 /* kzalloc_obj() arrived in 7.x; before it, the same is kzalloc(sizeof(*ptr), gfp). */
 #include <linux/slab.h>
@@ -42,16 +41,6 @@ static inline struct dev_pagemap *page_pgmap(const struct page *page)
 }
 #endif
 
-/* The bus-address marker of a DMA-mapped scatterlist was renamed in 6.2. */
-#if !defined(HAVE_SG_DMA_IS_BUS_ADDRESS) && defined(HAVE_SG_IS_DMA_BUS_ADDRESS)
-#define sg_dma_is_bus_address(sg)	sg_is_dma_bus_address(sg)
-#elif !defined(HAVE_SG_DMA_IS_BUS_ADDRESS)
-static inline bool sg_dma_is_bus_address(struct scatterlist *sg)
-{
-	return false;
-}
-#endif
-
 /*
  * P2P pages carry a page_free()/folio_free() callback and may be mapped to
  * userspace (and pinned by GUP with FOLL_PCI_P2PDMA) since 6.2. Before that
@@ -61,13 +50,6 @@ static inline bool sg_dma_is_bus_address(struct scatterlist *sg)
 #define P2P_HAVE_USER_PAGES	1
 #else
 #define P2P_HAVE_USER_PAGES	0
-#endif
-
-/* sysfs bin_attribute ->mmap() takes a const attribute since 6.13/6.16. */
-#ifdef HAVE_BIN_ATTR_MMAP_CONST
-#define P2P_BIN_ATTR_CONST const
-#else
-#define P2P_BIN_ATTR_CONST
 #endif
 
 /* pcim_iomap_region() replaced pcim_iomap_regions() + pcim_iomap_table() in 6.11. */
