@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* KUnit tests of the NVMe client's request validation (no device needed). */
+/*
+ * KUnit tests of the NVMe client without a device: request validation, and
+ * the PRP and SGL builders against hand-made DMA scatterlists.
+ */
 #include <kunit/test.h>
 #include <linux/module.h>
 #include <linux/string.h>
@@ -36,7 +39,7 @@ static const struct io_case io_cases[] = {
 			   .flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, -EINVAL },
 	{ "bounce both ways", { .op = R, .len = 512, .addr = BUF,
 				.flags = P2PNVME_IO_F_BOUNCE | P2PNVME_IO_F_NO_BOUNCE }, -EINVAL },
-	{ "reserved", { .op = R, .len = 512, .addr = BUF, .reserved = 1 }, -EINVAL },
+	{ "result preset", { .op = R, .len = 512, .addr = BUF, .result = 1 }, -EINVAL },
 	{ "output preset", { .op = R, .len = 512, .addr = BUF, .status = 1 }, -EINVAL },
 	{ "flush", { .op = P2PNVME_OP_FLUSH }, 0 },
 	{ "flush with range", { .op = P2PNVME_OP_FLUSH, .slba = 1 }, -EINVAL },
@@ -61,8 +64,167 @@ static void check_io_table(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p2pnvme_check_io(&c->io, 9, 1000), c->ret);
 }
 
+/* check_io_table covers a 1000-LBA namespace; the size cap needs a bigger one */
+static void check_io_max_len(struct kunit *test)
+{
+	struct p2pnvme_io io = { .op = R, .len = P2PNVME_IO_MAX_LEN, .addr = BUF };
+
+	KUNIT_EXPECT_EQ(test, p2pnvme_check_io(&io, 9, 1ULL << 32), 0);
+	io.len += 512;
+	KUNIT_EXPECT_EQ(test, p2pnvme_check_io(&io, 9, 1ULL << 32), -EINVAL);
+}
+
+#define LIST_DMA	0xabc000ULL
+#define A		0x100000000ULL	/* a bus address in "p2pmem" */
+#define B		0x200000000ULL
+
+/* A DMA-mapped scatterlist made by hand: (address, length) pairs. */
+static struct scatterlist *mksg(struct kunit *test, const u64 *seg, unsigned int n)
+{
+	struct scatterlist *sg = kunit_kcalloc(test, n, sizeof(*sg), GFP_KERNEL);
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, sg);
+	sg_init_table(sg, n);
+	for (i = 0; i < n; i++) {
+		sg_dma_address(&sg[i]) = seg[2 * i];
+		sg_dma_len(&sg[i]) = seg[2 * i + 1];
+	}
+	return sg;
+}
+
+struct prp_env {
+	__le64 *list;
+	struct nvme_command cmd;
+	struct p2pnvme_cursor cur;
+};
+
+static int prps(struct kunit *test, struct prp_env *e, const u64 *seg, unsigned int n,
+		u64 len)
+{
+	if (!e->list) {
+		e->list = kunit_kzalloc(test, 4096, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, e->list);
+		e->cur.sg = mksg(test, seg, n);
+	}
+	memset(&e->cmd, 0, sizeof(e->cmd));
+	return p2pnvme_build_prps(e->list, LIST_DMA, &e->cur, len, &e->cmd);
+}
+
+#define PRP1(e) le64_to_cpu((e)->cmd.rw.dptr.prp1)
+#define PRP2(e) le64_to_cpu((e)->cmd.rw.dptr.prp2)
+
+static void prp_one_and_two(struct kunit *test)
+{
+	const u64 one[] = { A, 0x10000 };
+	struct prp_env e = {};
+
+	/* one page: PRP1 only */
+	KUNIT_ASSERT_EQ(test, prps(test, &e, one, 1, 4096), 0);
+	KUNIT_EXPECT_EQ(test, PRP1(&e), A);
+	KUNIT_EXPECT_EQ(test, PRP2(&e), 0);
+	/* the cursor moved on: two pages, PRP2 is the second page itself */
+	KUNIT_ASSERT_EQ(test, prps(test, &e, one, 1, 8192), 0);
+	KUNIT_EXPECT_EQ(test, PRP1(&e), A + 0x1000);
+	KUNIT_EXPECT_EQ(test, PRP2(&e), A + 0x2000);
+	/* three pages: PRP2 points to a list of the last two */
+	KUNIT_ASSERT_EQ(test, prps(test, &e, one, 1, 3 * 4096), 0);
+	KUNIT_EXPECT_EQ(test, PRP1(&e), A + 0x3000);
+	KUNIT_EXPECT_EQ(test, PRP2(&e), LIST_DMA);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(e.list[0]), A + 0x4000);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(e.list[1]), A + 0x5000);
+}
+
+static void prp_offsets(struct kunit *test)
+{
+	const u64 odd[] = { A + 0x200, 0x1200 };	/* 9 LBAs at +512 */
+	const u64 two[] = { A + 0x800, 0x800, B, 0x3000 };
+	struct prp_env e = {};
+
+	KUNIT_ASSERT_EQ(test, prps(test, &e, odd, 1, 0x1200), 0);
+	KUNIT_EXPECT_EQ(test, PRP1(&e), A + 0x200);
+	KUNIT_EXPECT_EQ(test, PRP2(&e), A + 0x1000);
+
+	/* a short first segment, then page-aligned pages elsewhere */
+	memset(&e, 0, sizeof(e));
+	KUNIT_ASSERT_EQ(test, prps(test, &e, two, 2, 0x3800), 0);
+	KUNIT_EXPECT_EQ(test, PRP1(&e), A + 0x800);
+	KUNIT_EXPECT_EQ(test, PRP2(&e), LIST_DMA);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(e.list[0]), B);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(e.list[1]), B + 0x1000);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(e.list[2]), B + 0x2000);
+}
+
+static void prp_refused(struct kunit *test)
+{
+	const u64 unaligned2[] = { A, 0x1000, B + 0x100, 0x1000 };
+	const u64 shortpage[] = { A, 0x1000, B, 0x800, B + 0x1000, 0x1000 };
+	const u64 odd_dword[] = { A + 2, 0x1000 };
+	const u64 huge[] = { A, 600 * 4096 };
+	struct prp_env e = {};
+
+	KUNIT_EXPECT_EQ(test, prps(test, &e, unaligned2, 2, 0x2000), -EINVAL);
+	memset(&e, 0, sizeof(e));
+	KUNIT_EXPECT_EQ(test, prps(test, &e, shortpage, 3, 0x2800), -EINVAL);
+	memset(&e, 0, sizeof(e));
+	KUNIT_EXPECT_EQ(test, prps(test, &e, odd_dword, 1, 512), -EINVAL);
+	memset(&e, 0, sizeof(e));
+	/* nothing to describe, or more than the scatterlist holds */
+	KUNIT_EXPECT_EQ(test, prps(test, &e, huge, 1, 0), -EINVAL);
+	memset(&e, 0, sizeof(e));
+	KUNIT_EXPECT_EQ(test, prps(test, &e, unaligned2, 1, 0x2000), -EINVAL);
+	/* PRP1 + a full list page of 512 entries is the most one command takes */
+	memset(&e, 0, sizeof(e));
+	KUNIT_EXPECT_EQ(test, prps(test, &e, huge, 1, 513 * 4096), 0);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(e.list[511]), A + 512 * 4096);
+	memset(&e, 0, sizeof(e));
+	KUNIT_EXPECT_EQ(test, prps(test, &e, huge, 1, 514 * 4096), -E2BIG);
+}
+
+static void sgl_descriptors(struct kunit *test)
+{
+	const u64 three[] = { A + 0x200, 0xe00, B, 0x3000, A + 0x10000, 0x400 };
+	struct nvme_sgl_desc *list = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	struct nvme_command cmd = {};
+	struct p2pnvme_cursor cur;
+
+	KUNIT_ASSERT_NOT_NULL(test, list);
+	/* one segment: the descriptor sits in the command */
+	cur.sg = mksg(test, three, 3);
+	cur.off = 0;
+	KUNIT_ASSERT_EQ(test, p2pnvme_build_sgl(list, LIST_DMA, &cur, 0x800, &cmd), 0);
+	KUNIT_EXPECT_EQ(test, cmd.rw.flags, NVME_CMD_SGL_METABUF);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(cmd.rw.dptr.sgl.addr), A + 0x200);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(cmd.rw.dptr.sgl.length), 0x800);
+	KUNIT_EXPECT_EQ(test, cmd.rw.dptr.sgl.type, NVME_SGL_FMT_DATA_DESC << 4);
+
+	/* the rest of all three segments: a last-segment descriptor to a list */
+	memset(&cmd, 0, sizeof(cmd));
+	KUNIT_ASSERT_EQ(test, p2pnvme_build_sgl(list, LIST_DMA, &cur, 0x600 + 0x3000 + 0x400, &cmd),
+			0);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(cmd.rw.dptr.sgl.addr), LIST_DMA);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(cmd.rw.dptr.sgl.length), 3 * sizeof(*list));
+	KUNIT_EXPECT_EQ(test, cmd.rw.dptr.sgl.type, NVME_SGL_FMT_LAST_SEG_DESC << 4);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(list[0].addr), A + 0xa00);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(list[0].length), 0x600);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(list[1].addr), B);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(list[1].length), 0x3000);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(list[2].addr), A + 0x10000);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(list[2].length), 0x400);
+	KUNIT_EXPECT_EQ(test, list[2].type, NVME_SGL_FMT_DATA_DESC << 4);
+
+	/* the scatterlist is used up */
+	memset(&cmd, 0, sizeof(cmd));
+	KUNIT_EXPECT_EQ(test, p2pnvme_build_sgl(list, LIST_DMA, &cur, 512, &cmd), -EINVAL);
+}
+
 static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(check_io_table, io_gen_params),
+	KUNIT_CASE(check_io_max_len),
+	KUNIT_CASE(prp_one_and_two),
+	KUNIT_CASE(prp_offsets),
+	KUNIT_CASE(prp_refused),
+	KUNIT_CASE(sgl_descriptors),
 	{}
 };
 
@@ -74,5 +236,5 @@ static struct kunit_suite p2pnvme_suite = {
 kunit_test_suite(p2pnvme_suite);
 
 P2P_IMPORT_NS("EXPORTED_FOR_KUNIT_TESTING");
-MODULE_DESCRIPTION("KUnit tests of the p2pnvme client's request checks");
+MODULE_DESCRIPTION("KUnit tests of the p2pnvme client's request checks and PRP/SGL builders");
 MODULE_LICENSE("GPL");

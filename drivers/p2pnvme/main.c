@@ -13,159 +13,43 @@
  * a host bounce buffer when P2P is impossible, or refuses with -EREMOTEIO,
  * by policy. Every I/O is counted by the path it took.
  *
- * Completions are polled: one command per I/O queue is in flight at a time
- * (queue->lock), queues are picked by CPU. A command that does not complete
- * within io_timeout_ms is aborted; if the controller does not give it back,
- * the controller is reset and the I/O fails with -ETIMEDOUT.
+ * The queue engine (engine.c) keeps many commands in flight per queue,
+ * takes MSI-X interrupts (or polls), and aborts, resets and cancels; io.c
+ * turns user requests into commands; this file is the PCI driver, the char
+ * device and its ioctls, sysfs and debugfs.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cdev.h>
 #include <linux/debugfs.h>
-#include <linux/delay.h>
 #include <linux/dma-mapping.h>
-#include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/module.h>
-#include <linux/mm.h>
-#include <linux/mutex.h>
-#include <linux/nvme.h>
 #include <linux/pci.h>
-#include <linux/pci-p2pdma.h>
-#include <linux/rwsem.h>
-#include <linux/scatterlist.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
-#include <kunit/visibility.h>
 #include <linux/p2p_ioctl.h>
-#include <uapi/linux/p2pnvme.h>
 #include <p2p_compat.h>
 
-#include "p2pnvme.h"
+#include "internal.h"
 
-#define CREATE_TRACE_POINTS
-#include "trace.h"
-
-#define P2PNVME_MAX_DEVS	32
-#define P2PNVME_MAX_IOQ		32
-#define P2PNVME_AQ_DEPTH	32
-#define P2PNVME_IOQ_DEPTH	64
-#define P2PNVME_MAX_XFER	SZ_512K	/* one PRP list page describes it */
-#define P2PNVME_CTRL_PAGE	4096	/* CC.MPS = 0 */
-
-static unsigned int io_timeout_ms = 5000;
-module_param(io_timeout_ms, uint, 0644);
+unsigned int p2pnvme_io_timeout_ms = 5000;
+module_param_named(io_timeout_ms, p2pnvme_io_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(io_timeout_ms, "Per-command timeout before abort and reset (default 5000)");
 
-static bool bounce = true;
-module_param(bounce, bool, 0644);
+bool p2pnvme_bounce = true;
+module_param_named(bounce, p2pnvme_bounce, bool, 0644);
 MODULE_PARM_DESC(bounce, "Bounce p2pmem through host memory when P2P is impossible (default true; false: -EREMOTEIO)");
 
 static unsigned int max_io_queues = 4;
 module_param(max_io_queues, uint, 0444);
 MODULE_PARM_DESC(max_io_queues, "I/O queue pairs to ask for, at most one per CPU (default 4)");
 
-enum p2pnvme_stat {
-	ST_READS_P2P, ST_WRITES_P2P, ST_READS_BOUNCE, ST_WRITES_BOUNCE,
-	ST_READS_HOST, ST_WRITES_HOST, ST_BYTES_P2P, ST_BYTES_BOUNCE, ST_BYTES_HOST,
-	ST_REFUSED, ST_ERRORS, ST_TIMEOUTS, ST_ABORTS, ST_RESETS, ST_NR
-};
-
-/**
- * struct p2pnvme_queue - one submission/completion queue pair
- * @qid: 0 for the admin queue
- * @depth: entries of each ring
- * @sq: submission ring (host memory)
- * @sq_dma: its bus address
- * @cq: completion ring (host memory)
- * @cq_dma: its bus address
- * @sq_db: SQ tail doorbell in BAR0
- * @cq_db: CQ head doorbell in BAR0
- * @prp: one page for a PRP or SGL list
- * @prp_dma: its bus address
- * @lock: serialises the one command in flight and every field below
- * @sq_tail: next free SQ slot
- * @cq_head: next CQ entry to look at
- * @cq_phase: phase bit that marks a new CQ entry
- * @cid: command identifier of the next command
- */
-struct p2pnvme_queue {
-	u16 qid;
-	u16 depth;
-	struct nvme_command *sq;
-	dma_addr_t sq_dma;
-	struct nvme_completion *cq;
-	dma_addr_t cq_dma;
-	u32 __iomem *sq_db;
-	u32 __iomem *cq_db;
-	__le64 *prp;
-	dma_addr_t prp_dma;
-
-	struct mutex lock;	/* see above */
-	u16 sq_tail;
-	u16 cq_head;
-	u8 cq_phase;
-	u16 cid;
-};
-
-/**
- * struct p2pnvme - one controller
- * @pdev: the PCI function
- * @bar: BAR0 mapping
- * @cap: CAP register
- * @db_stride: doorbell stride in 32-bit words
- * @ready_timeout: CAP.TO in jiffies
- * @minor: of /dev/p2pnvmeN
- * @dev: the char device's struct device
- * @nsid: namespace served
- * @lba_shift: log2 of its LBA size
- * @nlb: its size in LBAs
- * @max_xfer: bytes per command
- * @sgl: the controller takes SGLs for I/O commands
- * @serial: Identify serial number
- * @model: Identify model number
- * @nr_ioq: I/O queue pairs created
- * @adminq: the admin queue
- * @ioq: the I/O queues
- * @bounce: bounce buffer per I/O queue (host memory, @max_xfer bytes)
- * @bounce_dma: their bus addresses
- * @reset_lock: I/O holds it for read; reset and remove for write
- * @dead: controller gone or failed for good: everything returns -ENODEV;
- *	   set under reset_lock held for write, after which nothing touches
- *	   the device, its BAR or its queue memory (all released at unbind)
- * @stats: counters (enum p2pnvme_stat), atomic, read by sysfs
- * @kref: held by the driver binding and by each open file, so that an
- *	  ioctl on a file that outlived the device finds @dead, not freed memory
- * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
- */
-struct p2pnvme {
-	struct pci_dev *pdev;
-	void __iomem *bar;
-	u64 cap;
-	u32 db_stride;
-	unsigned long ready_timeout;
-	int minor;
-	struct device *dev;
-	u32 nsid;
-	u32 lba_shift;
-	u64 nlb;
-	u32 max_xfer;
-	bool sgl;
-	char serial[20];
-	char model[40];
-	unsigned int nr_ioq;
-	struct p2pnvme_queue adminq;
-	struct p2pnvme_queue *ioq;
-	void *bounce[P2PNVME_MAX_IOQ];
-	dma_addr_t bounce_dma[P2PNVME_MAX_IOQ];
-	struct rw_semaphore reset_lock;
-	bool dead;
-	atomic64_t stats[ST_NR];
-	struct kref kref;
-	struct dentry *debugfs;
-};
+static bool poll_mode;
+module_param_named(poll, poll_mode, bool, 0444);
+MODULE_PARM_DESC(poll, "Poll for I/O completions instead of taking MSI-X interrupts (default false)");
 
 static dev_t p2pnvme_devt;
 static struct cdev p2pnvme_cdev;
@@ -173,244 +57,6 @@ static struct class *p2pnvme_class;
 static struct dentry *p2pnvme_debugfs;
 /* minor -> controller; the xa_lock pairs open() with remove() */
 static DEFINE_XARRAY_ALLOC(p2pnvme_minors);
-
-static void p2pnvme_free(struct kref *kref)
-{
-	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
-
-	pci_dev_put(c->pdev);
-	kfree(c);
-}
-
-static void stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 v)
-{
-	atomic64_add(v, &c->stats[s]);
-}
-
-/* ---- registers ------------------------------------------------------- */
-
-static bool ctrl_gone(struct p2pnvme *c)
-{
-	/* surprise removal: config and MMIO reads return all ones */
-	return readl(c->bar + NVME_REG_CSTS) == ~0U;
-}
-
-static int wait_ready(struct p2pnvme *c, bool ready)
-{
-	unsigned long deadline = jiffies + c->ready_timeout;
-	u32 csts;
-
-	for (;;) {
-		csts = readl(c->bar + NVME_REG_CSTS);
-		if (csts == ~0U)
-			return -ENODEV;
-		if (!!(csts & NVME_CSTS_RDY) == ready)
-			return 0;
-		if (ready && (csts & NVME_CSTS_CFS))
-			return -EIO;
-		if (time_after(jiffies, deadline)) {
-			pci_err(c->pdev, "CSTS.RDY did not become %d within CAP.TO\n", ready);
-			return -ETIMEDOUT;
-		}
-		usleep_range(1000, 2000);
-	}
-}
-
-static int ctrl_disable(struct p2pnvme *c)
-{
-	u32 cc = readl(c->bar + NVME_REG_CC);
-
-	writel(cc & ~NVME_CC_ENABLE, c->bar + NVME_REG_CC);
-	return wait_ready(c, false);
-}
-
-/* ---- queues ---------------------------------------------------------- */
-
-/*
- * Lock order: an I/O queue's lock, then the admin queue's (a timed-out
- * command is aborted through the admin queue with its queue still held).
- * The admin queue gets its own lockdep class for that nesting.
- */
-static struct lock_class_key p2pnvme_adminq_key;
-
-static int queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth)
-{
-	struct device *dev = &c->pdev->dev;
-
-	q->qid = qid;
-	q->depth = depth;
-	mutex_init(&q->lock);
-	if (!qid)
-		lockdep_set_class(&q->lock, &p2pnvme_adminq_key);
-	q->sq = dmam_alloc_coherent(dev, depth * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
-	q->cq = dmam_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
-	q->prp = dmam_alloc_coherent(dev, PAGE_SIZE, &q->prp_dma, GFP_KERNEL);
-	if (!q->sq || !q->cq || !q->prp)
-		return -ENOMEM;
-	q->sq_db = c->bar + NVME_REG_DBS + (2 * qid) * c->db_stride * 4;
-	q->cq_db = c->bar + NVME_REG_DBS + (2 * qid + 1) * c->db_stride * 4;
-	return 0;
-}
-
-static void queue_reset_state(struct p2pnvme_queue *q)
-{
-	q->sq_tail = 0;
-	q->cq_head = 0;
-	q->cq_phase = 1;
-	memset(q->cq, 0, q->depth * sizeof(*q->cq));
-}
-
-/*
- * Submit @cmd on @q and poll for its completion. Caller holds q->lock.
- * Return: 0, -EIO with *@status set for an NVMe error, -ETIMEDOUT with the
- * command still owned by the controller, -ENODEV when the device is gone.
- */
-static int queue_exec_locked(struct p2pnvme *c, struct p2pnvme_queue *q,
-			     struct nvme_command *cmd, u32 *result, u16 *status,
-			     unsigned long timeout)
-{
-	unsigned long deadline = jiffies + timeout;
-	struct nvme_completion *cqe;
-	u16 cid = q->cid++, st;
-	u32 csts;
-
-	lockdep_assert_held(&q->lock);
-	cmd->common.command_id = cid;
-	memcpy(&q->sq[q->sq_tail], cmd, sizeof(*cmd));
-	if (++q->sq_tail == q->depth)
-		q->sq_tail = 0;
-	trace_p2pnvme_submit(c->pdev, q->qid, cid, cmd->common.opcode,
-			     le64_to_cpu(cmd->common.dptr.prp1));
-	/*
-	 * writel() orders the SQ entry (coherent host memory) before the
-	 * doorbell MMIO write, so the controller never fetches a stale slot.
-	 */
-	writel(q->sq_tail, q->sq_db);
-
-	for (;;) {
-		cqe = &q->cq[q->cq_head];
-		/* the phase bit flips when the controller has written the entry */
-		st = le16_to_cpu(READ_ONCE(cqe->status));
-		if ((st & 1) == q->cq_phase)
-			break;
-		if (time_after(jiffies, deadline))
-			return ctrl_gone(c) ? -ENODEV : -ETIMEDOUT;
-		csts = readl(c->bar + NVME_REG_CSTS);
-		if (csts == ~0U)
-			return -ENODEV;		/* surprise removal */
-		if (csts & NVME_CSTS_CFS)
-			return -ETIMEDOUT;	/* fatal status: only a reset helps */
-		usleep_range(5, 20);
-	}
-	/* read the rest of the entry only after seeing the phase bit */
-	dma_rmb();
-	if (result)
-		*result = le32_to_cpu(cqe->result.u32);
-	if (++q->cq_head == q->depth) {
-		q->cq_head = 0;
-		q->cq_phase ^= 1;
-	}
-	/* tell the controller the entry is consumed */
-	writel(q->cq_head, q->cq_db);
-	trace_p2pnvme_complete(c->pdev, q->qid, cqe->command_id, st >> 1);
-
-	if (cqe->command_id != cid) {
-		pci_err(c->pdev, "q%u: completion for cid %u, expected %u\n", q->qid,
-			cqe->command_id, cid);
-		return -EIO;
-	}
-	if (status)
-		*status = st >> 1;
-	return (st >> 1) ? -EIO : 0;
-}
-
-static int admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
-{
-	u16 status = 0;
-	int ret;
-
-	mutex_lock(&c->adminq.lock);
-	ret = queue_exec_locked(c, &c->adminq, cmd, result, &status,
-				msecs_to_jiffies(io_timeout_ms));
-	mutex_unlock(&c->adminq.lock);
-	if (ret == -EIO)
-		pci_err(c->pdev, "admin opcode %#x failed, status %#x\n",
-			cmd->common.opcode, status);
-	return ret;
-}
-
-static int create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q)
-{
-	struct nvme_command cmd = {};
-	int ret;
-
-	queue_reset_state(q);
-	cmd.create_cq.opcode = nvme_admin_create_cq;
-	cmd.create_cq.prp1 = cpu_to_le64(q->cq_dma);
-	cmd.create_cq.cqid = cpu_to_le16(q->qid);
-	cmd.create_cq.qsize = cpu_to_le16(q->depth - 1);
-	cmd.create_cq.cq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG);	/* polled */
-	ret = admin_exec(c, &cmd, NULL);
-	if (ret)
-		return ret;
-
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.create_sq.opcode = nvme_admin_create_sq;
-	cmd.create_sq.prp1 = cpu_to_le64(q->sq_dma);
-	cmd.create_sq.sqid = cpu_to_le16(q->qid);
-	cmd.create_sq.qsize = cpu_to_le16(q->depth - 1);
-	cmd.create_sq.sq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG);
-	cmd.create_sq.cqid = cpu_to_le16(q->qid);
-	return admin_exec(c, &cmd, NULL);
-}
-
-/*
- * Enable the controller with a fresh admin queue and create the I/O queues
- * (memory is kept across resets). Caller holds reset_lock for write or is
- * probe.
- */
-static int ctrl_enable(struct p2pnvme *c)
-{
-	u32 aqa = (P2PNVME_AQ_DEPTH - 1) | (P2PNVME_AQ_DEPTH - 1) << 16;
-	unsigned int i;
-	int ret;
-
-	ret = ctrl_disable(c);
-	if (ret)
-		return ret;
-	queue_reset_state(&c->adminq);
-	writel(aqa, c->bar + NVME_REG_AQA);
-	lo_hi_writeq(c->adminq.sq_dma, c->bar + NVME_REG_ASQ);
-	lo_hi_writeq(c->adminq.cq_dma, c->bar + NVME_REG_ACQ);
-	writel(NVME_CC_ENABLE | NVME_CC_CSS_NVM |
-	       (ilog2(P2PNVME_CTRL_PAGE) - 12) << NVME_CC_MPS_SHIFT |
-	       NVME_CC_AMS_RR | NVME_CC_SHN_NONE | NVME_CC_IOSQES | NVME_CC_IOCQES,
-	       c->bar + NVME_REG_CC);
-	ret = wait_ready(c, true);
-	if (ret)
-		return ret;
-	for (i = 0; i < c->nr_ioq; i++) {
-		ret = create_io_queue(c, &c->ioq[i]);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* Reset after a timeout. Caller holds reset_lock for write. */
-static void ctrl_reset(struct p2pnvme *c)
-{
-	int ret;
-
-	stat_add(c, ST_RESETS, 1);
-	ret = ctrl_enable(c);
-	if (ret) {
-		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
-		c->dead = true;
-	} else {
-		pci_warn(c->pdev, "controller reset\n");
-	}
-}
 
 /* ---- identify and setup ---------------------------------------------- */
 
@@ -423,26 +69,26 @@ static int identify_cns(struct p2pnvme *c, u8 cns, u32 nsid, dma_addr_t dma)
 	cmd.identify.nsid = cpu_to_le32(nsid);
 	cmd.identify.dptr.prp1 = cpu_to_le64(dma);
 	cmd.identify.cns = cns;
-	return admin_exec(c, &cmd, NULL);
+	return p2pnvme_admin_exec(c, &cmd, NULL);
 }
 
+/*
+ * Identify data lands in c->id_buf, which lives as long as the binding: a
+ * command the controller never completes cannot write into freed memory.
+ */
 static int identify(struct p2pnvme *c)
 {
+	struct nvme_id_ctrl *id = c->id_buf;
 	struct nvme_command cmd = {};
-	struct nvme_id_ctrl *id;
+	dma_addr_t dma = c->id_dma;
 	struct nvme_id_ns *ns;
-	dma_addr_t dma;
 	u32 result, mps = P2PNVME_CTRL_PAGE;
 	__le32 *list;
 	int ret;
 
-	id = dma_alloc_coherent(&c->pdev->dev, PAGE_SIZE, &dma, GFP_KERNEL);
-	if (!id)
-		return -ENOMEM;
-
 	ret = identify_cns(c, NVME_ID_CNS_CTRL, 0, dma);
 	if (ret)
-		goto out_free;
+		return ret;
 	memcpy(c->serial, id->sn, sizeof(c->serial));
 	memcpy(c->model, id->mn, sizeof(c->model));
 	c->max_xfer = P2PNVME_MAX_XFER;
@@ -453,25 +99,23 @@ static int identify(struct p2pnvme *c)
 	/* the first active namespace */
 	ret = identify_cns(c, NVME_ID_CNS_NS_ACTIVE_LIST, 0, dma);
 	if (ret)
-		goto out_free;
-	list = (__le32 *)id;
+		return ret;
+	list = c->id_buf;
 	c->nsid = le32_to_cpu(list[0]);
 	if (!c->nsid) {
 		pci_err(c->pdev, "no active namespace\n");
-		ret = -ENODEV;
-		goto out_free;
+		return -ENODEV;
 	}
 
 	ret = identify_cns(c, NVME_ID_CNS_NS, c->nsid, dma);
 	if (ret)
-		goto out_free;
-	ns = (struct nvme_id_ns *)id;
+		return ret;
+	ns = c->id_buf;
 	c->nlb = le64_to_cpu(ns->nsze);
 	c->lba_shift = ns->lbaf[ns->flbas & NVME_NS_FLBAS_LBA_MASK].ds;
 	if (c->lba_shift < 9 || c->lba_shift > PAGE_SHIFT) {
 		pci_err(c->pdev, "unsupported LBA size 2^%u\n", c->lba_shift);
-		ret = -EOPNOTSUPP;
-		goto out_free;
+		return -EOPNOTSUPP;
 	}
 
 	/* Number of Queues: ask, then take what was granted */
@@ -480,348 +124,11 @@ static int identify(struct p2pnvme *c)
 	c->nr_ioq = clamp_t(unsigned int, min(max_io_queues, num_online_cpus()), 1,
 			    P2PNVME_MAX_IOQ);
 	cmd.features.dword11 = cpu_to_le32((c->nr_ioq - 1) | (c->nr_ioq - 1) << 16);
-	ret = admin_exec(c, &cmd, &result);
+	ret = p2pnvme_admin_exec(c, &cmd, &result);
 	if (ret)
-		goto out_free;
+		return ret;
 	c->nr_ioq = min3(c->nr_ioq, (result & 0xffff) + 1, (result >> 16) + 1);
-out_free:
-	dma_free_coherent(&c->pdev->dev, PAGE_SIZE, id, dma);
-	return ret;
-}
-
-/* ---- data transfer ---------------------------------------------------- */
-
-/* A DMA-mapped byte range: walks sg entries in controller pages. */
-struct dma_cursor {
-	struct scatterlist *sg;
-	u64 off;	/* into the current entry */
-};
-
-static dma_addr_t cursor_addr(struct dma_cursor *cur)
-{
-	return sg_dma_address(cur->sg) + cur->off;
-}
-
-static void cursor_advance(struct dma_cursor *cur, u64 n)
-{
-	while (n) {
-		u64 step = min_t(u64, n, sg_dma_len(cur->sg) - cur->off);
-
-		cur->off += step;
-		n -= step;
-		if (cur->off == sg_dma_len(cur->sg)) {
-			cur->sg = sg_next(cur->sg);
-			cur->off = 0;
-			if (!cur->sg)
-				break;
-		}
-	}
-}
-
-/* Describe @len bytes at @cur with PRP1/PRP2 or a PRP list in q->prp. */
-static int build_prps(struct p2pnvme_queue *q, struct dma_cursor *cur, u64 len,
-		      struct nvme_command *cmd)
-{
-	dma_addr_t addr = cursor_addr(cur);
-	u64 first = min_t(u64, len, P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1)));
-	int n = 0;
-
-	cmd->rw.dptr.prp1 = cpu_to_le64(addr);
-	cursor_advance(cur, first);
-	len -= first;
-	while (len) {
-		u64 step = min_t(u64, len, P2PNVME_CTRL_PAGE);
-
-		if (!cur->sg)
-			return -EINVAL;
-		addr = cursor_addr(cur);
-		/* every PRP after the first starts on a controller page */
-		if (addr & (P2PNVME_CTRL_PAGE - 1))
-			return -EINVAL;
-		if (n == PAGE_SIZE / sizeof(__le64))
-			return -E2BIG;
-		q->prp[n++] = cpu_to_le64(addr);
-		cursor_advance(cur, step);
-		len -= step;
-	}
-	if (n == 1)
-		cmd->rw.dptr.prp2 = q->prp[0];
-	else if (n > 1)
-		cmd->rw.dptr.prp2 = cpu_to_le64(q->prp_dma);
 	return 0;
-}
-
-/* Describe @len bytes at @cur with SGL data blocks (a segment if several). */
-static int build_sgl(struct p2pnvme_queue *q, struct dma_cursor *cur, u64 len,
-		     struct nvme_command *cmd)
-{
-	struct nvme_sgl_desc *d = (struct nvme_sgl_desc *)q->prp;
-	int n = 0;
-
-	cmd->rw.flags = NVME_CMD_SGL_METABUF;
-	while (len) {
-		u64 step;
-
-		if (!cur->sg)
-			return -EINVAL;
-		step = min_t(u64, len, sg_dma_len(cur->sg) - cur->off);
-		if (n == PAGE_SIZE / sizeof(*d))
-			return -E2BIG;
-		d[n].addr = cpu_to_le64(cursor_addr(cur));
-		d[n].length = cpu_to_le32(step);
-		d[n].type = NVME_SGL_FMT_DATA_DESC << 4;
-		n++;
-		cursor_advance(cur, step);
-		len -= step;
-	}
-	if (n == 1) {
-		cmd->rw.dptr.sgl = d[0];
-	} else {
-		cmd->rw.dptr.sgl.addr = cpu_to_le64(q->prp_dma);
-		cmd->rw.dptr.sgl.length = cpu_to_le32(n * sizeof(*d));
-		cmd->rw.dptr.sgl.type = NVME_SGL_FMT_LAST_SEG_DESC << 4;
-	}
-	return 0;
-}
-
-/*
- * One command of at most max_xfer bytes. Caller holds q->lock, which also
- * covers the queue's list page and bounce buffer. On a timeout the command
- * is aborted; the caller resets the controller if it is still outstanding.
- */
-static int io_cmd(struct p2pnvme *c, struct p2pnvme_queue *q, u8 opcode, u64 slba,
-		  u64 len, struct dma_cursor *cur, bool sgl, u16 *status)
-{
-	struct nvme_command cmd = {};
-	int ret;
-
-	lockdep_assert_held(&q->lock);
-	cmd.rw.opcode = opcode;
-	cmd.rw.nsid = cpu_to_le32(c->nsid);
-	cmd.rw.slba = cpu_to_le64(slba);
-	if (opcode != nvme_cmd_flush)
-		cmd.rw.length = cpu_to_le16((len >> c->lba_shift) - 1);
-	if (cur) {
-		ret = sgl ? build_sgl(q, cur, len, &cmd) : build_prps(q, cur, len, &cmd);
-		if (ret)
-			return ret;
-	}
-	ret = queue_exec_locked(c, q, &cmd, NULL, status, msecs_to_jiffies(io_timeout_ms));
-	if (ret == -ETIMEDOUT) {
-		struct nvme_command abort = {};
-		u32 res = 1;
-
-		stat_add(c, ST_TIMEOUTS, 1);
-		pci_warn(c->pdev, "q%u cid %u timed out after %u ms, aborting\n", q->qid,
-			 cmd.common.command_id, io_timeout_ms);
-		abort.abort.opcode = nvme_admin_abort_cmd;
-		abort.abort.sqid = cpu_to_le16(q->qid);
-		abort.abort.cid = cmd.common.command_id;
-		/* Abort dw0 bit 0 clear: the command was aborted and will complete */
-		if (!admin_exec(c, &abort, &res) && !(res & 1))
-			stat_add(c, ST_ABORTS, 1);
-	}
-	return ret;
-}
-
-static int pin_user(u64 addr, u64 len, bool write_to_mem, struct page ***pagesp,
-		    unsigned int *nr)
-{
-	unsigned int n = DIV_ROUND_UP(offset_in_page(addr) + len, PAGE_SIZE);
-	unsigned int gup = (write_to_mem ? FOLL_WRITE : 0);
-	struct page **pages;
-	int got;
-
-#if P2P_HAVE_USER_PAGES
-	gup |= FOLL_PCI_P2PDMA;
-#endif
-	pages = kvmalloc_array(n, sizeof(*pages), GFP_KERNEL);
-	if (!pages)
-		return -ENOMEM;
-	got = pin_user_pages_fast(addr & PAGE_MASK, n, gup, pages);
-	if (got != n) {
-		if (got > 0)
-			unpin_user_pages(pages, got);
-		kvfree(pages);
-		return got < 0 ? got : -EFAULT;
-	}
-	*pagesp = pages;
-	*nr = n;
-	return 0;
-}
-
-/* The PCI function whose BAR holds @page (a P2PDMA page), with a reference. */
-static struct pci_dev *page_provider(struct page *page)
-{
-	phys_addr_t phys = page_to_phys(page);
-	struct pci_dev *pdev = NULL;
-	int i;
-
-	for_each_pci_dev(pdev) {
-		for (i = 0; i < PCI_STD_NUM_BARS; i++) {
-			if (pci_resource_len(pdev, i) && phys >= pci_resource_start(pdev, i) &&
-			    phys <= pci_resource_end(pdev, i))
-				return pdev;	/* for_each_pci_dev holds the reference */
-		}
-	}
-	return NULL;
-}
-
-/* CPU copy between the bounce buffer and the (p2pmem) user pages. */
-static void bounce_copy(struct page **pages, u64 addr, u64 off, void *buf, u64 len,
-			bool to_pages)
-{
-	u64 pos = offset_in_page(addr) + off;
-
-	while (len) {
-		struct page *pg = pages[pos >> PAGE_SHIFT];
-		u64 in = pos & ~PAGE_MASK, n = min_t(u64, len, PAGE_SIZE - in);
-		void __iomem *io = (void __iomem __force *)page_address(pg) + in;
-
-		/* p2pmem is MMIO: only the *io accessors may touch it */
-		if (to_pages)
-			memcpy_toio(io, buf, n);
-		else
-			memcpy_fromio(buf, io, n);
-		buf += n;
-		pos += n;
-		len -= n;
-	}
-}
-
-static int do_io(struct p2pnvme *c, struct p2pnvme_io *io)
-{
-	bool write = io->op == P2PNVME_OP_WRITE;
-	enum dma_data_direction dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
-	u8 opcode = write ? nvme_cmd_write : nvme_cmd_read;
-	struct p2pnvme_queue *q = &c->ioq[raw_smp_processor_id() % c->nr_ioq];
-	struct sg_table sgt = {};
-	struct pci_dev *provider;
-	struct page **pages = NULL;
-	struct dma_cursor cur;
-	bool p2p, use_bounce, sgl;
-	unsigned int nr = 0, i;
-	u64 done = 0, slba = io->slba;
-	u16 status = 0;
-	int ret;
-
-	sgl = c->sgl && !(io->flags & P2PNVME_IO_F_PRP);
-	if ((io->flags & P2PNVME_IO_F_SGL) && !c->sgl)
-		return -EOPNOTSUPP;
-
-	if (io->op == P2PNVME_OP_FLUSH || io->op == P2PNVME_OP_WRITE_ZEROES) {
-		mutex_lock(&q->lock);
-		if (io->op == P2PNVME_OP_FLUSH) {
-			ret = io_cmd(c, q, nvme_cmd_flush, 0, 0, NULL, false, &status);
-		} else {
-			for (done = 0, ret = 0; done < io->len && !ret; done += c->max_xfer)
-				ret = io_cmd(c, q, nvme_cmd_write_zeroes,
-					     slba + (done >> c->lba_shift),
-					     min_t(u64, io->len - done, c->max_xfer), NULL,
-					     false, &status);
-		}
-		mutex_unlock(&q->lock);
-		io->status = status;
-		return ret;
-	}
-
-	ret = pin_user(io->addr, io->len, !write, &pages, &nr);
-	if (ret)
-		return ret;
-	p2p = is_pci_p2pdma_page(pages[0]);
-	for (i = 1; i < nr; i++) {
-		if (is_pci_p2pdma_page(pages[i]) != p2p) {
-			ret = -EINVAL;	/* host memory and p2pmem in one buffer */
-			goto out_unpin;
-		}
-	}
-
-	/* Topology first: can this controller reach the provider at all? */
-	use_bounce = p2p && (io->flags & P2PNVME_IO_F_BOUNCE);
-	if (p2p && !use_bounce) {
-		provider = page_provider(pages[0]);
-		if (!provider || pci_p2pdma_distance(provider, &c->pdev->dev, false) < 0)
-			use_bounce = true;
-		pci_dev_put(provider);
-	}
-	if (use_bounce && !(io->flags & P2PNVME_IO_F_BOUNCE) &&
-	    ((io->flags & P2PNVME_IO_F_NO_BOUNCE) || !bounce)) {
-		stat_add(c, ST_REFUSED, 1);
-		ret = -EREMOTEIO;
-		goto out_unpin;
-	}
-
-	if (!use_bounce) {
-		ret = sg_alloc_table_from_pages(&sgt, pages, nr, offset_in_page(io->addr),
-						io->len, GFP_KERNEL);
-		if (ret)
-			goto out_unpin;
-		/* P2PDMA pages get bus addresses here, or -EREMOTEIO */
-		ret = dma_map_sgtable(&c->pdev->dev, &sgt, dir, 0);
-		if (ret == -EREMOTEIO && bounce && !(io->flags & P2PNVME_IO_F_NO_BOUNCE)) {
-			use_bounce = true;
-		} else if (ret) {
-			if (ret == -EREMOTEIO)
-				stat_add(c, ST_REFUSED, 1);
-			goto out_sgt;
-		}
-	}
-
-	/* one transfer at a time per queue: the list page and bounce buffer are the queue's */
-	mutex_lock(&q->lock);
-	for (done = 0; done < io->len && !ret; ) {
-		u64 n = min_t(u64, io->len - done, c->max_xfer);
-		unsigned int qi = q - c->ioq;
-
-		if (use_bounce) {
-			struct scatterlist one;
-
-			if (write)
-				bounce_copy(pages, io->addr, done, c->bounce[qi], n, false);
-			sg_init_table(&one, 1);
-			sg_dma_address(&one) = c->bounce_dma[qi];
-			sg_dma_len(&one) = n;
-			cur.sg = &one;
-			cur.off = 0;
-			ret = io_cmd(c, q, opcode, slba, n, &cur, sgl, &status);
-			if (!ret && !write)
-				bounce_copy(pages, io->addr, done, c->bounce[qi], n, true);
-		} else {
-			if (!done) {
-				cur.sg = sgt.sgl;
-				cur.off = 0;
-			}
-			ret = io_cmd(c, q, opcode, slba, n, &cur, sgl, &status);
-		}
-		slba += n >> c->lba_shift;
-		done += n;
-	}
-	mutex_unlock(&q->lock);
-
-	if (!ret) {
-		if (!p2p) {
-			io->path = P2PNVME_PATH_HOST;
-			stat_add(c, write ? ST_WRITES_HOST : ST_READS_HOST, 1);
-			stat_add(c, ST_BYTES_HOST, io->len);
-		} else if (use_bounce) {
-			io->path = P2PNVME_PATH_BOUNCE;
-			stat_add(c, write ? ST_WRITES_BOUNCE : ST_READS_BOUNCE, 1);
-			stat_add(c, ST_BYTES_BOUNCE, io->len);
-		} else {
-			io->path = P2PNVME_PATH_P2P;
-			stat_add(c, write ? ST_WRITES_P2P : ST_READS_P2P, 1);
-			stat_add(c, ST_BYTES_P2P, io->len);
-		}
-	}
-	io->status = status;
-	if (sgt.nents && !use_bounce)
-		dma_unmap_sgtable(&c->pdev->dev, &sgt, dir, 0);
-out_sgt:
-	sg_free_table(&sgt);
-out_unpin:
-	unpin_user_pages_dirty_lock(pages, nr, !write && !ret);
-	kvfree(pages);
-	return ret;
 }
 
 /* ---- char device ------------------------------------------------------- */
@@ -858,62 +165,45 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 		return ret;
 	if (info.flags || info.reserved)
 		return -EINVAL;
-	if (READ_ONCE(c->dead))
+	if (p2pnvme_state(c) >= P2PNVME_DELETING)
 		return -ENODEV;
-	info.flags = c->sgl ? P2PNVME_INFO_F_SGL : 0;
+	info.flags = (c->sgl ? P2PNVME_INFO_F_SGL : 0) | (c->polled ? P2PNVME_INFO_F_POLLED : 0);
 	info.nsid = c->nsid;
 	info.lba_shift = c->lba_shift;
 	info.nlb = c->nlb;
 	info.max_xfer = c->max_xfer;
 	info.nr_io_queues = c->nr_ioq;
-	info.queue_depth = P2PNVME_IOQ_DEPTH;
+	info.queue_depth = c->ioq[0].depth - 1;
 	memcpy(info.serial, c->serial, sizeof(info.serial));
 	memcpy(info.model, c->model, sizeof(info.model));
 	return copy_to_user((void __user *)uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
-/**
- * p2pnvme_check_io - validate a P2PNVME_IOC_IO request before any I/O
- * @io: the request
- * @lba_shift: log2 of the namespace's LBA size
- * @nlb: namespace size in LBAs
- *
- * Return: 0 or -EINVAL (malformed), -ERANGE (LBA range outside the
- * namespace), -EOPNOTSUPP (unknown operation).
+/*
+ * Enter the I/O path: reset_lock held for read with the controller LIVE.
+ * A reset in progress is waited out; a controller going away is -ENODEV.
  */
-int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
+static int io_enter(struct p2pnvme *c)
 {
-	const u32 known = P2PNVME_IO_F_NO_BOUNCE | P2PNVME_IO_F_BOUNCE |
-			  P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL;
-	u64 end;
+	int ret;
 
-	if ((io->flags & ~known) || io->reserved || io->path || io->status)
-		return -EINVAL;
-	if ((io->flags & P2PNVME_IO_F_PRP) && (io->flags & P2PNVME_IO_F_SGL))
-		return -EINVAL;
-	if ((io->flags & P2PNVME_IO_F_NO_BOUNCE) && (io->flags & P2PNVME_IO_F_BOUNCE))
-		return -EINVAL;
-	if (io->op > P2PNVME_OP_WRITE_ZEROES)
-		return -EOPNOTSUPP;
-	if (io->op == P2PNVME_OP_FLUSH)
-		return io->len || io->slba || io->addr ? -EINVAL : 0;
-	if (!io->len || io->len & ((1ULL << lba_shift) - 1))
-		return -EINVAL;
-	if (check_add_overflow(io->slba, io->len >> lba_shift, &end) || end > nlb)
-		return -ERANGE;
-	if (io->op == P2PNVME_OP_WRITE_ZEROES)
-		return io->addr ? -EINVAL : 0;
-	if (!io->addr || io->addr & 3)
-		return -EINVAL;
-	if (io->addr + io->len < io->addr)
-		return -EINVAL;
-	return 0;
+	for (;;) {
+		down_read(&c->reset_lock);
+		if (p2pnvme_state(c) == P2PNVME_LIVE)
+			return 0;
+		up_read(&c->reset_lock);
+		if (p2pnvme_state(c) >= P2PNVME_DELETING)
+			return -ENODEV;
+		ret = wait_event_interruptible(c->wq, p2pnvme_state(c) != P2PNVME_RESETTING);
+		if (ret)
+			return ret;
+	}
 }
-EXPORT_SYMBOL_IF_KUNIT(p2pnvme_check_io);
 
 static long ioc_io(struct p2pnvme *c, unsigned long uarg)
 {
 	struct p2pnvme_io io;
+	unsigned int failed;
 	int ret = p2p_ioctl_copy_in(&io, sizeof(io), uarg);
 
 	if (ret)
@@ -921,31 +211,57 @@ static long ioc_io(struct p2pnvme *c, unsigned long uarg)
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
 	if (ret)
 		return ret;
-
-	down_read(&c->reset_lock);
-	if (c->dead) {
-		up_read(&c->reset_lock);
-		return -ENODEV;
-	}
-	ret = do_io(c, &io);
+	ret = io_enter(c);
+	if (ret)
+		return ret;
+	ret = p2pnvme_run_batch(c, &io, 1, &failed);
 	up_read(&c->reset_lock);
-
-	if (ret == -ETIMEDOUT) {
-		down_write(&c->reset_lock);
-		if (!c->dead)
-			ctrl_reset(c);
-		up_write(&c->reset_lock);
-	}
-	if (ret == -ENODEV) {
-		down_write(&c->reset_lock);
-		c->dead = true;
-		up_write(&c->reset_lock);
-	}
-	/* device-side failures only; bad buffers and policy refusals are not */
-	if (ret == -EIO || ret == -ETIMEDOUT || ret == -ENODEV)
-		stat_add(c, ST_ERRORS, 1);
 	if (copy_to_user((void __user *)uarg, &io, sizeof(io)))
 		return -EFAULT;
+	return ret;
+}
+
+static long ioc_submit(struct p2pnvme *c, unsigned long uarg)
+{
+	struct p2pnvme_submit __user *usub = (void __user *)uarg;
+	struct p2pnvme_submit sub;
+	struct p2pnvme_io *ios;
+	unsigned int i;
+	size_t size;
+	int ret = p2p_ioctl_copy_in(&sub, sizeof(sub), uarg);
+
+	if (ret)
+		return ret;
+	if (sub.flags || !sub.nr || sub.nr > P2PNVME_SUBMIT_MAX || sub.failed)
+		return -EINVAL;
+	size = array_size(sub.nr, sizeof(*ios));
+	ios = memdup_user(u64_to_user_ptr(sub.ios), size);
+	if (IS_ERR(ios))
+		return PTR_ERR(ios);
+
+	/* every entry is checked before anything is pinned or submitted */
+	for (i = 0; i < sub.nr; i++) {
+		ret = ios[i].argsz == sizeof(*ios) ? 0 : -EINVAL;
+		if (!ret)
+			ret = p2pnvme_check_io(&ios[i], c->lba_shift, c->nlb);
+		if (ret) {
+			sub.failed = i;
+			goto out_failed;
+		}
+	}
+	ret = io_enter(c);
+	if (ret)
+		goto out_free;
+	sub.failed = sub.nr;
+	ret = p2pnvme_run_batch(c, ios, sub.nr, &sub.failed);
+	up_read(&c->reset_lock);
+	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
+		ret = -EFAULT;
+out_failed:
+	if (put_user(sub.failed, &usub->failed))
+		ret = -EFAULT;
+out_free:
+	kfree(ios);
 	return ret;
 }
 
@@ -958,6 +274,8 @@ static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uar
 		return ioc_info(c, uarg);
 	case P2PNVME_IOC_IO:
 		return ioc_io(c, uarg);
+	case P2PNVME_IOC_SUBMIT:
+		return ioc_submit(c, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -984,7 +302,8 @@ static struct device_attribute stat_attrs[ST_NR] = {
 	STAT_ATTR(reads_host), STAT_ATTR(writes_host),
 	STAT_ATTR(bytes_p2p), STAT_ATTR(bytes_bounce), STAT_ATTR(bytes_host),
 	STAT_ATTR(refused), STAT_ATTR(errors), STAT_ATTR(timeouts),
-	STAT_ATTR(aborts), STAT_ATTR(resets),
+	STAT_ATTR(aborts), STAT_ATTR(resets), STAT_ATTR(cancelled),
+	STAT_ATTR(irqs),
 };
 
 static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char *buf)
@@ -1010,48 +329,84 @@ static const struct attribute_group *p2pnvme_groups[] = {
 
 static void show_queue(struct seq_file *s, struct p2pnvme_queue *q)
 {
-	mutex_lock(&q->lock);	/* waits for the command in flight, bounded */
-	seq_printf(s, "%u %u %u %u %u %u %pad %pad\n", q->qid, q->depth, q->sq_tail,
-		   q->cq_head, q->cq_phase, q->cid, &q->sq_dma, &q->cq_dma);
-	mutex_unlock(&q->lock);
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	seq_printf(s, "%u %u %d %u %u %u %u %u %u %pad %pad\n", q->qid, q->depth, q->vector,
+		   q->sq_tail, q->cq_head, q->cq_phase, q->inflight, q->inflight_max, q->stopped,
+		   &q->sq_dma, &q->cq_dma);
+	spin_unlock_irqrestore(&q->lock, flags);
 }
 
 static int queues_show(struct seq_file *s, void *unused)
 {
+	static const char * const states[] = { "live", "resetting", "deleting", "dead" };
 	struct p2pnvme *c = s->private;
 	unsigned int i;
 
-	seq_puts(s, "qid depth sq_tail cq_head phase next_cid sq_dma cq_dma\n");
-	down_read(&c->reset_lock);
-	if (!c->dead) {
-		show_queue(s, &c->adminq);
-		for (i = 0; i < c->nr_ioq; i++)
-			show_queue(s, &c->ioq[i]);
-	}
-	up_read(&c->reset_lock);
+	seq_printf(s, "# %s\n", states[p2pnvme_state(c)]);
+	seq_puts(s, "qid depth vector sq_tail cq_head phase inflight max_inflight stopped sq_dma cq_dma\n");
+	show_queue(s, &c->adminq);
+	for (i = 0; i < c->nr_ioq; i++)
+		show_queue(s, &c->ioq[i]);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(queues);
 
 /* ---- PCI driver -------------------------------------------------------- */
 
-static void p2pnvme_shutdown_ctrl(struct p2pnvme *c)
+/* MSI-X: vector 0 stays with the (polled) admin queue, I/O queue i gets i. */
+static int setup_irqs(struct p2pnvme *c)
 {
-	unsigned long deadline = jiffies + c->ready_timeout;
-	u32 cc = readl(c->bar + NVME_REG_CC);
+	struct pci_dev *pdev = c->pdev;
+	int nvec;
 
-	if (cc == ~0U)
-		return;
-	/* orderly shutdown: CC.SHN normal, wait for CSTS.SHST complete */
-	writel((cc & ~NVME_CC_SHN_MASK) | NVME_CC_SHN_NORMAL, c->bar + NVME_REG_CC);
-	while ((readl(c->bar + NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {
-		if (time_after(jiffies, deadline) || ctrl_gone(c)) {
-			pci_warn(c->pdev, "shutdown did not complete\n");
-			break;
-		}
-		usleep_range(1000, 2000);
+	c->polled = poll_mode;
+	if (c->polled)
+		return 0;
+	nvec = pci_alloc_irq_vectors(pdev, 2, c->nr_ioq + 1, PCI_IRQ_MSIX);
+	if (nvec < 0) {
+		pci_info(pdev, "no MSI-X (%d): polling for completions\n", nvec);
+		c->polled = true;
+		return 0;
 	}
-	ctrl_disable(c);
+	c->nr_ioq = min_t(unsigned int, c->nr_ioq, nvec - 1);
+	return 0;
+}
+
+static int setup_io_queue(struct p2pnvme *c, unsigned int i)
+{
+	struct device *dev = &c->pdev->dev;
+	struct p2pnvme_queue *q = &c->ioq[i];
+	u16 depth = min_t(u32, P2PNVME_IOQ_DEPTH, NVME_CAP_MQES(c->cap) + 1);
+	const char *name;
+	int ret;
+
+	ret = p2pnvme_queue_alloc(c, q, i + 1, depth);
+	if (ret)
+		return ret;
+	if (!c->polled) {
+		name = devm_kasprintf(dev, GFP_KERNEL, "p2pnvme:%s:q%u", pci_name(c->pdev), i + 1);
+		if (!name)
+			return -ENOMEM;
+		q->vector = i + 1;
+		ret = devm_request_irq(dev, pci_irq_vector(c->pdev, q->vector), p2pnvme_irq, 0,
+				       name, q);
+		if (ret)
+			return ret;
+	}
+	return p2pnvme_create_io_queue(c, q);
+}
+
+/* Before the controller struct goes: no handler may run on it afterwards. */
+static void free_irqs(struct p2pnvme *c)
+{
+	unsigned int i;
+
+	for (i = 0; c->ioq && i < c->nr_ioq; i++)
+		if (c->ioq[i].vector >= 0)
+			devm_free_irq(&c->pdev->dev, pci_irq_vector(c->pdev, c->ioq[i].vector),
+				      &c->ioq[i]);
 }
 
 static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -1075,6 +430,10 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	kref_init(&c->kref);
 	c->pdev = pci_dev_get(pdev);
 	init_rwsem(&c->reset_lock);
+	spin_lock_init(&c->state_lock);
+	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
+	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
+	init_waitqueue_head(&c->wq);
 	c->bar = pcim_iomap_region(pdev, 0, KBUILD_MODNAME);
 	if (IS_ERR(c->bar)) {
 		pci_err(pdev, "cannot map BAR0 (is nvme still bound?)\n");
@@ -1093,15 +452,22 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		ret = -EOPNOTSUPP;
 		goto err_put;
 	}
+	c->id_buf = dmam_alloc_coherent(dev, PAGE_SIZE, &c->id_dma, GFP_KERNEL);
+	if (!c->id_buf) {
+		ret = -ENOMEM;
+		goto err_put;
+	}
 
-	ret = queue_alloc(c, &c->adminq, 0, P2PNVME_AQ_DEPTH);
+	ret = p2pnvme_queue_alloc(c, &c->adminq, 0, P2PNVME_AQ_DEPTH);
 	if (ret)
 		goto err_put;
 	/* admin queue only, to learn how many I/O queues there will be */
 	c->nr_ioq = 0;
-	ret = ctrl_enable(c);
+	ret = p2pnvme_ctrl_enable(c);
 	if (!ret)
 		ret = identify(c);
+	if (!ret)
+		ret = setup_irqs(c);
 	if (ret)
 		goto err_disable;
 
@@ -1110,19 +476,10 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		ret = -ENOMEM;
 		goto err_disable;
 	}
+	for (i = 0; i < c->nr_ioq; i++)
+		c->ioq[i].vector = -1;	/* free_irqs() after a failure below */
 	for (i = 0; i < c->nr_ioq; i++) {
-		u16 depth = min_t(u32, P2PNVME_IOQ_DEPTH, NVME_CAP_MQES(c->cap) + 1);
-
-		ret = queue_alloc(c, &c->ioq[i], i + 1, depth);
-		if (ret)
-			goto err_disable;
-		c->bounce[i] = dmam_alloc_coherent(dev, c->max_xfer, &c->bounce_dma[i],
-						   GFP_KERNEL);
-		if (!c->bounce[i]) {
-			ret = -ENOMEM;
-			goto err_disable;
-		}
-		ret = create_io_queue(c, &c->ioq[i]);
+		ret = setup_io_queue(c, i);
 		if (ret)
 			goto err_disable;
 	}
@@ -1132,6 +489,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_disable;
 	pci_set_drvdata(pdev, c);
+	c->state = P2PNVME_LIVE;
 	c->dev = device_create_with_groups(p2pnvme_class, dev,
 					   MKDEV(MAJOR(p2pnvme_devt), c->minor), c,
 					   p2pnvme_groups, "p2pnvme%d", c->minor);
@@ -1141,15 +499,16 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
-	pci_info(pdev, "p2pnvme%d: ns %u, %llu x %u B, %u I/O queues, max %u KiB/cmd%s\n",
-		 c->minor, c->nsid, c->nlb, 1 << c->lba_shift, c->nr_ioq, c->max_xfer >> 10,
-		 c->sgl ? ", SGL" : "");
+	pci_info(pdev, "p2pnvme%d: ns %u, %llu x %u B, %u I/O queues of %u, %s, max %u KiB/cmd%s\n",
+		 c->minor, c->nsid, c->nlb, 1 << c->lba_shift, c->nr_ioq, c->ioq[0].depth - 1,
+		 c->polled ? "polled" : "MSI-X", c->max_xfer >> 10, c->sgl ? ", SGL" : "");
 	return 0;
 
 err_minor:
 	xa_erase(&p2pnvme_minors, c->minor);
 err_disable:
-	ctrl_disable(c);
+	p2pnvme_ctrl_disable(c);
+	free_irqs(c);
 err_put:
 	kref_put(&c->kref, p2pnvme_free);
 	return ret;
@@ -1162,12 +521,23 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	xa_erase(&p2pnvme_minors, c->minor);
 	device_destroy(p2pnvme_class, MKDEV(MAJOR(p2pnvme_devt), c->minor));
 	debugfs_remove_recursive(c->debugfs);
-	/* wait for I/O in flight; later ioctls on open files see dead */
+
+	/* no new I/O, no new reset; a queued reset that never ran is dropped */
+	spin_lock(&c->state_lock);
+	if (c->state != P2PNVME_DEAD)
+		c->state = P2PNVME_DELETING;
+	spin_unlock(&c->state_lock);
+	wake_up_all(&c->wq);
+	if (cancel_work_sync(&c->reset_work))
+		kref_put(&c->kref, p2pnvme_free);
+	if (p2pnvme_state(c) == P2PNVME_DELETING)
+		p2pnvme_quiesce(c);
+
+	/* every I/O ioctl has returned; later ones on open files see DEAD */
 	down_write(&c->reset_lock);
-	if (!c->dead)
-		p2pnvme_shutdown_ctrl(c);
-	c->dead = true;
+	c->state = P2PNVME_DEAD;
 	up_write(&c->reset_lock);
+	free_irqs(c);
 	kref_put(&c->kref, p2pnvme_free);	/* the binding's reference */
 }
 

@@ -3,9 +3,21 @@
 #ifndef P2PNVME_PRIV_H
 #define P2PNVME_PRIV_H
 
+#include <linux/nvme.h>
+#include <linux/scatterlist.h>
 #include <linux/types.h>
 #include <uapi/linux/p2pnvme.h>
 
+/* A position in a DMA-mapped scatterlist, advanced command by command. */
+struct p2pnvme_cursor {
+	struct scatterlist *sg;
+	u64 off;	/* into the current entry */
+};
+
 int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb);
+int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor *cur,
+		       u64 len, struct nvme_command *cmd);
+int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
+		      struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd);
 
 #endif /* P2PNVME_PRIV_H */

@@ -74,6 +74,27 @@ check "Flush" p2pctl nvme-flush $N
 hostcheck dma-none
 suite_end
 
+# Many commands in flight across the queues: one P2PNVME_IOC_SUBMIT of 64
+# requests, each split by nothing, spread over every I/O queue.
+suite_begin client_batch
+Q=/sys/kernel/debug/p2pnvme/$NVME/queues
+hostd check dma-mark >/dev/null
+out=$(p2pctl --json nvme-read $N 32768 4194304 --batch 64)
+check_eq "one batch of 64 reads of 64 KiB at 16 MiB" "$?" 0
+check_eq "path is $want_path" "$(js path "$out")" "$want_path"
+hostcheck equal 4194304 "bar0@$(js bar_offset "$out")" nvme0@0x1000000
+[ $want_path = p2p ] && hostcheck dma-in 0x4000000 "$BUS"
+diag "queues: $(tr '\n' ';' < $Q)"
+busy=$(awk '$1 ~ /^[0-9]+$/ && $1 > 0 && $8 > 1' $Q | wc -l)
+check_eq "every I/O queue had more than one command in flight" "$busy" "$(js io_queues "$info")"
+out=$(p2pctl --json nvme-write $N 40960 2097152 0x5a --batch 32 --prp)
+check_eq "one batch of 32 PRP writes of 64 KiB at 20 MiB" "$?" 0
+hostcheck fill 2097152 nvme0@0x1400000 0x5a
+out=$(p2pctl --json nvme-read $N 4100 1105920 --batch 3 --offset 2048)
+check_eq "3 reads of 360 KiB at a 2 KiB offset (odd PRP/SGL boundaries)" "$?" 0
+hostcheck equal 1105920 "bar0@$(js bar_offset "$out")" nvme0@$((4100 * 512))
+suite_end
+
 suite_begin client_policy
 r0=$(cat $STATS/refused)
 out=$(p2pctl --json nvme-read $N 30000 65536 --no-bounce)
@@ -113,10 +134,25 @@ diag "stats: $(grep . $STATS/* | sed 's|.*/||' | tr '\n' ' ')"
 Q=/sys/kernel/debug/p2pnvme/$NVME/queues
 diag "queues: $(tr '\n' ';' < $Q)"
 check_eq "debugfs shows the admin queue and every I/O queue" \
-	"$(($(wc -l < $Q) - 1))" "$(($(js io_queues "$info") + 1))"
+	"$(grep -c '^[0-9]' $Q)" "$(($(js io_queues "$info") + 1))"
+check_eq "interrupts took the completions (MSI-X)" "$(js polled "$info") $(($(cat $STATS/irqs) > 0))" "false 1"
 check "unbind p2pnvme from nvme0 (orderly shutdown)" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind"
-[ -n "$NVME1" ] && echo "$NVME1" > /sys/bus/pci/drivers/p2pnvme/unbind
+[ -n "$NVME1" ] && bind nvme "$NVME1"
 check "nvme-pci takes the controller back" bind nvme "$NVME"
 check "rmmod p2pnvme" rmmod p2pnvme
+suite_end
+
+# The same engine without interrupts: poll=1 reaps completions by polling.
+suite_begin client_polled
+check "p2pnvme loads with poll=1" load p2pnvme poll=1
+check "p2pnvme takes nvme0 back" bind p2pnvme "$NVME"
+info=$(p2pctl --json nvme-info)
+check_eq "nvme-info says polled" "$(js polled "$info")" true
+out=$(p2pctl --json nvme-read $N 2048 2097152 --batch 16)
+check_eq "a batch of 16 reads, polled" "$?" 0
+hostcheck equal 2097152 "bar0@$(js bar_offset "$out")" nvme0@0x100000
+check_eq "no interrupt counted" "$(cat $STATS/irqs)" 0
+check "unbind and rmmod" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind; rmmod p2pnvme"
+check "nvme-pci takes the controller back" bind nvme "$NVME"
 suite_end
 exit $_any_failed

@@ -2,8 +2,9 @@
 /*
  * p2pbench: timed random reads into p2pmem, for benchmark ratios.
  *
- *   p2pbench engine NVME SIZE SECONDS [--bounce | --host]
- *        P2PNVME_IOC_IO reads (this suite's queue engine), queue depth 1
+ *   p2pbench engine NVME SIZE SECONDS [--qd N] [--bounce | --host]
+ *        this suite's queue engine: P2PNVME_IOC_IO reads at queue depth 1,
+ *        or batches of N reads in flight at once (P2PNVME_IOC_SUBMIT)
  *   p2pbench blk BLKDEV SIZE SECONDS QD [--host]
  *        O_DIRECT reads through the kernel's nvme driver (Linux AIO, depth QD)
  *
@@ -84,20 +85,31 @@ static int engine(int argc, char **argv)
 {
 	size_t size = strtoul(argv[1], NULL, 0);
 	double secs = atof(argv[2]), t0, t1, c0, lat = 0;
-	int bounce = argc > 3 && !strcmp(argv[3], "--bounce");
-	int host = argc > 3 && !strcmp(argv[3], "--host");
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
-	struct p2pnvme_io io;
-	const char *path = "?";
+	struct p2pnvme_submit sub = { .argsz = sizeof(sub) };
+	struct p2pnvme_io ios[P2PNVME_SUBMIT_MAX];
+	int bounce = 0, host = 0, qd = 1, fd, i;
+	const char *path;
 	unsigned char *buf;
 	long ops = 0;
 	uint64_t span;
-	int fd;
 
+	for (i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--bounce"))
+			bounce = 1;
+		else if (!strcmp(argv[i], "--host"))
+			host = 1;
+		else if (!strcmp(argv[i], "--qd") && i + 1 < argc)
+			qd = atoi(argv[++i]);
+		else
+			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
+	}
+	if (qd < 1 || qd > P2PNVME_SUBMIT_MAX)
+		return fprintf(stderr, "QD 1..%d\n", P2PNVME_SUBMIT_MAX), 2;
 	fd = open(argv[0], O_RDWR);
 	if (fd < 0 || ioctl(fd, P2PNVME_IOC_INFO, &info))
 		return perror(argv[0]), 1;
-	buf = buffer(size, host);
+	buf = buffer(size * qd, host);
 	if (!buf)
 		return perror("buffer"), 1;
 	span = info.nlb - (size >> info.lba_shift);
@@ -107,18 +119,31 @@ static int engine(int argc, char **argv)
 	do {
 		double s = now();
 
-		io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = size,
-					  .addr = (uintptr_t)buf,
-					  .flags = bounce ? P2PNVME_IO_F_BOUNCE : 0 };
-		io.slba = ((uint64_t)rand() % span) & ~((uint64_t)(4096 >> info.lba_shift) - 1);
-		if (ioctl(fd, P2PNVME_IOC_IO, &io))
-			return perror("P2PNVME_IOC_IO"), 1;
+		for (i = 0; i < qd; i++) {
+			ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[i]), .op = P2PNVME_OP_READ,
+						      .len = size, .addr = (uintptr_t)(buf + i * size),
+						      .flags = bounce ? P2PNVME_IO_F_BOUNCE : 0 };
+			ios[i].slba = ((uint64_t)rand() % span) &
+				      ~((uint64_t)(4096 >> info.lba_shift) - 1);
+		}
+		if (qd == 1) {
+			if (ioctl(fd, P2PNVME_IOC_IO, &ios[0]))
+				return perror("P2PNVME_IOC_IO"), 1;
+		} else {
+			sub.nr = qd;
+			sub.failed = 0;
+			sub.ios = (uintptr_t)ios;
+			if (ioctl(fd, P2PNVME_IOC_SUBMIT, &sub))
+				return perror("P2PNVME_IOC_SUBMIT"), 1;
+		}
 		t1 = now();
-		lat += t1 - s;
-		ops++;
+		/* every read of a batch completes within the batch's time */
+		lat += (t1 - s) * qd;
+		ops += qd;
 	} while (t1 - t0 < secs);
-	path = io.path == P2PNVME_PATH_P2P ? "p2p" : io.path == P2PNVME_PATH_BOUNCE ? "bounce" : "host";
-	report("engine", argv[0], size, 1, path, ops, t1 - t0, lat, cpu_busy() - c0);
+	path = ios[0].path == P2PNVME_PATH_P2P ? "p2p" :
+	       ios[0].path == P2PNVME_PATH_BOUNCE ? "bounce" : "host";
+	report("engine", argv[0], size, qd, path, ops, t1 - t0, lat, cpu_busy() - c0);
 	return 0;
 }
 
@@ -197,7 +222,7 @@ int main(int argc, char **argv)
 		return engine(argc - 2, argv + 2);
 	if (argc >= 6 && !strcmp(argv[1], "blk"))
 		return blk(argc - 2, argv + 2);
-	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--bounce|--host]\n"
+	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--qd N] [--bounce|--host]\n"
 		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n");
 	return 2;
 }

@@ -13,7 +13,8 @@
  *   p2pctl nvme-write NVME SLBA LEN BYTE [opts]
  *                                             buffer filled with BYTE -> namespace
  *     opts: --dev P2PBAR (default /dev/p2pbar0) | --host, --offset N (into the
- *           buffer), --bounce | --no-bounce, --prp | --sgl
+ *           buffer), --bounce | --no-bounce, --prp | --sgl, --batch N (N equal
+ *           requests in flight at once through P2PNVME_IOC_SUBMIT)
  *   p2pctl nvme-zeroes NVME SLBA LEN          Write Zeroes; p2pctl nvme-flush NVME: Flush
  *   p2pctl nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]
  *                                             controller to controller through p2pmem
@@ -314,15 +315,56 @@ static int cmd_nvme_info(const char *path)
 	if (json)
 		printf("{\"device\":\"%s\",\"nsid\":%u,\"lba_size\":%u,\"nlb\":%llu,"
 		       "\"max_xfer\":%u,\"io_queues\":%u,\"queue_depth\":%u,\"sgl\":%s,"
-		       "\"model\":\"%.40s\"}\n", path, i.nsid, 1u << i.lba_shift,
+		       "\"polled\":%s,\"model\":\"%.40s\"}\n", path, i.nsid, 1u << i.lba_shift,
 		       (unsigned long long)i.nlb, i.max_xfer, i.nr_io_queues, i.queue_depth,
-		       i.flags & P2PNVME_INFO_F_SGL ? "true" : "false", i.model);
+		       i.flags & P2PNVME_INFO_F_SGL ? "true" : "false",
+		       i.flags & P2PNVME_INFO_F_POLLED ? "true" : "false", i.model);
 	else
-		printf("%s: %.40s, namespace %u: %llu x %u bytes; %u I/O queues of %u, %u KiB per command%s\n",
+		printf("%s: %.40s, namespace %u: %llu x %u bytes; %u I/O queues of %u (%s), %u KiB per command%s\n",
 		       path, i.model, i.nsid, (unsigned long long)i.nlb, 1u << i.lba_shift,
-		       i.nr_io_queues, i.queue_depth, i.max_xfer >> 10,
+		       i.nr_io_queues, i.queue_depth,
+		       i.flags & P2PNVME_INFO_F_POLLED ? "polled" : "MSI-X", i.max_xfer >> 10,
 		       i.flags & P2PNVME_INFO_F_SGL ? ", SGL" : "");
 	return 0;
+}
+
+/*
+ * The transfer @io as @n entries of one P2PNVME_IOC_SUBMIT, all in flight at
+ * once; @io gets the path of the last entry, or the status of the first
+ * failed one.
+ */
+static int submit_split(int fd, struct p2pnvme_io *io, unsigned int n)
+{
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = n };
+	struct p2pnvme_io *ios = calloc(n, sizeof(*ios));
+	uint64_t part = io->len / n;
+	unsigned int i;
+	int ret;
+
+	if (!ios || !n || io->len % n)
+		return free(ios), EINVAL;
+	if (ioctl(fd, P2PNVME_IOC_INFO, &info))
+		return free(ios), errno;
+	for (i = 0; i < n; i++) {
+		ios[i] = *io;
+		ios[i].len = part;
+		ios[i].slba = io->slba + i * (part >> info.lba_shift);
+		ios[i].addr = io->addr + i * part;
+	}
+	sub.ios = (uintptr_t)ios;
+	ret = ioctl(fd, P2PNVME_IOC_SUBMIT, &sub) ? errno : 0;
+	io->path = ios[n - 1].path;
+	for (i = 0; i < n; i++) {
+		if (ios[i].result) {
+			io->status = ios[i].status;
+			break;
+		}
+	}
+	if (ret && sub.failed < n && !json)
+		fprintf(stderr, "p2pctl: entry %u of %u made the batch fail\n", sub.failed, n);
+	free(ios);
+	return ret;
 }
 
 static int cmd_nvme_io(int write, int argc, char **argv)
@@ -330,7 +372,8 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	struct p2pnvme_io io = { .argsz = sizeof(io) };
 	const char *dev = "/dev/p2pbar0";
 	unsigned long long boff = 0, off = 0;
-	int i, fd, host = 0, byte = 0;
+	int i, fd, host = 0, byte = 0, err;
+	unsigned int batch = 0;
 	unsigned char *buf;
 	size_t maplen;
 	struct p2pbuf b = { .fd = -1 };
@@ -357,6 +400,8 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 			io.flags |= P2PNVME_IO_F_PRP;
 		else if (!strcmp(argv[i], "--sgl"))
 			io.flags |= P2PNVME_IO_F_SGL;
+		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+			batch = strtoul(argv[++i], NULL, 0);
 		else
 			return fail(EINVAL, argv[i]);
 	}
@@ -378,25 +423,31 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	fd = open(argv[0], O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return fail(errno, argv[0]);
-	if (ioctl(fd, P2PNVME_IOC_IO, &io)) {
-		int err = errno;
-
+	if (batch)
+		err = submit_split(fd, &io, batch);
+	else
+		err = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	if (err) {
 		if (json)
 			printf("{\"error\":\"%s\",\"errno\":%d,\"status\":%u}\n", strerror(err),
 			       err, io.status);
 		else
-			fprintf(stderr, "p2pctl: P2PNVME_IOC_IO: %s (errno %d, NVMe status %#x)\n",
-				strerror(err), err, io.status);
+			fprintf(stderr, "p2pctl: %s: %s (errno %d, NVMe status %#x)\n",
+				batch ? "P2PNVME_IOC_SUBMIT" : "P2PNVME_IOC_IO", strerror(err), err,
+				io.status);
 		return err;
 	}
 	close(fd);
 	if (json)
-		printf("{\"bytes\":%llu,\"path\":\"%s\",\"bar_offset\":%llu,\"fnv1a\":\"%016llx\"}\n",
-		       (unsigned long long)io.len, path_name(io.path), boff + off,
+		printf("{\"bytes\":%llu,\"entries\":%u,\"path\":\"%s\",\"bar_offset\":%llu,"
+		       "\"fnv1a\":\"%016llx\"}\n", (unsigned long long)io.len, batch ? batch : 1,
+		       path_name(io.path), boff + off,
 		       (unsigned long long)fnv1a(buf + off, io.len));
 	else
-		printf("%s %llu bytes at LBA %llu via %s, fnv1a %016llx\n", write ? "wrote" : "read",
-		       (unsigned long long)io.len, (unsigned long long)io.slba, path_name(io.path),
+		printf("%s %llu bytes at LBA %llu via %s (%u request%s), fnv1a %016llx\n",
+		       write ? "wrote" : "read", (unsigned long long)io.len,
+		       (unsigned long long)io.slba, path_name(io.path), batch ? batch : 1,
+		       batch > 1 ? "s in one batch" : "",
 		       (unsigned long long)fnv1a(buf + off, io.len));
 	munmap(buf, maplen);
 	if (b.fd >= 0)
@@ -481,7 +532,8 @@ static void usage(void)
 	      "  nvme-read NVME SLBA LEN [opts]  namespace -> p2pmem (or --host memory)\n"
 	      "  nvme-write NVME SLBA LEN BYTE [opts]\n"
 	      "                                  p2pmem filled with BYTE -> namespace\n"
-	      "    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl\n"
+	      "    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl,\n"
+	      "          --batch N (LEN as N requests in flight at once)\n"
 	      "  nvme-zeroes NVME SLBA LEN       Write Zeroes command\n"
 	      "  nvme-flush NVME                 Flush command\n"
 	      "  nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]\n"

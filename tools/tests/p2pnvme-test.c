@@ -54,6 +54,23 @@ static long long stats_sum(const char *dev)
 	return sum;
 }
 
+/* A P2PNVME_IOC_SUBMIT that must fail with @err, blaming entry @failed. */
+static void submit_case(int fd, const char *what, struct p2pnvme_submit sub, int err,
+			unsigned int failed)
+{
+	char name[128];
+	int ret;
+
+	sub.argsz = sub.argsz ? sub.argsz : sizeof(sub);
+	ret = ioctl(fd, P2PNVME_IOC_SUBMIT, &sub) ? errno : 0;
+	snprintf(name, sizeof(name), "submit: %s", what);
+	if (failed != ~0U && ret == err && sub.failed != failed) {
+		printf("    # failed index %u, want %u\n", sub.failed, failed);
+		ret = -1;
+	}
+	result(ret == err, name, err, ret);
+}
+
 int main(int argc, char **argv)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
@@ -91,7 +108,7 @@ int main(int argc, char **argv)
 					   .flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, EINVAL },
 		{ "bounce and no-bounce at once", { .op = P2PNVME_OP_READ, .len = lba,
 					   .flags = P2PNVME_IO_F_BOUNCE | P2PNVME_IO_F_NO_BOUNCE }, EINVAL },
-		{ "non-zero reserved", { .op = P2PNVME_OP_READ, .len = lba, .reserved = 1 }, EINVAL },
+		{ "result preset", { .op = P2PNVME_OP_READ, .len = lba, .result = 1 }, EINVAL },
 		{ "output field preset", { .op = P2PNVME_OP_READ, .len = lba, .path = 2 }, EINVAL },
 		{ "flush with a range", { .op = P2PNVME_OP_FLUSH, .len = lba }, EINVAL },
 		{ "write zeroes with a buffer", { .op = P2PNVME_OP_WRITE_ZEROES, .len = lba }, EINVAL },
@@ -100,7 +117,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_badinput\n");
-	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4);
+	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4 + 9);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		io = cases[i].io;
 		io.argsz = sizeof(io);
@@ -120,6 +137,38 @@ int main(int argc, char **argv)
 	result(ret == EFAULT, "bad argument pointer", EFAULT, ret);
 	ret = ioctl(fd, _IO(P2PNVME_IOC_MAGIC, 0x7f), NULL) ? errno : 0;
 	result(ret == ENOTTY, "unknown ioctl", ENOTTY, ret);
+
+	/* P2PNVME_IOC_SUBMIT: the batch itself, then one bad entry among good ones */
+	struct p2pnvme_io ios[3];
+
+	for (i = 0; i < 3; i++)
+		ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ,
+					      .slba = i * 8, .len = 8 * lba,
+					      .addr = (uintptr_t)buf + i * 8 * lba };
+	struct p2pnvme_submit ok = { .nr = 3, .ios = (uintptr_t)ios }, sub;
+
+	sub = ok, sub.nr = 0;
+	submit_case(fd, "no entries", sub, EINVAL, ~0U);
+	sub = ok, sub.nr = P2PNVME_SUBMIT_MAX + 1;
+	submit_case(fd, "more than P2PNVME_SUBMIT_MAX entries", sub, EINVAL, ~0U);
+	sub = ok, sub.flags = 1;
+	submit_case(fd, "unknown flag", sub, EINVAL, ~0U);
+	sub = ok, sub.failed = 1;
+	submit_case(fd, "output field preset", sub, EINVAL, ~0U);
+	sub = ok, sub.argsz = 8;
+	submit_case(fd, "argsz too small", sub, EINVAL, ~0U);
+	sub = ok, sub.ios = 0;
+	submit_case(fd, "entries not mapped", sub, EFAULT, ~0U);
+	ios[1].argsz = 8;
+	submit_case(fd, "entry 1 with a wrong argsz", ok, EINVAL, 1);
+	ios[1].argsz = sizeof(ios[1]);
+	ios[2].slba = nlb;
+	submit_case(fd, "entry 2 past the end of the namespace", ok, ERANGE, 2);
+	ios[2].slba = 16;
+	ios[2].addr = 0x1000;
+	/* entries 0 and 1 are good: they must not have been submitted either */
+	submit_case(fd, "entry 2 with an unmapped buffer", ok, EFAULT, 2);
+
 	n++;
 	if (stats_sum(argv[1]) == before) {
 		printf("    ok %d counters unchanged by bad input\n", n);

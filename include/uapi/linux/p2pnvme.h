@@ -23,7 +23,7 @@
  * @nlb: its size in LBAs
  * @max_xfer: bytes one command moves at most (MDTS, capped by the driver)
  * @nr_io_queues: I/O queue pairs in use
- * @queue_depth: entries per I/O queue
+ * @queue_depth: commands one I/O queue holds at once
  * @reserved: must be zero
  * @serial: serial number, space padded, not NUL terminated
  * @model: model number, space padded, not NUL terminated
@@ -32,6 +32,7 @@ struct p2pnvme_info {
 	__u32 argsz;
 	__u32 flags;
 #define P2PNVME_INFO_F_SGL	(1U << 0)	/* controller takes SGLs for I/O */
+#define P2PNVME_INFO_F_POLLED	(1U << 1)	/* completions polled, no MSI-X */
 	__u32 nsid;
 	__u32 lba_shift;
 	__u64 nlb;
@@ -63,13 +64,16 @@ enum p2pnvme_path {
  * @argsz: sizeof(struct p2pnvme_io)
  * @flags: P2PNVME_IO_F_*
  * @op: enum p2pnvme_op
- * @reserved: must be zero
+ * @result: in: 0; out: 0 or the transfer's -errno (what the ioctl returns
+ *	    for P2PNVME_IOC_IO; per entry for P2PNVME_IOC_SUBMIT)
  * @slba: first LBA
- * @len: bytes, a non-zero multiple of the LBA size
+ * @len: bytes, a non-zero multiple of the LBA size, at most
+ *	 P2PNVME_IO_MAX_LEN
  * @addr: user address of the buffer, 4-byte aligned: host memory or a
  *	  mapping of p2pmem (/dev/p2pbarN, the kernel's p2pmem/allocate)
  * @path: out: enum p2pnvme_path
  * @status: out: NVMe status field (SCT << 8 | SC) of a failed command
+ *	    (0x371, host aborted, when a reset or removal cancelled it)
  */
 struct p2pnvme_io {
 	__u32 argsz;
@@ -79,7 +83,7 @@ struct p2pnvme_io {
 #define P2PNVME_IO_F_PRP	(1U << 2)	/* describe data with PRPs ... */
 #define P2PNVME_IO_F_SGL	(1U << 3)	/* ... or SGLs (default: SGL if supported) */
 	__u32 op;
-	__u32 reserved;
+	__s32 result;
 	__u64 slba;
 	__u64 len;
 	__u64 addr;
@@ -87,7 +91,37 @@ struct p2pnvme_io {
 	__u32 status;
 };
 
+#define P2PNVME_IO_MAX_LEN	(64U << 20)
+
+/**
+ * struct p2pnvme_submit - P2PNVME_IOC_SUBMIT: many transfers in flight at once
+ * @argsz: sizeof(struct p2pnvme_submit)
+ * @flags: must be zero
+ * @nr: entries at @ios, 1 .. P2PNVME_SUBMIT_MAX
+ * @failed: out: index of the entry that made the batch fail before
+ *	    anything was submitted (bad entry, bad buffer, refused topology);
+ *	    @nr otherwise
+ * @ios: user address of @nr struct p2pnvme_io, each with argsz exactly
+ *	 sizeof(struct p2pnvme_io); @result, @path and @status are written
+ *	 back for every entry
+ *
+ * Every entry is checked and its buffer pinned and mapped before the first
+ * command is submitted. Entries are spread over the I/O queues and may
+ * complete in any order (a flush orders nothing). The ioctl returns when
+ * all are done: 0, or the -errno of the first failed entry.
+ */
+struct p2pnvme_submit {
+	__u32 argsz;
+	__u32 flags;
+	__u32 nr;
+	__u32 failed;
+	__u64 ios;
+};
+
+#define P2PNVME_SUBMIT_MAX	256
+
 #define P2PNVME_IOC_INFO	_IOWR(P2PNVME_IOC_MAGIC, 0x00, struct p2pnvme_info)
 #define P2PNVME_IOC_IO		_IOWR(P2PNVME_IOC_MAGIC, 0x01, struct p2pnvme_io)
+#define P2PNVME_IOC_SUBMIT	_IOWR(P2PNVME_IOC_MAGIC, 0x02, struct p2pnvme_submit)
 
 #endif /* _UAPI_LINUX_P2PNVME_H */

@@ -1,0 +1,896 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme queue engine: controller registers, queue pairs, command slots,
+ * submission and completion, timeouts, abort and reset.
+ *
+ * Every queue has depth - 1 command slots; the low bits of a command
+ * identifier are the slot index, a 4-bit generation above them catches a
+ * completion for a slot that was reused. A submitter waits for a free slot
+ * when the queue is full; commands of one batch may be on several queues at
+ * once. Completions of I/O queues arrive by MSI-X (one vector per queue) or,
+ * in polled mode, are reaped by whoever is waiting; the admin queue is
+ * always polled (its commands are few and synchronous).
+ *
+ * The waiter of a batch also watches its commands' deadlines: an expired
+ * command is aborted (Abort command); if the controller does not give it
+ * back within another timeout, or says it could not abort it, the reset
+ * worker disables the controller, which stops all DMA, fails everything in
+ * flight (-ETIMEDOUT for the expired commands, -ECANCELED for the others,
+ * -ENODEV when the device is gone), waits for the I/O ioctls to return, and
+ * brings the controller back up with the same queue memory.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <kunit/visibility.h>
+
+#include "internal.h"
+
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
+void p2pnvme_free(struct kref *kref)
+{
+	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
+
+	pci_dev_put(c->pdev);
+	kfree(c);
+}
+
+static unsigned long io_timeout(void)
+{
+	return msecs_to_jiffies(READ_ONCE(p2pnvme_io_timeout_ms)) ?: 1;
+}
+
+/* ---- registers ------------------------------------------------------- */
+
+bool p2pnvme_ctrl_gone(struct p2pnvme *c)
+{
+	/* surprise removal: config and MMIO reads return all ones */
+	return readl(c->bar + NVME_REG_CSTS) == ~0U;
+}
+
+int p2pnvme_wait_ready(struct p2pnvme *c, bool ready)
+{
+	unsigned long deadline = jiffies + c->ready_timeout;
+	u32 csts;
+
+	for (;;) {
+		csts = readl(c->bar + NVME_REG_CSTS);
+		if (csts == ~0U)
+			return -ENODEV;
+		if (!!(csts & NVME_CSTS_RDY) == ready)
+			return 0;
+		if (ready && (csts & NVME_CSTS_CFS))
+			return -EIO;
+		if (time_after(jiffies, deadline)) {
+			pci_err(c->pdev, "CSTS.RDY did not become %d within CAP.TO\n", ready);
+			return -ETIMEDOUT;
+		}
+		usleep_range(1000, 2000);
+	}
+}
+
+int p2pnvme_ctrl_disable(struct p2pnvme *c)
+{
+	u32 cc = readl(c->bar + NVME_REG_CC);
+
+	if (cc == ~0U)
+		return -ENODEV;
+	writel(cc & ~NVME_CC_ENABLE, c->bar + NVME_REG_CC);
+	return p2pnvme_wait_ready(c, false);
+}
+
+/* ---- data pointers ----------------------------------------------------- */
+
+static dma_addr_t cursor_addr(struct p2pnvme_cursor *cur)
+{
+	return sg_dma_address(cur->sg) + cur->off;
+}
+
+static void cursor_advance(struct p2pnvme_cursor *cur, u64 n)
+{
+	while (n && cur->sg) {
+		u64 step = min_t(u64, n, sg_dma_len(cur->sg) - cur->off);
+
+		cur->off += step;
+		n -= step;
+		if (cur->off == sg_dma_len(cur->sg)) {
+			cur->sg = sg_next(cur->sg);
+			cur->off = 0;
+		}
+	}
+}
+
+/**
+ * p2pnvme_build_prps - describe data with PRP1/PRP2 or a PRP list
+ * @list: the command's list page (P2PNVME_LIST_SIZE bytes)
+ * @list_dma: its bus address
+ * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
+ * @len: bytes
+ * @cmd: the command whose data pointer is filled in
+ *
+ * Return: 0, -EINVAL when the mapped segments cannot be PRPs (every entry
+ * after the first must start on a controller page, every one before the
+ * last end on one) or the list runs short, -E2BIG when the list is full.
+ */
+VISIBLE_IF_KUNIT int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma,
+					struct p2pnvme_cursor *cur, u64 len,
+					struct nvme_command *cmd)
+{
+	dma_addr_t addr;
+	u64 first;
+	int n = 0;
+
+	if (!cur->sg || !len)
+		return -EINVAL;
+	addr = cursor_addr(cur);
+	if (addr & 3)
+		return -EINVAL;		/* PRPs are dword aligned */
+	first = min_t(u64, len, P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1)));
+	/* the first PRP may not cross the end of its segment into another */
+	if (first > sg_dma_len(cur->sg) - cur->off)
+		return -EINVAL;
+	cmd->rw.dptr.prp1 = cpu_to_le64(addr);
+	cursor_advance(cur, first);
+	len -= first;
+	while (len) {
+		u64 step = min_t(u64, len, P2PNVME_CTRL_PAGE);
+
+		if (!cur->sg)
+			return -EINVAL;
+		addr = cursor_addr(cur);
+		if (addr & (P2PNVME_CTRL_PAGE - 1))
+			return -EINVAL;
+		if (step > sg_dma_len(cur->sg) - cur->off)
+			return -EINVAL;	/* a page split over two segments */
+		if (n == P2PNVME_LIST_SIZE / sizeof(__le64))
+			return -E2BIG;
+		list[n++] = cpu_to_le64(addr);
+		cursor_advance(cur, step);
+		len -= step;
+	}
+	if (n == 1)
+		cmd->rw.dptr.prp2 = list[0];
+	else if (n > 1)
+		cmd->rw.dptr.prp2 = cpu_to_le64(list_dma);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_prps);
+
+/**
+ * p2pnvme_build_sgl - describe data with SGL data block descriptors
+ * @list: the command's list page, room for P2PNVME_LIST_SIZE / 16 descriptors
+ * @list_dma: its bus address
+ * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
+ * @len: bytes
+ * @cmd: the command whose data pointer is filled in
+ *
+ * One segment of the scatterlist is one descriptor; a single descriptor goes
+ * into the command itself, several into @list behind a last-segment
+ * descriptor.
+ *
+ * Return: 0, -EINVAL when the scatterlist runs short, -E2BIG when the list
+ * is full.
+ */
+VISIBLE_IF_KUNIT int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
+				       struct p2pnvme_cursor *cur, u64 len,
+				       struct nvme_command *cmd)
+{
+	int n = 0;
+
+	if (!len)
+		return -EINVAL;
+	cmd->rw.flags = NVME_CMD_SGL_METABUF;
+	while (len) {
+		u64 step;
+
+		if (!cur->sg)
+			return -EINVAL;
+		step = min_t(u64, len, sg_dma_len(cur->sg) - cur->off);
+		if (n == P2PNVME_LIST_SIZE / sizeof(*list))
+			return -E2BIG;
+		list[n].addr = cpu_to_le64(cursor_addr(cur));
+		list[n].length = cpu_to_le32(step);
+		memset(list[n].rsvd, 0, sizeof(list[n].rsvd));
+		list[n].type = NVME_SGL_FMT_DATA_DESC << 4;
+		n++;
+		cursor_advance(cur, step);
+		len -= step;
+	}
+	if (n == 1) {
+		cmd->rw.dptr.sgl = list[0];
+	} else {
+		cmd->rw.dptr.sgl.addr = cpu_to_le64(list_dma);
+		cmd->rw.dptr.sgl.length = cpu_to_le32(n * sizeof(*list));
+		cmd->rw.dptr.sgl.type = NVME_SGL_FMT_LAST_SEG_DESC << 4;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_sgl);
+
+/* ---- queues ---------------------------------------------------------- */
+
+int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth)
+{
+	struct device *dev = &c->pdev->dev;
+	void *lists = NULL;
+	dma_addr_t lists_dma = 0;
+	unsigned int i;
+
+	q->c = c;
+	q->qid = qid;
+	q->depth = depth;
+	q->vector = -1;
+	q->stopped = true;
+	spin_lock_init(&q->lock);
+	q->sq = dmam_alloc_coherent(dev, depth * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
+	q->cq = dmam_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
+	q->cmds = devm_kcalloc(dev, depth, sizeof(*q->cmds), GFP_KERNEL);
+	/* admin commands carry at most PRP1: no lists */
+	if (qid)
+		lists = dmam_alloc_coherent(dev, (size_t)depth * P2PNVME_LIST_SIZE, &lists_dma,
+					    GFP_KERNEL);
+	if (!q->sq || !q->cq || !q->cmds || (qid && !lists))
+		return -ENOMEM;
+	for (i = 0; qid && i < depth; i++) {
+		q->cmds[i].list = lists + i * P2PNVME_LIST_SIZE;
+		q->cmds[i].list_dma = lists_dma + i * P2PNVME_LIST_SIZE;
+	}
+	q->sq_db = c->bar + NVME_REG_DBS + (2 * qid) * c->db_stride * 4;
+	q->cq_db = c->bar + NVME_REG_DBS + (2 * qid + 1) * c->db_stride * 4;
+	return 0;
+}
+
+/* Fresh rings for a (re)created queue, open for submissions. */
+static void queue_start(struct p2pnvme_queue *q)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	WARN_ON_ONCE(q->inflight);
+	q->sq_tail = 0;
+	q->sq_db_tail = 0;
+	q->cq_head = 0;
+	q->cq_phase = 1;
+	memset(q->cq, 0, q->depth * sizeof(*q->cq));
+	q->stopped = false;
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/*
+ * No more submissions. Commands past their deadline are marked expired: a
+ * reset is under way because of them, and they fail with -ETIMEDOUT even if
+ * the controller completes them while it is being disabled.
+ */
+static void queue_stop(struct p2pnvme_queue *q)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&q->lock, flags);
+	q->stopped = true;
+	for (i = 0; i < q->depth; i++) {
+		struct p2pnvme_cmd *cmd = &q->cmds[i];
+
+		if (cmd->busy && (cmd->aborted || time_after(jiffies, cmd->deadline)))
+			cmd->expired = true;
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/* Let the controller see every entry queued so far. Caller holds q->lock. */
+static void queue_ring_locked(struct p2pnvme_queue *q)
+{
+	lockdep_assert_held(&q->lock);
+	if (q->sq_tail == q->sq_db_tail)
+		return;
+	/*
+	 * writel() orders the SQ entries (coherent host memory) before the
+	 * doorbell MMIO write, so the controller never fetches a stale slot.
+	 */
+	writel(q->sq_tail, q->sq_db);
+	q->sq_db_tail = q->sq_tail;
+}
+
+void p2pnvme_ring(struct p2pnvme_queue *q)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	queue_ring_locked(q);
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/*
+ * A command is done: record its outcome in its request and let the slot go.
+ * Caller holds q->lock. The batch's waiter may free the request and the
+ * batch as soon as it sees @pending drop, so they are not touched after.
+ */
+static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 status,
+		       u32 result, int err)
+{
+	struct p2pnvme_batch *b = cmd->batch;
+	struct p2pnvme_req *r = cmd->req;
+
+	lockdep_assert_held(&q->lock);
+	if (b) {
+		/* given up on: what the reset's drain brings back is not trusted */
+		if (cmd->expired)
+			err = -ETIMEDOUT;
+		else if (!err && status)
+			err = cmd->aborted ? -ETIMEDOUT : -EIO;
+		/* the first real error wins over a cancellation */
+		if (err && (!r->error || r->error == -ECANCELED)) {
+			r->error = err;
+			r->status = status;
+		}
+		r->result = result;
+		atomic_dec_return_release(&b->pending);
+	}
+	cmd->batch = NULL;
+	cmd->req = NULL;
+	cmd->busy = false;
+	q->inflight--;
+}
+
+/* Tell waiters that commands completed (or were cancelled). */
+static void progress(struct p2pnvme *c, unsigned int n)
+{
+	if (!n)
+		return;
+	atomic_add_return(n, &c->progress);	/* ordered after the pending drops */
+	wake_up_all(&c->wq);
+}
+
+/* Reap new completion entries. Caller holds q->lock. Return: how many. */
+static unsigned int queue_process_cq(struct p2pnvme_queue *q)
+{
+	struct p2pnvme *c = q->c;
+	unsigned int n = 0;
+	bool moved = false;
+
+	lockdep_assert_held(&q->lock);
+	for (;;) {
+		struct nvme_completion *cqe = &q->cq[q->cq_head];
+		u16 st = le16_to_cpu(READ_ONCE(cqe->status)), cid, slot;
+		struct p2pnvme_cmd *cmd;
+
+		/* the phase bit flips when the controller has written the entry */
+		if ((st & 1) != q->cq_phase)
+			break;
+		/* read the rest of the entry only after seeing the phase bit */
+		dma_rmb();
+		cid = READ_ONCE(cqe->command_id);
+		if (++q->cq_head == q->depth) {
+			q->cq_head = 0;
+			q->cq_phase ^= 1;
+		}
+		moved = true;
+		trace_p2pnvme_complete(c->pdev, q->qid, cid, st >> 1);
+		slot = cid & P2PNVME_CID_SLOT_MASK;
+		cmd = slot < q->depth ? &q->cmds[slot] : NULL;
+		if (!cmd || !cmd->busy || (cid >> P2PNVME_CID_SLOT_BITS) != (cmd->gen & 0xf)) {
+			dev_warn_ratelimited(&c->pdev->dev, "q%u: completion for unknown cid %#x\n",
+					     q->qid, cid);
+			continue;
+		}
+		cmd_finish(q, cmd, st >> 1, le32_to_cpu(cqe->result.u32), 0);
+		n++;
+	}
+	/* tell the controller the entries are consumed */
+	if (moved)
+		writel(q->cq_head, q->cq_db);
+	return n;
+}
+
+static void queue_poll(struct p2pnvme_queue *q)
+{
+	unsigned long flags;
+	unsigned int n;
+
+	spin_lock_irqsave(&q->lock, flags);
+	n = queue_process_cq(q);
+	spin_unlock_irqrestore(&q->lock, flags);
+	progress(q->c, n);
+}
+
+irqreturn_t p2pnvme_irq(int irq, void *data)
+{
+	struct p2pnvme_queue *q = data;
+	unsigned int n;
+
+	spin_lock(&q->lock);
+	n = queue_process_cq(q);
+	spin_unlock(&q->lock);
+	if (!n)
+		return IRQ_NONE;
+	p2pnvme_stat_add(q->c, ST_IRQS, 1);
+	progress(q->c, n);
+	return IRQ_HANDLED;
+}
+
+/* ---- submission ------------------------------------------------------- */
+
+static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b);
+
+/*
+ * Wait a little for any completion after @seen (c->progress), reaping
+ * polled queues ourselves, then look at the batch's deadlines.
+ */
+static void wait_progress(struct p2pnvme *c, struct p2pnvme_batch *b, int seen)
+{
+	unsigned int i;
+
+	if (b->admin || c->polled) {
+		if (b->admin)
+			queue_poll(&c->adminq);
+		else
+			for (i = 0; i < c->nr_ioq; i++)
+				queue_poll(&c->ioq[i]);
+		if (atomic_read(&c->progress) == seen)
+			usleep_range(5, 20);
+	} else {
+		wait_event_timeout(c->wq, atomic_read(&c->progress) != seen, HZ / 20);
+	}
+	check_timeouts(c, b);
+}
+
+void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin)
+{
+	atomic_set(&b->pending, 0);
+	b->admin = admin;
+	b->next_check = jiffies + max(HZ / 20, 1);
+}
+
+/**
+ * p2pnvme_submit - queue one command of a request
+ * @c: the controller
+ * @b: the batch that will wait for it
+ * @r: its request (the admin queue for an admin batch, else @r->q)
+ * @cmd: the command; its identifier and data pointer are filled in here
+ * @cur: its data in a DMA-mapped scatterlist (advanced by @len), or NULL
+ * @len: bytes of data
+ * @ring: write the doorbell now; else a later p2pnvme_ring() must
+ *
+ * Waits for a free slot when the queue is full.
+ *
+ * Return: 0, -ECANCELED (queue stopped for a reset), -ENODEV (controller
+ * going away), or the error of building the data pointer.
+ */
+int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
+		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring)
+{
+	struct p2pnvme_queue *q = b->admin ? &c->adminq : r->q;
+	struct p2pnvme_cmd *slot;
+	unsigned long flags;
+	unsigned int i;
+	int ret, seen;
+
+	for (;;) {
+		seen = atomic_read_acquire(&c->progress);
+		spin_lock_irqsave(&q->lock, flags);
+		if (q->stopped) {
+			spin_unlock_irqrestore(&q->lock, flags);
+			return p2pnvme_state(c) >= P2PNVME_DELETING ? -ENODEV : -ECANCELED;
+		}
+		if (q->inflight < q->depth - 1)
+			break;
+		/* full: what we queued must reach the controller to come back */
+		queue_ring_locked(q);
+		spin_unlock_irqrestore(&q->lock, flags);
+		wait_progress(c, b, seen);
+	}
+
+	for (i = q->next_slot; q->cmds[i].busy; )
+		i = (i + 1) % (q->depth - 1);
+	q->next_slot = (i + 1) % (q->depth - 1);
+	slot = &q->cmds[i];
+	slot->gen++;
+	cmd->common.command_id = i | (slot->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
+	if (cur) {
+		ret = r->sgl ? p2pnvme_build_sgl((struct nvme_sgl_desc *)slot->list,
+						 slot->list_dma, cur, len, cmd) :
+			       p2pnvme_build_prps(slot->list, slot->list_dma, cur, len, cmd);
+		if (ret) {
+			spin_unlock_irqrestore(&q->lock, flags);
+			return ret;
+		}
+	}
+	slot->batch = b;
+	slot->req = r;
+	slot->busy = true;
+	slot->aborted = false;
+	slot->expired = false;
+	slot->deadline = jiffies + io_timeout();
+	q->inflight_max = max(q->inflight_max, ++q->inflight);
+	atomic_inc(&b->pending);
+	memcpy(&q->sq[q->sq_tail], cmd, sizeof(*cmd));
+	if (++q->sq_tail == q->depth)
+		q->sq_tail = 0;
+	trace_p2pnvme_submit(c->pdev, q->qid, cmd->common.command_id, cmd->common.opcode,
+			     le64_to_cpu(cmd->common.dptr.prp1));
+	if (ring)
+		queue_ring_locked(q);
+	spin_unlock_irqrestore(&q->lock, flags);
+	return 0;
+}
+
+/**
+ * p2pnvme_wait_batch - wait until every command of a batch is done
+ * @c: the controller
+ * @b: the batch
+ *
+ * Never waits forever: expired commands are aborted, then the controller
+ * reset, which fails whatever is left; admin commands are given up on at
+ * their deadline (their slots stay busy until the controller returns them
+ * or a reset or removal cancels them).
+ */
+void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b)
+{
+	int seen;
+
+	for (;;) {
+		seen = atomic_read_acquire(&c->progress);
+		if (!atomic_read_acquire(&b->pending))
+			return;
+		wait_progress(c, b, seen);
+	}
+}
+
+int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
+{
+	struct p2pnvme_batch b;
+	struct p2pnvme_req r = {};
+	int ret;
+
+	p2pnvme_batch_init(&b, true);
+	ret = p2pnvme_submit(c, &b, &r, cmd, NULL, 0, true);
+	if (ret)
+		return ret;
+	p2pnvme_wait_batch(c, &b);
+	if (result)
+		*result = r.result;
+	if (r.error == -EIO)
+		pci_err(c->pdev, "admin opcode %#x failed, status %#x\n", cmd->common.opcode,
+			r.status);
+	return r.error;
+}
+
+/* ---- timeouts, abort, reset ------------------------------------------- */
+
+/*
+ * Give up on the batch's admin commands (they stay busy, owned by the
+ * controller). Caller holds q->lock.
+ */
+static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch *b, int err,
+				  bool expired_only)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < q->depth; i++) {
+		struct p2pnvme_cmd *cmd = &q->cmds[i];
+
+		if (!cmd->busy || cmd->batch != b)
+			continue;
+		if (expired_only && !time_after(jiffies, cmd->deadline))
+			continue;
+		cmd->req->error = err;
+		cmd->batch = NULL;
+		cmd->req = NULL;
+		atomic_dec_return_release(&b->pending);
+		n++;
+	}
+	return n;
+}
+
+static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
+{
+	struct nvme_command abort = {};
+	struct p2pnvme_queue *q;
+	unsigned long flags;
+	bool reset = false, do_abort = false;
+	unsigned int i, j, n;
+	u32 csts, res;
+	int ret;
+
+	if (time_before(jiffies, b->next_check))
+		return;
+	b->next_check = jiffies + max(HZ / 20, 1);
+
+	csts = readl(c->bar + NVME_REG_CSTS);
+	if (csts == ~0U || (csts & NVME_CSTS_CFS)) {
+		if (b->admin) {
+			/* nobody will answer: fail the admin commands right away */
+			spin_lock_irqsave(&c->adminq.lock, flags);
+			n = admin_give_up(&c->adminq, b, csts == ~0U ? -ENODEV : -EIO, false);
+			spin_unlock_irqrestore(&c->adminq.lock, flags);
+			progress(c, n);
+		}
+		if (p2pnvme_state(c) == P2PNVME_LIVE)
+			pci_err(c->pdev, "controller %s\n",
+				csts == ~0U ? "gone (reads all ones)" : "fatal status (CSTS.CFS)");
+		p2pnvme_schedule_reset(c);
+		return;
+	}
+
+	if (b->admin) {
+		spin_lock_irqsave(&c->adminq.lock, flags);
+		n = admin_give_up(&c->adminq, b, -ETIMEDOUT, true);
+		spin_unlock_irqrestore(&c->adminq.lock, flags);
+		if (n) {
+			p2pnvme_stat_add(c, ST_TIMEOUTS, n);
+			pci_warn(c->pdev, "admin command timed out after %u ms\n",
+				 READ_ONCE(p2pnvme_io_timeout_ms));
+			progress(c, n);
+			p2pnvme_schedule_reset(c);
+		}
+		return;
+	}
+
+	for (i = 0; i < c->nr_ioq && !do_abort; i++) {
+		q = &c->ioq[i];
+		spin_lock_irqsave(&q->lock, flags);
+		for (j = 0; j < q->depth; j++) {
+			struct p2pnvme_cmd *cmd = &q->cmds[j];
+
+			if (!cmd->busy || cmd->batch != b || !time_after(jiffies, cmd->deadline))
+				continue;
+			if (cmd->aborted) {
+				reset = true;	/* aborted and still not back */
+				continue;
+			}
+			cmd->aborted = true;
+			cmd->deadline = jiffies + io_timeout();
+			p2pnvme_stat_add(c, ST_TIMEOUTS, 1);
+			abort.abort.opcode = nvme_admin_abort_cmd;
+			abort.abort.sqid = cpu_to_le16(q->qid);
+			abort.abort.cid = j | (cmd->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
+			do_abort = true;
+			break;
+		}
+		spin_unlock_irqrestore(&q->lock, flags);
+	}
+
+	/* a reset is on its way or the device is being removed: it cancels all */
+	if (p2pnvme_state(c) != P2PNVME_LIVE)
+		return;
+	if (do_abort) {
+		pci_warn(c->pdev, "q%u cid %#x timed out after %u ms, aborting\n",
+			 le16_to_cpu(abort.abort.sqid), abort.abort.cid,
+			 READ_ONCE(p2pnvme_io_timeout_ms));
+		res = 1;
+		ret = p2pnvme_admin_exec(c, &abort, &res);
+		/* Abort dw0 bit 0 clear: aborted, the command will complete */
+		if (!ret && !(res & 1))
+			p2pnvme_stat_add(c, ST_ABORTS, 1);
+		else
+			reset = true;
+	}
+	if (reset)
+		p2pnvme_schedule_reset(c);
+}
+
+/**
+ * p2pnvme_schedule_reset - have the reset worker reset a live controller
+ * @c: the controller
+ *
+ * Nothing happens unless it is LIVE: a reset already queued or running, or
+ * a removal, takes care of everything in flight.
+ */
+void p2pnvme_schedule_reset(struct p2pnvme *c)
+{
+	bool queue = false;
+
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_LIVE) {
+		c->state = P2PNVME_RESETTING;
+		kref_get(&c->kref);	/* the worker's, put when it is done */
+		queue = true;
+	}
+	spin_unlock(&c->state_lock);
+	if (!queue)
+		return;
+	queue_work(system_unbound_wq, &c->reset_work);
+	wake_up_all(&c->wq);
+}
+
+static void queues_stop(struct p2pnvme *c)
+{
+	unsigned int i;
+
+	queue_stop(&c->adminq);
+	for (i = 0; i < c->nr_ioq; i++)
+		queue_stop(&c->ioq[i]);
+}
+
+/*
+ * Fail every command still owned by a disabled controller: @err, or
+ * -ETIMEDOUT for an expired command when @err is -ECANCELED.
+ */
+static void queue_cancel(struct p2pnvme_queue *q, int err)
+{
+	struct p2pnvme *c = q->c;
+	unsigned long flags;
+	unsigned int i, n = 0;
+
+	spin_lock_irqsave(&q->lock, flags);
+	for (i = 0; i < q->depth; i++) {
+		struct p2pnvme_cmd *cmd = &q->cmds[i];
+		int e = err;
+
+		if (!cmd->busy)
+			continue;
+		if (e == -ECANCELED && cmd->expired)
+			e = -ETIMEDOUT;
+		cmd_finish(q, cmd, NVME_SC_HOST_ABORTED_CMD, 0, e);
+		n++;
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	p2pnvme_stat_add(c, ST_CANCELLED, n);
+	progress(c, n);
+}
+
+static void queues_cancel(struct p2pnvme *c, int err)
+{
+	unsigned int i;
+
+	queue_cancel(&c->adminq, err);
+	for (i = 0; i < c->nr_ioq; i++)
+		queue_cancel(&c->ioq[i], err);
+}
+
+void p2pnvme_reset_work(struct work_struct *work)
+{
+	struct p2pnvme *c = container_of(work, struct p2pnvme, reset_work);
+	int ret;
+
+	p2pnvme_stat_add(c, ST_RESETS, 1);
+	queues_stop(c);
+	/* CC.EN = 0 stops all DMA: only then may the buffers be released */
+	ret = p2pnvme_ctrl_disable(c);
+	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
+
+	down_write(&c->reset_lock);	/* every I/O ioctl has returned */
+	if (!ret && p2pnvme_state(c) == P2PNVME_RESETTING)
+		ret = p2pnvme_ctrl_enable(c);
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_RESETTING)
+		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
+	spin_unlock(&c->state_lock);
+	if (ret) {
+		p2pnvme_ctrl_disable(c);
+		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
+	}
+	else
+		pci_warn(c->pdev, "controller reset\n");
+	up_write(&c->reset_lock);
+	wake_up_all(&c->wq);
+	kref_put(&c->kref, p2pnvme_free);
+}
+
+static unsigned int inflight(struct p2pnvme *c)
+{
+	unsigned int i, n = READ_ONCE(c->adminq.inflight);
+
+	for (i = 0; i < c->nr_ioq; i++)
+		n += READ_ONCE(c->ioq[i].inflight);
+	return n;
+}
+
+static void ctrl_shutdown(struct p2pnvme *c)
+{
+	unsigned long deadline = jiffies + c->ready_timeout;
+	u32 cc = readl(c->bar + NVME_REG_CC);
+
+	if (cc == ~0U)
+		return;
+	/* orderly shutdown: CC.SHN normal, wait for CSTS.SHST complete */
+	writel((cc & ~NVME_CC_SHN_MASK) | NVME_CC_SHN_NORMAL, c->bar + NVME_REG_CC);
+	while ((readl(c->bar + NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {
+		if (time_after(jiffies, deadline) || p2pnvme_ctrl_gone(c)) {
+			pci_warn(c->pdev, "shutdown did not complete\n");
+			break;
+		}
+		usleep_range(1000, 2000);
+	}
+	p2pnvme_ctrl_disable(c);
+}
+
+/**
+ * p2pnvme_quiesce - take a controller out of service for removal
+ * @c: the controller, state DELETING
+ *
+ * No new commands; the ones in flight get up to io_timeout_ms to complete
+ * (unless the device is gone), then an orderly shutdown (CC.SHN) and
+ * whatever is left fails with -ENODEV.
+ */
+void p2pnvme_quiesce(struct p2pnvme *c)
+{
+	unsigned long deadline = jiffies + io_timeout();
+	unsigned int i;
+
+	queues_stop(c);
+	while (inflight(c) && !p2pnvme_ctrl_gone(c) && time_before(jiffies, deadline)) {
+		/* waiters reap their own completions; help the polled ones */
+		queue_poll(&c->adminq);
+		for (i = 0; i < c->nr_ioq; i++)
+			queue_poll(&c->ioq[i]);
+		wait_event_timeout(c->wq, !inflight(c), max(HZ / 100, 1));
+	}
+	ctrl_shutdown(c);
+	queues_cancel(c, -ENODEV);
+}
+
+/* ---- bring-up ----------------------------------------------------------- */
+
+int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q)
+{
+	struct nvme_command cmd = {};
+	u16 flags = NVME_QUEUE_PHYS_CONTIG;
+	int ret;
+
+	queue_start(q);
+	if (q->vector >= 0)
+		flags |= NVME_CQ_IRQ_ENABLED;
+	cmd.create_cq.opcode = nvme_admin_create_cq;
+	cmd.create_cq.prp1 = cpu_to_le64(q->cq_dma);
+	cmd.create_cq.cqid = cpu_to_le16(q->qid);
+	cmd.create_cq.qsize = cpu_to_le16(q->depth - 1);
+	cmd.create_cq.cq_flags = cpu_to_le16(flags);
+	cmd.create_cq.irq_vector = cpu_to_le16(q->vector >= 0 ? q->vector : 0);
+	ret = p2pnvme_admin_exec(c, &cmd, NULL);
+	if (ret)
+		return ret;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.create_sq.opcode = nvme_admin_create_sq;
+	cmd.create_sq.prp1 = cpu_to_le64(q->sq_dma);
+	cmd.create_sq.sqid = cpu_to_le16(q->qid);
+	cmd.create_sq.qsize = cpu_to_le16(q->depth - 1);
+	cmd.create_sq.sq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG);
+	cmd.create_sq.cqid = cpu_to_le16(q->qid);
+	return p2pnvme_admin_exec(c, &cmd, NULL);
+}
+
+/**
+ * p2pnvme_ctrl_enable - enable the controller and create its I/O queues
+ * @c: the controller, with no command in flight
+ *
+ * A fresh admin queue, CC, CSTS.RDY, then the I/O queues (memory is kept
+ * across resets). Caller holds reset_lock for write, or is probe.
+ *
+ * Return: 0 or the first failure.
+ */
+int p2pnvme_ctrl_enable(struct p2pnvme *c)
+{
+	u32 aqa = (P2PNVME_AQ_DEPTH - 1) | (P2PNVME_AQ_DEPTH - 1) << 16;
+	unsigned int i;
+	int ret;
+
+	ret = p2pnvme_ctrl_disable(c);
+	if (ret)
+		return ret;
+	queue_start(&c->adminq);
+	writel(aqa, c->bar + NVME_REG_AQA);
+	lo_hi_writeq(c->adminq.sq_dma, c->bar + NVME_REG_ASQ);
+	lo_hi_writeq(c->adminq.cq_dma, c->bar + NVME_REG_ACQ);
+	writel(NVME_CC_ENABLE | NVME_CC_CSS_NVM |
+	       (ilog2(P2PNVME_CTRL_PAGE) - 12) << NVME_CC_MPS_SHIFT |
+	       NVME_CC_AMS_RR | NVME_CC_SHN_NONE | NVME_CC_IOSQES | NVME_CC_IOCQES,
+	       c->bar + NVME_REG_CC);
+	ret = p2pnvme_wait_ready(c, true);
+	if (ret)
+		return ret;
+	for (i = 0; i < c->nr_ioq; i++) {
+		ret = p2pnvme_create_io_queue(c, &c->ioq[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

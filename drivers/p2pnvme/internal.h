@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * p2pnvme internals: the controller, its queues and command slots, and the
+ * requests and batches that userspace transfers become.
+ *
+ * Locking, outermost first:
+ *   p2pnvme.reset_lock (rwsem)  I/O ioctls for read over a whole batch;
+ *                                the reset worker and remove() for write
+ *   p2pnvme_queue.lock (spin)   everything of one queue: SQ tail, CQ head
+ *                                and phase, the slots, @stopped; taken from
+ *                                the MSI-X handler too (so _irqsave)
+ *   p2pnvme.state_lock (spin)   @state transitions
+ * No queue lock is held while another queue's lock is taken.
+ */
+#ifndef P2PNVME_INTERNAL_H
+#define P2PNVME_INTERNAL_H
+
+#include <linux/atomic.h>
+#include <linux/interrupt.h>
+#include <linux/kref.h>
+#include <linux/nvme.h>
+#include <linux/pci.h>
+#include <linux/rwsem.h>
+#include <linux/scatterlist.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <uapi/linux/p2pnvme.h>
+
+#include "p2pnvme.h"
+
+#define P2PNVME_MAX_DEVS	32
+#define P2PNVME_MAX_IOQ		32
+#define P2PNVME_AQ_DEPTH	32
+#define P2PNVME_IOQ_DEPTH	64
+#define P2PNVME_MAX_XFER	SZ_512K	/* one list page describes it */
+#define P2PNVME_CTRL_PAGE	4096	/* CC.MPS = 0 */
+#define P2PNVME_LIST_SIZE	4096	/* per-command PRP/SGL list */
+/* command identifier: slot index in the low bits, a generation above */
+#define P2PNVME_CID_SLOT_BITS	12
+#define P2PNVME_CID_SLOT_MASK	((1U << P2PNVME_CID_SLOT_BITS) - 1)
+
+extern unsigned int p2pnvme_io_timeout_ms;
+extern bool p2pnvme_bounce;
+
+enum p2pnvme_stat {
+	ST_READS_P2P, ST_WRITES_P2P, ST_READS_BOUNCE, ST_WRITES_BOUNCE,
+	ST_READS_HOST, ST_WRITES_HOST, ST_BYTES_P2P, ST_BYTES_BOUNCE, ST_BYTES_HOST,
+	ST_REFUSED, ST_ERRORS, ST_TIMEOUTS, ST_ABORTS, ST_RESETS, ST_CANCELLED,
+	ST_IRQS, ST_NR
+};
+
+/* Controller state; see struct p2pnvme for who moves it where. */
+enum p2pnvme_state {
+	P2PNVME_LIVE,		/* I/O accepted */
+	P2PNVME_RESETTING,	/* reset worker queued or running */
+	P2PNVME_DELETING,	/* remove() in progress */
+	P2PNVME_DEAD,		/* nothing touches the device any more */
+};
+
+struct p2pnvme_batch;
+
+/**
+ * struct p2pnvme_req - one transfer (an entry of a batch)
+ * @io: the user's request, kernel copy; @io->result and friends are written
+ *	when the batch finishes
+ * @q: queue every command of this request goes to
+ * @pages: pinned user pages (NULL for commands without data)
+ * @nr: how many
+ * @sgt: DMA-mapped table the commands describe: @pages, or @bpages
+ * @bpages: host bounce pages when the request bounces
+ * @bnr: how many
+ * @dir: DMA direction of @sgt
+ * @mapped: @sgt is DMA-mapped
+ * @p2p: @pages are p2pmem
+ * @bounce: the data goes through @bpages
+ * @sgl: describe the data with SGLs
+ * @error: first error of any of its commands (q->lock)
+ * @status: NVMe status of the command that failed (q->lock)
+ * @result: completion dword 0 of the last command (q->lock; admin commands)
+ */
+struct p2pnvme_req {
+	struct p2pnvme_io *io;
+	struct p2pnvme_queue *q;
+	struct page **pages;
+	unsigned int nr;
+	struct sg_table sgt;
+	struct page **bpages;
+	unsigned int bnr;
+	enum dma_data_direction dir;
+	bool mapped;
+	bool p2p;
+	bool bounce;
+	bool sgl;
+	int error;
+	u16 status;
+	u32 result;
+};
+
+/**
+ * struct p2pnvme_batch - requests submitted together and waited for together
+ * @pending: commands submitted and not completed yet
+ * @admin: the commands go to the admin queue (always polled)
+ * @next_check: jiffies of the waiter's next look for expired commands
+ */
+struct p2pnvme_batch {
+	atomic_t pending;
+	bool admin;
+	unsigned long next_check;
+};
+
+
+/**
+ * struct p2pnvme_cmd - a command slot of a queue; its index is the low bits
+ * of the command identifier. All fields but @list/@list_dma under q->lock.
+ * @batch: the batch waiting for it; NULL when the slot is free, or when
+ *	   the waiter gave up on an admin command the controller still owns
+ * @req: the request it belongs to
+ * @busy: owned by the controller (submitted, not completed or cancelled)
+ * @aborted: an Abort was sent for it after its deadline
+ * @expired: past its deadline when a reset or removal stopped the queue;
+ *	     fails with -ETIMEDOUT however it ends
+ * @gen: generation, bumped at each use, in the upper bits of the CID
+ * @deadline: jiffies by which it must complete
+ * @list: PRP list or SGL segment for this command (coherent memory)
+ * @list_dma: its bus address
+ */
+struct p2pnvme_cmd {
+	struct p2pnvme_batch *batch;
+	struct p2pnvme_req *req;
+	bool busy;
+	bool aborted;
+	bool expired;
+	u8 gen;
+	unsigned long deadline;
+	__le64 *list;
+	dma_addr_t list_dma;
+};
+
+/**
+ * struct p2pnvme_queue - one submission/completion queue pair
+ * @c: its controller
+ * @qid: 0 for the admin queue
+ * @depth: entries of each ring; at most @depth - 1 commands are in flight
+ * @vector: MSI-X vector of the CQ, -1 when polled
+ * @sq: submission ring (coherent host memory)
+ * @sq_dma: its bus address
+ * @cq: completion ring (coherent host memory)
+ * @cq_dma: its bus address
+ * @sq_db: SQ tail doorbell in BAR0
+ * @cq_db: CQ head doorbell in BAR0
+ * @cmds: @depth command slots
+ * @lock: protects every field below and the slots, see the top of the file
+ * @sq_tail: next free SQ slot
+ * @sq_db_tail: tail last written to @sq_db
+ * @cq_head: next CQ entry to look at
+ * @cq_phase: phase bit that marks a new CQ entry
+ * @inflight: busy slots
+ * @inflight_max: most busy slots seen at once (debugfs)
+ * @next_slot: where the search for a free slot starts
+ * @stopped: no submissions (reset or removal in progress)
+ */
+struct p2pnvme_queue {
+	struct p2pnvme *c;
+	u16 qid;
+	u16 depth;
+	int vector;
+	struct nvme_command *sq;
+	dma_addr_t sq_dma;
+	struct nvme_completion *cq;
+	dma_addr_t cq_dma;
+	u32 __iomem *sq_db;
+	u32 __iomem *cq_db;
+	struct p2pnvme_cmd *cmds;
+
+	spinlock_t lock;	/* see above */
+	u16 sq_tail;
+	u16 sq_db_tail;
+	u16 cq_head;
+	u8 cq_phase;
+	u16 inflight;
+	u16 inflight_max;
+	u16 next_slot;
+	bool stopped;
+};
+
+/**
+ * struct p2pnvme - one controller
+ * @pdev: the PCI function
+ * @bar: BAR0 mapping
+ * @cap: CAP register
+ * @db_stride: doorbell stride in 32-bit words
+ * @ready_timeout: CAP.TO in jiffies
+ * @minor: of /dev/p2pnvmeN
+ * @dev: the char device's struct device
+ * @nsid: namespace served
+ * @lba_shift: log2 of its LBA size
+ * @nlb: its size in LBAs
+ * @max_xfer: bytes per command
+ * @sgl: the controller takes SGLs for I/O commands
+ * @polled: I/O completions are polled (no MSI-X)
+ * @serial: Identify serial number
+ * @model: Identify model number
+ * @id_buf: one page for Identify data (coherent, lives as long as the device)
+ * @id_dma: its bus address
+ * @nr_ioq: I/O queue pairs created
+ * @adminq: the admin queue (polled)
+ * @ioq: the I/O queues
+ * @reset_lock: see the top of the file
+ * @state_lock: protects @state
+ * @state: enum p2pnvme_state. LIVE -> RESETTING by p2pnvme_schedule_reset(),
+ *	   RESETTING -> LIVE or DEAD by the reset worker; any -> DELETING and
+ *	   then DEAD by remove(). DEAD is final: the device, its BAR and its
+ *	   queue memory are not touched again (all released at unbind).
+ * @reset_work: resets the controller, holding a reference on @kref
+ * @wq: woken whenever a command completes or @state changes
+ * @progress: completions so far (any queue), for waiters that need to know
+ *	      whether something happened since they last looked
+ * @stats: counters (enum p2pnvme_stat), atomic, read by sysfs
+ * @kref: held by the driver binding, each open file and a queued reset, so
+ *	  that an ioctl on a file that outlived the device finds DEAD
+ * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
+ */
+struct p2pnvme {
+	struct pci_dev *pdev;
+	void __iomem *bar;
+	u64 cap;
+	u32 db_stride;
+	unsigned long ready_timeout;
+	int minor;
+	struct device *dev;
+	u32 nsid;
+	u32 lba_shift;
+	u64 nlb;
+	u32 max_xfer;
+	bool sgl;
+	bool polled;
+	char serial[20];
+	char model[40];
+	void *id_buf;
+	dma_addr_t id_dma;
+	unsigned int nr_ioq;
+	struct p2pnvme_queue adminq;
+	struct p2pnvme_queue *ioq;
+	struct rw_semaphore reset_lock;
+	spinlock_t state_lock;	/* see above */
+	enum p2pnvme_state state;
+	struct work_struct reset_work;
+	wait_queue_head_t wq;
+	atomic_t progress;
+	atomic64_t stats[ST_NR];
+	struct kref kref;
+	struct dentry *debugfs;
+};
+
+static inline void p2pnvme_stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 v)
+{
+	atomic64_add(v, &c->stats[s]);
+}
+
+static inline enum p2pnvme_state p2pnvme_state(struct p2pnvme *c)
+{
+	return READ_ONCE(c->state);
+}
+
+/* engine.c */
+void p2pnvme_free(struct kref *kref);
+int p2pnvme_wait_ready(struct p2pnvme *c, bool ready);
+int p2pnvme_ctrl_disable(struct p2pnvme *c);
+bool p2pnvme_ctrl_gone(struct p2pnvme *c);
+int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth);
+int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q);
+int p2pnvme_ctrl_enable(struct p2pnvme *c);
+int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result);
+void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
+int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
+		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
+void p2pnvme_ring(struct p2pnvme_queue *q);
+void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
+irqreturn_t p2pnvme_irq(int irq, void *data);
+void p2pnvme_schedule_reset(struct p2pnvme *c);
+void p2pnvme_reset_work(struct work_struct *work);
+void p2pnvme_quiesce(struct p2pnvme *c);
+
+/* io.c */
+int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,
+		      unsigned int *failed);
+
+#endif /* P2PNVME_INTERNAL_H */

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme transfers: a user request (struct p2pnvme_io) becomes pinned
+ * pages, a topology decision, a DMA-mapped scatterlist and one NVMe command
+ * per max_xfer bytes. A batch prepares every request before it submits
+ * anything, so a bad buffer or a policy refusal sends no command at all.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/dma-mapping.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/pci-p2pdma.h>
+#include <linux/slab.h>
+#include <kunit/visibility.h>
+#include <p2p_compat.h>
+
+#include "internal.h"
+
+/**
+ * p2pnvme_check_io - validate a request before any I/O
+ * @io: the request (P2PNVME_IOC_IO, or an entry of P2PNVME_IOC_SUBMIT)
+ * @lba_shift: log2 of the namespace's LBA size
+ * @nlb: namespace size in LBAs
+ *
+ * Return: 0 or -EINVAL (malformed, longer than P2PNVME_IO_MAX_LEN),
+ * -ERANGE (LBA range outside the namespace), -EOPNOTSUPP (unknown
+ * operation).
+ */
+int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
+{
+	const u32 known = P2PNVME_IO_F_NO_BOUNCE | P2PNVME_IO_F_BOUNCE |
+			  P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL;
+	u64 end;
+
+	if ((io->flags & ~known) || io->result || io->path || io->status)
+		return -EINVAL;
+	if ((io->flags & P2PNVME_IO_F_PRP) && (io->flags & P2PNVME_IO_F_SGL))
+		return -EINVAL;
+	if ((io->flags & P2PNVME_IO_F_NO_BOUNCE) && (io->flags & P2PNVME_IO_F_BOUNCE))
+		return -EINVAL;
+	if (io->op > P2PNVME_OP_WRITE_ZEROES)
+		return -EOPNOTSUPP;
+	if (io->op == P2PNVME_OP_FLUSH)
+		return io->len || io->slba || io->addr ? -EINVAL : 0;
+	if (!io->len || io->len & ((1ULL << lba_shift) - 1) || io->len > P2PNVME_IO_MAX_LEN)
+		return -EINVAL;
+	if (check_add_overflow(io->slba, io->len >> lba_shift, &end) || end > nlb)
+		return -ERANGE;
+	if (io->op == P2PNVME_OP_WRITE_ZEROES)
+		return io->addr ? -EINVAL : 0;
+	if (!io->addr || io->addr & 3)
+		return -EINVAL;
+	if (io->addr + io->len < io->addr)
+		return -EINVAL;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_check_io);
+
+static bool has_data(const struct p2pnvme_io *io)
+{
+	return io->op == P2PNVME_OP_READ || io->op == P2PNVME_OP_WRITE;
+}
+
+static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
+{
+	u64 addr = r->io->addr, len = r->io->len;
+	unsigned int n = DIV_ROUND_UP(offset_in_page(addr) + len, PAGE_SIZE);
+	unsigned int gup = (write_to_mem ? FOLL_WRITE : 0);
+	int got;
+
+#if P2P_HAVE_USER_PAGES
+	gup |= FOLL_PCI_P2PDMA;
+#endif
+	r->pages = kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL);
+	if (!r->pages)
+		return -ENOMEM;
+	got = pin_user_pages_fast(addr & PAGE_MASK, n, gup, r->pages);
+	if (got != n) {
+		if (got > 0)
+			unpin_user_pages(r->pages, got);
+		kvfree(r->pages);
+		r->pages = NULL;
+		return got < 0 ? got : -EFAULT;
+	}
+	r->nr = n;
+	return 0;
+}
+
+/* The PCI function whose BAR holds @page (a P2PDMA page), with a reference. */
+static struct pci_dev *page_provider(struct page *page)
+{
+	phys_addr_t phys = page_to_phys(page);
+	struct pci_dev *pdev = NULL;
+	int i;
+
+	for_each_pci_dev(pdev) {
+		for (i = 0; i < PCI_STD_NUM_BARS; i++) {
+			if (pci_resource_len(pdev, i) && phys >= pci_resource_start(pdev, i) &&
+			    phys <= pci_resource_end(pdev, i))
+				return pdev;	/* for_each_pci_dev holds the reference */
+		}
+	}
+	return NULL;
+}
+
+/* CPU copy between the bounce pages and the (p2pmem) user pages. */
+static void bounce_copy(struct p2pnvme_req *r, bool to_user)
+{
+	u64 pos = offset_in_page(r->io->addr), done = 0, len = r->io->len;
+
+	while (done < len) {
+		u64 uin = pos & ~PAGE_MASK, bin = done & ~PAGE_MASK;
+		u64 n = min3(len - done, PAGE_SIZE - uin, PAGE_SIZE - bin);
+		/* p2pmem is MMIO: only the *io accessors may touch it */
+		void __iomem *io = (void __iomem __force *)page_address(r->pages[pos >> PAGE_SHIFT]) +
+				   uin;
+		void *b = kmap_local_page(r->bpages[done >> PAGE_SHIFT]) + bin;
+
+		if (to_user)
+			memcpy_toio(io, b, n);
+		else
+			memcpy_fromio(b, io, n);
+		kunmap_local(b);
+		pos += n;
+		done += n;
+	}
+}
+
+static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	unsigned int i;
+	int ret;
+
+	r->bnr = DIV_ROUND_UP(r->io->len, PAGE_SIZE);
+	r->bpages = kvcalloc(r->bnr, sizeof(*r->bpages), GFP_KERNEL);
+	if (!r->bpages)
+		return -ENOMEM;
+	for (i = 0; i < r->bnr; i++) {
+		r->bpages[i] = alloc_page(GFP_KERNEL);
+		if (!r->bpages[i])
+			return -ENOMEM;
+	}
+	ret = sg_alloc_table_from_pages(&r->sgt, r->bpages, r->bnr, 0, r->io->len, GFP_KERNEL);
+	if (ret)
+		return ret;
+	ret = dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+	if (ret)
+		return ret;
+	r->mapped = true;
+	if (r->dir == DMA_TO_DEVICE)
+		bounce_copy(r, false);
+	return 0;
+}
+
+/* Release what req_prepare() took; @ok: the data reached the user's pages. */
+static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
+{
+	unsigned int i;
+
+	if (r->mapped)
+		dma_unmap_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+	sg_free_table(&r->sgt);
+	for (i = 0; r->bpages && i < r->bnr && r->bpages[i]; i++)
+		__free_page(r->bpages[i]);
+	kvfree(r->bpages);
+	if (r->pages) {
+		unpin_user_pages_dirty_lock(r->pages, r->nr, ok && r->dir == DMA_FROM_DEVICE);
+		kvfree(r->pages);
+	}
+}
+
+/*
+ * Pin the buffer, decide the path (topology and policy), map it. Nothing is
+ * submitted; on error the caller releases the request.
+ */
+static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	struct p2pnvme_io *io = r->io;
+	bool write = io->op == P2PNVME_OP_WRITE;
+	bool deny = (io->flags & P2PNVME_IO_F_NO_BOUNCE) || !READ_ONCE(p2pnvme_bounce);
+	struct pci_dev *provider;
+	unsigned int i;
+	int ret;
+
+	if ((io->flags & P2PNVME_IO_F_SGL) && !c->sgl)
+		return -EOPNOTSUPP;
+	r->sgl = c->sgl && !(io->flags & P2PNVME_IO_F_PRP);
+	if (!has_data(io))
+		return 0;
+	r->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	ret = pin_user(r, !write);
+	if (ret)
+		return ret;
+	r->p2p = is_pci_p2pdma_page(r->pages[0]);
+	for (i = 1; i < r->nr; i++)
+		if (is_pci_p2pdma_page(r->pages[i]) != r->p2p)
+			return -EINVAL;	/* host memory and p2pmem in one buffer */
+
+	/* Topology first: can this controller reach the provider at all? */
+	r->bounce = r->p2p && (io->flags & P2PNVME_IO_F_BOUNCE);
+	if (r->p2p && !r->bounce) {
+		provider = page_provider(r->pages[0]);
+		if (!provider || pci_p2pdma_distance(provider, &c->pdev->dev, false) < 0)
+			r->bounce = true;
+		pci_dev_put(provider);
+		if (r->bounce && deny) {
+			p2pnvme_stat_add(c, ST_REFUSED, 1);
+			return -EREMOTEIO;
+		}
+	}
+
+	if (!r->bounce) {
+		ret = sg_alloc_table_from_pages(&r->sgt, r->pages, r->nr, offset_in_page(io->addr),
+						io->len, GFP_KERNEL);
+		if (ret)
+			return ret;
+		/* P2PDMA pages get bus addresses here, or -EREMOTEIO */
+		ret = dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+		if (!ret) {
+			r->mapped = true;
+			return 0;
+		}
+		if (ret != -EREMOTEIO || deny) {
+			if (ret == -EREMOTEIO)
+				p2pnvme_stat_add(c, ST_REFUSED, 1);
+			return ret;
+		}
+		sg_free_table(&r->sgt);
+		memset(&r->sgt, 0, sizeof(r->sgt));
+		r->bounce = true;
+	}
+	return bounce_alloc(c, r);
+}
+
+/* Queue the request's commands, one per max_xfer bytes. */
+static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r)
+{
+	struct p2pnvme_io *io = r->io;
+	struct p2pnvme_cursor cur = { .sg = r->sgt.sgl };
+	u64 done, slba = io->slba;
+	u8 opcode;
+	int ret;
+
+	if (io->op == P2PNVME_OP_FLUSH) {
+		struct nvme_command cmd = {};
+
+		cmd.common.opcode = nvme_cmd_flush;
+		cmd.common.nsid = cpu_to_le32(c->nsid);
+		return p2pnvme_submit(c, b, r, &cmd, NULL, 0, false);
+	}
+	opcode = io->op == P2PNVME_OP_READ ? nvme_cmd_read :
+		 io->op == P2PNVME_OP_WRITE ? nvme_cmd_write : nvme_cmd_write_zeroes;
+	for (done = 0; done < io->len; ) {
+		u64 n = min_t(u64, io->len - done, c->max_xfer);
+		struct nvme_command cmd = {};
+
+		cmd.rw.opcode = opcode;
+		cmd.rw.nsid = cpu_to_le32(c->nsid);
+		cmd.rw.slba = cpu_to_le64(slba);
+		cmd.rw.length = cpu_to_le16((n >> c->lba_shift) - 1);
+		ret = p2pnvme_submit(c, b, r, &cmd, has_data(io) ? &cur : NULL, n, false);
+		if (ret)
+			return ret;
+		slba += n >> c->lba_shift;
+		done += n;
+	}
+	return 0;
+}
+
+/* The batch is over: copy bounced reads out, count, report, release. */
+static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	struct p2pnvme_io *io = r->io;
+	bool write = io->op == P2PNVME_OP_WRITE;
+	int err = r->error;
+
+	if (!err && r->bounce && !write)
+		bounce_copy(r, true);
+	io->result = err;
+	io->status = r->status;
+	io->path = P2PNVME_PATH_NONE;
+	if (!err && has_data(io)) {
+		if (!r->p2p) {
+			io->path = P2PNVME_PATH_HOST;
+			p2pnvme_stat_add(c, write ? ST_WRITES_HOST : ST_READS_HOST, 1);
+			p2pnvme_stat_add(c, ST_BYTES_HOST, io->len);
+		} else if (r->bounce) {
+			io->path = P2PNVME_PATH_BOUNCE;
+			p2pnvme_stat_add(c, write ? ST_WRITES_BOUNCE : ST_READS_BOUNCE, 1);
+			p2pnvme_stat_add(c, ST_BYTES_BOUNCE, io->len);
+		} else {
+			io->path = P2PNVME_PATH_P2P;
+			p2pnvme_stat_add(c, write ? ST_WRITES_P2P : ST_READS_P2P, 1);
+			p2pnvme_stat_add(c, ST_BYTES_P2P, io->len);
+		}
+	}
+	/* device-side failures only; bad buffers and policy refusals are not */
+	if (err == -EIO || err == -ETIMEDOUT || err == -ENODEV || err == -ECANCELED)
+		p2pnvme_stat_add(c, ST_ERRORS, 1);
+	req_release(c, r, !err);
+}
+
+/**
+ * p2pnvme_run_batch - prepare, submit and wait for a batch of requests
+ * @c: the controller, reset_lock held for read, LIVE when taken
+ * @ios: requests, checked with p2pnvme_check_io(); @result, @path and
+ *	 @status of each are written
+ * @nr: how many, at most P2PNVME_SUBMIT_MAX
+ * @failed: out: index of the entry that failed preparation
+ *
+ * Entry i goes to I/O queue (this CPU's + i) modulo the queues, all of its
+ * commands to that queue; nothing orders the entries among themselves.
+ *
+ * Return: 0 when every entry succeeded; -errno of a preparation failure
+ * (*@failed says which, and nothing was submitted), else the -errno of the
+ * first failed entry.
+ */
+int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,
+		      unsigned int *failed)
+{
+	unsigned int first = raw_smp_processor_id() % c->nr_ioq, i, prepared;
+	struct p2pnvme_batch b;
+	struct p2pnvme_req *reqs;
+	int ret = 0;
+
+	reqs = kvcalloc(nr, sizeof(*reqs), GFP_KERNEL);
+	if (!reqs)
+		return -ENOMEM;
+	for (prepared = 0; prepared < nr; prepared++) {
+		struct p2pnvme_req *r = &reqs[prepared];
+
+		r->io = &ios[prepared];
+		r->q = &c->ioq[(first + prepared) % c->nr_ioq];
+		ret = req_prepare(c, r);
+		if (ret) {
+			req_release(c, r, false);
+			*failed = prepared;
+			ios[prepared].result = ret;
+			goto out_release;
+		}
+	}
+
+	p2pnvme_batch_init(&b, false);
+	for (i = 0; i < nr; i++) {
+		int err = req_submit(c, &b, &reqs[i]);
+		struct p2pnvme_queue *q = reqs[i].q;
+		unsigned long flags;
+
+		if (err) {
+			/* commands already queued for it still complete */
+			spin_lock_irqsave(&q->lock, flags);
+			if (!reqs[i].error || reqs[i].error == -ECANCELED)
+				reqs[i].error = err;
+			spin_unlock_irqrestore(&q->lock, flags);
+		}
+	}
+	for (i = 0; i < c->nr_ioq; i++)
+		p2pnvme_ring(&c->ioq[i]);
+	p2pnvme_wait_batch(c, &b);
+
+	for (i = 0; i < nr; i++) {
+		req_complete(c, &reqs[i]);
+		if (!ret)
+			ret = ios[i].result;
+	}
+	kvfree(reqs);
+	return ret;
+
+out_release:
+	for (i = 0; i < prepared; i++)
+		req_release(c, &reqs[i], false);
+	kvfree(reqs);
+	return ret;
+}
