@@ -748,6 +748,7 @@ static void queues_cancel(struct p2pnvme *c, int err)
 void p2pnvme_reset_work(struct work_struct *work)
 {
 	struct p2pnvme *c = container_of(work, struct p2pnvme, reset_work);
+	bool deleting;
 	int ret;
 
 	p2pnvme_stat_add(c, ST_RESETS, 1);
@@ -757,7 +758,10 @@ void p2pnvme_reset_work(struct work_struct *work)
 	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
 
 	down_write(&c->reset_lock);	/* every I/O ioctl has returned */
-	if (!ret && p2pnvme_state(c) == P2PNVME_RESETTING)
+	spin_lock(&c->state_lock);
+	deleting = c->state != P2PNVME_RESETTING;	/* remove() takes over */
+	spin_unlock(&c->state_lock);
+	if (!ret && !deleting)
 		ret = p2pnvme_ctrl_enable(c);
 	spin_lock(&c->state_lock);
 	if (c->state == P2PNVME_RESETTING)
@@ -766,9 +770,9 @@ void p2pnvme_reset_work(struct work_struct *work)
 	if (ret) {
 		p2pnvme_ctrl_disable(c);
 		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
-	}
-	else
+	} else if (!deleting) {
 		pci_warn(c->pdev, "controller reset\n");
+	}
 	up_write(&c->reset_lock);
 	wake_up_all(&c->wq);
 	kref_put(&c->kref, p2pnvme_free);
@@ -788,8 +792,8 @@ static void ctrl_shutdown(struct p2pnvme *c)
 	unsigned long deadline = jiffies + c->ready_timeout;
 	u32 cc = readl(c->bar + NVME_REG_CC);
 
-	if (cc == ~0U)
-		return;
+	if (cc == ~0U || !(cc & NVME_CC_ENABLE))
+		return;		/* gone, or disabled by a reset that stopped here */
 	/* orderly shutdown: CC.SHN normal, wait for CSTS.SHST complete */
 	writel((cc & ~NVME_CC_SHN_MASK) | NVME_CC_SHN_NORMAL, c->bar + NVME_REG_CC);
 	while ((readl(c->bar + NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {

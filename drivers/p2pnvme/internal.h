@@ -109,7 +109,6 @@ struct p2pnvme_batch {
 	unsigned long next_check;
 };
 
-
 /**
  * struct p2pnvme_cmd - a command slot of a queue; its index is the low bits
  * of the command identifier. All fields but @list/@list_dma under q->lock.

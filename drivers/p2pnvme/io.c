@@ -113,9 +113,9 @@ static void bounce_copy(struct p2pnvme_req *r, bool to_user)
 	while (done < len) {
 		u64 uin = pos & ~PAGE_MASK, bin = done & ~PAGE_MASK;
 		u64 n = min3(len - done, PAGE_SIZE - uin, PAGE_SIZE - bin);
+		struct page *up = r->pages[pos >> PAGE_SHIFT];
 		/* p2pmem is MMIO: only the *io accessors may touch it */
-		void __iomem *io = (void __iomem __force *)page_address(r->pages[pos >> PAGE_SHIFT]) +
-				   uin;
+		void __iomem *io = (void __iomem __force *)page_address(up) + uin;
 		void *b = kmap_local_page(r->bpages[done >> PAGE_SHIFT]) + bin;
 
 		if (to_user)
