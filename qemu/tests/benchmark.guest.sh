@@ -28,11 +28,14 @@ run() {
 p2pbench engine /dev/p2pnvme0 4096 1 >/dev/null
 p2pbench engine /dev/p2pnvme0 4096 1 --bounce >/dev/null
 p2pbench blk "$BLK1" 4096 1 1 >/dev/null
+p2pbench engine /dev/p2pnvme0 4096 1 --qd 32 >/dev/null
 for size in 4096 131072; do
 	run engine /dev/p2pnvme0 $size "$SECS"
 	run blk "$BLK1" $size "$SECS" 1
+	run engine /dev/p2pnvme0 $size "$SECS" --qd 32
 	run blk "$BLK1" $size "$SECS" 32
 done
 run engine /dev/p2pnvme0 131072 "$SECS" --bounce
 run engine /dev/p2pnvme0 4096 "$SECS" --bounce
+run engine /dev/p2pnvme0 131072 "$SECS" --qd 32 --bounce
 suite_end; exit $_any_failed
