@@ -48,6 +48,21 @@ static const struct io_case io_cases[] = {
 	  -EINVAL },
 	{ "write zeroes past the end", { .op = P2PNVME_OP_WRITE_ZEROES, .slba = 999, .len = 1024 },
 	  -ERANGE },
+	{ "dma-buf at offset 0", { .op = R, .len = 512, .flags = P2PNVME_IO_F_DMABUF,
+				   .dmabuf_fd = 3 }, 0 },
+	{ "dma-buf offset not dword aligned", { .op = R, .len = 512, .addr = 2,
+						.flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = 3 },
+	  -EINVAL },
+	{ "dma-buf with a negative fd", { .op = R, .len = 512, .flags = P2PNVME_IO_F_DMABUF,
+					  .dmabuf_fd = -1 }, -EINVAL },
+	{ "dma-buf with bounce forced", { .op = R, .len = 512, .dmabuf_fd = 3,
+					  .flags = P2PNVME_IO_F_DMABUF | P2PNVME_IO_F_BOUNCE },
+	  -EINVAL },
+	{ "dma-buf fd without the flag", { .op = R, .len = 512, .addr = BUF, .dmabuf_fd = 3 },
+	  -EINVAL },
+	{ "flush with a dma-buf", { .op = P2PNVME_OP_FLUSH, .flags = P2PNVME_IO_F_DMABUF },
+	  -EINVAL },
+	{ "reserved tail set", { .op = R, .len = 512, .addr = BUF, .reserved = 1 }, -EINVAL },
 };
 
 static void io_case_desc(const struct io_case *c, char *desc)

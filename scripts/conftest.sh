@@ -30,6 +30,9 @@ probe HAVE_PAGE_PGMAP '#include <linux/mm.h>
 probe HAVE_FOLL_PCI_P2PDMA '#include <linux/mm.h>' \
 	'int f = FOLL_PCI_P2PDMA; (void)f;'
 
+probe HAVE_DMA_BUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>' \
+	'dma_buf_invalidate_mappings(NULL);'
+
 probe HAVE_PCIM_IOMAP_REGION '#include <linux/pci.h>' \
 	'void __iomem *p = pcim_iomap_region(NULL, 0, "x"); (void)p;'
 

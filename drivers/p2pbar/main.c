@@ -123,7 +123,11 @@ struct p2pbar {
  * @priv: argument of @ops
  * @owner_pid: who allocated it (for the debugfs listing)
  * @released: pages given back (set under pb->lock); later faults SIGBUS
- * @revoking: the revoke callback was called
+ * @revoking: the revoke callback was called (under pb->lock)
+ * @freed: p2pbar_free() was called: no revoke callback from now on
+ *	   (under pb->lock)
+ * @revoker: the task running the revoke callback
+ * @revoke_done: completed when the revoke callback has returned
  */
 struct p2pbar_mem {
 	struct p2pbar *pb;
@@ -138,6 +142,9 @@ struct p2pbar_mem {
 	pid_t owner_pid;
 	bool released;
 	bool revoking;
+	bool freed;
+	struct task_struct *revoker;
+	struct completion revoke_done;
 };
 
 /**
@@ -381,6 +388,7 @@ static struct p2pbar_mem *p2pbar_mem_create(struct p2pbar *pb, size_t len,
 
 	kref_init(&mem->kref);
 	kref_get(&pb->kref);
+	init_completion(&mem->revoke_done);
 	mem->pb = pb;
 	mem->vaddr = vaddr;
 	mem->size = len;
@@ -435,10 +443,22 @@ EXPORT_SYMBOL_GPL(p2pbar_alloc);
  * @mem: the allocation; must not be used afterwards
  *
  * The user must have stopped all DMA to @mem. May be called from the
- * revoke callback.
+ * revoke callback. Called from anywhere else while the callback runs, it
+ * waits for the callback to return: afterwards the callback is neither
+ * running nor going to be called, so the user may free what it passed as
+ * @priv.
  */
 void p2pbar_free(struct p2pbar_mem *mem)
 {
+	struct p2pbar *pb = mem->pb;
+	bool wait;
+
+	mutex_lock(&pb->lock);
+	mem->freed = true;
+	wait = mem->revoking && mem->revoker != current;
+	mutex_unlock(&pb->lock);
+	if (wait)
+		wait_for_completion(&mem->revoke_done);
 	p2pbar_mem_put(mem);
 }
 EXPORT_SYMBOL_GPL(p2pbar_free);
@@ -706,6 +726,8 @@ static long p2pbar_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg
 		return p2pbar_ioc_free(pf, uarg);
 	case P2PBAR_IOC_VERDICT:
 		return p2pbar_ioc_verdict(pb, uarg);
+	case P2PBAR_IOC_EXPORT:
+		return p2pbar_ioc_export(pb, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -1012,8 +1034,9 @@ static void p2pbar_revoke_kernel_users(struct p2pbar *pb)
 
 		mutex_lock(&pb->lock);
 		list_for_each_entry(mem, &pb->mems, node) {
-			if (mem->ops && !mem->revoking) {
+			if (mem->ops && !mem->revoking && !mem->freed) {
 				mem->revoking = true;
+				mem->revoker = current;
 				kref_get(&mem->kref);
 				found = true;
 				break;
@@ -1024,6 +1047,7 @@ static void p2pbar_revoke_kernel_users(struct p2pbar *pb)
 			break;
 		/* Unlocked: the callback calls p2pbar_free(). */
 		mem->ops->revoke(mem, mem->priv);
+		complete_all(&mem->revoke_done);
 		p2pbar_mem_put(mem);
 	}
 
@@ -1135,5 +1159,6 @@ static void __exit p2pbar_exit(void)
 module_init(p2pbar_init);
 module_exit(p2pbar_exit);
 
+P2P_IMPORT_NS("DMA_BUF");
 MODULE_DESCRIPTION("Expose a PCI BAR as published P2PDMA memory");
 MODULE_LICENSE("GPL");

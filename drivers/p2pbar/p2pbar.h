@@ -37,4 +37,7 @@ int p2pbar_pick_region(const struct p2pbar_bar_desc *bars, int bar, u64 offset,
 		       const char **why);
 int p2pbar_check_alloc(const struct p2pbar_alloc *a, u64 avail);
 
+struct p2pbar;
+long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg);
+
 #endif /* P2PBAR_PRIV_H */

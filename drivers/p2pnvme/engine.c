@@ -93,7 +93,7 @@ static dma_addr_t cursor_addr(struct p2pnvme_cursor *cur)
 	return sg_dma_address(cur->sg) + cur->off;
 }
 
-static void cursor_advance(struct p2pnvme_cursor *cur, u64 n)
+void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n)
 {
 	while (n && cur->sg) {
 		u64 step = min_t(u64, n, sg_dma_len(cur->sg) - cur->off);
@@ -137,7 +137,7 @@ VISIBLE_IF_KUNIT int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma,
 	if (first > sg_dma_len(cur->sg) - cur->off)
 		return -EINVAL;
 	cmd->rw.dptr.prp1 = cpu_to_le64(addr);
-	cursor_advance(cur, first);
+	p2pnvme_cursor_advance(cur, first);
 	len -= first;
 	while (len) {
 		u64 step = min_t(u64, len, P2PNVME_CTRL_PAGE);
@@ -152,7 +152,7 @@ VISIBLE_IF_KUNIT int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma,
 		if (n == P2PNVME_LIST_SIZE / sizeof(__le64))
 			return -E2BIG;
 		list[n++] = cpu_to_le64(addr);
-		cursor_advance(cur, step);
+		p2pnvme_cursor_advance(cur, step);
 		len -= step;
 	}
 	if (n == 1)
@@ -200,7 +200,7 @@ VISIBLE_IF_KUNIT int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t li
 		memset(list[n].rsvd, 0, sizeof(list[n].rsvd));
 		list[n].type = NVME_SGL_FMT_DATA_DESC << 4;
 		n++;
-		cursor_advance(cur, step);
+		p2pnvme_cursor_advance(cur, step);
 		len -= step;
 	}
 	if (n == 1) {

@@ -47,7 +47,7 @@ enum p2pnvme_stat {
 	ST_READS_P2P, ST_WRITES_P2P, ST_READS_BOUNCE, ST_WRITES_BOUNCE,
 	ST_READS_HOST, ST_WRITES_HOST, ST_BYTES_P2P, ST_BYTES_BOUNCE, ST_BYTES_HOST,
 	ST_REFUSED, ST_ERRORS, ST_TIMEOUTS, ST_ABORTS, ST_RESETS, ST_CANCELLED,
-	ST_IRQS, ST_NR
+	ST_IRQS, ST_READS_DMABUF, ST_WRITES_DMABUF, ST_BYTES_DMABUF, ST_NR
 };
 
 /* Controller state; see struct p2pnvme for who moves it where. */
@@ -70,7 +70,12 @@ struct p2pnvme_batch;
  * @sgt: DMA-mapped table the commands describe: @pages, or @bpages
  * @bpages: host bounce pages when the request bounces
  * @bnr: how many
- * @dir: DMA direction of @sgt
+ * @dmabuf: imported dma-buf (P2PNVME_IO_F_DMABUF), with a reference
+ * @attach: our attachment to it; NULL when an earlier entry of the batch
+ *	    maps the same dma-buf and @dsgt is that entry's
+ * @dsgt: its mapping for the controller (both directions), held until the
+ *	  batch is over
+ * @dir: DMA direction of @sgt or @dsgt
  * @mapped: @sgt is DMA-mapped
  * @p2p: @pages are p2pmem
  * @bounce: the data goes through @bpages
@@ -87,6 +92,9 @@ struct p2pnvme_req {
 	struct sg_table sgt;
 	struct page **bpages;
 	unsigned int bnr;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *dsgt;
 	enum dma_data_direction dir;
 	bool mapped;
 	bool p2p;
@@ -275,6 +283,7 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
 int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
 		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
 void p2pnvme_ring(struct p2pnvme_queue *q);
+void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n);
 void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
 irqreturn_t p2pnvme_irq(int irq, void *data);
 void p2pnvme_schedule_reset(struct p2pnvme *c);

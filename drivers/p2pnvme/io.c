@@ -7,7 +7,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
@@ -24,17 +26,21 @@
  * @lba_shift: log2 of the namespace's LBA size
  * @nlb: namespace size in LBAs
  *
- * Return: 0 or -EINVAL (malformed, longer than P2PNVME_IO_MAX_LEN),
+ * Return: 0 or -EINVAL (malformed, longer than P2PNVME_IO_MAX_LEN, a
+ * dma-buf with bounce forced),
  * -ERANGE (LBA range outside the namespace), -EOPNOTSUPP (unknown
  * operation).
  */
 int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
 {
 	const u32 known = P2PNVME_IO_F_NO_BOUNCE | P2PNVME_IO_F_BOUNCE |
-			  P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL;
+			  P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL | P2PNVME_IO_F_DMABUF;
+	bool dmabuf = io->flags & P2PNVME_IO_F_DMABUF;
 	u64 end;
 
-	if ((io->flags & ~known) || io->result || io->path || io->status)
+	if ((io->flags & ~known) || io->result || io->path || io->status || io->reserved)
+		return -EINVAL;
+	if (dmabuf ? io->dmabuf_fd < 0 || (io->flags & P2PNVME_IO_F_BOUNCE) : io->dmabuf_fd)
 		return -EINVAL;
 	if ((io->flags & P2PNVME_IO_F_PRP) && (io->flags & P2PNVME_IO_F_SGL))
 		return -EINVAL;
@@ -43,14 +49,15 @@ int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
 	if (io->op > P2PNVME_OP_WRITE_ZEROES)
 		return -EOPNOTSUPP;
 	if (io->op == P2PNVME_OP_FLUSH)
-		return io->len || io->slba || io->addr ? -EINVAL : 0;
+		return io->len || io->slba || io->addr || dmabuf ? -EINVAL : 0;
 	if (!io->len || io->len & ((1ULL << lba_shift) - 1) || io->len > P2PNVME_IO_MAX_LEN)
 		return -EINVAL;
 	if (check_add_overflow(io->slba, io->len >> lba_shift, &end) || end > nlb)
 		return -ERANGE;
 	if (io->op == P2PNVME_OP_WRITE_ZEROES)
-		return io->addr ? -EINVAL : 0;
-	if (!io->addr || io->addr & 3)
+		return io->addr || dmabuf ? -EINVAL : 0;
+	/* a dma-buf offset may be 0; its end is checked against the dma-buf */
+	if ((!io->addr && !dmabuf) || io->addr & 3)
 		return -EINVAL;
 	if (io->addr + io->len < io->addr)
 		return -EINVAL;
@@ -145,7 +152,7 @@ static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
 	ret = sg_alloc_table_from_pages(&r->sgt, r->bpages, r->bnr, 0, r->io->len, GFP_KERNEL);
 	if (ret)
 		return ret;
-	ret = dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+	ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
 	if (ret)
 		return ret;
 	r->mapped = true;
@@ -154,11 +161,87 @@ static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
 	return 0;
 }
 
+/*
+ * The exporter revokes (its device is going away): a mapping of ours lives
+ * only until the batch that made it is over, which is bounded by the
+ * command timeout, and the exporter waits for that unmap. Nothing to do.
+ */
+static void dmabuf_invalidate(struct dma_buf_attachment *attach)
+{
+}
+
+static const struct dma_buf_attach_ops dmabuf_importer_ops = {
+	.allow_peer2peer = true,
+	.P2P_DMA_BUF_INVALIDATE_OP = dmabuf_invalidate,
+};
+
+/*
+ * Map @r's dma-buf for the controller, or share the mapping an earlier
+ * entry of the same batch made of the same dma-buf: one mapping per
+ * dma-buf and batch (both directions), however many entries use it. The
+ * exporter decides whether the controller can reach the memory:
+ * -EREMOTEIO when it cannot (no bounce for dma-bufs), -ENODEV once revoked,
+ * -EOPNOTSUPP for an importer it does not take.
+ */
+static int dmabuf_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
+{
+	struct p2pnvme_req *r = &reqs[i];
+	struct p2pnvme_io *io = r->io;
+	struct dma_buf *dmabuf;
+	struct sg_table *sgt;
+	unsigned int j;
+
+	dmabuf = dma_buf_get(io->dmabuf_fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	r->dmabuf = dmabuf;
+	if (io->addr + io->len > dmabuf->size)
+		return -EINVAL;
+	for (j = 0; j < i; j++) {
+		if (reqs[j].dmabuf == dmabuf && reqs[j].attach) {
+			r->dsgt = reqs[j].dsgt;	/* released by entry j, after us */
+			return 0;
+		}
+	}
+	r->attach = dma_buf_dynamic_attach(dmabuf, &c->pdev->dev, &dmabuf_importer_ops, r);
+	if (IS_ERR(r->attach)) {
+		int ret = PTR_ERR(r->attach);
+
+		r->attach = NULL;
+		return ret;
+	}
+	dma_resv_lock(dmabuf->resv, NULL);
+	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
+	dma_resv_unlock(dmabuf->resv);
+	if (IS_ERR(sgt)) {
+		if (PTR_ERR(sgt) == -EREMOTEIO)
+			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		return PTR_ERR(sgt);
+	}
+	r->dsgt = sgt;
+	return 0;
+}
+
+/* Entries that share another's mapping have no attachment of their own. */
+static void dmabuf_release(struct p2pnvme_req *r)
+{
+	if (r->attach && r->dsgt) {
+		dma_resv_lock(r->dmabuf->resv, NULL);
+		dma_buf_unmap_attachment(r->attach, r->dsgt, DMA_BIDIRECTIONAL);
+		dma_resv_unlock(r->dmabuf->resv);
+	}
+	if (r->attach)
+		dma_buf_detach(r->dmabuf, r->attach);
+	if (r->dmabuf)
+		dma_buf_put(r->dmabuf);
+}
+
 /* Release what req_prepare() took; @ok: the data reached the user's pages. */
 static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 {
 	unsigned int i;
 
+	dmabuf_release(r);
 	if (r->mapped)
 		dma_unmap_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
 	sg_free_table(&r->sgt);
@@ -173,15 +256,17 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 
 /*
  * Pin the buffer, decide the path (topology and policy), map it. Nothing is
- * submitted; on error the caller releases the request.
+ * submitted; on error the caller releases the request. @reqs[@i] is the
+ * request, the ones before it are prepared.
  */
-static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *r)
+static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 {
+	struct p2pnvme_req *r = &reqs[i];
 	struct p2pnvme_io *io = r->io;
 	bool write = io->op == P2PNVME_OP_WRITE;
 	bool deny = (io->flags & P2PNVME_IO_F_NO_BOUNCE) || !READ_ONCE(p2pnvme_bounce);
 	struct pci_dev *provider;
-	unsigned int i;
+	unsigned int pg;
 	int ret;
 
 	if ((io->flags & P2PNVME_IO_F_SGL) && !c->sgl)
@@ -190,12 +275,14 @@ static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *r)
 	if (!has_data(io))
 		return 0;
 	r->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	if (io->flags & P2PNVME_IO_F_DMABUF)
+		return dmabuf_prepare(c, reqs, i);
 	ret = pin_user(r, !write);
 	if (ret)
 		return ret;
 	r->p2p = is_pci_p2pdma_page(r->pages[0]);
-	for (i = 1; i < r->nr; i++)
-		if (is_pci_p2pdma_page(r->pages[i]) != r->p2p)
+	for (pg = 1; pg < r->nr; pg++)
+		if (is_pci_p2pdma_page(r->pages[pg]) != r->p2p)
 			return -EINVAL;	/* host memory and p2pmem in one buffer */
 
 	/* Topology first: can this controller reach the provider at all? */
@@ -217,7 +304,7 @@ static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *r)
 		if (ret)
 			return ret;
 		/* P2PDMA pages get bus addresses here, or -EREMOTEIO */
-		ret = dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+		ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
 		if (!ret) {
 			r->mapped = true;
 			return 0;
@@ -238,7 +325,7 @@ static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *r)
 static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r)
 {
 	struct p2pnvme_io *io = r->io;
-	struct p2pnvme_cursor cur = { .sg = r->sgt.sgl };
+	struct p2pnvme_cursor cur = { .sg = r->dsgt ? r->dsgt->sgl : r->sgt.sgl };
 	u64 done, slba = io->slba;
 	u8 opcode;
 	int ret;
@@ -252,6 +339,8 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 	}
 	opcode = io->op == P2PNVME_OP_READ ? nvme_cmd_read :
 		 io->op == P2PNVME_OP_WRITE ? nvme_cmd_write : nvme_cmd_write_zeroes;
+	if (r->dsgt)
+		p2pnvme_cursor_advance(&cur, io->addr);	/* the offset into the dma-buf */
 	for (done = 0; done < io->len; ) {
 		u64 n = min_t(u64, io->len - done, c->max_xfer);
 		struct nvme_command cmd = {};
@@ -282,7 +371,11 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
 	io->status = r->status;
 	io->path = P2PNVME_PATH_NONE;
 	if (!err && has_data(io)) {
-		if (!r->p2p) {
+		if (r->dsgt) {
+			io->path = P2PNVME_PATH_DMABUF;
+			p2pnvme_stat_add(c, write ? ST_WRITES_DMABUF : ST_READS_DMABUF, 1);
+			p2pnvme_stat_add(c, ST_BYTES_DMABUF, io->len);
+		} else if (!r->p2p) {
 			io->path = P2PNVME_PATH_HOST;
 			p2pnvme_stat_add(c, write ? ST_WRITES_HOST : ST_READS_HOST, 1);
 			p2pnvme_stat_add(c, ST_BYTES_HOST, io->len);
@@ -333,7 +426,7 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 
 		r->io = &ios[prepared];
 		r->q = &c->ioq[(first + prepared) % c->nr_ioq];
-		ret = req_prepare(c, r);
+		ret = req_prepare(c, reqs, prepared);
 		if (ret) {
 			req_release(c, r, false);
 			*failed = prepared;
@@ -360,16 +453,16 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 		p2pnvme_ring(&c->ioq[i]);
 	p2pnvme_wait_batch(c, &b);
 
-	for (i = 0; i < nr; i++) {
+	/* backwards: an entry sharing a dma-buf mapping goes before its owner */
+	for (i = nr; i-- > 0; )
 		req_complete(c, &reqs[i]);
-		if (!ret)
-			ret = ios[i].result;
-	}
+	for (i = 0; i < nr && !ret; i++)
+		ret = ios[i].result;
 	kvfree(reqs);
 	return ret;
 
 out_release:
-	for (i = 0; i < prepared; i++)
+	for (i = prepared; i-- > 0; )
 		req_release(c, &reqs[i], false);
 	kvfree(reqs);
 	return ret;

@@ -303,7 +303,8 @@ static struct device_attribute stat_attrs[ST_NR] = {
 	STAT_ATTR(bytes_p2p), STAT_ATTR(bytes_bounce), STAT_ATTR(bytes_host),
 	STAT_ATTR(refused), STAT_ATTR(errors), STAT_ATTR(timeouts),
 	STAT_ATTR(aborts), STAT_ATTR(resets), STAT_ATTR(cancelled),
-	STAT_ATTR(irqs),
+	STAT_ATTR(irqs), STAT_ATTR(reads_dmabuf), STAT_ATTR(writes_dmabuf),
+	STAT_ATTR(bytes_dmabuf),
 };
 
 static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char *buf)
@@ -594,5 +595,6 @@ static void __exit p2pnvme_exit(void)
 module_init(p2pnvme_init);
 module_exit(p2pnvme_exit);
 
+P2P_IMPORT_NS("DMA_BUF");
 MODULE_DESCRIPTION("NVMe client that moves data straight to and from p2pmem");
 MODULE_LICENSE("GPL");

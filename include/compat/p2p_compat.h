@@ -9,6 +9,8 @@
 
 #include <compat_autoconf.h>
 #include <linux/device.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
 #include <linux/mm.h>
 #include <linux/memremap.h>
 
@@ -60,6 +62,48 @@ static inline void __iomem *pcim_iomap_region(struct pci_dev *pdev, int bar, con
 	int ret = pcim_iomap_regions(pdev, BIT(bar), name);
 
 	return ret ? IOMEM_ERR_PTR(ret) : pcim_iomap_table(pdev)[bar];
+}
+#endif
+
+/**
+ * p2p_dma_map_sgtable - map host or P2PDMA pages for DMA by @dev
+ * @dev: the DMA master (a client's PCI function)
+ * @sgt: pages; on success its DMA addresses are filled in
+ * @dir: direction
+ * @attrs: DMA_ATTR_*; DMA_ATTR_SKIP_CPU_SYNC for memory that is only ever
+ *	   p2pmem (MMIO: there is no CPU cache to sync)
+ *
+ * The one mapping call of the suite. Since 6.0, dma_map_sgtable() knows
+ * P2PDMA pages (pci_p2pdma_map_sg() was the call before; the suite builds
+ * for 6.1 and later): PCI bus addresses when both ends sit under one
+ * switch, IOMMU or CPU physical addresses through an allowed host bridge.
+ * 7.x keeps that path for memory with struct pages (its provider/state API
+ * serves exporters of memory without them, such as VFIO's dma-buf).
+ *
+ * Return: 0, -EREMOTEIO when @dev cannot reach the pages peer to peer,
+ * -EINVAL or -ENOMEM.
+ */
+static inline int p2p_dma_map_sgtable(struct device *dev, struct sg_table *sgt,
+				      enum dma_data_direction dir, unsigned long attrs)
+{
+	return dma_map_sgtable(dev, sgt, dir, attrs);
+}
+
+/*
+ * dma-buf: the importer callback that says "stop using your mapping" was
+ * move_notify, and dma_buf_move_notify() its trigger; 7.x renamed both to
+ * invalidate_mappings and added dma_buf_attach_revocable().
+ */
+#ifdef HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define P2P_DMA_BUF_INVALIDATE_OP		invalidate_mappings
+#define p2p_dma_buf_invalidate(dmabuf)		dma_buf_invalidate_mappings(dmabuf)
+#define p2p_dma_buf_attach_revocable(attach)	dma_buf_attach_revocable(attach)
+#else
+#define P2P_DMA_BUF_INVALIDATE_OP		move_notify
+#define p2p_dma_buf_invalidate(dmabuf)		dma_buf_move_notify(dmabuf)
+static inline bool p2p_dma_buf_attach_revocable(struct dma_buf_attachment *attach)
+{
+	return attach->importer_ops && attach->importer_ops->move_notify;
 }
 #endif
 

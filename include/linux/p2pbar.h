@@ -23,7 +23,8 @@ struct p2pbar_mem;
  * @revoke: the provider is going away. Stop DMA to @mem and call
  *	    p2pbar_free() on it, from this callback or soon after (another
  *	    thread may do it). Called without provider locks held, in process
- *	    context, at most once per allocation.
+ *	    context, at most once per allocation, and never after
+ *	    p2pbar_free() has returned.
  */
 struct p2pbar_user_ops {
 	void (*revoke)(struct p2pbar_mem *mem, void *priv);

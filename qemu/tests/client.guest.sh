@@ -131,6 +131,35 @@ p2pnvme-test $N || _any_failed=1
 echo "<<<KTAP-END>>>"
 hostcheck dma-none
 
+# The dma-buf bridge: p2pmem exported by p2pbar, imported by p2pnvme.
+suite_begin client_dmabuf
+out=$(p2pctl --json nvme-read $N 2048 262144 --dmabuf --offset 65536)
+rc=$?
+if [ "$p2pexpect" = refused ]; then
+	check_eq "a dma-buf the controller cannot reach: EREMOTEIO, no bounce" "$rc" 121
+else
+	check_eq "read 256 KiB into p2pmem exported as a dma-buf" "$rc" 0
+	check_eq "path dmabuf" "$(js path "$out")" dmabuf
+	hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@0x100000
+	dma_in_bar
+fi
+h=$(p2pctl --json nvme-read $N 2048 262144 --host)
+u=$(p2pctl --json nvme-read $N 2048 262144 --udmabuf)
+check_eq "host memory as a dma-buf (udmabuf)" "$(js path "$u")" dmabuf
+check_eq "it got the bytes a host read gets" "$(js fnv1a "$u")" "$(js fnv1a "$h")"
+suite_end
+
+if [ "$p2pexpect" != refused ]; then
+	echo "<<<KTAP-BEGIN guest.client_dmabuf_api>>>"
+	p2pdmabuf-test /dev/p2pbar0 $N "$IVSHMEM" || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	suite_begin client_dmabuf_after
+	hostcheck equal 262144 nvme0@$((61440 * 512)) nvme0@0x100000
+	check "p2pbar binds to ivshmem again after the revoke" bind p2pbar "$IVSHMEM"
+	check "/dev/p2pbar0 is back" test -c /dev/p2pbar0
+	suite_end
+fi
+
 if [ -n "$NVME1" ]; then
 	suite_begin client_copy
 	check "p2pnvme takes over the second controller $NVME1" bind p2pnvme "$NVME1"

@@ -3,8 +3,9 @@
 # Error paths of the NVMe client: a media error from the backend reaches
 # the caller; a command that outlives io_timeout_ms is aborted, the
 # controller reset, the I/O fails with ETIMEDOUT and the next one works;
-# hot-unplug during a batch of I/O returns it without a hang; hot-unplug of
-# a controller with its char device open.
+# hot-unplug during a batch of I/O returns it without a hang; a controller
+# that stops answering is reset, then taken out of service (ENODEV);
+# hot-unplug of a controller with its char device open.
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
@@ -12,6 +13,12 @@ NVME0=$(find_pci 1b36 0010)
 NVME1=$(find_pci 1b36 0010 2)
 S0=/sys/class/p2pnvme/p2pnvme0/stats
 S1=/sys/class/p2pnvme/p2pnvme1/stats
+
+# cfg_w16 BDF OFFSET VALUE: write a 16-bit config register
+cfg_w16() {
+	printf "$(printf '\\%03o\\%03o' $(($3 & 255)) $(($3 >> 8)))" |
+		dd of="/sys/bus/pci/devices/$1/config" bs=1 seek="$2" count=2 conv=notrunc 2>/dev/null
+}
 
 suite_begin client_faults
 load p2pbar && bind p2pbar "$IVSHMEM"
@@ -67,6 +74,29 @@ check_eq "it completed or failed with ENODEV (rc $rc)" "$ok" 0
 i=0
 while [ -e "/sys/bus/pci/devices/$NVME1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 check "nvme1 is gone from the bus" test ! -e "/sys/bus/pci/devices/$NVME1"
+
+# a controller that stops answering: with memory decoding off, QEMU reads
+# nvme0's registers as 0 and drops writes (real hardware that vanished
+# reads all ones instead; QEMU's hot-unplug is orderly and cannot show it).
+# The I/O times out and is cancelled by a reset; the reset cannot bring
+# the controller back within CAP.TO, so it goes out of service for good:
+# later I/O fails with ENODEV, even once the registers answer again.
+Q0=/sys/kernel/debug/p2pnvme/$NVME0/queues
+cmd=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$NVME0/config" | tr -d ' ')
+cfg_w16 "$NVME0" 4 $((cmd & ~2))
+t0=$(date +%s)
+p2pctl nvme-read /dev/p2pnvme0 0 4096 2>/tmp/err
+rc=$?
+diag "$(cat /tmp/err) after $(( $(date +%s) - t0 )) s"
+check_eq "an unanswered command fails with ETIMEDOUT" "$rc" 110
+i=0
+while ! grep -q '^# dead' $Q0 && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+check "the reset gives up and the controller is dead ($((i / 10)) s later)" grep -q '^# dead' $Q0
+cfg_w16 "$NVME0" 4 "$cmd"
+p2pctl nvme-read /dev/p2pnvme0 0 4096 >/dev/null 2>&1
+check_eq "I/O on a dead controller: ENODEV" "$?" 19
+p2pctl nvme-info /dev/p2pnvme0 >/dev/null 2>&1
+check_eq "so does INFO" "$?" 19
 
 # surprise-ish removal of nvme0 (QEMU device_del, pciehp) with the fd open
 exec 5<>/dev/p2pnvme0

@@ -14,7 +14,9 @@
  *                                             buffer filled with BYTE -> namespace
  *     opts: --dev P2PBAR (default /dev/p2pbar0) | --host, --offset N (into the
  *           buffer), --bounce | --no-bounce, --prp | --sgl, --batch N (N equal
- *           requests in flight at once through P2PNVME_IOC_SUBMIT)
+ *           requests in flight at once through P2PNVME_IOC_SUBMIT), --dmabuf
+ *           (p2pmem exported by P2PBAR_IOC_EXPORT, imported by p2pnvme),
+ *           --udmabuf (host memory as a dma-buf)
  *   p2pctl nvme-zeroes NVME SLBA LEN          Write Zeroes; p2pctl nvme-flush NVME: Flush
  *   p2pctl nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]
  *                                             controller to controller through p2pmem
@@ -36,6 +38,7 @@
 
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
+#include <linux/udmabuf.h>
 
 static int json;
 
@@ -235,6 +238,47 @@ static int get_p2pmem(const char *dev, const char *bdf, size_t len, struct p2pbu
 	}
 }
 
+/* p2pmem of @dev exported as a dma-buf (P2PBAR_IOC_EXPORT); it owns the memory. */
+static int export_p2pmem(const char *dev, size_t len, int *dfd, unsigned long long *bar_offset)
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .flags = P2PBAR_EXPORT_F_CLOEXEC,
+				   .size = len };
+	struct p2pbar_info i;
+	int fd = open_dev(dev, &i);
+
+	if (fd < 0)
+		return fail(-fd, dev);
+	if (ioctl(fd, P2PBAR_IOC_EXPORT, &e))
+		return fail(errno, "P2PBAR_IOC_EXPORT");
+	close(fd);
+	*dfd = e.fd;
+	*bar_offset = e.bus_addr - i.bus_addr + i.offset;
+	return 0;
+}
+
+/* Host memory as a dma-buf: a sealed memfd through /dev/udmabuf, mapped at *map. */
+static int host_dmabuf(size_t len, int *dfd, unsigned char **map)
+{
+	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = len };
+	int mfd = memfd_create("p2pctl", MFD_ALLOW_SEALING | MFD_CLOEXEC), u;
+
+	if (mfd < 0 || ftruncate(mfd, len) || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK))
+		return fail(errno, "memfd");
+	u = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (u < 0)
+		return fail(errno, "/dev/udmabuf");
+	c.memfd = mfd;
+	*dfd = ioctl(u, UDMABUF_CREATE, &c);
+	if (*dfd < 0)
+		return fail(errno, "UDMABUF_CREATE");
+	close(u);
+	*map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (*map == MAP_FAILED)
+		return fail(errno, "mmap memfd");
+	close(mfd);
+	return 0;
+}
+
 static uint64_t fnv1a(const unsigned char *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -299,7 +343,7 @@ static int cmd_dma(int write, int argc, char **argv)
 static const char *path_name(uint32_t p)
 {
 	return p == P2PNVME_PATH_P2P ? "p2p" : p == P2PNVME_PATH_BOUNCE ? "bounce" :
-	       p == P2PNVME_PATH_HOST ? "host" : "none";
+	       p == P2PNVME_PATH_HOST ? "host" : p == P2PNVME_PATH_DMABUF ? "dmabuf" : "none";
 }
 
 static int cmd_nvme_info(const char *path)
@@ -372,9 +416,10 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	struct p2pnvme_io io = { .argsz = sizeof(io) };
 	const char *dev = "/dev/p2pbar0";
 	unsigned long long boff = 0, off = 0;
-	int i, fd, host = 0, byte = 0, err;
+	int i, fd, host = 0, byte = 0, err, dmabuf = 0, udmabuf = 0, dfd = -1;
 	unsigned int batch = 0;
-	unsigned char *buf;
+	unsigned char *buf = NULL;
+	char sum[40] = "";
 	size_t maplen;
 	struct p2pbuf b = { .fd = -1 };
 
@@ -390,6 +435,10 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 			dev = argv[++i];
 		else if (!strcmp(argv[i], "--host"))
 			host = 1;
+		else if (!strcmp(argv[i], "--dmabuf"))
+			dmabuf = 1;
+		else if (!strcmp(argv[i], "--udmabuf"))
+			udmabuf = 1;
 		else if (!strcmp(argv[i], "--offset") && i + 1 < argc)
 			off = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--bounce"))
@@ -405,8 +454,18 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		else
 			return fail(EINVAL, argv[i]);
 	}
+	if (dmabuf && write)
+		return fail(EINVAL, "nvme-write --dmabuf: the exported p2pmem has no CPU mapping to fill");
 	maplen = (off + io.len + 4095) & ~4095ULL;
-	if (host) {
+	if (dmabuf) {
+		i = export_p2pmem(dev, maplen, &dfd, &boff);
+		if (i)
+			return i;
+	} else if (udmabuf) {
+		i = host_dmabuf(maplen, &dfd, &buf);
+		if (i)
+			return i;
+	} else if (host) {
 		buf = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		if (buf == MAP_FAILED)
 			return fail(errno, "mmap host buffer");
@@ -419,7 +478,13 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	}
 	if (write)
 		memset(buf + off, byte, io.len);
-	io.addr = (uintptr_t)(buf + off);
+	if (dfd >= 0) {
+		io.flags |= P2PNVME_IO_F_DMABUF;
+		io.dmabuf_fd = dfd;
+		io.addr = off;
+	} else {
+		io.addr = (uintptr_t)(buf + off);
+	}
 	fd = open(argv[0], O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return fail(errno, argv[0]);
@@ -438,20 +503,24 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		return err;
 	}
 	close(fd);
+	/* exported p2pmem has no CPU mapping here: the host checks its bytes */
+	if (buf)
+		snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)fnv1a(buf + off, io.len));
 	if (json)
 		printf("{\"bytes\":%llu,\"entries\":%u,\"path\":\"%s\",\"bar_offset\":%llu,"
-		       "\"fnv1a\":\"%016llx\"}\n", (unsigned long long)io.len, batch ? batch : 1,
-		       path_name(io.path), boff + off,
-		       (unsigned long long)fnv1a(buf + off, io.len));
+		       "\"fnv1a\":\"%s\"}\n", (unsigned long long)io.len, batch ? batch : 1,
+		       path_name(io.path), boff + off, sum);
 	else
-		printf("%s %llu bytes at LBA %llu via %s (%u request%s), fnv1a %016llx\n",
+		printf("%s %llu bytes at LBA %llu via %s (%u request%s)%s%s\n",
 		       write ? "wrote" : "read", (unsigned long long)io.len,
 		       (unsigned long long)io.slba, path_name(io.path), batch ? batch : 1,
-		       batch > 1 ? "s in one batch" : "",
-		       (unsigned long long)fnv1a(buf + off, io.len));
-	munmap(buf, maplen);
+		       batch > 1 ? "s in one batch" : "", *sum ? ", fnv1a " : "", sum);
+	if (buf)
+		munmap(buf, maplen);
 	if (b.fd >= 0)
 		close(b.fd);
+	if (dfd >= 0)
+		close(dfd);
 	return 0;
 }
 
@@ -533,7 +602,8 @@ static void usage(void)
 	      "  nvme-write NVME SLBA LEN BYTE [opts]\n"
 	      "                                  p2pmem filled with BYTE -> namespace\n"
 	      "    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl,\n"
-	      "          --batch N (LEN as N requests in flight at once)\n"
+	      "          --batch N (LEN as N requests in flight at once),\n"
+	      "          --dmabuf (p2pmem as a dma-buf) | --udmabuf (host memory as a dma-buf)\n"
 	      "  nvme-zeroes NVME SLBA LEN       Write Zeroes command\n"
 	      "  nvme-flush NVME                 Flush command\n"
 	      "  nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]\n"

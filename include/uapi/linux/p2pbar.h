@@ -133,9 +133,34 @@ struct p2pbar_verdict {
 	__u32 reserved;
 };
 
+/**
+ * struct p2pbar_export - P2PBAR_IOC_EXPORT: allocate zeroed p2pmem as a dma-buf
+ * @argsz: sizeof(struct p2pbar_export)
+ * @flags: P2PBAR_EXPORT_F_*
+ * @size: in: bytes, a non-zero multiple of the page size
+ * @fd: in: 0; out: the dma-buf's file descriptor, which owns the memory
+ * @reserved: must be zero
+ * @bus_addr: out: PCI bus address of the memory
+ *
+ * Importers must handle peer memory (peer2peer) and be revocable (dynamic,
+ * with an invalidation callback); others fail to attach with -EOPNOTSUPP.
+ * When the provider goes away the dma-buf is revoked: importers are told to
+ * unmap and new mappings fail with -ENODEV.
+ */
+struct p2pbar_export {
+	__u32 argsz;
+	__u32 flags;
+#define P2PBAR_EXPORT_F_CLOEXEC	(1U << 0)	/* the fd is close-on-exec */
+	__u64 size;
+	__s32 fd;
+	__u32 reserved;
+	__u64 bus_addr;
+};
+
 #define P2PBAR_IOC_INFO		_IOWR(P2PBAR_IOC_MAGIC, 0x00, struct p2pbar_info)
 #define P2PBAR_IOC_ALLOC	_IOWR(P2PBAR_IOC_MAGIC, 0x01, struct p2pbar_alloc)
 #define P2PBAR_IOC_FREE		_IOW(P2PBAR_IOC_MAGIC, 0x02, struct p2pbar_free)
 #define P2PBAR_IOC_VERDICT	_IOWR(P2PBAR_IOC_MAGIC, 0x03, struct p2pbar_verdict)
+#define P2PBAR_IOC_EXPORT	_IOWR(P2PBAR_IOC_MAGIC, 0x04, struct p2pbar_export)
 
 #endif /* _UAPI_LINUX_P2PBAR_H */

@@ -57,6 +57,7 @@ enum p2pnvme_path {
 	P2PNVME_PATH_HOST	= 1,	/* ordinary host memory */
 	P2PNVME_PATH_P2P	= 2,	/* controller DMA straight to/from p2pmem */
 	P2PNVME_PATH_BOUNCE	= 3,	/* p2pmem through a host bounce buffer */
+	P2PNVME_PATH_DMABUF	= 4,	/* controller DMA to an imported dma-buf */
 };
 
 /**
@@ -70,10 +71,15 @@ enum p2pnvme_path {
  * @len: bytes, a non-zero multiple of the LBA size, at most
  *	 P2PNVME_IO_MAX_LEN
  * @addr: user address of the buffer, 4-byte aligned: host memory or a
- *	  mapping of p2pmem (/dev/p2pbarN, the kernel's p2pmem/allocate)
+ *	  mapping of p2pmem (/dev/p2pbarN, the kernel's p2pmem/allocate);
+ *	  with P2PNVME_IO_F_DMABUF the byte offset into the dma-buf
  * @path: out: enum p2pnvme_path
  * @status: out: NVMe status field (SCT << 8 | SC) of a failed command
  *	    (0x371, host aborted, when a reset or removal cancelled it)
+ * @dmabuf_fd: with P2PNVME_IO_F_DMABUF, a dma-buf file descriptor (p2pmem
+ *	       exported by P2PBAR_IOC_EXPORT, GPU memory, udmabuf, ...);
+ *	       otherwise 0
+ * @reserved: must be zero
  */
 struct p2pnvme_io {
 	__u32 argsz;
@@ -82,6 +88,7 @@ struct p2pnvme_io {
 #define P2PNVME_IO_F_BOUNCE	(1U << 1)	/* bounce even if P2P would work */
 #define P2PNVME_IO_F_PRP	(1U << 2)	/* describe data with PRPs ... */
 #define P2PNVME_IO_F_SGL	(1U << 3)	/* ... or SGLs (default: SGL if supported) */
+#define P2PNVME_IO_F_DMABUF	(1U << 4)	/* the buffer is dmabuf_fd at offset addr */
 	__u32 op;
 	__s32 result;
 	__u64 slba;
@@ -89,6 +96,8 @@ struct p2pnvme_io {
 	__u64 addr;
 	__u32 path;
 	__u32 status;
+	__s32 dmabuf_fd;
+	__u32 reserved;
 };
 
 #define P2PNVME_IO_MAX_LEN	(64U << 20)

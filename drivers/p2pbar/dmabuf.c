@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pbar dma-buf exporter: P2PBAR_IOC_EXPORT allocates zeroed p2pmem and
+ * hands it out as a dma-buf, for importers that can DMA to a peer's BAR
+ * (RDMA ibv_reg_dmabuf_mr(), GPU drivers, p2pnvme's P2PNVME_IO_F_DMABUF).
+ *
+ * Every mapping is made for the importing device with dma_map_sgtable() of
+ * the allocation's P2PDMA pages: bus addresses under a shared switch, IOMMU
+ * or CPU physical addresses through an allowed host bridge, -EREMOTEIO when
+ * the importer cannot reach the BAR at all.
+ *
+ * The memory belongs to a device that can go away, so only importers that
+ * can be revoked are taken: peer2peer capable, dynamic, with an
+ * invalidation callback (move_notify, 7.x: invalidate_mappings); pinning is
+ * refused. When the provider is removed, the exporter marks the dma-buf
+ * revoked, tells the importers to stop (invalidation), waits a bounded time
+ * for their mappings to be unmapped, and gives the memory back. Later maps
+ * fail with -ENODEV; the dma-buf file itself lives on until it is closed.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/dma-buf.h>
+#include <linux/dma-resv.h>
+#include <linux/file.h>
+#include <linux/fcntl.h>
+#include <linux/p2pbar.h>
+#include <linux/p2p_ioctl.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <p2p_compat.h>
+
+#include "p2pbar.h"
+
+/* how long a revoke waits for importers to unmap */
+#define P2PBAR_DMABUF_UNMAP_TIMEOUT	(10 * HZ)
+
+/**
+ * struct p2pbar_dmabuf - an exported allocation
+ * @dmabuf: the dma-buf
+ * @pdev: the provider's PCI function, with a reference (for messages)
+ * @mem: the p2pmem; NULL once it went back (@lock)
+ * @lock: protects @mem, and @dmabuf while the export is being set up
+ * @size: bytes
+ * @revoked: the provider is gone: no new mappings (dmabuf->resv)
+ * @maps: mappings handed out and not unmapped yet (dmabuf->resv)
+ * @unmapped: completed when @maps drops to 0 after @revoked
+ */
+struct p2pbar_dmabuf {
+	struct dma_buf *dmabuf;
+	struct pci_dev *pdev;
+	struct p2pbar_mem *mem;
+	struct mutex lock;	/* see above */
+	size_t size;
+	bool revoked;
+	unsigned int maps;
+	struct completion unmapped;
+};
+
+static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
+{
+	struct p2pbar_dmabuf *d = dmabuf->priv;
+
+	if (!attach->peer2peer || !p2p_dma_buf_attach_revocable(attach))
+		return -EOPNOTSUPP;
+	if (READ_ONCE(d->revoked))
+		return -ENODEV;
+	return 0;
+}
+
+/* Pinned importers could not be revoked: refuse them. */
+static int p2pbar_dmabuf_pin(struct dma_buf_attachment *attach)
+{
+	return -EOPNOTSUPP;
+}
+
+static void p2pbar_dmabuf_unpin(struct dma_buf_attachment *attach)
+{
+}
+
+static struct sg_table *p2pbar_dmabuf_map(struct dma_buf_attachment *attach,
+					  enum dma_data_direction dir)
+{
+	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
+	unsigned int i, n = d->size >> PAGE_SHIFT;
+	struct sg_table *sgt;
+	struct scatterlist *sg;
+	void *vaddr;
+	int ret;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (d->revoked)
+		return ERR_PTR(-ENODEV);
+	/* d->mem stays until a revoke, which needs the resv lock we hold */
+	vaddr = p2pbar_mem_vaddr(d->mem);
+
+	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	for_each_sgtable_sg(sgt, sg, i)
+		sg_set_page(sg, virt_to_page(vaddr + ((size_t)i << PAGE_SHIFT)), PAGE_SIZE, 0);
+	ret = p2p_dma_map_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	if (ret)
+		goto err_table;
+	d->maps++;
+	return sgt;
+
+err_table:
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static void p2pbar_dmabuf_unmap(struct dma_buf_attachment *attach, struct sg_table *sgt,
+				enum dma_data_direction dir)
+{
+	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	dma_unmap_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	sg_free_table(sgt);
+	kfree(sgt);
+	if (!--d->maps && d->revoked)
+		complete(&d->unmapped);
+}
+
+static struct p2pbar_mem *p2pbar_dmabuf_take_mem(struct p2pbar_dmabuf *d)
+{
+	struct p2pbar_mem *mem;
+
+	mutex_lock(&d->lock);
+	mem = d->mem;
+	d->mem = NULL;
+	mutex_unlock(&d->lock);
+	return mem;
+}
+
+static void p2pbar_dmabuf_release(struct dma_buf *dmabuf)
+{
+	struct p2pbar_dmabuf *d = dmabuf->priv;
+	struct p2pbar_mem *mem = p2pbar_dmabuf_take_mem(d);
+
+	/* after p2pbar_free() the revoke callback cannot be running on d */
+	if (mem)
+		p2pbar_free(mem);
+	pci_dev_put(d->pdev);
+	kfree(d);
+}
+
+static const struct dma_buf_ops p2pbar_dmabuf_ops = {
+	.attach = p2pbar_dmabuf_attach,
+	.pin = p2pbar_dmabuf_pin,
+	.unpin = p2pbar_dmabuf_unpin,
+	.map_dma_buf = p2pbar_dmabuf_map,
+	.unmap_dma_buf = p2pbar_dmabuf_unmap,
+	.release = p2pbar_dmabuf_release,
+};
+
+/* The provider is going away (p2pbar_user_ops.revoke). */
+static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
+{
+	struct p2pbar_dmabuf *d = priv;
+	struct dma_buf *dmabuf;
+	unsigned int busy;
+
+	mutex_lock(&d->lock);
+	dmabuf = d->dmabuf;
+	mutex_unlock(&d->lock);
+	if (!dmabuf)
+		return;		/* the export failed; its error path frees mem */
+
+	dma_resv_lock(dmabuf->resv, NULL);
+	WRITE_ONCE(d->revoked, true);
+	busy = d->maps;
+	p2p_dma_buf_invalidate(dmabuf);
+	dma_resv_unlock(dmabuf->resv);
+
+	/* importers unmap from their invalidation or once their DMA is done */
+	if (busy && !wait_for_completion_timeout(&d->unmapped, P2PBAR_DMABUF_UNMAP_TIMEOUT))
+		pci_err(d->pdev, "dma-buf importers kept %u mappings past the revoke timeout\n",
+			busy);
+	mem = p2pbar_dmabuf_take_mem(d);
+	if (mem)
+		p2pbar_free(mem);
+}
+
+static const struct p2pbar_user_ops p2pbar_dmabuf_user_ops = {
+	.revoke = p2pbar_dmabuf_revoke,
+};
+
+/**
+ * p2pbar_ioc_export - P2PBAR_IOC_EXPORT
+ * @pb: the provider of the open file
+ * @uarg: struct p2pbar_export
+ *
+ * Return: 0 with the dma-buf's fd in the argument, or -EINVAL (bad
+ * argument), -ENODEV (provider removed), -ENOSPC (no room), -ENOMEM,
+ * -EMFILE, -EFAULT; on error no fd was installed and nothing allocated.
+ */
+long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(exp);
+	struct p2pbar_export arg;
+	struct p2pbar_dmabuf *d;
+	struct p2pbar_mem *mem;
+	struct dma_buf *dmabuf;
+	int fd, ret = p2p_ioctl_copy_in(&arg, sizeof(arg), uarg);
+
+	if (ret)
+		return ret;
+	if ((arg.flags & ~P2PBAR_EXPORT_F_CLOEXEC) || arg.reserved || arg.fd ||
+	    !arg.size || !PAGE_ALIGNED(arg.size))
+		return -EINVAL;
+
+	d = kzalloc_obj(*d, GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	mutex_init(&d->lock);
+	init_completion(&d->unmapped);
+	d->size = arg.size;
+	d->pdev = pci_dev_get(p2pbar_pci_dev(pb));
+	fd = get_unused_fd_flags(arg.flags & P2PBAR_EXPORT_F_CLOEXEC ? O_CLOEXEC : 0);
+	if (fd < 0) {
+		ret = fd;
+		goto err_free;
+	}
+
+	/* a revoke from here on waits for d->lock, then sees d->dmabuf */
+	mutex_lock(&d->lock);
+	mem = p2pbar_alloc(pb, arg.size, &p2pbar_dmabuf_user_ops, d);
+	if (IS_ERR(mem)) {
+		mutex_unlock(&d->lock);
+		ret = PTR_ERR(mem);
+		goto err_fd;
+	}
+	d->mem = mem;
+	exp.ops = &p2pbar_dmabuf_ops;
+	exp.size = arg.size;
+	exp.flags = O_RDWR;
+	exp.priv = d;
+	dmabuf = dma_buf_export(&exp);
+	if (IS_ERR(dmabuf)) {
+		d->mem = NULL;
+		mutex_unlock(&d->lock);
+		ret = PTR_ERR(dmabuf);
+		goto err_mem;
+	}
+	d->dmabuf = dmabuf;
+	mutex_unlock(&d->lock);
+
+	/* from here dma_buf_put() frees d and the memory */
+	arg.fd = fd;
+	arg.bus_addr = p2pbar_mem_bus_addr(mem);
+	if (copy_to_user((void __user *)uarg, &arg, sizeof(arg))) {
+		put_unused_fd(fd);
+		dma_buf_put(dmabuf);
+		return -EFAULT;
+	}
+	fd_install(fd, dmabuf->file);
+	return 0;
+
+err_mem:
+	p2pbar_free(mem);	/* waits out a revoke callback that found no dma-buf */
+err_fd:
+	put_unused_fd(fd);
+err_free:
+	pci_dev_put(d->pdev);
+	kfree(d);
+	return ret;
+}

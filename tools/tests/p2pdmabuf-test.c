@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pdmabuf-test: the dma-buf bridge between p2pbar (exporter) and p2pnvme
+ * (importer), with KTAP output.
+ *
+ *   p2pdmabuf-test /dev/p2pbarN /dev/p2pnvmeN BAR_BDF
+ *
+ * Bad P2PBAR_IOC_EXPORT and P2PNVME_IO_F_DMABUF requests get their errno;
+ * NVMe LBA 2048.. (256 KiB) is read into exported p2pmem and written back
+ * from it to LBA 61440.. (the caller compares the two ranges in the image
+ * file); a batch of reads lands in a dma-buf; host memory from udmabuf is
+ * imported too. Last, the provider is unbound while a child keeps I/O
+ * going into the dma-buf: the unbind returns, the child's I/O ends with
+ * ENODEV, and later use of the dma-buf fails with ENODEV.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/p2pbar.h>
+#include <linux/p2pnvme.h>
+#include <linux/udmabuf.h>
+
+#define PLAN 22
+
+static int n, failed;
+
+static void result(int ok, const char *what, int want, int got)
+{
+	n++;
+	failed += !ok;
+	printf("    %s %d %s -> %s (got %s)\n", ok ? "ok" : "not ok", n, what, strerror(want),
+	       strerror(got));
+}
+
+static int export(int bar, struct p2pbar_export e)
+{
+	e.argsz = e.argsz ? e.argsz : sizeof(e);
+	if (ioctl(bar, P2PBAR_IOC_EXPORT, &e))
+		return -errno;
+	return e.fd;
+}
+
+/* One transfer between LBAs and a dma-buf; 0 or errno. */
+static int dmabuf_io(int nvme, int op, uint64_t slba, uint64_t len, int dfd, uint64_t off,
+		     uint32_t flags)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = op, .slba = slba, .len = len,
+				 .addr = off, .dmabuf_fd = dfd,
+				 .flags = P2PNVME_IO_F_DMABUF | flags };
+
+	return ioctl(nvme, P2PNVME_IOC_IO, &io) ? errno : 0;
+}
+
+static int export_cases(int bar)
+{
+	struct {
+		const char *what;
+		struct p2pbar_export e;
+		int err;
+	} cases[] = {
+		{ "export: unknown flag", { .flags = 1 << 5, .size = 4096 }, EINVAL },
+		{ "export: zero size", { .size = 0 }, EINVAL },
+		{ "export: size not a page multiple", { .size = 4097 }, EINVAL },
+		{ "export: fd preset", { .size = 4096, .fd = 3 }, EINVAL },
+		{ "export: reserved set", { .size = 4096, .reserved = 1 }, EINVAL },
+		{ "export: argsz too small", { .argsz = 8, .size = 4096 }, EINVAL },
+		{ "export: more than the BAR holds", { .size = 1ULL << 40 }, ENOSPC },
+	};
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ret = export(bar, cases[i].e);
+		if (ret >= 0)
+			close(ret);
+		result(ret == -cases[i].err, cases[i].what, cases[i].err, ret < 0 ? -ret : 0);
+	}
+	return 0;
+}
+
+static void import_cases(int nvme, int dfd, int other_fd)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = 4096,
+				 .dmabuf_fd = dfd };
+	int ret;
+
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 4096, -1, 0, 0);
+	result(ret == EINVAL, "import: negative fd", EINVAL, ret);
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 4096, 1000, 0, 0);
+	result(ret == EBADF, "import: fd not open", EBADF, ret);
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 4096, other_fd, 0, 0);
+	result(ret == EINVAL, "import: fd not a dma-buf", EINVAL, ret);
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 8192, dfd, (1 << 20) - 4096, 0);
+	result(ret == EINVAL, "import: range past the dma-buf's end", EINVAL, ret);
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 4096, dfd, 2, 0);
+	result(ret == EINVAL, "import: offset not dword aligned", EINVAL, ret);
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 4096, dfd, 0, P2PNVME_IO_F_BOUNCE);
+	result(ret == EINVAL, "import: bounce forced on a dma-buf", EINVAL, ret);
+	io.addr = 0x10000;	/* fd given without P2PNVME_IO_F_DMABUF */
+	ret = ioctl(nvme, P2PNVME_IOC_IO, &io) ? errno : 0;
+	result(ret == EINVAL, "import: dmabuf_fd without the flag", EINVAL, ret);
+}
+
+/* Host memory as a dma-buf: the same bytes as a plain host-memory read. */
+static void udmabuf_case(int nvme)
+{
+	struct udmabuf_create c = { .size = 1 << 20 };
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .slba = 2048,
+				 .len = 1 << 18 };
+	unsigned char *a, *ref;
+	int mfd, u, dfd, ret;
+
+	mfd = memfd_create("p2pdmabuf-test", MFD_ALLOW_SEALING);
+	u = open("/dev/udmabuf", O_RDWR);
+	if (mfd < 0 || u < 0 || ftruncate(mfd, 1 << 20) ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		result(0, "udmabuf: setup", 0, errno);
+		return;
+	}
+	c.memfd = mfd;
+	dfd = ioctl(u, UDMABUF_CREATE, &c);
+	a = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ref = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (dfd < 0 || a == MAP_FAILED || ref == MAP_FAILED) {
+		result(0, "udmabuf: setup", 0, errno);
+		return;
+	}
+	memset(a, 0xee, 1 << 20);
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 2048, 1 << 18, dfd, 4096, 0);
+	io.addr = (uintptr_t)ref;
+	if (!ret)
+		ret = ioctl(nvme, P2PNVME_IOC_IO, &io) ? errno : 0;
+	if (!ret && (memcmp(a + 4096, ref, 1 << 18) || a[0] != 0xee || a[4096 + (1 << 18)] != 0xee))
+		ret = EILSEQ;
+	result(!ret, "udmabuf: host memory imported as a dma-buf gets the bytes a host read gets",
+	       0, ret);
+	munmap(a, 1 << 20);
+	munmap(ref, 1 << 20);
+	close(dfd);
+	close(u);
+	close(mfd);
+}
+
+/* Keep batches of reads going into @dfd until one fails; exit with its errno. */
+static void io_loop(int nvme, int dfd)
+{
+	struct p2pnvme_io ios[16];
+	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = 16, .ios = (uintptr_t)ios };
+	int i;
+
+	for (;;) {
+		for (i = 0; i < 16; i++)
+			ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[i]), .op = P2PNVME_OP_READ,
+						      .slba = 2048 + i * 128, .len = 65536,
+						      .addr = i * 65536, .dmabuf_fd = dfd,
+						      .flags = P2PNVME_IO_F_DMABUF };
+		sub.failed = 0;
+		if (ioctl(nvme, P2PNVME_IOC_SUBMIT, &sub))
+			_exit(errno);
+	}
+}
+
+static void revoke_case(int bar, int nvme, int dfd, const char *bdf)
+{
+	struct timespec t0, t1;
+	int status, fd, ret, err;
+	pid_t child;
+
+	child = fork();
+	if (child == 0)
+		io_loop(nvme, dfd);
+	usleep(300000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fd = open("/sys/bus/pci/drivers/p2pbar/unbind", O_WRONLY);
+	ret = fd < 0 || write(fd, bdf, strlen(bdf)) < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("    # unbind took %.2f s\n", t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	result(!ret && t1.tv_sec - t0.tv_sec < 20,
+	       "revoke: unbinding the provider with I/O into its dma-buf returns", 0, ret);
+	alarm(60);
+	err = waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	alarm(0);
+	result(err == ENODEV, "revoke: the I/O in flight ends with ENODEV", ENODEV,
+	       err < 0 ? EINTR : err);
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 4096, dfd, 0, 0);
+	result(ret == ENODEV, "revoke: a later import of the revoked dma-buf", ENODEV, ret);
+	ret = export(bar, (struct p2pbar_export){ .size = 4096 });
+	result(ret == -ENODEV, "revoke: export on the removed provider", ENODEV, ret < 0 ? -ret : 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct p2pnvme_io ios[4];
+	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = 4, .ios = (uintptr_t)ios };
+	int bar, nvme, dfd, ret, i;
+
+	if (argc != 4)
+		return 2;
+	bar = open(argv[1], O_RDWR);
+	nvme = open(argv[2], O_RDWR);
+	if (bar < 0 || nvme < 0)
+		return 1;
+	signal(SIGALRM, SIG_DFL);
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_dmabuf_api\n");
+	printf("    1..%d\n", PLAN);
+
+	export_cases(bar);
+	dfd = export(bar, (struct p2pbar_export){ .size = 1 << 20,
+						  .flags = P2PBAR_EXPORT_F_CLOEXEC });
+	result(dfd >= 0, "export 1 MiB", 0, dfd < 0 ? -dfd : 0);
+	if (dfd < 0)
+		return 1;
+	import_cases(nvme, dfd, bar);
+
+	/* NVMe -> dma-buf -> NVMe: the caller compares LBA 61440.. with 2048.. */
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 2048, 1 << 18, dfd, 0, 0);
+	if (!ret)
+		ret = dmabuf_io(nvme, P2PNVME_OP_WRITE, 61440, 1 << 18, dfd, 0, 0);
+	result(!ret, "read 256 KiB into the dma-buf, write it back elsewhere", 0, ret);
+
+	for (i = 0; i < 4; i++)
+		ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[i]), .op = P2PNVME_OP_READ,
+					      .slba = 2048 + i * 256, .len = 1 << 17,
+					      .addr = (1 << 18) + i * (1 << 17), .dmabuf_fd = dfd,
+					      .flags = P2PNVME_IO_F_DMABUF };
+	ret = ioctl(nvme, P2PNVME_IOC_SUBMIT, &sub) ? errno : 0;
+	for (i = 0; !ret && i < 4; i++)
+		ret = ios[i].path == P2PNVME_PATH_DMABUF ? 0 : EPROTO;
+	result(!ret, "a batch of 4 reads into one dma-buf, path dmabuf", 0, ret);
+
+	udmabuf_case(nvme);
+	revoke_case(bar, nvme, dfd, argv[3]);
+	close(dfd);
+
+	if (n != PLAN)
+		printf("    # ran %d cases, planned %d\n", n, PLAN);
+	printf("%s 1 client_dmabuf_api\n", failed || n != PLAN ? "not ok" : "ok");
+	return failed || n != PLAN;
+}
