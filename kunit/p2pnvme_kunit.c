@@ -34,7 +34,7 @@ static const struct io_case io_cases[] = {
 	{ "no buffer", { .op = R, .len = 512 }, -EINVAL },
 	{ "buffer wraps", { .op = R, .len = 1024, .addr = ~0ULL - 511 }, -EINVAL },
 	{ "unknown op", { .op = 4, .len = 512, .addr = BUF }, -EOPNOTSUPP },
-	{ "unknown flag", { .op = R, .len = 512, .addr = BUF, .flags = 1 << 4 }, -EINVAL },
+	{ "unknown flag", { .op = R, .len = 512, .addr = BUF, .flags = 1 << 7 }, -EINVAL },
 	{ "PRP and SGL", { .op = R, .len = 512, .addr = BUF,
 			   .flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, -EINVAL },
 	{ "bounce both ways", { .op = R, .len = 512, .addr = BUF,
