@@ -6,12 +6,13 @@
  * The administrator binds a controller with driver_override in place of
  * nvme-pci. The driver brings the controller up itself (admin queue,
  * Identify, I/O queue pairs), and serves transfers between a namespace LBA
- * range and a user buffer: host memory, or a mapping of p2pmem from any
- * provider (/dev/p2pbarN, the kernel's p2pmem/allocate). For p2pmem it
- * checks the topology first (pci_p2pdma_distance()), maps the pages with
- * dma_map_sgtable() so the controller gets bus addresses, and falls back to
- * a host bounce buffer when P2P is impossible, or refuses with -EREMOTEIO,
- * by policy. Every I/O is counted by the path it took.
+ * range and a user buffer (host memory, or a mapping of p2pmem from any
+ * provider: /dev/p2pbarN, the kernel's p2pmem/allocate) or an imported
+ * dma-buf. For p2pmem it checks the topology first (pci_p2pdma_distance()),
+ * maps the pages with dma_map_sgtable() so the controller gets bus
+ * addresses, and falls back to host bounce pages when P2P is impossible, or
+ * refuses with -EREMOTEIO, by policy. Every I/O is counted by the path it
+ * took.
  *
  * The queue engine (engine.c) keeps many commands in flight per queue,
  * takes MSI-X interrupts (or polls), and aborts, resets and cancels; io.c
