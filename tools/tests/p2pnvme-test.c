@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_badinput\n");
-	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4 + 9);
+	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4 + 9 + 3);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		io = cases[i].io;
 		io.argsz = sizeof(io);
@@ -137,6 +137,18 @@ int main(int argc, char **argv)
 	result(ret == EFAULT, "bad argument pointer", EFAULT, ret);
 	ret = ioctl(fd, _IO(P2PNVME_IOC_MAGIC, 0x7f), NULL) ? errno : 0;
 	result(ret == ENOTTY, "unknown ioctl", ENOTTY, ret);
+
+	/* P2PNVME_IOC_INFO */
+	struct p2pnvme_info bad = { .argsz = sizeof(bad), .flags = 1 };
+
+	ret = ioctl(fd, P2PNVME_IOC_INFO, &bad) ? errno : 0;
+	result(ret == EINVAL, "info: flags set on input", EINVAL, ret);
+	bad = (struct p2pnvme_info){ .argsz = sizeof(bad), .reserved = 1 };
+	ret = ioctl(fd, P2PNVME_IOC_INFO, &bad) ? errno : 0;
+	result(ret == EINVAL, "info: reserved set", EINVAL, ret);
+	bad = (struct p2pnvme_info){ .argsz = 4 };
+	ret = ioctl(fd, P2PNVME_IOC_INFO, &bad) ? errno : 0;
+	result(ret == EINVAL, "info: argsz too small", EINVAL, ret);
 
 	/* P2PNVME_IOC_SUBMIT: the batch itself, then one bad entry among good ones */
 	struct p2pnvme_io ios[3];
