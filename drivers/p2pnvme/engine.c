@@ -389,7 +389,8 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 	return n;
 }
 
-static void queue_poll(struct p2pnvme_queue *q)
+/* Reap @q from process context. Return: completions found. */
+static unsigned int queue_poll(struct p2pnvme_queue *q)
 {
 	unsigned long flags;
 	unsigned int n;
@@ -398,6 +399,7 @@ static void queue_poll(struct p2pnvme_queue *q)
 	n = queue_process_cq(q);
 	spin_unlock_irqrestore(&q->lock, flags);
 	progress(q->c, n);
+	return n;
 }
 
 irqreturn_t p2pnvme_irq(int irq, void *data)
@@ -589,13 +591,50 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 	return n;
 }
 
+/*
+ * Find the batch's commands on @q that are past their deadline. One that
+ * was aborted already sets *@reset. With @abort, the first one not aborted
+ * yet is marked aborted (and given another timeout) and @abort filled in
+ * for it; without, nothing changes. Return: such a command was found.
+ */
+static bool queue_expired(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
+			  struct nvme_command *abort, bool *reset)
+{
+	unsigned long flags;
+	bool found = false;
+	unsigned int j;
+
+	spin_lock_irqsave(&q->lock, flags);
+	for (j = 0; j < q->depth && !found; j++) {
+		struct p2pnvme_cmd *cmd = &q->cmds[j];
+
+		if (!cmd->busy || cmd->batch != b || !time_after(jiffies, cmd->deadline))
+			continue;
+		if (cmd->aborted) {
+			*reset = true;	/* aborted and still not back */
+			continue;
+		}
+		found = true;
+		if (!abort)
+			break;
+		cmd->aborted = true;
+		cmd->deadline = jiffies + io_timeout();
+		p2pnvme_stat_add(q->c, ST_TIMEOUTS, 1);
+		abort->abort.opcode = nvme_admin_abort_cmd;
+		abort->abort.sqid = cpu_to_le16(q->qid);
+		abort->abort.cid = j | (cmd->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	return found;
+}
+
 static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 {
 	struct nvme_command abort = {};
 	struct p2pnvme_queue *q;
 	unsigned long flags;
 	bool reset = false, do_abort = false;
-	unsigned int i, j, n;
+	unsigned int i, n;
 	u32 csts, res;
 	int ret;
 
@@ -635,26 +674,15 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 
 	for (i = 0; i < c->nr_ioq && !do_abort; i++) {
 		q = &c->ioq[i];
-		spin_lock_irqsave(&q->lock, flags);
-		for (j = 0; j < q->depth; j++) {
-			struct p2pnvme_cmd *cmd = &q->cmds[j];
-
-			if (!cmd->busy || cmd->batch != b || !time_after(jiffies, cmd->deadline))
-				continue;
-			if (cmd->aborted) {
-				reset = true;	/* aborted and still not back */
-				continue;
-			}
-			cmd->aborted = true;
-			cmd->deadline = jiffies + io_timeout();
-			p2pnvme_stat_add(c, ST_TIMEOUTS, 1);
-			abort.abort.opcode = nvme_admin_abort_cmd;
-			abort.abort.sqid = cpu_to_le16(q->qid);
-			abort.abort.cid = j | (cmd->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
-			do_abort = true;
-			break;
+		/* a completion whose interrupt got lost is no timeout */
+		if (!c->polled && queue_expired(q, b, NULL, &reset)) {
+			n = queue_poll(q);
+			if (n)
+				dev_warn_ratelimited(&c->pdev->dev,
+						     "q%u: %u completions found without an interrupt\n",
+						     q->qid, n);
 		}
-		spin_unlock_irqrestore(&q->lock, flags);
+		do_abort = queue_expired(q, b, &abort, &reset);
 	}
 
 	/* a reset is on its way or the device is being removed: it cancels all */

@@ -36,17 +36,49 @@
 
 #include "internal.h"
 
+/* An unsigned module parameter that takes only values in [min, max]. */
+struct uint_range {
+	unsigned int *val;
+	unsigned int min;
+	unsigned int max;
+};
+
+static int uint_range_set(const char *arg, const struct kernel_param *kp)
+{
+	const struct uint_range *r = kp->arg;
+	unsigned int v;
+
+	if (kstrtouint(arg, 0, &v) || v < r->min || v > r->max)
+		return -EINVAL;
+	WRITE_ONCE(*r->val, v);
+	return 0;
+}
+
+static int uint_range_get(char *buf, const struct kernel_param *kp)
+{
+	const struct uint_range *r = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*r->val));
+}
+
+static const struct kernel_param_ops uint_range_ops = {
+	.set = uint_range_set,
+	.get = uint_range_get,
+};
+
 unsigned int p2pnvme_io_timeout_ms = 5000;
-module_param_named(io_timeout_ms, p2pnvme_io_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(io_timeout_ms, "Per-command timeout before abort and reset (default 5000)");
+static struct uint_range io_timeout_range = { &p2pnvme_io_timeout_ms, 10, 3600000 };
+module_param_cb(io_timeout_ms, &uint_range_ops, &io_timeout_range, 0644);
+MODULE_PARM_DESC(io_timeout_ms, "Per-command timeout before abort and reset, 10 .. 3600000 (default 5000)");
 
 bool p2pnvme_bounce = true;
 module_param_named(bounce, p2pnvme_bounce, bool, 0644);
 MODULE_PARM_DESC(bounce, "Bounce p2pmem through host memory when P2P is impossible (default true; false: -EREMOTEIO)");
 
 static unsigned int max_io_queues = 4;
-module_param(max_io_queues, uint, 0444);
-MODULE_PARM_DESC(max_io_queues, "I/O queue pairs to ask for, at most one per CPU (default 4)");
+static struct uint_range max_io_queues_range = { &max_io_queues, 1, P2PNVME_MAX_IOQ };
+module_param_cb(max_io_queues, &uint_range_ops, &max_io_queues_range, 0444);
+MODULE_PARM_DESC(max_io_queues, "I/O queue pairs to ask for, 1 .. 32, at most one per CPU (default 4)");
 
 static bool poll_mode;
 module_param_named(poll, poll_mode, bool, 0444);

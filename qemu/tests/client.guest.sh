@@ -32,7 +32,11 @@ want_path=p2p
 suite_begin client_setup
 check "p2pbar loads" load p2pbar
 check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
+check "p2pnvme refuses max_io_queues=0" sh -c '! insmod /lib/modules/p2pnvme.ko max_io_queues=0 2>/dev/null'
 check "p2pnvme loads" load p2pnvme
+P=/sys/module/p2pnvme/parameters
+check "io_timeout_ms refuses 0" sh -c "! echo 0 > $P/io_timeout_ms 2>/dev/null"
+check_eq "and keeps its value" "$(cat $P/io_timeout_ms)" 5000
 check "p2pnvme takes over $NVME from nvme" bind p2pnvme "$NVME"
 check "/dev/p2pnvme0 exists" test -c $N
 info=$(p2pctl --json nvme-info)
