@@ -192,6 +192,70 @@ static const struct p2pbar_user_ops p2pbar_dmabuf_user_ops = {
 };
 
 /**
+ * p2pbar_dmabuf_export - allocate zeroed p2pmem and export it as a dma-buf
+ * @pb: provider the caller holds a reference to
+ * @size: bytes, a non-zero multiple of the page size
+ * @bus_addr: out (may be NULL): PCI bus address of the memory
+ *
+ * The dma-buf owns the memory: it is freed with the last reference. Only
+ * peer2peer, revocable importers may attach (see Documentation/dmabuf.rst);
+ * when the provider goes away the dma-buf is revoked.
+ *
+ * Return: the dma-buf, or ERR_PTR(): -EINVAL (bad size), -ENODEV (provider
+ * removed), -ENOSPC (no room), -ENOMEM.
+ */
+struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_addr_t *bus_addr)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(exp);
+	struct p2pbar_dmabuf *d;
+	struct p2pbar_mem *mem;
+	struct dma_buf *dmabuf;
+
+	if (!size || !PAGE_ALIGNED(size))
+		return ERR_PTR(-EINVAL);
+	d = kzalloc_obj(*d, GFP_KERNEL);
+	if (!d)
+		return ERR_PTR(-ENOMEM);
+	mutex_init(&d->lock);
+	init_completion(&d->unmapped);
+	d->size = size;
+	d->pdev = pci_dev_get(p2pbar_pci_dev(pb));
+
+	/* a revoke from here on waits for d->lock, then sees d->dmabuf */
+	mutex_lock(&d->lock);
+	mem = p2pbar_alloc(pb, size, &p2pbar_dmabuf_user_ops, d);
+	if (IS_ERR(mem)) {
+		mutex_unlock(&d->lock);
+		dmabuf = ERR_CAST(mem);
+		goto err_free;
+	}
+	d->mem = mem;
+	exp.ops = &p2pbar_dmabuf_ops;
+	exp.size = size;
+	exp.flags = O_RDWR;
+	exp.priv = d;
+	dmabuf = dma_buf_export(&exp);
+	if (IS_ERR(dmabuf)) {
+		d->mem = NULL;
+		mutex_unlock(&d->lock);
+		p2pbar_free(mem);	/* waits out a revoke callback that found no dma-buf */
+		goto err_free;
+	}
+	d->dmabuf = dmabuf;
+	mutex_unlock(&d->lock);
+	/* from here dma_buf_put() frees d and the memory */
+	if (bus_addr)
+		*bus_addr = p2pbar_mem_bus_addr(mem);
+	return dmabuf;
+
+err_free:
+	pci_dev_put(d->pdev);
+	kfree(d);
+	return dmabuf;
+}
+EXPORT_SYMBOL_GPL(p2pbar_dmabuf_export);
+
+/**
  * p2pbar_ioc_export - P2PBAR_IOC_EXPORT
  * @pb: the provider of the open file
  * @uarg: struct p2pbar_export
@@ -202,58 +266,25 @@ static const struct p2pbar_user_ops p2pbar_dmabuf_user_ops = {
  */
 long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg)
 {
-	DEFINE_DMA_BUF_EXPORT_INFO(exp);
 	struct p2pbar_export arg;
-	struct p2pbar_dmabuf *d;
-	struct p2pbar_mem *mem;
 	struct dma_buf *dmabuf;
+	pci_bus_addr_t bus;
 	int fd, ret = p2p_ioctl_copy_in(&arg, sizeof(arg), uarg);
 
 	if (ret)
 		return ret;
-	if ((arg.flags & ~P2PBAR_EXPORT_F_CLOEXEC) || arg.reserved || arg.fd ||
-	    !arg.size || !PAGE_ALIGNED(arg.size))
+	if ((arg.flags & ~P2PBAR_EXPORT_F_CLOEXEC) || arg.reserved || arg.fd)
 		return -EINVAL;
-
-	d = kzalloc_obj(*d, GFP_KERNEL);
-	if (!d)
-		return -ENOMEM;
-	mutex_init(&d->lock);
-	init_completion(&d->unmapped);
-	d->size = arg.size;
-	d->pdev = pci_dev_get(p2pbar_pci_dev(pb));
 	fd = get_unused_fd_flags(arg.flags & P2PBAR_EXPORT_F_CLOEXEC ? O_CLOEXEC : 0);
-	if (fd < 0) {
-		ret = fd;
-		goto err_free;
-	}
-
-	/* a revoke from here on waits for d->lock, then sees d->dmabuf */
-	mutex_lock(&d->lock);
-	mem = p2pbar_alloc(pb, arg.size, &p2pbar_dmabuf_user_ops, d);
-	if (IS_ERR(mem)) {
-		mutex_unlock(&d->lock);
-		ret = PTR_ERR(mem);
-		goto err_fd;
-	}
-	d->mem = mem;
-	exp.ops = &p2pbar_dmabuf_ops;
-	exp.size = arg.size;
-	exp.flags = O_RDWR;
-	exp.priv = d;
-	dmabuf = dma_buf_export(&exp);
+	if (fd < 0)
+		return fd;
+	dmabuf = p2pbar_dmabuf_export(pb, arg.size, &bus);
 	if (IS_ERR(dmabuf)) {
-		d->mem = NULL;
-		mutex_unlock(&d->lock);
-		ret = PTR_ERR(dmabuf);
-		goto err_mem;
+		put_unused_fd(fd);
+		return PTR_ERR(dmabuf);
 	}
-	d->dmabuf = dmabuf;
-	mutex_unlock(&d->lock);
-
-	/* from here dma_buf_put() frees d and the memory */
 	arg.fd = fd;
-	arg.bus_addr = p2pbar_mem_bus_addr(mem);
+	arg.bus_addr = bus;
 	if (copy_to_user((void __user *)uarg, &arg, sizeof(arg))) {
 		put_unused_fd(fd);
 		dma_buf_put(dmabuf);
@@ -261,13 +292,4 @@ long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg)
 	}
 	fd_install(fd, dmabuf->file);
 	return 0;
-
-err_mem:
-	p2pbar_free(mem);	/* waits out a revoke callback that found no dma-buf */
-err_fd:
-	put_unused_fd(fd);
-err_free:
-	pci_dev_put(d->pdev);
-	kfree(d);
-	return ret;
 }

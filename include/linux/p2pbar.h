@@ -82,4 +82,7 @@ void *p2pbar_mem_vaddr(struct p2pbar_mem *mem);
 pci_bus_addr_t p2pbar_mem_bus_addr(struct p2pbar_mem *mem);
 size_t p2pbar_mem_size(struct p2pbar_mem *mem);
 
+struct dma_buf;
+struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_addr_t *bus_addr);
+
 #endif /* _LINUX_P2PBAR_H */
