@@ -14,6 +14,10 @@ memory):
     dma-in LEN ADDR                       every NVMe data DMA since the mark fell
                                           inside [ADDR, ADDR+LEN) (bus addresses)
     dma-none                              no NVMe data DMA at all since the mark
+    dma-inflight MIN QUEUES               since the mark, on at least QUEUES I/O
+                                          queues QEMU's nvme held MIN or more
+                                          commands at once (submitted, not yet
+                                          completed)
 
 A and B name files of the run directory: bar0 -> bar0.mem (an ivshmem
 backing file), nvme0 -> nvme0.img (a namespace image). limit=NAME marks a
@@ -57,6 +61,22 @@ def read_at(run, ref, length):
 
 
 DMA_RE = re.compile(r'pci_nvme_map_addr addr (0x[0-9a-f]+) len (\d+)')
+CMD_RE = re.compile(r'pci_nvme_(io_cmd|enqueue_req_completion) cid (\d+) (?:nsid \S+ sqid|cqid) (\d+)')
+
+
+def inflight_max(trace):
+    """Most commands QEMU's nvme held at once, per I/O queue id."""
+    now, top = {}, {}
+    for kind, cid, qid in CMD_RE.findall(trace):
+        qid = int(qid)
+        if qid == 0:
+            continue
+        if kind == 'io_cmd':
+            now[qid] = now.get(qid, 0) + 1
+            top[qid] = max(top.get(qid, 0), now[qid])
+        elif now.get(qid):
+            now[qid] -= 1
+    return top
 
 
 def dma_trace(run):
@@ -78,6 +98,15 @@ def do_check(run, words):
             mark = int(f.read())
         n = len(DMA_RE.findall(dma_trace(run)[mark:]))
         return ('ok' if n == 0 else 'not ok'), 'QEMU nvme did no data DMA since the mark', f'{n} mappings'
+    if words and words[0] == 'dma-inflight':
+        least, queues = int(words[1]), int(words[2])
+        with open(os.path.join(run, 'dma.mark')) as f:
+            mark = int(f.read())
+        top = inflight_max(dma_trace(run)[mark:])
+        busy = sum(1 for n in top.values() if n >= least)
+        desc = f'QEMU nvme held >= {least} commands at once on >= {queues} I/O queues'
+        note = 'most at once per queue: ' + (', '.join(f'q{q} {n}' for q, n in sorted(top.items())) or 'none')
+        return ('ok' if busy >= queues else 'not ok'), desc, note
     if words and words[0] == 'dma-in':
         length, lo = int(words[1], 0), int(words[2], 0)
         with open(os.path.join(run, 'dma.mark')) as f:

@@ -85,12 +85,15 @@ mem=1G
 [ "$flavour" = debug ] && mem=3G
 # KASAN + lockdep under TCG run a test 10-20 times slower
 [ -n "$timeout" ] || { [ "$flavour" = debug ] && timeout=1800 || timeout=600; }
+# QEMU's nvme trace, the host's view of the controllers: data DMA addresses,
+# commands fetched and completed (qemu/hostcheck.py reads it)
+printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_enqueue_req_completion > "$RUN/trace-events"
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-nodefaults -display none -no-reboot
 	-serial "file:$RUN/serial.log"
 	-serial "unix:$RUN/hostd.sock,server=on,wait=off"
 	-qmp "unix:$RUN/qmp.sock,server=on,wait=off"
-	-trace "enable=pci_nvme_map_addr,file=$RUN/nvme-dma.log"
+	-trace "events=$RUN/trace-events,file=$RUN/nvme-dma.log"
 	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$initrd" -append "$append"
 	"${P_DEVICES[@]}")
 printf '%q ' "${cmd[@]}" > "$RUN/qemu.cmd"

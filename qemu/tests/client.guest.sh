@@ -100,6 +100,8 @@ check_eq "one batch of 64 reads of 64 KiB at 16 MiB" "$?" 0
 check_eq "path is $want_path" "$(js path "$out")" "$want_path"
 hostcheck equal 4194304 "bar0@$(js bar_offset "$out")" nvme0@0x1000000
 dma_in_bar
+# the device's view: QEMU's trace of commands fetched and completed
+hostcheck dma-inflight 8 "$(js io_queues "$info")"
 diag "queues: $(tr '\n' ';' < $Q)"
 busy=$(awk '$1 ~ /^[0-9]+$/ && $1 > 0 && $8 > 1' $Q | wc -l)
 check_eq "every I/O queue had more than one command in flight" "$busy" "$(js io_queues "$info")"
