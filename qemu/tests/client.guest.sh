@@ -178,6 +178,11 @@ fi
 
 suite_begin client_teardown
 diag "stats: $(grep . $STATS/* | sed 's|.*/||' | tr '\n' ' ')"
+p2pctl nvme-stats | while read -r l; do diag "$l"; done
+st=$(p2pctl --json nvme-stats)
+check_eq "nvme-stats reports what sysfs says" \
+	"$(js reads_p2p "$st") $(js bytes_dmabuf "$st") $(js irqs "$st")" \
+	"$(cat $STATS/reads_p2p) $(cat $STATS/bytes_dmabuf) $(cat $STATS/irqs)"
 Q=/sys/kernel/debug/p2pnvme/$NVME/queues
 diag "queues: $(tr '\n' ';' < $Q)"
 check_eq "debugfs shows the admin queue and every I/O queue" \

@@ -9,6 +9,7 @@
  *   p2pctl dma-write BLK OFF LEN BYTE (--dev DEV | --sysfs BDF)
  *                                             fill p2pmem with BYTE, O_DIRECT write to BLK
  *   p2pctl nvme-info [NVME]                   describe a p2pnvme controller (/dev/p2pnvme0)
+ *   p2pctl nvme-stats [NVME]                  its counters: transfers by path, failures
  *   p2pctl nvme-read NVME SLBA LEN [opts]     namespace -> buffer through p2pnvme
  *   p2pctl nvme-write NVME SLBA LEN BYTE [opts]
  *                                             buffer filled with BYTE -> namespace
@@ -411,6 +412,69 @@ static int submit_split(int fd, struct p2pnvme_io *io, unsigned int n)
 	return ret;
 }
 
+/* One counter of /sys/class/p2pnvme/NAME/stats, or -1. */
+static long long nvme_stat(const char *name, const char *counter)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/%s", name, counter);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* The controller's counters: transfers and bytes by path, then failures. */
+static int cmd_nvme_stats(const char *dev)
+{
+	static const char * const paths[] = { "p2p", "bounce", "host", "dmabuf" };
+	static const char * const other[] = { "refused", "errors", "timeouts", "aborts",
+					       "resets", "cancelled", "irqs" };
+	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+	char c[32];
+	unsigned int i;
+
+	snprintf(c, sizeof(c), "reads_%s", paths[0]);
+	if (nvme_stat(name, c) < 0)
+		return fail(ENODEV, dev);
+	if (json) {
+		printf("{\"device\":\"%s\"", dev);
+		for (i = 0; i < 4; i++) {
+			snprintf(c, sizeof(c), "reads_%s", paths[i]);
+			printf(",\"%s\":%lld", c, nvme_stat(name, c));
+			snprintf(c, sizeof(c), "writes_%s", paths[i]);
+			printf(",\"%s\":%lld", c, nvme_stat(name, c));
+			snprintf(c, sizeof(c), "bytes_%s", paths[i]);
+			printf(",\"%s\":%lld", c, nvme_stat(name, c));
+		}
+		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+			printf(",\"%s\":%lld", other[i], nvme_stat(name, other[i]));
+		printf("}\n");
+		return 0;
+	}
+	printf("%s       reads     writes        bytes\n", name);
+	for (i = 0; i < 4; i++) {
+		long long r, w, b;
+
+		snprintf(c, sizeof(c), "reads_%s", paths[i]);
+		r = nvme_stat(name, c);
+		snprintf(c, sizeof(c), "writes_%s", paths[i]);
+		w = nvme_stat(name, c);
+		snprintf(c, sizeof(c), "bytes_%s", paths[i]);
+		b = nvme_stat(name, c);
+		printf("  %-7s %10lld %10lld %12lld\n", paths[i], r, w, b);
+	}
+	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		printf("%s%s %lld", i ? ", " : "  ", other[i], nvme_stat(name, other[i]));
+	printf("\n");
+	return 0;
+}
+
 static int cmd_nvme_io(int write, int argc, char **argv)
 {
 	struct p2pnvme_io io = { .argsz = sizeof(io) };
@@ -598,6 +662,7 @@ static void usage(void)
 	      "  dma-write BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]\n"
 	      "                                  fill p2pmem with BYTE, O_DIRECT write to BLK\n"
 	      "  nvme-info [NVME]                describe a p2pnvme controller (/dev/p2pnvme0)\n"
+	      "  nvme-stats [NVME]               its counters: transfers by path, failures\n"
 	      "  nvme-read NVME SLBA LEN [opts]  namespace -> p2pmem (or --host memory)\n"
 	      "  nvme-write NVME SLBA LEN BYTE [opts]\n"
 	      "                                  p2pmem filled with BYTE -> namespace\n"
@@ -633,6 +698,8 @@ int main(int argc, char **argv)
 		return cmd_dma(1, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-info"))
 		return cmd_nvme_info(argc > 2 ? argv[2] : "/dev/p2pnvme0");
+	if (!strcmp(argv[1], "nvme-stats"))
+		return cmd_nvme_stats(argc > 2 ? argv[2] : "/dev/p2pnvme0");
 	if (!strcmp(argv[1], "nvme-read"))
 		return cmd_nvme_io(0, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-write"))
