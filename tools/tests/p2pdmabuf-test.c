@@ -31,17 +31,9 @@
 #include <linux/p2pnvme.h>
 #include <linux/udmabuf.h>
 
+#include "ktap.h"
+
 #define PLAN 22
-
-static int n, failed;
-
-static void result(int ok, const char *what, int want, int got)
-{
-	n++;
-	failed += !ok;
-	printf("    %s %d %s -> %s (got %s)\n", ok ? "ok" : "not ok", n, what, strerror(want),
-	       strerror(got));
-}
 
 static int export(int bar, struct p2pbar_export e)
 {

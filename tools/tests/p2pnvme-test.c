@@ -20,15 +20,7 @@
 
 #include <linux/p2pnvme.h>
 
-static int n, failed;
-
-static void result(int ok, const char *what, int want, int got)
-{
-	n++;
-	failed += !ok;
-	printf("    %s %d %s -> %s (got %s)\n", ok ? "ok" : "not ok", n, what, strerror(want),
-	       strerror(got));
-}
+#include "ktap.h"
 
 /* Sum of every counter in sysfs stats/ */
 static long long stats_sum(const char *dev)
