@@ -113,6 +113,16 @@ check_eq "3 reads of 360 KiB at a 2 KiB offset (odd PRP/SGL boundaries)" "$?" 0
 hostcheck equal 1105920 "bar0@$(js bar_offset "$out")" nvme0@$((4100 * 512))
 suite_end
 
+# More than the queues hold: 4 threads keep batches of 64 reads going, so
+# submitters wait for free slots; nothing fails, nothing hangs.
+suite_begin client_stress
+out=$(p2pbench engine $N 65536 2 --threads 4 --qd 64)
+check_eq "4 threads x batches of 64 reads of 64 KiB for 2 s" "$?" 0
+diag "$out"
+full=$(awk '$1 ~ /^[0-9]+$/ && $1 > 0 && $8 == $2 - 1' $Q | wc -l)
+check "a queue was full ($(($(js queue_depth "$info"))) in flight) and submitters waited" test "$full" -ge 1
+suite_end
+
 suite_begin client_policy
 r0=$(cat $STATS/refused)
 out=$(p2pctl --json nvme-read $N 30000 65536 --no-bounce)

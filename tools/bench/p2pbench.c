@@ -2,9 +2,10 @@
 /*
  * p2pbench: timed random reads into p2pmem, for benchmark ratios.
  *
- *   p2pbench engine NVME SIZE SECONDS [--qd N] [--bounce | --host]
+ *   p2pbench engine NVME SIZE SECONDS [--qd N] [--threads T] [--bounce | --host]
  *        this suite's queue engine: P2PNVME_IOC_IO reads at queue depth 1,
- *        or batches of N reads in flight at once (P2PNVME_IOC_SUBMIT)
+ *        or batches of N reads in flight at once (P2PNVME_IOC_SUBMIT); with
+ *        T threads, each does that on its own buffer (T x N in flight)
  *   p2pbench blk BLKDEV SIZE SECONDS QD [--host]
  *        O_DIRECT reads through the kernel's nvme driver (Linux AIO, depth QD)
  *
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,18 +83,72 @@ static void report(const char *what, const char *dev, size_t size, int qd, const
 	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0);
 }
 
+/* One thread of the engine benchmark: synchronous batches of @qd reads. */
+struct worker {
+	pthread_t tid;
+	int fd, qd, bounce;
+	unsigned int seed;
+	size_t size;
+	unsigned char *buf;	/* qd * size bytes of its own */
+	struct p2pnvme_info *info;
+	double secs, t0, lat;
+	long ops;
+	int err;
+	uint32_t path;
+};
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct p2pnvme_submit sub = { .argsz = sizeof(sub) };
+	struct p2pnvme_io ios[P2PNVME_SUBMIT_MAX];
+	uint64_t span = w->info->nlb - (w->size >> w->info->lba_shift);
+	uint64_t align = (4096 >> w->info->lba_shift) - 1;
+	double s, t;
+	int i;
+
+	do {
+		s = now();
+		for (i = 0; i < w->qd; i++) {
+			ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[i]), .op = P2PNVME_OP_READ,
+						      .len = w->size,
+						      .addr = (uintptr_t)(w->buf + i * w->size),
+						      .flags = w->bounce ? P2PNVME_IO_F_BOUNCE : 0 };
+			ios[i].slba = ((uint64_t)rand_r(&w->seed) % span) & ~align;
+		}
+		if (w->qd == 1) {
+			if (ioctl(w->fd, P2PNVME_IOC_IO, &ios[0])) {
+				w->err = errno;
+				return NULL;
+			}
+		} else {
+			sub.nr = w->qd;
+			sub.failed = 0;
+			sub.ios = (uintptr_t)ios;
+			if (ioctl(w->fd, P2PNVME_IOC_SUBMIT, &sub)) {
+				w->err = errno;
+				return NULL;
+			}
+		}
+		t = now();
+		/* every read of a batch completes within the batch's time */
+		w->lat += (t - s) * w->qd;
+		w->ops += w->qd;
+	} while (t - w->t0 < w->secs);
+	w->path = ios[0].path;
+	return NULL;
+}
+
 static int engine(int argc, char **argv)
 {
 	size_t size = strtoul(argv[1], NULL, 0);
 	double secs = atof(argv[2]), t0, t1, c0, lat = 0;
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
-	struct p2pnvme_submit sub = { .argsz = sizeof(sub) };
-	struct p2pnvme_io ios[P2PNVME_SUBMIT_MAX];
-	int bounce = 0, host = 0, qd = 1, fd, i;
+	int bounce = 0, host = 0, qd = 1, threads = 1, fd, i;
+	struct worker *w;
 	const char *path;
 	unsigned char *buf;
 	long ops = 0;
-	uint64_t span;
 
 	for (i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--bounce"))
@@ -101,49 +157,42 @@ static int engine(int argc, char **argv)
 			host = 1;
 		else if (!strcmp(argv[i], "--qd") && i + 1 < argc)
 			qd = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
-	if (qd < 1 || qd > P2PNVME_SUBMIT_MAX)
-		return fprintf(stderr, "QD 1..%d\n", P2PNVME_SUBMIT_MAX), 2;
+	if (qd < 1 || qd > P2PNVME_SUBMIT_MAX || threads < 1 || threads > 64)
+		return fprintf(stderr, "QD 1..%d, threads 1..64\n", P2PNVME_SUBMIT_MAX), 2;
 	fd = open(argv[0], O_RDWR);
 	if (fd < 0 || ioctl(fd, P2PNVME_IOC_INFO, &info))
 		return perror(argv[0]), 1;
-	buf = buffer(size * qd, host);
-	if (!buf)
+	buf = buffer(size * qd * threads, host);
+	w = calloc(threads, sizeof(*w));
+	if (!buf || !w)
 		return perror("buffer"), 1;
-	span = info.nlb - (size >> info.lba_shift);
-	srand(1);
 	c0 = cpu_busy();
 	t0 = now();
-	do {
-		double s = now();
-
-		for (i = 0; i < qd; i++) {
-			ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[i]), .op = P2PNVME_OP_READ,
-						      .len = size, .addr = (uintptr_t)(buf + i * size),
-						      .flags = bounce ? P2PNVME_IO_F_BOUNCE : 0 };
-			ios[i].slba = ((uint64_t)rand() % span) &
-				      ~((uint64_t)(4096 >> info.lba_shift) - 1);
-		}
-		if (qd == 1) {
-			if (ioctl(fd, P2PNVME_IOC_IO, &ios[0]))
-				return perror("P2PNVME_IOC_IO"), 1;
-		} else {
-			sub.nr = qd;
-			sub.failed = 0;
-			sub.ios = (uintptr_t)ios;
-			if (ioctl(fd, P2PNVME_IOC_SUBMIT, &sub))
-				return perror("P2PNVME_IOC_SUBMIT"), 1;
-		}
-		t1 = now();
-		/* every read of a batch completes within the batch's time */
-		lat += (t1 - s) * qd;
-		ops += qd;
-	} while (t1 - t0 < secs);
-	path = ios[0].path == P2PNVME_PATH_P2P ? "p2p" :
-	       ios[0].path == P2PNVME_PATH_BOUNCE ? "bounce" : "host";
-	report("engine", argv[0], size, qd, path, ops, t1 - t0, lat, cpu_busy() - c0);
+	for (i = 0; i < threads; i++) {
+		w[i] = (struct worker){ .fd = fd, .qd = qd, .bounce = bounce, .seed = i + 1,
+					.size = size, .buf = buf + (size_t)i * qd * size,
+					.info = &info, .secs = secs, .t0 = t0 };
+		if (pthread_create(&w[i].tid, NULL, worker_run, &w[i]))
+			return perror("pthread_create"), 1;
+	}
+	for (i = 0; i < threads; i++)
+		pthread_join(w[i].tid, NULL);
+	t1 = now();
+	for (i = 0; i < threads; i++) {
+		if (w[i].err)
+			return fprintf(stderr, "thread %d: %s\n", i, strerror(w[i].err)), 1;
+		ops += w[i].ops;
+		lat += w[i].lat;
+	}
+	path = w[0].path == P2PNVME_PATH_P2P ? "p2p" :
+	       w[0].path == P2PNVME_PATH_BOUNCE ? "bounce" : "host";
+	report(threads > 1 ? "engine-threads" : "engine", argv[0], size, qd * threads, path, ops,
+	       t1 - t0, lat, cpu_busy() - c0);
 	return 0;
 }
 
@@ -222,7 +271,7 @@ int main(int argc, char **argv)
 		return engine(argc - 2, argv + 2);
 	if (argc >= 6 && !strcmp(argv[1], "blk"))
 		return blk(argc - 2, argv + 2);
-	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--qd N] [--bounce|--host]\n"
+	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--qd N] [--threads T] [--bounce|--host]\n"
 		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n");
 	return 2;
 }
