@@ -307,10 +307,17 @@ void p2pnvme_ring(struct p2pnvme_queue *q)
 	spin_unlock_irqrestore(&q->lock, flags);
 }
 
+/* One command of @b is over; the last one wakes the batch's waiter. */
+static void batch_put(struct p2pnvme_batch *b)
+{
+	if (atomic_dec_and_test(&b->pending))
+		complete(&b->done);	/* b may be gone right after this */
+}
+
 /*
  * A command is done: record its outcome in its request and let the slot go.
  * Caller holds q->lock. The batch's waiter may free the request and the
- * batch as soon as it sees @pending drop, so they are not touched after.
+ * batch once batch_put() completes it, so they are not touched after.
  */
 static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 status,
 		       u32 result, int err)
@@ -331,7 +338,7 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 			r->status = status;
 		}
 		r->result = result;
-		atomic_dec_return_release(&b->pending);
+		batch_put(b);
 	}
 	cmd->batch = NULL;
 	cmd->req = NULL;
@@ -339,12 +346,15 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 	q->inflight--;
 }
 
-/* Tell waiters that commands completed (or were cancelled). */
+/*
+ * Slots were freed: wake submitters waiting for one (and removal waiting
+ * for the queues to drain). Batch waiters are woken by their completion.
+ */
 static void progress(struct p2pnvme *c, unsigned int n)
 {
 	if (!n)
 		return;
-	atomic_add_return(n, &c->progress);	/* ordered after the pending drops */
+	atomic_add_return(n, &c->progress);	/* ordered after the slots went free */
 	wake_up_all(&c->wq);
 }
 
@@ -445,7 +455,8 @@ static void wait_progress(struct p2pnvme *c, struct p2pnvme_batch *b, int seen)
 
 void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin)
 {
-	atomic_set(&b->pending, 0);
+	atomic_set(&b->pending, 1);	/* the submitter's, see the struct */
+	init_completion(&b->done);
 	b->admin = admin;
 	b->next_check = jiffies + max(HZ / 20, 1);
 }
@@ -535,13 +546,25 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
  */
 void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b)
 {
-	int seen;
+	unsigned int i;
 
+	/* everything is submitted: drop the submitter's count */
+	if (atomic_dec_and_test(&b->pending))
+		return;		/* all done already, nobody completes b */
 	for (;;) {
-		seen = atomic_read_acquire(&c->progress);
-		if (!atomic_read_acquire(&b->pending))
+		if (b->admin || c->polled) {
+			if (b->admin)
+				queue_poll(&c->adminq);
+			else
+				for (i = 0; i < c->nr_ioq; i++)
+					queue_poll(&c->ioq[i]);
+			if (try_wait_for_completion(&b->done))
+				return;
+			usleep_range(5, 20);
+		} else if (wait_for_completion_timeout(&b->done, max(HZ / 20, 1))) {
 			return;
-		wait_progress(c, b, seen);
+		}
+		check_timeouts(c, b);
 	}
 }
 
@@ -585,7 +608,7 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 		cmd->req->error = err;
 		cmd->batch = NULL;
 		cmd->req = NULL;
-		atomic_dec_return_release(&b->pending);
+		batch_put(b);
 		n++;
 	}
 	return n;

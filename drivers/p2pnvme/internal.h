@@ -16,6 +16,7 @@
 #define P2PNVME_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/completion.h>
 #include <linux/interrupt.h>
 #include <linux/kref.h>
 #include <linux/nvme.h>
@@ -107,12 +108,18 @@ struct p2pnvme_req {
 
 /**
  * struct p2pnvme_batch - requests submitted together and waited for together
- * @pending: commands submitted and not completed yet
+ * @pending: commands submitted and not completed yet, plus one held by the
+ *	     submitter until p2pnvme_wait_batch(): it cannot drop to 0 while
+ *	     commands are still being submitted
+ * @done: completed by whoever drops @pending to 0 (and then touches the
+ *	  batch no more); the waiter returns only after taking it, so an
+ *	  on-stack batch is safe and a completion wakes just its own waiter
  * @admin: the commands go to the admin queue (always polled)
  * @next_check: jiffies of the waiter's next look for expired commands
  */
 struct p2pnvme_batch {
 	atomic_t pending;
+	struct completion done;
 	bool admin;
 	unsigned long next_check;
 };

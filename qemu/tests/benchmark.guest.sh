@@ -33,6 +33,7 @@ for size in 4096 131072; do
 	run engine /dev/p2pnvme0 $size "$SECS"
 	run blk "$BLK1" $size "$SECS" 1
 	run engine /dev/p2pnvme0 $size "$SECS" --qd 32
+	run engine /dev/p2pnvme0 $size "$SECS" --threads 32
 	run blk "$BLK1" $size "$SECS" 32
 done
 run engine /dev/p2pnvme0 131072 "$SECS" --bounce
