@@ -227,7 +227,8 @@ struct p2pnvme_queue {
  *	   then DEAD by remove(). DEAD is final: the device, its BAR and its
  *	   queue memory are not touched again (all released at unbind).
  * @reset_work: resets the controller, holding a reference on @kref
- * @wq: woken whenever a command completes or @state changes
+ * @wq: woken whenever slots go free (submitters waiting for one, removal
+ *	waiting for the queues to drain) or @state changes
  * @progress: completions so far (any queue), for waiters that need to know
  *	      whether something happened since they last looked
  * @stats: counters (enum p2pnvme_stat), atomic, read by sysfs
