@@ -431,20 +431,33 @@ irqreturn_t p2pnvme_irq(int irq, void *data)
 
 static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b);
 
+/* No interrupt tells this batch's waiter about its completions. */
+static bool batch_polled(struct p2pnvme *c, struct p2pnvme_batch *b)
+{
+	return b->admin || c->polled;
+}
+
+/* Reap the queues a polled batch may have commands on. */
+static void batch_poll(struct p2pnvme *c, struct p2pnvme_batch *b)
+{
+	unsigned int i;
+
+	if (b->admin) {
+		queue_poll(&c->adminq);
+		return;
+	}
+	for (i = 0; i < c->nr_ioq; i++)
+		queue_poll(&c->ioq[i]);
+}
+
 /*
  * Wait a little for any completion after @seen (c->progress), reaping
  * polled queues ourselves, then look at the batch's deadlines.
  */
 static void wait_progress(struct p2pnvme *c, struct p2pnvme_batch *b, int seen)
 {
-	unsigned int i;
-
-	if (b->admin || c->polled) {
-		if (b->admin)
-			queue_poll(&c->adminq);
-		else
-			for (i = 0; i < c->nr_ioq; i++)
-				queue_poll(&c->ioq[i]);
+	if (batch_polled(c, b)) {
+		batch_poll(c, b);
 		if (atomic_read(&c->progress) == seen)
 			usleep_range(5, 20);
 	} else {
@@ -546,18 +559,12 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
  */
 void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b)
 {
-	unsigned int i;
-
 	/* everything is submitted: drop the submitter's count */
 	if (atomic_dec_and_test(&b->pending))
 		return;		/* all done already, nobody completes b */
 	for (;;) {
-		if (b->admin || c->polled) {
-			if (b->admin)
-				queue_poll(&c->adminq);
-			else
-				for (i = 0; i < c->nr_ioq; i++)
-					queue_poll(&c->ioq[i]);
+		if (batch_polled(c, b)) {
+			batch_poll(c, b);
 			if (try_wait_for_completion(&b->done))
 				return;
 			usleep_range(5, 20);
