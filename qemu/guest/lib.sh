@@ -66,6 +66,28 @@ hostd() {
 # the result is recorded on the host side, the reply shown here.
 hostcheck() { diag "host: $(hostd check "$@")"; }
 
+# held p2pctl ARGS...: run a p2pctl transfer with --hold in the background.
+# p2pbar zeroes p2pmem when it is freed, so the host must look at the bytes
+# while p2pctl still holds them: $held_out is p2pctl's output once it has
+# printed it; released returns p2pctl's exit status and lets it free.
+held() {
+	rm -f /tmp/held.fifo /tmp/held.out
+	mkfifo /tmp/held.fifo
+	_p=$1; shift
+	$_p --hold "$@" </tmp/held.fifo >/tmp/held.out 2>/tmp/held.err &
+	_held_pid=$!
+	exec 8>/tmp/held.fifo
+	_i=0
+	while ! grep -q . /tmp/held.out && kill -0 $_held_pid 2>/dev/null && [ $_i -lt 6000 ]; do
+		sleep 0.05; _i=$((_i + 1))
+	done
+	held_out=$(cat /tmp/held.out)
+}
+released() {
+	exec 8>&-
+	wait $_held_pid
+}
+
 # find_pci VENDOR DEVICE [N]: the Nth (default 1st) function with that ID
 find_pci() {
 	_i=0

@@ -47,10 +47,10 @@ suite_end
 
 suite_begin client_io
 hostd check dma-mark >/dev/null
-out=$(p2pctl --json nvme-read $N 2048 262144)
-check_eq "read 256 KiB at 1 MiB into p2pmem" "$?" 0
-check_eq "read path is $want_path" "$(js path "$out")" "$want_path"
+held p2pctl --json nvme-read $N 2048 262144; out=$held_out
 hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@0x100000
+released; check_eq "read 256 KiB at 1 MiB into p2pmem" "$?" 0
+check_eq "read path is $want_path" "$(js path "$out")" "$want_path"
 dma_in_bar
 
 hostd check dma-mark >/dev/null
@@ -62,12 +62,12 @@ dma_in_bar
 
 # PRPs and SGLs, an odd size at an odd buffer offset, an MDTS split.
 for mode in --prp --sgl; do
-	out=$(p2pctl --json nvme-read $N 4097 4608 --offset 512 $mode)
-	check_eq "read 4608 B (9 LBAs) into p2pmem+512 with ${mode#--}" "$?" 0
+	held p2pctl --json nvme-read $N 4097 4608 --offset 512 $mode; out=$held_out
 	hostcheck equal 4608 "bar0@$(js bar_offset "$out")" nvme0@$((4097 * 512))
-	out=$(p2pctl --json nvme-read $N 8192 1052672 $mode)
-	check_eq "read 1 MiB + 4 KiB (3 commands by MDTS) with ${mode#--}" "$?" 0
+	released; check_eq "read 4608 B (9 LBAs) into p2pmem+512 with ${mode#--}" "$?" 0
+	held p2pctl --json nvme-read $N 8192 1052672 $mode; out=$held_out
 	hostcheck equal 1052672 "bar0@$(js bar_offset "$out")" nvme0@$((8192 * 512))
+	released; check_eq "read 1 MiB + 4 KiB (3 commands by MDTS) with ${mode#--}" "$?" 0
 done
 
 # Host memory gets the same bytes as p2pmem did.
@@ -77,9 +77,10 @@ check_eq "host memory and p2pmem got the same bytes" "$(js fnv1a "$h")" "$(js fn
 
 # Forced bounce moves the right bytes too and is counted.
 b0=$(cat $STATS/reads_bounce)
-out=$(p2pctl --json nvme-read $N 20480 65536 --bounce)
-check_eq "forced bounce read takes the bounce path" "$(js path "$out")" bounce
+held p2pctl --json nvme-read $N 20480 65536 --bounce; out=$held_out
 hostcheck equal 65536 "bar0@$(js bar_offset "$out")" nvme0@$((20480 * 512))
+released
+check_eq "forced bounce read takes the bounce path" "$(js path "$out")" bounce
 check_eq "reads_bounce counted it" "$(cat $STATS/reads_bounce)" $((b0 + 1))
 
 # Write zeroes and flush.
@@ -95,10 +96,10 @@ suite_end
 suite_begin client_batch
 Q=/sys/kernel/debug/p2pnvme/$NVME/queues
 hostd check dma-mark >/dev/null
-out=$(p2pctl --json nvme-read $N 32768 4194304 --batch 64)
-check_eq "one batch of 64 reads of 64 KiB at 16 MiB" "$?" 0
-check_eq "path is $want_path" "$(js path "$out")" "$want_path"
+held p2pctl --json nvme-read $N 32768 4194304 --batch 64; out=$held_out
 hostcheck equal 4194304 "bar0@$(js bar_offset "$out")" nvme0@0x1000000
+released; check_eq "one batch of 64 reads of 64 KiB at 16 MiB" "$?" 0
+check_eq "path is $want_path" "$(js path "$out")" "$want_path"
 dma_in_bar
 # the device's view: QEMU's trace of commands fetched and completed
 hostcheck dma-inflight 8 "$(js io_queues "$info")"
@@ -108,9 +109,9 @@ check_eq "every I/O queue had more than one command in flight" "$busy" "$(js io_
 out=$(p2pctl --json nvme-write $N 40960 2097152 0x5a --batch 32 --prp)
 check_eq "one batch of 32 PRP writes of 64 KiB at 20 MiB" "$?" 0
 hostcheck fill 2097152 nvme0@0x1400000 0x5a
-out=$(p2pctl --json nvme-read $N 4100 1105920 --batch 3 --offset 2048)
-check_eq "3 reads of 360 KiB at a 2 KiB offset (odd PRP/SGL boundaries)" "$?" 0
+held p2pctl --json nvme-read $N 4100 1105920 --batch 3 --offset 2048; out=$held_out
 hostcheck equal 1105920 "bar0@$(js bar_offset "$out")" nvme0@$((4100 * 512))
+released; check_eq "3 reads of 360 KiB at a 2 KiB offset (odd PRP/SGL boundaries)" "$?" 0
 suite_end
 
 # More than the queues hold. One batch of 256 reads puts 128 on each queue
@@ -118,9 +119,9 @@ suite_end
 # command ids) while the rings wrap; every byte must still land. Then 4
 # threads keep batches of 64 reads going at once: nothing fails.
 suite_begin client_stress
-out=$(p2pctl --json nvme-read $N 0 16777216 --batch 256)
-check_eq "one batch of 256 reads of 64 KiB, twice what the queues hold" "$?" 0
+held p2pctl --json nvme-read $N 0 16777216 --batch 256; out=$held_out
 hostcheck equal 16777216 "bar0@$(js bar_offset "$out")" nvme0@0
+released; check_eq "one batch of 256 reads of 64 KiB, twice what the queues hold" "$?" 0
 full=$(awk '$1 ~ /^[0-9]+$/ && $1 > 0 && $8 == $2 - 1' $Q | wc -l)
 check_eq "every I/O queue was full ($(js queue_depth "$info") in flight)" "$full" "$(js io_queues "$info")"
 out=$(p2pbench engine $N 65536 2 --threads 4 --qd 64)
@@ -154,14 +155,15 @@ hostcheck dma-none
 
 # The dma-buf bridge: p2pmem exported by p2pbar, imported by p2pnvme.
 suite_begin client_dmabuf
-out=$(p2pctl --json nvme-read $N 2048 262144 --dmabuf --offset 65536)
+held p2pctl --json nvme-read $N 2048 262144 --dmabuf --offset 65536; out=$held_out
+[ "$p2pexpect" = refused ] || hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@0x100000
+released
 rc=$?
 if [ "$p2pexpect" = refused ]; then
 	check_eq "a dma-buf the controller cannot reach: EREMOTEIO, no bounce" "$rc" 121
 else
 	check_eq "read 256 KiB into p2pmem exported as a dma-buf" "$rc" 0
 	check_eq "path dmabuf" "$(js path "$out")" dmabuf
-	hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@0x100000
 	dma_in_bar
 fi
 h=$(p2pctl --json nvme-read $N 2048 262144 --host)
@@ -215,9 +217,9 @@ check "p2pnvme loads with poll=1" load p2pnvme poll=1
 check "p2pnvme takes nvme0 back" bind p2pnvme "$NVME"
 info=$(p2pctl --json nvme-info)
 check_eq "nvme-info says polled" "$(js polled "$info")" true
-out=$(p2pctl --json nvme-read $N 2048 2097152 --batch 16)
-check_eq "a batch of 16 reads, polled" "$?" 0
+held p2pctl --json nvme-read $N 2048 2097152 --batch 16; out=$held_out
 hostcheck equal 2097152 "bar0@$(js bar_offset "$out")" nvme0@0x100000
+released; check_eq "a batch of 16 reads, polled" "$?" 0
 check_eq "no interrupt counted" "$(cat $STATS/irqs)" 0
 check "unbind and rmmod" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind; rmmod p2pnvme"
 check "nvme-pci takes the controller back" bind nvme "$NVME"

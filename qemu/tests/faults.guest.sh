@@ -49,9 +49,9 @@ check_eq "timeouts counted" "$(cat $S1/timeouts)" 1
 check_eq "the controller was reset" "$(cat $S1/resets)" 1
 # the bucket still holds the drained 1 MiB: the next read waits ~15 s
 echo 30000 > /sys/module/p2pnvme/parameters/io_timeout_ms
-out=$(p2pctl --json nvme-read /dev/p2pnvme1 8 4096)
-check_eq "I/O works after the reset" "$?" 0
-hostcheck equal 4096 "bar0@$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')" nvme1@4096
+held p2pctl --json nvme-read /dev/p2pnvme1 8 4096
+hostcheck equal 4096 "bar0@$(echo "$held_out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')" nvme1@4096
+released; check_eq "I/O works after the reset" "$?" 0
 
 # removal with a batch in flight (throttled: 16 reads of 64 KiB take ~16 s,
 # submitted with a 30 s deadline): device_del, pciehp unbinds p2pnvme,

@@ -22,8 +22,10 @@
  *   p2pctl nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]
  *                                             controller to controller through p2pmem
  *
- * Options: --json for machine output. Exit status: 0, or the errno of the
- * failing step (EREMOTEIO = 121 when the kernel refuses P2P).
+ * Options: --json for machine output; --hold keeps the p2pmem of a transfer
+ * (which p2pbar zeroes when it is freed) until stdin is closed, so that
+ * someone else can look at the bytes first. Exit status: 0, or the errno of
+ * the failing step (EREMOTEIO = 121 when the kernel refuses P2P).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +44,7 @@
 #include <linux/udmabuf.h>
 
 static int json;
+static int hold;	/* keep p2pmem until stdin is closed */
 
 static int fail(int err, const char *what)
 {
@@ -234,6 +237,9 @@ static int get_p2pmem(const char *dev, const char *bdf, size_t len, struct p2pbu
 		b->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, a.mmap_offset);
 		if (b->p == MAP_FAILED)
 			return fail(errno, "mmap");
+		/* a second mapping, never unmapped, keeps the memory past free */
+		if (hold && mmap(NULL, len, PROT_READ, MAP_SHARED, b->fd, a.mmap_offset) == MAP_FAILED)
+			return fail(errno, "mmap (--hold)");
 		b->bar_offset = a.bus_addr - i.bus_addr + i.offset;
 		return 0;
 	}
@@ -252,6 +258,9 @@ static int export_p2pmem(const char *dev, size_t len, int *dfd, unsigned long lo
 	if (ioctl(fd, P2PBAR_IOC_EXPORT, &e))
 		return fail(errno, "P2PBAR_IOC_EXPORT");
 	close(fd);
+	/* a second reference, never closed, keeps the dma-buf past close */
+	if (hold && dup(e.fd) < 0)
+		return fail(errno, "dup (--hold)");
 	*dfd = e.fd;
 	*bar_offset = e.bus_addr - i.bus_addr + i.offset;
 	return 0;
@@ -654,7 +663,7 @@ static int cmd_nvme_copy(int argc, char **argv)
 
 static void usage(void)
 {
-	fputs("usage: p2pctl [--json] COMMAND ...\n"
+	fputs("usage: p2pctl [--json] [--hold] COMMAND ...\n"
 	      "  info [DEV]                      describe a provider (default /dev/p2pbar0)\n"
 	      "  verdict CLIENT [DEV]            topology verdict for CLIENT (PCI address)\n"
 	      "  dma-read BLK OFF LEN [--dev DEV | --sysfs BDF]\n"
@@ -674,16 +683,38 @@ static void usage(void)
 	      "  nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]\n"
 	      "                                  controller to controller through p2pmem\n"
 	      "--sysfs BDF uses the kernel's p2pmem/allocate of that device.\n"
+	      "--hold keeps the p2pmem of a transfer until stdin is closed (p2pbar zeroes\n"
+	      "memory when it is freed): another observer can check the bytes first.\n"
 	      "Exit status: 0 or the errno of the failing step (121 = EREMOTEIO).\n", stderr);
 }
 
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--json")) {
-		json = 1;
-		argv++;
-		argc--;
+	char c;
+	int rc;
+
+	for (; argc > 1 && argv[1][0] == '-' && argv[1][1] == '-'; argv++, argc--) {
+		if (!strcmp(argv[1], "--json"))
+			json = 1;
+		else if (!strcmp(argv[1], "--hold"))
+			hold = 1;
+		else
+			break;
 	}
+	rc = run(argc, argv);
+	if (hold) {
+		fflush(stdout);
+		fflush(stderr);
+		while (read(STDIN_FILENO, &c, 1) > 0)
+			;
+	}
+	return rc;
+}
+
+static int run(int argc, char **argv)
+{
 	if (argc < 2) {
 		usage();
 		return 2;
