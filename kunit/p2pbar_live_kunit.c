@@ -159,9 +159,16 @@ static void revoke_on_unbind(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, rcu_access_pointer(ctx->pdev->p2pdma));	/* torn down */
 }
 
+/* Bind the provider again; true if p2pbar took it. */
+static bool rebind(struct live_ctx *ctx)
+{
+	return device_attach(&ctx->pdev->dev) >= 1 && ctx->pdev->dev.driver;
+}
+
 /*
  * A user that ignores revoke: unbind must still finish, after the bounded
- * wait, and the user's late p2pbar_free() must be harmless.
+ * wait, and the memory it may still touch is quarantined: p2pbar refuses
+ * to bind the function again until the user's late p2pbar_free().
  */
 static void revoke_ignored_is_bounded(struct kunit *test)
 {
@@ -178,7 +185,22 @@ static void revoke_ignored_is_bounded(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&h.revoked), 1);
 	KUNIT_EXPECT_GE(test, took, 9 * HZ);
 	KUNIT_EXPECT_LT(test, took, 20 * HZ);
+	KUNIT_EXPECT_FALSE_MSG(test, rebind(ctx), "re-bound over quarantined memory");
 	p2pbar_free(mem);	/* late, after the provider took the pages back */
+	KUNIT_EXPECT_TRUE_MSG(test, rebind(ctx), "no re-bind once the memory was freed");
+}
+
+/* A BAR another driver holds is not taken: probe fails, nothing left. */
+static void bar_taken_probe_fails(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+
+	device_release_driver(&ctx->pdev->dev);
+	KUNIT_ASSERT_EQ(test, pci_request_region(ctx->pdev, 2, "squatter"), 0);
+	KUNIT_EXPECT_FALSE_MSG(test, rebind(ctx), "bound over a BAR held by another driver");
+	KUNIT_EXPECT_NULL(test, rcu_access_pointer(ctx->pdev->p2pdma));
+	pci_release_region(ctx->pdev, 2);
+	KUNIT_EXPECT_TRUE(test, rebind(ctx));
 }
 
 /* After a re-bind the same function works as a provider again. */
@@ -320,15 +342,82 @@ static void dmabuf_revoke_on_unbind(struct kunit *test)
 	dma_buf_put(dmabuf);	/* the memory went back at unbind already */
 }
 
+/*
+ * Importers that ignore the revocation, on three dma-bufs: they are all
+ * revoked at once (one bound, not three), unbind finishes, the memory is
+ * quarantined until they unmap, then freed.
+ */
+struct deaf_importer {
+	atomic_t invalidated;
+};
+
+static void deaf_invalidate(struct dma_buf_attachment *attach)
+{
+	struct deaf_importer *im = attach->importer_priv;
+
+	atomic_inc(&im->invalidated);	/* and keeps using its mapping */
+}
+
+static const struct dma_buf_attach_ops deaf_importer_ops = {
+	.allow_peer2peer = true,
+	.P2P_DMA_BUF_INVALIDATE_OP = deaf_invalidate,
+};
+
+static void dmabuf_deaf_importers(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	struct device *dev = &ctx->pdev->dev;
+	struct dma_buf_attachment *attach[3];
+	struct sg_table *sgt[3];
+	struct dma_buf *dmabuf[3];
+	struct deaf_importer im = {};
+	unsigned long t0, took;
+	int i, tries;
+
+	for (i = 0; i < 3; i++) {
+		dmabuf[i] = p2pbar_dmabuf_export(ctx->pb, PAGE_SIZE, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf[i]));
+		attach[i] = dma_buf_dynamic_attach(dmabuf[i], dev, &deaf_importer_ops, &im);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(attach[i]));
+		dma_resv_lock(dmabuf[i]->resv, NULL);
+		sgt[i] = dma_buf_map_attachment(attach[i], DMA_BIDIRECTIONAL);
+		dma_resv_unlock(dmabuf[i]->resv);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(sgt[i]));
+	}
+	t0 = jiffies;
+	device_release_driver(dev);
+	took = jiffies - t0;
+	KUNIT_EXPECT_EQ(test, atomic_read(&im.invalidated), 3);
+	KUNIT_EXPECT_LT_MSG(test, took, 15 * HZ, "revocations ran one after another: %u ms",
+			    jiffies_to_msecs(took));
+	KUNIT_EXPECT_FALSE_MSG(test, rebind(ctx), "re-bound under importers' mappings");
+
+	for (i = 0; i < 3; i++) {
+		dma_resv_lock(dmabuf[i]->resv, NULL);
+		dma_buf_unmap_attachment(attach[i], sgt[i], DMA_BIDIRECTIONAL);
+		dma_resv_unlock(dmabuf[i]->resv);
+		dma_buf_detach(dmabuf[i], attach[i]);
+	}
+	/* the last unmap frees the memory from a work item */
+	for (tries = 0; tries < 100 && !rebind(ctx); tries++)
+		msleep(20);
+	KUNIT_EXPECT_TRUE_MSG(test, ctx->pdev->dev.driver,
+			      "no re-bind once the importers unmapped");
+	for (i = 0; i < 3; i++)
+		dma_buf_put(dmabuf[i]);
+}
+
 static struct kunit_case live_cases[] = {
 	KUNIT_CASE(alloc_and_access),
 	KUNIT_CASE(alloc_bad_args),
 	KUNIT_CASE(find_for_nvme),
 	KUNIT_CASE(revoke_on_unbind),
 	KUNIT_CASE(revoke_ignored_is_bounded),
+	KUNIT_CASE(bar_taken_probe_fails),
 	KUNIT_CASE(rebind_works),
 	KUNIT_CASE(dmabuf_importer_rules),
 	KUNIT_CASE(dmabuf_revoke_on_unbind),
+	KUNIT_CASE(dmabuf_deaf_importers),
 	{}
 };
 

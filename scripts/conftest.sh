@@ -33,6 +33,9 @@ probe HAVE_FOLL_PCI_P2PDMA '#include <linux/mm.h>' \
 probe HAVE_DMA_BUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>' \
 	'dma_buf_invalidate_mappings(NULL);'
 
+probe HAVE_PCIM_REQUEST_REGION '#include <linux/pci.h>' \
+	'int r = pcim_request_region(NULL, 0, "x"); (void)r;'
+
 probe HAVE_PCIM_IOMAP_REGION '#include <linux/pci.h>' \
 	'void __iomem *p = pcim_iomap_region(NULL, 0, "x"); (void)p;'
 

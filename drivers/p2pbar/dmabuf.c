@@ -13,9 +13,12 @@
  * can be revoked are taken: peer2peer capable, dynamic, with an
  * invalidation callback (move_notify, 7.x: invalidate_mappings); pinning is
  * refused. When the provider is removed, the exporter marks the dma-buf
- * revoked, tells the importers to stop (invalidation), waits a bounded time
- * for their mappings to be unmapped, and gives the memory back. Later maps
- * fail with -ENODEV; the dma-buf file itself lives on until it is closed.
+ * revoked, tells the importers to stop (invalidation), waits for their
+ * fences (DMA they queued) and for their mappings to be unmapped, bounded,
+ * and gives the memory back. An importer that keeps a mapping past the
+ * bound is named in the log and the memory is not given back: the provider
+ * quarantines it until the importer unmaps. Later maps fail with -ENODEV;
+ * the dma-buf file itself lives on until it is closed.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -29,10 +32,10 @@
 #include <linux/slab.h>
 #include <p2p_compat.h>
 
-#include "p2pbar.h"
+#include "internal.h"
 
-/* how long a revoke waits for importers to unmap */
-#define P2PBAR_DMABUF_UNMAP_TIMEOUT	(10 * HZ)
+/* how long a revoke waits for importers' fences and unmaps, in all */
+#define P2PBAR_DMABUF_REVOKE_TIMEOUT	(P2PBAR_REVOKE_TIMEOUT / 2)
 
 /**
  * struct p2pbar_dmabuf - an exported allocation
@@ -42,8 +45,11 @@
  * @lock: protects @mem, and @dmabuf while the export is being set up
  * @size: bytes
  * @revoked: the provider is gone: no new mappings (dmabuf->resv)
+ * @abandoned: the revocation gave up waiting for the importers; the last
+ *	       unmap frees the memory (dmabuf->resv)
  * @maps: mappings handed out and not unmapped yet (dmabuf->resv)
  * @unmapped: completed when @maps drops to 0 after @revoked
+ * @free_work: frees the memory after a late last unmap (not under resv)
  */
 struct p2pbar_dmabuf {
 	struct dma_buf *dmabuf;
@@ -52,8 +58,10 @@ struct p2pbar_dmabuf {
 	struct mutex lock;	/* see above */
 	size_t size;
 	bool revoked;
+	bool abandoned;
 	unsigned int maps;
 	struct completion unmapped;
+	struct work_struct free_work;
 };
 
 static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
@@ -123,8 +131,11 @@ static void p2pbar_dmabuf_unmap(struct dma_buf_attachment *attach, struct sg_tab
 	dma_unmap_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	sg_free_table(sgt);
 	kfree(sgt);
-	if (!--d->maps && d->revoked)
+	if (!--d->maps && d->revoked) {
 		complete(&d->unmapped);
+		if (d->abandoned)
+			schedule_work(&d->free_work);
+	}
 }
 
 static struct p2pbar_mem *p2pbar_dmabuf_take_mem(struct p2pbar_dmabuf *d)
@@ -138,11 +149,25 @@ static struct p2pbar_mem *p2pbar_dmabuf_take_mem(struct p2pbar_dmabuf *d)
 	return mem;
 }
 
+/* The importers let go after the revocation gave up: lift the quarantine. */
+static void p2pbar_dmabuf_free_work(struct work_struct *work)
+{
+	struct p2pbar_dmabuf *d = container_of(work, struct p2pbar_dmabuf, free_work);
+	struct p2pbar_mem *mem = p2pbar_dmabuf_take_mem(d);
+
+	if (mem) {
+		pci_info(d->pdev, "dma-buf importers unmapped after the revocation; memory freed\n");
+		p2pbar_free(mem);
+	}
+}
+
 static void p2pbar_dmabuf_release(struct dma_buf *dmabuf)
 {
 	struct p2pbar_dmabuf *d = dmabuf->priv;
-	struct p2pbar_mem *mem = p2pbar_dmabuf_take_mem(d);
+	struct p2pbar_mem *mem;
 
+	flush_work(&d->free_work);
+	mem = p2pbar_dmabuf_take_mem(d);
 	/* after p2pbar_free() the revoke callback cannot be running on d */
 	if (mem)
 		p2pbar_free(mem);
@@ -159,12 +184,22 @@ static const struct dma_buf_ops p2pbar_dmabuf_ops = {
 	.release = p2pbar_dmabuf_release,
 };
 
-/* The provider is going away (p2pbar_user_ops.revoke). */
+/*
+ * The provider is going away (p2pbar_user_ops.revoke, from a work item of
+ * its own): stop new mappings, tell the importers, wait for the DMA they
+ * queued (their fences, as vfio does) and for their unmaps, then free. An
+ * importer that does not comply within P2PBAR_DMABUF_REVOKE_TIMEOUT keeps
+ * the memory: it is not freed here, so the provider quarantines it, and the
+ * last unmap frees it later (p2pbar_dmabuf_free_work()).
+ */
 static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 {
+	unsigned long deadline = jiffies + P2PBAR_DMABUF_REVOKE_TIMEOUT;
 	struct p2pbar_dmabuf *d = priv;
+	struct dma_buf_attachment *attach;
 	struct dma_buf *dmabuf;
-	unsigned int busy;
+	bool busy, abandoned = false;
+	long left;
 
 	mutex_lock(&d->lock);
 	dmabuf = d->dmabuf;
@@ -178,10 +213,27 @@ static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 	p2p_dma_buf_invalidate(dmabuf);
 	dma_resv_unlock(dmabuf->resv);
 
+	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP, false,
+				     P2PBAR_DMABUF_REVOKE_TIMEOUT);
+	if (left <= 0)
+		pci_err(d->pdev, "dma-buf importers' fences not signalled within %u ms of the revocation\n",
+			jiffies_to_msecs(P2PBAR_DMABUF_REVOKE_TIMEOUT));
 	/* importers unmap from their invalidation or once their DMA is done */
-	if (busy && !wait_for_completion_timeout(&d->unmapped, P2PBAR_DMABUF_UNMAP_TIMEOUT))
-		pci_err(d->pdev, "dma-buf importers kept %u mappings past the revoke timeout\n",
-			busy);
+	if (busy)
+		wait_for_completion_timeout(&d->unmapped,
+					    max_t(long, (long)(deadline - jiffies), 1));
+
+	dma_resv_lock(dmabuf->resv, NULL);
+	if (d->maps) {
+		d->abandoned = true;
+		abandoned = true;
+		list_for_each_entry(attach, &dmabuf->attachments, node)
+			pci_err(d->pdev, "dma-buf importer %s ignored the revocation: %u mappings left, memory quarantined\n",
+				dev_name(attach->dev), d->maps);
+	}
+	dma_resv_unlock(dmabuf->resv);
+	if (abandoned)
+		return;
 	mem = p2pbar_dmabuf_take_mem(d);
 	if (mem)
 		p2pbar_free(mem);
@@ -218,6 +270,7 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&d->lock);
 	init_completion(&d->unmapped);
+	INIT_WORK(&d->free_work, p2pbar_dmabuf_free_work);
 	d->size = size;
 	d->pdev = pci_dev_get(p2pbar_pci_dev(pb));
 

@@ -65,6 +65,15 @@ static inline void __iomem *pcim_iomap_region(struct pci_dev *pdev, int bar, con
 }
 #endif
 
+/*
+ * pcim_request_region() is 6.11+. Before, pci_request_region() of a device
+ * enabled with pcim_enable_device() is released by the managed enable.
+ */
+#ifndef HAVE_PCIM_REQUEST_REGION
+#include <linux/pci.h>
+#define pcim_request_region(pdev, bar, name)	pci_request_region(pdev, bar, name)
+#endif
+
 /**
  * p2p_dma_map_sgtable - map host or P2PDMA pages for DMA by @dev
  * @dev: the DMA master (a client's PCI function)

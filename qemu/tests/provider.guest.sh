@@ -19,6 +19,7 @@ check_eq "sysfs bar" "$(cat /sys/class/p2pbar/p2pbar0/bar)" 2
 check_eq "sysfs size" "$(cat /sys/class/p2pbar/p2pbar0/size)" 67108864
 check_eq "sysfs bar_size" "$(cat /sys/class/p2pbar/p2pbar0/bar_size)" 67108864
 check_eq "sysfs published" "$(cat /sys/class/p2pbar/p2pbar0/published)" 1
+check "p2pbar holds the BAR in /proc/iomem" grep -q ' : p2pbar$' /proc/iomem
 check_eq "kernel agrees it is published" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 1
 echo 0 > /sys/class/p2pbar/p2pbar0/published
 check_eq "unpublish through sysfs" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 0
@@ -51,10 +52,10 @@ if [ -n "$IVSHMEM2" ]; then
 	v=$(p2pctl --json verdict "$IVSHMEM2" /dev/p2pbar0)
 	case "$v" in *'"verdict":"direct","distance":4,'*) pass "the two providers see each other directly" ;;
 	*) diag "$v"; fail "the two providers see each other directly" ;; esac
-	out=$(p2pctl --json dma-read "$BLK" 0x500000 65536 --dev /dev/p2pbar1)
-	check_eq "dma-read into the second provider exits $want_rc" "$?" "$want_rc"
-	off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
+	held p2pctl --json dma-read "$BLK" 0x500000 65536 --dev /dev/p2pbar1
+	off=$(echo "$held_out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
 	[ "$want_rc" = 0 ] && hostcheck equal 65536 "bar1@${off:-0}" nvme0@0x500000
+	released; check_eq "dma-read into the second provider exits $want_rc" "$?" "$want_rc"
 	check_eq "first provider's counters untouched" "$(cat /sys/class/p2pbar/p2pbar0/alloc_count)" 0
 	check "unbind the second" sh -c "echo $IVSHMEM2 > /sys/bus/pci/drivers/p2pbar/unbind"
 	check "the first still works" p2pctl info /dev/p2pbar0
@@ -66,8 +67,7 @@ P2P_EXPECT=$p2pexpect p2pbar-test /dev/p2pbar0 "$IVSHMEM" "$BLK"
 
 # p2pctl through the provider's mmap (not the kernel's sysfs allocator)
 suite_begin provider_p2pctl
-out=$(p2pctl --json dma-read "$BLK" 0x300000 131072 --dev /dev/p2pbar0)
-check_eq "p2pctl dma-read through /dev/p2pbar0 exits $want_rc" "$?" "$want_rc"
+held p2pctl --json dma-read "$BLK" 0x300000 131072 --dev /dev/p2pbar0; out=$held_out
 diag "$out"
 if [ $want_rc = 0 ]; then
 	off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
@@ -75,6 +75,7 @@ if [ $want_rc = 0 ]; then
 else
 	hostcheck absent 131072 nvme0@0x300000 bar0
 fi
+released; check_eq "p2pctl dma-read through /dev/p2pbar0 exits $want_rc" "$?" "$want_rc"
 suite_end
 
 # Removal while memory is in use, then re-bind.

@@ -14,6 +14,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,12 +25,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/p2pbar.h>
+#include <linux/userfaultfd.h>
 
 static int ntests, nfailed;
 static char lines[256][200];
@@ -227,7 +231,7 @@ static void bad_input(int fd)
 	result(ret == -EINVAL, "INFO non-zero flags -> EINVAL (got %s)", strerror(-ret));
 	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client = 0xff1f07 };
 	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
-	result(ret == -ENODEV, "VERDICT absent client -> ENODEV (got %s)", strerror(-ret));
+	result(ret == -ENOENT, "VERDICT absent client -> ENOENT (got %s)", strerror(-ret));
 	ret = xioctl(fd, _IO(P2PBAR_IOC_MAGIC, 0x7f), NULL);
 	result(ret == -ENOTTY, "unknown ioctl -> ENOTTY (got %s)", strerror(-ret));
 
@@ -300,7 +304,7 @@ static void data_tests(int fd, const char *blk)
 		int found = 0;
 
 		snprintf(path, sizeof(path), "/sys/kernel/debug/p2pbar/%s/allocations", bdf);
-		snprintf(want, sizeof(want), "0x%llx %zu mmap %d %u\n",
+		snprintf(want, sizeof(want), "0x%llx %zu mmap %d %u live\n",
 			 (unsigned long long)a.bus_addr, len, getpid(), a.handle);
 		f = fopen(path, "r");
 		while (f && fgets(line, sizeof(line), f))
@@ -397,6 +401,153 @@ static void data_tests(int fd, const char *blk)
 		pfree(fd, a.handle);
 		close(bfd);
 	}
+}
+
+/*
+ * The ALLOC result is copied out to a page that is write-protected with
+ * userfaultfd: the copy stalls. Meanwhile a second thread FREEs the handle
+ * the ALLOC is about to return (the lowest free one), unmaps the page and
+ * lets the copy fail. The handle must not have been usable (ENOENT), the
+ * ALLOC fails with EFAULT and leaves nothing behind. Before the fix the
+ * FREE worked and the ALLOC's undo freed the allocation a second time.
+ */
+struct race {
+	int uffd, fd;
+	uint32_t handle;
+	void *page;
+	int free_ret, woke;
+};
+
+static void *race_thread(void *arg)
+{
+	struct race *r = arg;
+	struct pollfd pfd = { .fd = r->uffd, .events = POLLIN };
+	struct uffd_msg msg;
+	struct uffdio_range range = { (unsigned long)r->page, pgsz };
+
+	if (poll(&pfd, 1, 10000) != 1 || read(r->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT)
+		return NULL;
+	r->woke = 1;
+	r->free_ret = pfree(r->fd, r->handle);
+	munmap(r->page, pgsz);
+	ioctl(r->uffd, UFFDIO_WAKE, &range);
+	return NULL;
+}
+
+static void alloc_copyout_race(int fd)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+	struct snapshot before, after;
+	struct race r = { .fd = fd, .free_ret = 1 };
+	struct p2pbar_alloc probe, *arg;
+	pthread_t t;
+	int ret;
+
+	r.uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (r.uffd < 0 || ioctl(r.uffd, UFFDIO_API, &api)) {
+		result(0, "userfaultfd for the ALLOC race (%s)", strerror(errno));
+		return;
+	}
+	/* the next ALLOC gets the lowest free handle: this one */
+	if (alloc(fd, pgsz, 0, &probe) || pfree(fd, probe.handle)) {
+		result(0, "probe allocation for the ALLOC race");
+		return;
+	}
+	r.handle = probe.handle;
+	before = snap();
+
+	r.page = mmap(NULL, pgsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	arg = r.page;
+	memset(arg, 0, sizeof(*arg));
+	arg->argsz = sizeof(*arg);
+	arg->size = 2 * pgsz;
+	reg.range.start = wp.range.start = (unsigned long)r.page;
+	reg.range.len = wp.range.len = pgsz;
+	if (ioctl(r.uffd, UFFDIO_REGISTER, &reg) || ioctl(r.uffd, UFFDIO_WRITEPROTECT, &wp)) {
+		result(0, "write-protect the ALLOC argument with userfaultfd (%s)", strerror(errno));
+		return;
+	}
+	pthread_create(&t, NULL, race_thread, &r);
+	ret = xioctl(fd, P2PBAR_IOC_ALLOC, arg);
+	pthread_join(t, NULL);
+	close(r.uffd);
+	after = snap();
+	result(r.woke, "the ALLOC's copy-out stalled in userfaultfd");
+	result(ret == -EFAULT, "ALLOC whose copy-out fails -> EFAULT (got %s)", strerror(-ret));
+	result(r.free_ret == -ENOENT, "FREE of the handle during the copy-out -> ENOENT: not published yet (got %s)",
+	       strerror(-r.free_ret));
+	result(same(before, after), "the failed ALLOC left nothing behind (count %ld/%ld, available %ld/%ld)",
+	       before.count, after.count, before.avail, after.avail);
+}
+
+/* An fd opened read-only may look, not allocate, free or export. */
+static void read_only_fd(void)
+{
+	struct snapshot before = snap();
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = 4096 };
+	struct p2pbar_alloc a;
+	struct p2pbar_info inf;
+	int fd = open(dev, O_RDONLY), ret;
+
+	result(fd >= 0, "open %s read-only", dev);
+	ret = info(fd, &inf);
+	result(!ret, "INFO on a read-only fd works (%s)", strerror(-ret));
+	ret = alloc(fd, pgsz, 0, &a);
+	result(ret == -EBADF, "ALLOC on a read-only fd -> EBADF (got %s)", strerror(-ret));
+	ret = pfree(fd, 1);
+	result(ret == -EBADF, "FREE on a read-only fd -> EBADF (got %s)", strerror(-ret));
+	ret = xioctl(fd, P2PBAR_IOC_EXPORT, &e);
+	result(ret == -EBADF, "EXPORT on a read-only fd -> EBADF, no writable dma-buf (got %s)",
+	       strerror(-ret));
+	close(fd);
+	result(same(before, snap()), "the read-only fd changed nothing");
+}
+
+/*
+ * The pool is shared with the kernel's own p2pmem/allocate (and nvmet),
+ * which hand memory out without zeroing it: what p2pbar frees must be
+ * zero by then. Write a pattern, free, take the whole free pool through
+ * p2pmem/allocate: zeros only.
+ */
+static void zeroed_for_the_pool(int fd)
+{
+	size_t len = 1 << 20, i, avail;
+	struct p2pbar_alloc a;
+	volatile uint64_t *q;
+	char path[256];
+	uint64_t bad = 0;
+	void *p;
+	int sfd;
+
+	if (alloc(fd, len, 0, &a)) {
+		result(0, "ALLOC for the pool test");
+		return;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
+	if (p == MAP_FAILED)
+		return;
+	memset(p, 0xa5, len);
+	munmap(p, len);
+	pfree(fd, a.handle);
+
+	avail = kernel_available();
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/allocate", bdf);
+	sfd = open(path, O_RDWR);
+	q = sfd < 0 ? MAP_FAILED : mmap(NULL, avail, PROT_READ, MAP_SHARED, sfd, 0);
+	result(q != MAP_FAILED, "the kernel's p2pmem/allocate maps all %zu free bytes", avail);
+	if (q == MAP_FAILED) {
+		close(sfd);
+		return;
+	}
+	for (i = 0; i < avail / 8; i++)
+		bad += q[i] != 0;
+	result(!bad, "p2pmem/allocate sees zeros where p2pbar's freed pattern was (%llu words not)",
+	       (unsigned long long)bad);
+	munmap((void *)q, avail);
+	close(sfd);
 }
 
 /* Non-root users cannot open the device by default (mode 0600). */
@@ -534,7 +685,10 @@ int main(int argc, char **argv)
 		       "INFO: BAR %u, %llu bytes, published", i.bar, (unsigned long long)i.size);
 	}
 	bad_input(fd);
+	alloc_copyout_race(fd);
+	read_only_fd();
 	data_tests(fd, argv[3]);
+	zeroed_for_the_pool(fd);
 	permissions();
 	close(fd);
 	finish("provider");
