@@ -14,6 +14,8 @@ memory):
     dma-in LEN ADDR                       every NVMe data DMA since the mark fell
                                           inside [ADDR, ADDR+LEN) (bus addresses)
     dma-none                              no NVMe data DMA at all since the mark
+    io-none                               no NVMe I/O command at all since the mark
+                                          (admin commands may have run)
     dma-inflight MIN QUEUES               since the mark, on at least QUEUES I/O
                                           queues QEMU's nvme held MIN or more
                                           commands at once (submitted, not yet
@@ -98,6 +100,11 @@ def do_check(run, words):
             mark = int(f.read())
         n = len(DMA_RE.findall(dma_trace(run)[mark:]))
         return ('ok' if n == 0 else 'not ok'), 'QEMU nvme did no data DMA since the mark', f'{n} mappings'
+    if words and words[0] == 'io-none':
+        with open(os.path.join(run, 'dma.mark')) as f:
+            mark = int(f.read())
+        n = sum(1 for kind, _, _ in CMD_RE.findall(dma_trace(run)[mark:]) if kind == 'io_cmd')
+        return ('ok' if n == 0 else 'not ok'), 'QEMU nvme got no I/O command since the mark', f'{n} commands'
     if words and words[0] == 'dma-inflight':
         least, queues = int(words[1]), int(words[2])
         with open(os.path.join(run, 'dma.mark')) as f:

@@ -12,12 +12,15 @@
  * always polled (its commands are few and synchronous).
  *
  * The waiter of a batch also watches its commands' deadlines: an expired
- * command is aborted (Abort command); if the controller does not give it
- * back within another timeout, or says it could not abort it, the reset
- * worker disables the controller, which stops all DMA, fails everything in
- * flight (-ETIMEDOUT for the expired commands, -ECANCELED for the others,
- * -ENODEV when the device is gone), waits for the I/O ioctls to return, and
- * brings the controller back up with the same queue memory.
+ * command is aborted (Abort command, at most the controller's Abort Command
+ * Limit at once). "Not aborted" is the normal answer for a command that
+ * completed just after its deadline: it gets another timeout. Only when it
+ * is still not back then, or the Abort itself fails, does the reset worker
+ * disable the controller, which stops all DMA (and, when the controller
+ * does not acknowledge, bus mastering is turned off first), fail everything
+ * in flight (-ETIMEDOUT for the expired commands, -ECANCELED for the
+ * others, -ENODEV when the device is gone), wait for the I/O ioctls to
+ * return, and bring the controller back up with the same queue memory.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -42,10 +45,8 @@ void p2pnvme_free(struct kref *kref)
 	kfree(c);
 }
 
-static unsigned long io_timeout(void)
-{
-	return msecs_to_jiffies(READ_ONCE(p2pnvme_io_timeout_ms)) ?: 1;
-}
+/* SCT << 8 | SC of a completion's status field (no CRD, More, DNR) */
+#define P2PNVME_STATUS_MASK	0x7ff
 
 /* ---- registers ------------------------------------------------------- */
 
@@ -335,7 +336,7 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 		/* the first real error wins over a cancellation */
 		if (err && (!r->error || r->error == -ECANCELED)) {
 			r->error = err;
-			r->status = status;
+			r->status = status & P2PNVME_STATUS_MASK;
 		}
 		r->result = result;
 		batch_put(b);
@@ -533,7 +534,7 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	slot->busy = true;
 	slot->aborted = false;
 	slot->expired = false;
-	slot->deadline = jiffies + io_timeout();
+	slot->deadline = jiffies + p2pnvme_io_timeout();
 	q->inflight_max = max(q->inflight_max, ++q->inflight);
 	atomic_inc(&b->pending);
 	memcpy(&q->sq[q->sq_tail], cmd, sizeof(*cmd));
@@ -648,7 +649,7 @@ static bool queue_expired(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
 		if (!abort)
 			break;
 		cmd->aborted = true;
-		cmd->deadline = jiffies + io_timeout();
+		cmd->deadline = jiffies + p2pnvme_io_timeout();
 		p2pnvme_stat_add(q->c, ST_TIMEOUTS, 1);
 		abort->abort.opcode = nvme_admin_abort_cmd;
 		abort->abort.sqid = cpu_to_le16(q->qid);
@@ -663,7 +664,7 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 	struct nvme_command abort = {};
 	struct p2pnvme_queue *q;
 	unsigned long flags;
-	bool reset = false, do_abort = false;
+	bool reset = false, do_abort = false, can_abort;
 	unsigned int i, n;
 	u32 csts, res;
 	int ret;
@@ -702,6 +703,8 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 		return;
 	}
 
+	/* room for one more Abort within the controller's limit? */
+	can_abort = atomic_inc_return(&c->aborts) <= c->acl;
 	for (i = 0; i < c->nr_ioq && !do_abort; i++) {
 		q = &c->ioq[i];
 		/* a completion whose interrupt got lost is no timeout */
@@ -712,24 +715,38 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 						     "q%u: %u completions found without an interrupt\n",
 						     q->qid, n);
 		}
-		do_abort = queue_expired(q, b, &abort, &reset);
+		if (can_abort)
+			do_abort = queue_expired(q, b, &abort, &reset);
+		else if (queue_expired(q, b, NULL, &reset))
+			dev_warn_ratelimited(&c->pdev->dev,
+					     "q%u: expired command waits for the Abort Command Limit (%u)\n",
+					     q->qid, c->acl);
 	}
 
 	/* a reset is on its way or the device is being removed: it cancels all */
 	if (p2pnvme_state(c) != P2PNVME_LIVE)
-		return;
+		do_abort = false;
 	if (do_abort) {
 		pci_warn(c->pdev, "q%u cid %#x timed out after %u ms, aborting\n",
 			 le16_to_cpu(abort.abort.sqid), abort.abort.cid,
 			 READ_ONCE(p2pnvme_io_timeout_ms));
 		res = 1;
 		ret = p2pnvme_admin_exec(c, &abort, &res);
-		/* Abort dw0 bit 0 clear: aborted, the command will complete */
-		if (!ret && !(res & 1))
+		if (ret) {
+			reset = true;		/* the Abort itself went unanswered */
+		} else if (!(res & 1)) {
+			/* dw0 bit 0 clear: aborted, the command completes so */
 			p2pnvme_stat_add(c, ST_ABORTS, 1);
-		else
-			reset = true;
+		} else {
+			/* completing, or stuck: another timeout decides */
+			pci_info(c->pdev, "q%u cid %#x not aborted; %u ms more before a reset\n",
+				 le16_to_cpu(abort.abort.sqid), abort.abort.cid,
+				 READ_ONCE(p2pnvme_io_timeout_ms));
+		}
 	}
+	atomic_dec(&c->aborts);
+	if (p2pnvme_state(c) != P2PNVME_LIVE)
+		return;
 	if (reset)
 		p2pnvme_schedule_reset(c);
 }
@@ -811,8 +828,15 @@ void p2pnvme_reset_work(struct work_struct *work)
 
 	p2pnvme_stat_add(c, ST_RESETS, 1);
 	queues_stop(c);
-	/* CC.EN = 0 stops all DMA: only then may the buffers be released */
+	/*
+	 * Nothing may be cancelled (buffers unpinned, freed) while the
+	 * controller can still DMA. CC.EN = 0 asks it to stop, but a hung
+	 * controller may not acknowledge within CAP.TO, or seem to while its
+	 * registers do not answer: bus mastering goes off in any case, as
+	 * nvme-pci disables the PCI device, and comes back with the enable.
+	 */
 	ret = p2pnvme_ctrl_disable(c);
+	pci_clear_master(c->pdev);
 	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
 
 	down_write(&c->reset_lock);	/* every I/O ioctl has returned */
@@ -826,7 +850,9 @@ void p2pnvme_reset_work(struct work_struct *work)
 		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
 	spin_unlock(&c->state_lock);
 	if (ret) {
+		/* out of service for good: it does not DMA any more either */
 		p2pnvme_ctrl_disable(c);
+		pci_clear_master(c->pdev);
 		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
 	} else if (!deleting) {
 		pci_warn(c->pdev, "controller reset\n");
@@ -845,13 +871,16 @@ static unsigned int inflight(struct p2pnvme *c)
 	return n;
 }
 
-static void ctrl_shutdown(struct p2pnvme *c)
+/* Return: 0 once the controller is disabled, else what disabling said. */
+static int ctrl_shutdown(struct p2pnvme *c)
 {
 	unsigned long deadline = jiffies + c->ready_timeout;
 	u32 cc = readl(c->bar + NVME_REG_CC);
 
-	if (cc == ~0U || !(cc & NVME_CC_ENABLE))
-		return;		/* gone, or disabled by a reset that stopped here */
+	if (cc == ~0U)
+		return -ENODEV;
+	if (!(cc & NVME_CC_ENABLE))
+		return 0;	/* disabled by a reset that stopped here */
 	/* orderly shutdown: CC.SHN normal, wait for CSTS.SHST complete */
 	writel((cc & ~NVME_CC_SHN_MASK) | NVME_CC_SHN_NORMAL, c->bar + NVME_REG_CC);
 	while ((readl(c->bar + NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {
@@ -861,7 +890,7 @@ static void ctrl_shutdown(struct p2pnvme *c)
 		}
 		usleep_range(1000, 2000);
 	}
-	p2pnvme_ctrl_disable(c);
+	return p2pnvme_ctrl_disable(c);
 }
 
 /**
@@ -874,7 +903,7 @@ static void ctrl_shutdown(struct p2pnvme *c)
  */
 void p2pnvme_quiesce(struct p2pnvme *c)
 {
-	unsigned long deadline = jiffies + io_timeout();
+	unsigned long deadline = jiffies + p2pnvme_io_timeout();
 	unsigned int i;
 
 	queues_stop(c);
@@ -885,7 +914,9 @@ void p2pnvme_quiesce(struct p2pnvme *c)
 			queue_poll(&c->ioq[i]);
 		wait_event_timeout(c->wq, !inflight(c), max(HZ / 100, 1));
 	}
+	/* as in a reset: no cancellation while the controller may DMA */
 	ctrl_shutdown(c);
+	pci_clear_master(c->pdev);
 	queues_cancel(c, -ENODEV);
 }
 
@@ -938,6 +969,7 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 	ret = p2pnvme_ctrl_disable(c);
 	if (ret)
 		return ret;
+	pci_set_master(c->pdev);	/* a reset turned it off */
 	queue_start(&c->adminq);
 	writel(aqa, c->bar + NVME_REG_AQA);
 	lo_hi_writeq(c->adminq.sq_dma, c->bar + NVME_REG_ASQ);

@@ -4,8 +4,10 @@
  * requests and batches that userspace transfers become.
  *
  * Locking, outermost first:
- *   p2pnvme.reset_lock (rwsem)  I/O ioctls for read over a whole batch;
- *                                the reset worker and remove() for write
+ *   p2pnvme.reset_lock (rwsem)  I/O ioctls for read while their batch is
+ *                                mapped and in flight (never while pinning
+ *                                or waiting for user memory); the reset
+ *                                worker and remove() for write
  *   p2pnvme_queue.lock (spin)   everything of one queue: SQ tail, CQ head
  *                                and phase, the slots, @stopped; taken from
  *                                the MSI-X handler too (so _irqsave)
@@ -17,6 +19,7 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/kref.h>
 #include <linux/nvme.h>
@@ -44,6 +47,12 @@
 extern unsigned int p2pnvme_io_timeout_ms;
 extern bool p2pnvme_bounce;
 
+/* the command timeout in jiffies, at least one */
+static inline unsigned long p2pnvme_io_timeout(void)
+{
+	return msecs_to_jiffies(READ_ONCE(p2pnvme_io_timeout_ms)) ?: 1;
+}
+
 enum p2pnvme_stat {
 	ST_READS_P2P, ST_WRITES_P2P, ST_READS_BOUNCE, ST_WRITES_BOUNCE,
 	ST_READS_HOST, ST_WRITES_HOST, ST_BYTES_P2P, ST_BYTES_BOUNCE, ST_BYTES_HOST,
@@ -62,6 +71,17 @@ enum p2pnvme_state {
 struct p2pnvme_batch;
 
 /**
+ * struct p2pnvme_fence - a batch's fence in an imported dma-buf's
+ *	reservation object; it may outlive the batch and the controller
+ * @base: the fence
+ * @lock: its lock
+ */
+struct p2pnvme_fence {
+	struct dma_fence base;
+	spinlock_t lock;	/* of @base */
+};
+
+/**
  * struct p2pnvme_req - one transfer (an entry of a batch)
  * @io: the user's request, kernel copy; @io->result and friends are written
  *	when the batch finishes
@@ -72,14 +92,20 @@ struct p2pnvme_batch;
  * @bpages: host bounce pages when the request bounces
  * @bnr: how many
  * @dmabuf: imported dma-buf (P2PNVME_IO_F_DMABUF), with a reference
- * @attach: our attachment to it; NULL when an earlier entry of the batch
- *	    maps the same dma-buf and @dsgt is that entry's
+ * @owner: the entry of the batch whose attachment and mapping of @dmabuf
+ *	   this one uses (itself, or an earlier entry for the same dma-buf)
+ * @attach: our attachment to it; NULL unless @owner is this entry
  * @dsgt: its mapping for the controller (both directions), held until the
  *	  batch is over
+ * @fence: ours, in the dma-buf's reservation object while the batch runs:
+ *	   the exporter waits for it before it moves or revokes the memory
+ * @invalidated: the exporter asked us to stop using the mapping (set from
+ *		 its invalidation callback, under the dma-buf's resv lock)
  * @dir: DMA direction of @sgt or @dsgt
  * @mapped: @sgt is DMA-mapped
  * @p2p: @pages are p2pmem
  * @bounce: the data goes through @bpages
+ * @deny: bouncing is not allowed (policy or P2PNVME_IO_F_NO_BOUNCE)
  * @sgl: describe the data with SGLs
  * @error: first error of any of its commands (q->lock)
  * @status: NVMe status of the command that failed (q->lock)
@@ -94,12 +120,16 @@ struct p2pnvme_req {
 	struct page **bpages;
 	unsigned int bnr;
 	struct dma_buf *dmabuf;
+	struct p2pnvme_req *owner;
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
+	struct p2pnvme_fence *fence;
+	bool invalidated;
 	enum dma_data_direction dir;
 	bool mapped;
 	bool p2p;
 	bool bounce;
+	bool deny;
 	bool sgl;
 	int error;
 	u16 status;
@@ -213,6 +243,10 @@ struct p2pnvme_queue {
  * @max_xfer: bytes per command
  * @sgl: the controller takes SGLs for I/O commands
  * @polled: I/O completions are polled (no MSI-X)
+ * @acl: Abort Command Limit: Aborts the controller takes at once
+ * @aborts: Aborts outstanding
+ * @fence_ctx: dma-fence context of this controller's batches
+ * @fence_seq: last fence sequence number used
  * @serial: Identify serial number
  * @model: Identify model number
  * @id_buf: one page for Identify data (coherent, lives as long as the device)
@@ -250,6 +284,10 @@ struct p2pnvme {
 	u32 max_xfer;
 	bool sgl;
 	bool polled;
+	unsigned int acl;
+	atomic_t aborts;
+	u64 fence_ctx;
+	atomic64_t fence_seq;
 	char serial[20];
 	char model[40];
 	void *id_buf;
@@ -297,6 +335,10 @@ irqreturn_t p2pnvme_irq(int irq, void *data);
 void p2pnvme_schedule_reset(struct p2pnvme *c);
 void p2pnvme_reset_work(struct work_struct *work);
 void p2pnvme_quiesce(struct p2pnvme *c);
+
+/* main.c */
+int p2pnvme_io_enter(struct p2pnvme *c);
+void p2pnvme_io_exit(struct p2pnvme *c);
 
 /* io.c */
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,

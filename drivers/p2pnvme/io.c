@@ -4,10 +4,21 @@
  * pages, a topology decision, a DMA-mapped scatterlist and one NVMe command
  * per max_xfer bytes. A batch prepares every request before it submits
  * anything, so a bad buffer or a policy refusal sends no command at all.
+ *
+ * Two phases, so that a buffer stuck in a page fault (userfaultfd, FUSE)
+ * never holds up a reset or a removal:
+ *   pin    no lock: pin the user pages, pick the path, allocate and fill
+ *          bounce pages, look up and attach dma-bufs
+ *   map    reset_lock held for read with the controller LIVE: DMA-map,
+ *          check, submit, wait, unmap
+ * then, unlocked again, copy bounced reads out and unpin. Bounce writes are
+ * filled before they are mapped and bounced reads copied after the unmap,
+ * so swiotlb (or any DMA API that copies) sees the right bytes.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/dma-buf.h>
+#include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/highmem.h>
@@ -70,6 +81,8 @@ static bool has_data(const struct p2pnvme_io *io)
 	return io->op == P2PNVME_OP_READ || io->op == P2PNVME_OP_WRITE;
 }
 
+/* ---- phase 1: pin (no lock) ------------------------------------------- */
+
 static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
 {
 	u64 addr = r->io->addr, len = r->io->len;
@@ -80,7 +93,7 @@ static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
 #if P2P_HAVE_USER_PAGES
 	gup |= FOLL_PCI_P2PDMA;
 #endif
-	r->pages = kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL);
+	r->pages = kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
 	if (!r->pages)
 		return -ENOMEM;
 	got = pin_user_pages_fast(addr & PAGE_MASK, n, gup, r->pages);
@@ -135,39 +148,39 @@ static void bounce_copy(struct p2pnvme_req *r, bool to_user)
 	}
 }
 
-static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
+/* Host pages for a bounce, charged to the caller; filled now for writes. */
+static int bounce_alloc(struct p2pnvme_req *r)
 {
 	unsigned int i;
-	int ret;
 
 	r->bnr = DIV_ROUND_UP(r->io->len, PAGE_SIZE);
-	r->bpages = kvcalloc(r->bnr, sizeof(*r->bpages), GFP_KERNEL);
+	r->bpages = kvcalloc(r->bnr, sizeof(*r->bpages), GFP_KERNEL_ACCOUNT);
 	if (!r->bpages)
 		return -ENOMEM;
 	for (i = 0; i < r->bnr; i++) {
-		r->bpages[i] = alloc_page(GFP_KERNEL);
+		r->bpages[i] = alloc_page(GFP_KERNEL_ACCOUNT);
 		if (!r->bpages[i])
 			return -ENOMEM;
 	}
-	ret = sg_alloc_table_from_pages(&r->sgt, r->bpages, r->bnr, 0, r->io->len, GFP_KERNEL);
-	if (ret)
-		return ret;
-	ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
-	if (ret)
-		return ret;
-	r->mapped = true;
+	/* before the mapping: a DMA API that copies (swiotlb) copies this */
 	if (r->dir == DMA_TO_DEVICE)
 		bounce_copy(r, false);
-	return 0;
+	return sg_alloc_table_from_pages(&r->sgt, r->bpages, r->bnr, 0, r->io->len, GFP_KERNEL);
 }
 
 /*
- * The exporter revokes (its device is going away): a mapping of ours lives
- * only until the batch that made it is over, which is bounded by the
- * command timeout, and the exporter waits for that unmap. Nothing to do.
+ * The exporter wants its memory back or moves it (called with the
+ * dma-buf's resv lock held). Commands already at the controller are
+ * covered by our fence in the reservation object, which the exporter
+ * waits for before it moves or frees anything; commands not submitted yet
+ * are not sent (-EAGAIN: a new request maps the buffer afresh, or learns
+ * that it was revoked).
  */
 static void dmabuf_invalidate(struct dma_buf_attachment *attach)
 {
+	struct p2pnvme_req *r = attach->importer_priv;
+
+	WRITE_ONCE(r->invalidated, true);
 }
 
 static const struct dma_buf_attach_ops dmabuf_importer_ops = {
@@ -176,19 +189,15 @@ static const struct dma_buf_attach_ops dmabuf_importer_ops = {
 };
 
 /*
- * Map @r's dma-buf for the controller, or share the mapping an earlier
- * entry of the same batch made of the same dma-buf: one mapping per
- * dma-buf and batch (both directions), however many entries use it. The
- * exporter decides whether the controller can reach the memory:
- * -EREMOTEIO when it cannot (no bounce for dma-bufs), -ENODEV once revoked,
- * -EOPNOTSUPP for an importer it does not take.
+ * Look up @r's dma-buf and attach to it, or share the attachment an earlier
+ * entry of the batch made for the same dma-buf: one attachment and mapping
+ * per dma-buf and batch (both directions), however many entries use it.
  */
-static int dmabuf_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
+static int dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 {
 	struct p2pnvme_req *r = &reqs[i];
 	struct p2pnvme_io *io = r->io;
 	struct dma_buf *dmabuf;
-	struct sg_table *sgt;
 	unsigned int j;
 
 	dmabuf = dma_buf_get(io->dmabuf_fd);
@@ -197,12 +206,16 @@ static int dmabuf_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned 
 	r->dmabuf = dmabuf;
 	if (io->addr + io->len > dmabuf->size)
 		return -EINVAL;
+	/* the controller writes into the buffer on a read: a writable fd only */
+	if (r->dir == DMA_FROM_DEVICE && !(dmabuf->file->f_mode & FMODE_WRITE))
+		return -EBADF;
 	for (j = 0; j < i; j++) {
 		if (reqs[j].dmabuf == dmabuf && reqs[j].attach) {
-			r->dsgt = reqs[j].dsgt;	/* released by entry j, after us */
+			r->owner = &reqs[j];	/* released by entry j, after us */
 			return 0;
 		}
 	}
+	r->owner = r;
 	r->attach = dma_buf_dynamic_attach(dmabuf, &c->pdev->dev, &dmabuf_importer_ops, r);
 	if (IS_ERR(r->attach)) {
 		int ret = PTR_ERR(r->attach);
@@ -210,56 +223,15 @@ static int dmabuf_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned 
 		r->attach = NULL;
 		return ret;
 	}
-	dma_resv_lock(dmabuf->resv, NULL);
-	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
-	dma_resv_unlock(dmabuf->resv);
-	if (IS_ERR(sgt)) {
-		if (PTR_ERR(sgt) == -EREMOTEIO)
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
-		return PTR_ERR(sgt);
-	}
-	r->dsgt = sgt;
 	return 0;
 }
 
-/* Entries that share another's mapping have no attachment of their own. */
-static void dmabuf_release(struct p2pnvme_req *r)
-{
-	if (r->attach && r->dsgt) {
-		dma_resv_lock(r->dmabuf->resv, NULL);
-		dma_buf_unmap_attachment(r->attach, r->dsgt, DMA_BIDIRECTIONAL);
-		dma_resv_unlock(r->dmabuf->resv);
-	}
-	if (r->attach)
-		dma_buf_detach(r->dmabuf, r->attach);
-	if (r->dmabuf)
-		dma_buf_put(r->dmabuf);
-}
-
-/* Release what req_prepare() took; @ok: the data reached the user's pages. */
-static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
-{
-	unsigned int i;
-
-	dmabuf_release(r);
-	if (r->mapped)
-		dma_unmap_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
-	sg_free_table(&r->sgt);
-	for (i = 0; r->bpages && i < r->bnr && r->bpages[i]; i++)
-		__free_page(r->bpages[i]);
-	kvfree(r->bpages);
-	if (r->pages) {
-		unpin_user_pages_dirty_lock(r->pages, r->nr, ok && r->dir == DMA_FROM_DEVICE);
-		kvfree(r->pages);
-	}
-}
-
 /*
- * Pin the buffer, decide the path (topology and policy), map it. Nothing is
- * submitted; on error the caller releases the request. @reqs[@i] is the
- * request, the ones before it are prepared.
+ * Pin the buffer, decide the path (topology and policy), prepare bounce
+ * pages or the dma-buf attachment. No lock is held: this may wait for user
+ * memory as long as it likes. On error the caller releases the request.
  */
-static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
+static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 {
 	struct p2pnvme_req *r = &reqs[i];
 	struct p2pnvme_io *io = r->io;
@@ -276,7 +248,7 @@ static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int
 		return 0;
 	r->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 	if (io->flags & P2PNVME_IO_F_DMABUF)
-		return dmabuf_prepare(c, reqs, i);
+		return dmabuf_attach(c, reqs, i);
 	ret = pin_user(r, !write);
 	if (ret)
 		return ret;
@@ -297,35 +269,193 @@ static int req_prepare(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int
 			return -EREMOTEIO;
 		}
 	}
+	r->deny = deny;
+	if (r->bounce)
+		return bounce_alloc(r);
+	return sg_alloc_table_from_pages(&r->sgt, r->pages, r->nr, offset_in_page(io->addr),
+					 io->len, GFP_KERNEL);
+}
 
-	if (!r->bounce) {
-		ret = sg_alloc_table_from_pages(&r->sgt, r->pages, r->nr, offset_in_page(io->addr),
-						io->len, GFP_KERNEL);
+/* ---- phase 2: map (reset_lock held for read) -------------------------- */
+
+static const char *fence_driver_name(struct dma_fence *f)
+{
+	return KBUILD_MODNAME;
+}
+
+static const char *fence_timeline_name(struct dma_fence *f)
+{
+	return "io";
+}
+
+static const struct dma_fence_ops p2pnvme_fence_ops = {
+	.get_driver_name = fence_driver_name,
+	.get_timeline_name = fence_timeline_name,
+};
+
+/*
+ * Can the commands of @r be described with PRPs at all? Each command's
+ * share of the mapping is tried on a scratch list before anything is
+ * submitted, so a dma-buf segment that PRPs cannot describe fails the
+ * batch up front instead of after earlier entries were queued.
+ */
+static int dmabuf_check_prps(struct p2pnvme *c, struct p2pnvme_req *r, __le64 *scratch)
+{
+	struct p2pnvme_cursor cur = { .sg = r->owner->dsgt->sgl };
+	u64 done, n;
+	int ret;
+
+	p2pnvme_cursor_advance(&cur, r->io->addr);
+	for (done = 0; done < r->io->len; done += n) {
+		struct nvme_command cmd = {};
+
+		n = min_t(u64, r->io->len - done, c->max_xfer);
+		ret = p2pnvme_build_prps(scratch, 0, &cur, n, &cmd);
 		if (ret)
 			return ret;
-		/* P2PDMA pages get bus addresses here, or -EREMOTEIO */
-		ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
-		if (!ret) {
-			r->mapped = true;
-			return 0;
-		}
-		if (ret != -EREMOTEIO || deny) {
-			if (ret == -EREMOTEIO)
-				p2pnvme_stat_add(c, ST_REFUSED, 1);
-			return ret;
-		}
-		sg_free_table(&r->sgt);
-		memset(&r->sgt, 0, sizeof(r->sgt));
-		r->bounce = true;
 	}
-	return bounce_alloc(c, r);
+	return 0;
+}
+
+/*
+ * Map @r's dma-buf for the controller (the entry that owns the attachment
+ * does, the others share it). The exporter decides whether the controller
+ * can reach the memory: -EREMOTEIO when it cannot (no bounce for dma-bufs),
+ * -ENODEV once revoked. Then, as the importer contract wants: wait for the
+ * exporter's own fences (a move in progress) and put our fence in the
+ * reservation object for the I/O to come.
+ */
+static int dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	struct dma_resv *resv = r->dmabuf->resv;
+	struct sg_table *sgt;
+	long left;
+	int ret;
+
+	dma_resv_lock(resv, NULL);
+	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		if (ret == -EREMOTEIO)
+			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		goto out_unlock;
+	}
+	r->dsgt = sgt;
+	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, true, p2pnvme_io_timeout());
+	if (left <= 0) {
+		ret = left ?: -ETIMEDOUT;
+		goto out_unlock;
+	}
+	ret = dma_resv_reserve_fences(resv, 1);
+	if (ret)
+		goto out_unlock;
+	r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
+	if (!r->fence) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	spin_lock_init(&r->fence->lock);
+	dma_fence_init(&r->fence->base, &p2pnvme_fence_ops, &r->fence->lock, c->fence_ctx,
+		       atomic64_inc_return(&c->fence_seq));
+	/* the batch's commands may write as well as read the buffer */
+	dma_resv_add_fence(resv, &r->fence->base, DMA_RESV_USAGE_WRITE);
+	ret = 0;
+out_unlock:
+	dma_resv_unlock(resv);
+	return ret;
+}
+
+static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
+{
+	int ret;
+
+	if (!has_data(r->io))
+		return 0;
+	if (r->dmabuf) {
+		if (r->owner == r) {
+			ret = dmabuf_map(c, r);
+			if (ret)
+				return ret;
+		}
+		if (r->sgl)
+			return 0;
+		if (!*scratch) {
+			*scratch = kmalloc(P2PNVME_LIST_SIZE, GFP_KERNEL);
+			if (!*scratch)
+				return -ENOMEM;
+		}
+		return dmabuf_check_prps(c, r, *scratch);
+	}
+	/* P2PDMA pages get bus addresses here, or -EREMOTEIO */
+	ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+	if (!ret) {
+		r->mapped = true;
+		return 0;
+	}
+	if (ret != -EREMOTEIO || r->bounce)
+		return ret;
+	if (r->deny) {
+		p2pnvme_stat_add(c, ST_REFUSED, 1);
+		return ret;
+	}
+	/* the DMA layer refuses what the topology check allowed: bounce */
+	sg_free_table(&r->sgt);
+	memset(&r->sgt, 0, sizeof(r->sgt));
+	r->bounce = true;
+	ret = bounce_alloc(r);
+	if (ret)
+		return ret;
+	ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+	r->mapped = !ret;
+	return ret;
+}
+
+/* Undo req_map(): every command of the batch is over. */
+static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	if (r->fence) {
+		dma_fence_signal(&r->fence->base);
+		dma_fence_put(&r->fence->base);	/* the resv keeps its own */
+		r->fence = NULL;
+	}
+	if (r->attach && r->dsgt) {
+		dma_resv_lock(r->dmabuf->resv, NULL);
+		dma_buf_unmap_attachment(r->attach, r->dsgt, DMA_BIDIRECTIONAL);
+		dma_resv_unlock(r->dmabuf->resv);
+		r->dsgt = NULL;
+	}
+	if (r->mapped)
+		dma_unmap_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+	r->mapped = false;
+}
+
+/* Release what req_pin() took; @ok: the data reached the user's pages. */
+static void req_release(struct p2pnvme_req *r, bool ok)
+{
+	unsigned int i;
+
+	if (ok && r->bounce && r->dir == DMA_FROM_DEVICE)
+		bounce_copy(r, true);	/* after the unmap: what the device wrote */
+	if (r->attach)
+		dma_buf_detach(r->dmabuf, r->attach);
+	if (r->dmabuf)
+		dma_buf_put(r->dmabuf);
+	sg_free_table(&r->sgt);
+	for (i = 0; r->bpages && i < r->bnr && r->bpages[i]; i++)
+		__free_page(r->bpages[i]);
+	kvfree(r->bpages);
+	if (r->pages) {
+		unpin_user_pages_dirty_lock(r->pages, r->nr, ok && r->dir == DMA_FROM_DEVICE);
+		kvfree(r->pages);
+	}
 }
 
 /* Queue the request's commands, one per max_xfer bytes. */
 static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r)
 {
 	struct p2pnvme_io *io = r->io;
-	struct p2pnvme_cursor cur = { .sg = r->dsgt ? r->dsgt->sgl : r->sgt.sgl };
+	struct sg_table *dsgt = r->dmabuf ? r->owner->dsgt : NULL;
+	struct p2pnvme_cursor cur = { .sg = dsgt ? dsgt->sgl : r->sgt.sgl };
 	u64 done, slba = io->slba;
 	u8 opcode;
 	int ret;
@@ -339,12 +469,15 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 	}
 	opcode = io->op == P2PNVME_OP_READ ? nvme_cmd_read :
 		 io->op == P2PNVME_OP_WRITE ? nvme_cmd_write : nvme_cmd_write_zeroes;
-	if (r->dsgt)
+	if (dsgt)
 		p2pnvme_cursor_advance(&cur, io->addr);	/* the offset into the dma-buf */
 	for (done = 0; done < io->len; ) {
 		u64 n = min_t(u64, io->len - done, c->max_xfer);
 		struct nvme_command cmd = {};
 
+		/* told to stop using the dma-buf: send nothing more from it */
+		if (dsgt && READ_ONCE(r->owner->invalidated))
+			return -EAGAIN;
 		cmd.rw.opcode = opcode;
 		cmd.rw.nsid = cpu_to_le32(c->nsid);
 		cmd.rw.slba = cpu_to_le64(slba);
@@ -358,20 +491,18 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 	return 0;
 }
 
-/* The batch is over: copy bounced reads out, count, report, release. */
+/* The batch is over: count and report (the data is unmapped after). */
 static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
 {
 	struct p2pnvme_io *io = r->io;
 	bool write = io->op == P2PNVME_OP_WRITE;
 	int err = r->error;
 
-	if (!err && r->bounce && !write)
-		bounce_copy(r, true);
 	io->result = err;
 	io->status = r->status;
 	io->path = P2PNVME_PATH_NONE;
 	if (!err && has_data(io)) {
-		if (r->dsgt) {
+		if (r->dmabuf) {
 			io->path = P2PNVME_PATH_DMABUF;
 			p2pnvme_stat_add(c, write ? ST_WRITES_DMABUF : ST_READS_DMABUF, 1);
 			p2pnvme_stat_add(c, ST_BYTES_DMABUF, io->len);
@@ -392,12 +523,24 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
 	/* device-side failures only; bad buffers and policy refusals are not */
 	if (err == -EIO || err == -ETIMEDOUT || err == -ENODEV || err == -ECANCELED)
 		p2pnvme_stat_add(c, ST_ERRORS, 1);
-	req_release(c, r, !err);
+}
+
+/* Entries sharing a dma-buf mapping go before the entry that owns it. */
+static void reqs_unmap(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr)
+{
+	while (nr--)
+		req_unmap(c, &reqs[nr]);
+}
+
+static void reqs_release(struct p2pnvme_req *reqs, unsigned int nr)
+{
+	while (nr--)
+		req_release(&reqs[nr], !reqs[nr].error && reqs[nr].io->result == 0);
 }
 
 /**
  * p2pnvme_run_batch - prepare, submit and wait for a batch of requests
- * @c: the controller, reset_lock held for read, LIVE when taken
+ * @c: the controller (no lock held: this takes reset_lock itself)
  * @ios: requests, checked with p2pnvme_check_io(); @result, @path and
  *	 @status of each are written
  * @nr: how many, at most P2PNVME_SUBMIT_MAX
@@ -407,31 +550,48 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
  * commands to that queue; nothing orders the entries among themselves.
  *
  * Return: 0 when every entry succeeded; -errno of a preparation failure
- * (*@failed says which, and nothing was submitted), else the -errno of the
- * first failed entry.
+ * (*@failed says which, and nothing was submitted); -ENODEV when the
+ * controller went away, -EINTR when interrupted waiting out a reset (with
+ * *@failed == @nr, nothing submitted); else the -errno of the first failed
+ * entry.
  */
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,
 		      unsigned int *failed)
 {
-	unsigned int first = raw_smp_processor_id() % c->nr_ioq, i, prepared;
-	struct p2pnvme_batch b;
 	struct p2pnvme_req *reqs;
+	struct p2pnvme_batch b;
+	unsigned int i, pinned, mapped = 0, first;
+	__le64 *scratch = NULL;
 	int ret = 0;
 
 	reqs = kvcalloc(nr, sizeof(*reqs), GFP_KERNEL);
 	if (!reqs)
 		return -ENOMEM;
-	for (prepared = 0; prepared < nr; prepared++) {
-		struct p2pnvme_req *r = &reqs[prepared];
-
-		r->io = &ios[prepared];
-		r->q = &c->ioq[(first + prepared) % c->nr_ioq];
-		ret = req_prepare(c, reqs, prepared);
+	for (pinned = 0; pinned < nr; pinned++) {
+		reqs[pinned].io = &ios[pinned];
+		ret = req_pin(c, reqs, pinned);
 		if (ret) {
-			req_release(c, r, false);
-			*failed = prepared;
-			ios[prepared].result = ret;
+			*failed = pinned;
+			ios[pinned].result = ret;
+			pinned++;	/* release what it took */
 			goto out_release;
+		}
+	}
+
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		goto out_release;
+	first = raw_smp_processor_id() % c->nr_ioq;
+	for (mapped = 0; mapped < nr; mapped++) {
+		struct p2pnvme_req *r = &reqs[mapped];
+
+		r->q = &c->ioq[(first + mapped) % c->nr_ioq];
+		ret = req_map(c, r, &scratch);
+		if (ret) {
+			*failed = mapped;
+			ios[mapped].result = ret;
+			mapped++;	/* unmap what it mapped */
+			goto out_unmap;
 		}
 	}
 
@@ -453,17 +613,25 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 		p2pnvme_ring(&c->ioq[i]);
 	p2pnvme_wait_batch(c, &b);
 
-	/* backwards: an entry sharing a dma-buf mapping goes before its owner */
-	for (i = nr; i-- > 0; )
+	for (i = 0; i < nr; i++)
 		req_complete(c, &reqs[i]);
+	reqs_unmap(c, reqs, nr);
+	p2pnvme_io_exit(c);
+	reqs_release(reqs, nr);
 	for (i = 0; i < nr && !ret; i++)
 		ret = ios[i].result;
+	kfree(scratch);
 	kvfree(reqs);
 	return ret;
 
+out_unmap:
+	reqs_unmap(c, reqs, mapped);
+	p2pnvme_io_exit(c);
 out_release:
-	for (i = prepared; i-- > 0; )
-		req_release(c, &reqs[i], false);
+	for (i = 0; i < pinned; i++)
+		reqs[i].error = reqs[i].error ?: -ECANCELED;
+	reqs_release(reqs, pinned);
+	kfree(scratch);
 	kvfree(reqs);
 	return ret;
 }

@@ -26,6 +26,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/module.h>
+#include <linux/overflow.h>
 #include <linux/pci.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -84,6 +85,22 @@ static bool poll_mode;
 module_param_named(poll, poll_mode, bool, 0444);
 MODULE_PARM_DESC(poll, "Poll for I/O completions instead of taking MSI-X interrupts (default false)");
 
+static unsigned int max_inflight_mb = 256;
+static struct uint_range max_inflight_range = { &max_inflight_mb, 1, 65536 };
+module_param_cb(max_inflight_mb, &uint_range_ops, &max_inflight_range, 0644);
+MODULE_PARM_DESC(max_inflight_mb, "MiB of data one open file may have pinned or bounced at once, 1 .. 65536 (default 256)");
+
+/**
+ * struct p2pnvme_file - one open() of /dev/p2pnvmeN
+ * @c: the controller, with a reference
+ * @inflight: bytes of the file's batches being transferred now (pinned user
+ *	      memory or bounce pages), bounded by max_inflight_mb
+ */
+struct p2pnvme_file {
+	struct p2pnvme *c;
+	atomic64_t inflight;
+};
+
 static dev_t p2pnvme_devt;
 static struct cdev p2pnvme_cdev;
 static struct class *p2pnvme_class;
@@ -119,15 +136,20 @@ static int identify(struct p2pnvme *c)
 	__le32 *list;
 	int ret;
 
+	u64 mdts_bytes;
+	u8 ms;
+
 	ret = identify_cns(c, NVME_ID_CNS_CTRL, 0, dma);
 	if (ret)
 		return ret;
 	memcpy(c->serial, id->sn, sizeof(c->serial));
 	memcpy(c->model, id->mn, sizeof(c->model));
 	c->max_xfer = P2PNVME_MAX_XFER;
-	if (id->mdts)
-		c->max_xfer = min_t(u64, c->max_xfer, (u64)mps << id->mdts);
+	/* MDTS is a power of two of pages; 52 and more do not fit: no limit */
+	if (id->mdts && !check_shl_overflow((u64)mps, id->mdts, &mdts_bytes))
+		c->max_xfer = min_t(u64, c->max_xfer, mdts_bytes);
 	c->sgl = le32_to_cpu(id->sgls) & 0x3;
+	c->acl = id->acl + 1;	/* zero-based */
 
 	/* the first active namespace */
 	ret = identify_cns(c, NVME_ID_CNS_NS_ACTIVE_LIST, 0, dma);
@@ -146,6 +168,20 @@ static int identify(struct p2pnvme *c)
 	ns = c->id_buf;
 	c->nlb = le64_to_cpu(ns->nsze);
 	c->lba_shift = ns->lbaf[ns->flbas & NVME_NS_FLBAS_LBA_MASK].ds;
+	/*
+	 * Metadata is refused, as nvme core gives such a namespace capacity 0
+	 * unless it can handle it: separate metadata would be written to MPTR
+	 * (bus address 0 here), and with extended LBAs a transfer is
+	 * nlb * (ds + ms) bytes, so the controller would take the buffer's
+	 * second page for a PRP list.
+	 */
+	ms = le16_to_cpu(ns->lbaf[ns->flbas & NVME_NS_FLBAS_LBA_MASK].ms);
+	if (ms) {
+		pci_err(c->pdev, "namespace %u has %u bytes of metadata per LBA (%s): not supported, format it without metadata\n",
+			c->nsid, ms, ns->flbas & NVME_NS_FLBAS_META_EXT ? "extended LBAs" :
+			"separate buffer");
+		return -EOPNOTSUPP;
+	}
 	if (c->lba_shift < 9 || c->lba_shift > PAGE_SHIFT) {
 		pci_err(c->pdev, "unsupported LBA size 2^%u\n", c->lba_shift);
 		return -EOPNOTSUPP;
@@ -168,27 +204,36 @@ static int identify(struct p2pnvme *c)
 
 static int p2pnvme_open(struct inode *inode, struct file *filp)
 {
+	struct p2pnvme_file *f;
 	struct p2pnvme *c;
 
+	f = kzalloc_obj(*f, GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
 	xa_lock(&p2pnvme_minors);
 	c = xa_load(&p2pnvme_minors, iminor(inode));
 	if (c)
 		kref_get(&c->kref);
 	xa_unlock(&p2pnvme_minors);
-	if (!c)
+	if (!c) {
+		kfree(f);
 		return -ENODEV;
-	filp->private_data = c;
+	}
+	f->c = c;
+	filp->private_data = f;
 	return nonseekable_open(inode, filp);
 }
 
 static int p2pnvme_release(struct inode *inode, struct file *filp)
 {
-	struct p2pnvme *c = filp->private_data;
+	struct p2pnvme_file *f = filp->private_data;
 
-	kref_put(&c->kref, p2pnvme_free);
+	kref_put(&f->c->kref, p2pnvme_free);
+	kfree(f);
 	return 0;
 }
 
+/* The queues exist while reset_lock is held for read and the state is below DELETING. */
 static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 {
 	struct p2pnvme_info info;
@@ -196,10 +241,13 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 
 	if (ret)
 		return ret;
-	if (info.flags || info.reserved)
+	if (info.flags || info.reserved || info.reserved2)
 		return -EINVAL;
-	if (p2pnvme_state(c) >= P2PNVME_DELETING)
+	down_read(&c->reset_lock);
+	if (p2pnvme_state(c) >= P2PNVME_DELETING) {
+		up_read(&c->reset_lock);
 		return -ENODEV;
+	}
 	info.flags = (c->sgl ? P2PNVME_INFO_F_SGL : 0) | (c->polled ? P2PNVME_INFO_F_POLLED : 0);
 	info.nsid = c->nsid;
 	info.lba_shift = c->lba_shift;
@@ -209,14 +257,20 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 	info.queue_depth = c->ioq[0].depth - 1;
 	memcpy(info.serial, c->serial, sizeof(info.serial));
 	memcpy(info.model, c->model, sizeof(info.model));
+	up_read(&c->reset_lock);
 	return copy_to_user((void __user *)uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
-/*
- * Enter the I/O path: reset_lock held for read with the controller LIVE.
- * A reset in progress is waited out; a controller going away is -ENODEV.
+/**
+ * p2pnvme_io_enter - enter the I/O path
+ * @c: the controller
+ *
+ * Holds reset_lock for read with the controller LIVE on success; the
+ * caller leaves with p2pnvme_io_exit(). A reset in progress is waited out.
+ *
+ * Return: 0, -ENODEV (the controller is going away or dead) or -EINTR.
  */
-static int io_enter(struct p2pnvme *c)
+int p2pnvme_io_enter(struct p2pnvme *c)
 {
 	int ret;
 
@@ -233,33 +287,82 @@ static int io_enter(struct p2pnvme *c)
 	}
 }
 
-static long ioc_io(struct p2pnvme *c, unsigned long uarg)
+/**
+ * p2pnvme_io_exit - leave the I/O path entered with p2pnvme_io_enter()
+ * @c: the controller
+ */
+void p2pnvme_io_exit(struct p2pnvme *c)
 {
+	up_read(&c->reset_lock);
+}
+
+/*
+ * May this file do @io? Writes need an fd opened for writing, as
+ * nvme_cmd_allowed() has it for nvme-pci's passthrough (-EACCES).
+ */
+static int io_allowed(struct file *filp, const struct p2pnvme_io *io)
+{
+	if ((io->op == P2PNVME_OP_WRITE || io->op == P2PNVME_OP_WRITE_ZEROES) &&
+	    !(filp->f_mode & FMODE_WRITE))
+		return -EACCES;
+	return 0;
+}
+
+/*
+ * Account @ios against the file's max_inflight_mb: -E2BIG for a batch that
+ * can never fit, -EAGAIN while the file's other batches hold the room.
+ */
+static int inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
+			unsigned int nr, u64 *bytes)
+{
+	u64 limit = (u64)READ_ONCE(max_inflight_mb) << 20, sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		if (ios[i].op == P2PNVME_OP_READ || ios[i].op == P2PNVME_OP_WRITE)
+			sum += ios[i].len;	/* each at most P2PNVME_IO_MAX_LEN */
+	if (sum > limit)
+		return -E2BIG;
+	if (atomic64_add_return(sum, &f->inflight) > limit) {
+		atomic64_sub(sum, &f->inflight);
+		return -EAGAIN;
+	}
+	*bytes = sum;
+	return 0;
+}
+
+static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg)
+{
+	struct p2pnvme *c = f->c;
 	struct p2pnvme_io io;
 	unsigned int failed;
+	u64 bytes;
 	int ret = p2p_ioctl_copy_in(&io, sizeof(io), uarg);
 
 	if (ret)
 		return ret;
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
-	if (ret)
-		return ret;
-	ret = io_enter(c);
+	if (!ret)
+		ret = io_allowed(filp, &io);
+	if (!ret)
+		ret = inflight_get(f, &io, 1, &bytes);
 	if (ret)
 		return ret;
 	ret = p2pnvme_run_batch(c, &io, 1, &failed);
-	up_read(&c->reset_lock);
+	atomic64_sub(bytes, &f->inflight);
 	if (copy_to_user((void __user *)uarg, &io, sizeof(io)))
 		return -EFAULT;
 	return ret;
 }
 
-static long ioc_submit(struct p2pnvme *c, unsigned long uarg)
+static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long uarg)
 {
 	struct p2pnvme_submit __user *usub = (void __user *)uarg;
+	struct p2pnvme *c = f->c;
 	struct p2pnvme_submit sub;
 	struct p2pnvme_io *ios;
 	unsigned int i;
+	u64 bytes;
 	size_t size;
 	int ret = p2p_ioctl_copy_in(&sub, sizeof(sub), uarg);
 
@@ -277,17 +380,19 @@ static long ioc_submit(struct p2pnvme *c, unsigned long uarg)
 		ret = ios[i].argsz == sizeof(*ios) ? 0 : -EINVAL;
 		if (!ret)
 			ret = p2pnvme_check_io(&ios[i], c->lba_shift, c->nlb);
+		if (!ret)
+			ret = io_allowed(filp, &ios[i]);
 		if (ret) {
 			sub.failed = i;
 			goto out_failed;
 		}
 	}
-	ret = io_enter(c);
+	ret = inflight_get(f, ios, sub.nr, &bytes);
 	if (ret)
 		goto out_free;
 	sub.failed = sub.nr;
 	ret = p2pnvme_run_batch(c, ios, sub.nr, &sub.failed);
-	up_read(&c->reset_lock);
+	atomic64_sub(bytes, &f->inflight);
 	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
 		ret = -EFAULT;
 out_failed:
@@ -300,15 +405,15 @@ out_free:
 
 static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 {
-	struct p2pnvme *c = filp->private_data;
+	struct p2pnvme_file *f = filp->private_data;
 
 	switch (cmd) {
 	case P2PNVME_IOC_INFO:
-		return ioc_info(c, uarg);
+		return ioc_info(f->c, uarg);
 	case P2PNVME_IOC_IO:
-		return ioc_io(c, uarg);
+		return ioc_io(f, filp, uarg);
 	case P2PNVME_IOC_SUBMIT:
-		return ioc_submit(c, uarg);
+		return ioc_submit(f, filp, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -457,6 +562,9 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
 	if (ret)
 		return ret;
+	/* as nvme-pci: PRPs stay valid through swiotlb, SGL segments are u32 */
+	dma_set_min_align_mask(dev, P2PNVME_CTRL_PAGE - 1);
+	dma_set_max_seg_size(dev, 0xffffffff);
 
 	c = kzalloc_obj(*c, GFP_KERNEL);
 	if (!c)
@@ -468,6 +576,8 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
+	c->fence_ctx = dma_fence_context_alloc(1);
+	c->acl = 1;
 	c->bar = pcim_iomap_region(pdev, 0, KBUILD_MODNAME);
 	if (IS_ERR(c->bar)) {
 		pci_err(pdev, "cannot map BAR0 (is nvme still bound?)\n");
@@ -523,7 +633,6 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_disable;
 	pci_set_drvdata(pdev, c);
-	c->state = P2PNVME_LIVE;
 	c->dev = device_create_with_groups(p2pnvme_class, dev,
 					   MKDEV(MAJOR(p2pnvme_devt), c->minor), c,
 					   p2pnvme_groups, "p2pnvme%d", c->minor);
@@ -533,6 +642,11 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
+	/* last: an early opener of the minor saw RESETTING and waited */
+	spin_lock(&c->state_lock);
+	c->state = P2PNVME_LIVE;
+	spin_unlock(&c->state_lock);
+	wake_up_all(&c->wq);
 	pci_info(pdev, "p2pnvme%d: ns %u, %llu x %u B, %u I/O queues of %u, %s, max %u KiB/cmd%s\n",
 		 c->minor, c->nsid, c->nlb, 1 << c->lba_shift, c->nr_ioq, c->ioq[0].depth - 1,
 		 c->polled ? "polled" : "MSI-X", c->max_xfer >> 10, c->sgl ? ", SGL" : "");
@@ -541,7 +655,13 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 err_minor:
 	xa_erase(&p2pnvme_minors, c->minor);
 err_disable:
+	/* a file opened meanwhile finds DEAD, never a half-built controller */
+	down_write(&c->reset_lock);
+	c->state = P2PNVME_DEAD;
+	up_write(&c->reset_lock);
+	wake_up_all(&c->wq);
 	p2pnvme_ctrl_disable(c);
+	pci_clear_master(pdev);
 	free_irqs(c);
 err_put:
 	kref_put(&c->kref, p2pnvme_free);
@@ -575,11 +695,30 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	kref_put(&c->kref, p2pnvme_free);	/* the binding's reference */
 }
 
+/* Reboot, kexec, poweroff: an orderly CC.SHN, as nvme-pci does. */
+static void p2pnvme_shutdown(struct pci_dev *pdev)
+{
+	struct p2pnvme *c = pci_get_drvdata(pdev);
+
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_DEAD) {
+		spin_unlock(&c->state_lock);
+		return;
+	}
+	c->state = P2PNVME_DELETING;
+	spin_unlock(&c->state_lock);
+	wake_up_all(&c->wq);
+	if (cancel_work_sync(&c->reset_work))
+		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
+	p2pnvme_quiesce(c);
+}
+
 static struct pci_driver p2pnvme_driver = {
 	.name = KBUILD_MODNAME,
 	.id_table = NULL,	/* bind with driver_override in place of nvme */
 	.probe = p2pnvme_probe,
 	.remove = p2pnvme_remove,
+	.shutdown = p2pnvme_shutdown,
 };
 
 static int __init p2pnvme_init(void)

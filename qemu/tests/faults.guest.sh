@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Error paths of the NVMe client: a media error from the backend reaches
-# the caller; a command that outlives io_timeout_ms is aborted, the
+# Error paths of the NVMe client: namespaces with metadata are refused; a
+# media error from the backend reaches the caller; a command that outlives io_timeout_ms is aborted, the
 # controller reset, the I/O fails with ETIMEDOUT and the next one works;
 # hot-unplug during a batch of I/O returns it without a hang; a controller
 # that stops answering is reset, then taken out of service (ENODEV);
@@ -26,26 +26,50 @@ check "p2pnvme loads" load p2pnvme
 check "p2pnvme takes over nvme0 ($NVME0)" bind p2pnvme "$NVME0"
 check "p2pnvme takes over nvme1 ($NVME1)" bind p2pnvme "$NVME1"
 
+# 8 bytes of metadata per LBA: refused at probe, no I/O command sent
+hostd check dma-mark >/dev/null
+for n in "3 separate buffer" "4 extended LBAs"; do
+	bdf=$(find_pci 1b36 0010 "${n%% *}")
+	bind p2pnvme "$bdf"
+	check "p2pnvme refuses $bdf, a namespace with metadata (${n#* })" \
+		test ! -e "/sys/bus/pci/devices/$bdf/driver"
+	check "and says why" sh -c "dmesg | grep -q '$bdf: namespace 1 has 8 bytes of metadata per LBA (${n#* })'"
+done
+hostcheck io-none
+
 # blkdebug: EIO for LBA 65536
 p2pctl nvme-read /dev/p2pnvme0 65536 4096 2>/tmp/err
 rc=$?
 diag "$(cat /tmp/err)"
 check_eq "media error reaches the caller as EIO" "$rc" 5
-grep -q "NVMe status 0x" /tmp/err && ! grep -q "NVMe status 0x0)" /tmp/err
-check_eq "with a non-zero NVMe status" "$?" 0
+# SCT 2 (media errors), SC 0x81 (unrecovered read error); no DNR/More/CRD bits
+check "with the NVMe status 0x281" grep -q "NVMe status 0x281)" /tmp/err
 check_eq "errors counted" "$(cat $S0/errors)" 1
 check "a read elsewhere still works" p2pctl nvme-read /dev/p2pnvme0 0 4096
 
 # throttled backend: the first command of a 1 MiB read passes, the second
-# waits 8 s for the bucket (64 KiB/s): time out after 1 s. The reset drains
+# waits 8 s for the bucket (64 KiB/s). With a 6 s timeout it is late, is
+# aborted, and QEMU answers "not aborted" (its answer to every Abort, the
+# normal one for a command about to complete): no reset, it completes.
+echo 6000 > /sys/module/p2pnvme/parameters/io_timeout_ms
+t0=$(date +%s)
+p2pctl nvme-read /dev/p2pnvme1 0 1048576 2>/tmp/err
+rc=$?
+diag "$(cat /tmp/err) after $(( $(date +%s) - t0 )) s"
+check_eq "a command late by less than a second timeout completes" "$rc" 0
+check_eq "its timeout was counted" "$(cat $S1/timeouts)" 1
+check_eq "and nothing was reset for it" "$(cat $S1/resets)" 0
+
+# Now 1 s: the next 1 MiB waits for the bucket (8 s), is aborted, not
+# aborted, still not back after a second timeout: reset. The reset drains
 # QEMU's queue, so what the timed-out command brings back then is discarded.
 echo 1000 > /sys/module/p2pnvme/parameters/io_timeout_ms
 t0=$(date +%s)
 p2pctl nvme-read /dev/p2pnvme1 0 1048576 2>/tmp/err
 rc=$?
 diag "$(cat /tmp/err) after $(( $(date +%s) - t0 )) s"
-check_eq "a command past io_timeout_ms fails with ETIMEDOUT" "$rc" 110
-check_eq "timeouts counted" "$(cat $S1/timeouts)" 1
+check_eq "a command past two timeouts fails with ETIMEDOUT" "$rc" 110
+check "timeouts counted" test "$(cat $S1/timeouts)" -ge 2
 check_eq "the controller was reset" "$(cat $S1/resets)" 1
 # the bucket still holds the drained 1 MiB: the next read waits ~15 s
 echo 30000 > /sys/module/p2pnvme/parameters/io_timeout_ms
@@ -92,6 +116,8 @@ check_eq "an unanswered command fails with ETIMEDOUT" "$rc" 110
 i=0
 while ! grep -q '^# dead' $Q0 && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 check "the reset gives up and the controller is dead ($((i / 10)) s later)" grep -q '^# dead' $Q0
+now=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$NVME0/config" | tr -d ' ')
+check_eq "bus mastering is off: it cannot DMA into the cancelled buffers" "$((now & 4))" 0
 cfg_w16 "$NVME0" 4 "$cmd"
 p2pctl nvme-read /dev/p2pnvme0 0 4096 >/dev/null 2>&1
 check_eq "I/O on a dead controller: ENODEV" "$?" 19

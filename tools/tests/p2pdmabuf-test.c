@@ -113,6 +113,12 @@ static void udmabuf_case(int nvme)
 	unsigned char *a, *ref;
 	int mfd, u, dfd, ret;
 
+	if (getenv("P2P_SWIOTLB") && *getenv("P2P_SWIOTLB")) {
+		/* an emulator-independent limit of udmabuf, not a pass */
+		printf("    ok %d udmabuf: host memory imported as a dma-buf # SKIP udmabuf maps with DMA_ATTR_SKIP_CPU_SYNC: under swiotlb the device's bytes stay in the bounce buffer\n",
+		       ++n);
+		return;
+	}
 	mfd = memfd_create("p2pdmabuf-test", MFD_ALLOW_SEALING);
 	u = open("/dev/udmabuf", O_RDWR);
 	if (mfd < 0 || u < 0 || ftruncate(mfd, 1 << 20) ||

@@ -5,20 +5,28 @@
  * host to confirm that QEMU's nvme did no DMA meanwhile).
  *
  *   p2pnvme-test /dev/p2pnvmeN
+ *   p2pnvme-test --stuck-unbind /dev/p2pnvmeN BDF
+ *	unbind the controller while an I/O ioctl's buffer is stuck in a
+ *	userfaultfd fault: the unbind must not wait for the fault
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/p2pnvme.h>
+#include <linux/userfaultfd.h>
 
 #include "ktap.h"
 
@@ -63,6 +71,149 @@ static void submit_case(int fd, const char *what, struct p2pnvme_submit sub, int
 	result(ret == err, name, err, ret);
 }
 
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+struct stuck {
+	int fd, ret;
+	void *buf;
+};
+
+static void *stuck_io(void *arg)
+{
+	struct stuck *st = arg;
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = 4096,
+				 .addr = (uintptr_t)st->buf };
+
+	st->ret = ioctl(st->fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	return NULL;
+}
+
+/*
+ * A READ into memory registered with userfaultfd (missing pages): pinning
+ * the buffer blocks in the fault. Unbind the controller meanwhile: it must
+ * finish at once (it used to wait for the fault, with reset_lock held for
+ * read by the ioctl); the fault is resolved after 10 s either way, so the
+ * old behaviour shows as a 10 s unbind instead of a hang. The ioctl then
+ * finds the controller gone: ENODEV.
+ */
+static int stuck_unbind(const char *dev, const char *bdf)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct stuck st = { .ret = -1 };
+	struct uffd_msg msg;
+	struct pollfd pfd;
+	char path[256];
+	double t0, took;
+	pthread_t t;
+	int uffd, ufd, ok;
+
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_stuck_unbind\n    1..4\n");
+	st.fd = open(dev, O_RDWR);
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	st.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (uintptr_t)st.buf;
+	reg.range.len = 4096;
+	if (st.fd < 0 || uffd < 0 || ioctl(uffd, UFFDIO_API, &api) ||
+	    ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		printf("    not ok 1 set up a userfaultfd buffer (%s)\n", strerror(errno));
+		return 1;
+	}
+	pthread_create(&t, NULL, stuck_io, &st);
+	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	ok = poll(&pfd, 1, 10000) == 1 && read(uffd, &msg, sizeof(msg)) == sizeof(msg);
+	result(ok, "the I/O ioctl's buffer is stuck in a fault", 0, ok ? 0 : ETIMEDOUT);
+
+	/* unbind from a second thread's view: this one resolves after 10 s */
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
+	t0 = now();
+	if (fork() == 0) {
+		struct uffdio_zeropage zp = { .range = { (uintptr_t)st.buf, 4096 } };
+
+		close(st.fd);	/* the module must not stay busy for it */
+		usleep(10 * 1000 * 1000);
+		ioctl(uffd, UFFDIO_ZEROPAGE, &zp);
+		_exit(0);
+	}
+	ufd = open(path, O_WRONLY);
+	ok = ufd >= 0 && write(ufd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf);
+	took = now() - t0;
+	if (ufd >= 0)
+		close(ufd);
+	printf("    # unbind took %.2f s\n", took);
+	result(ok && took < 5, "unbind does not wait for a fault in a user buffer", 0,
+	       ok ? (took < 5 ? 0 : ETIMEDOUT) : errno);
+	{
+		struct uffdio_zeropage zp = { .range = { (uintptr_t)st.buf, 4096 } };
+
+		ioctl(uffd, UFFDIO_ZEROPAGE, &zp);	/* the new code: resolve now */
+	}
+	pthread_join(t, NULL);
+	result(st.ret == ENODEV, "the stuck ioctl then finds the controller gone", ENODEV, st.ret);
+	ok = ioctl(st.fd, P2PNVME_IOC_IO, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
+		   .op = P2PNVME_OP_FLUSH }) ? errno : 0;
+	result(ok == ENODEV, "later I/O on the open file: ENODEV", ENODEV, ok);
+	printf("%s 1 client_stuck_unbind\n", failed ? "not ok" : "ok");
+	return !!failed;
+}
+
+/*
+ * An fd opened read-only may read, not write (nvme_cmd_allowed()'s rule).
+ * The READ goes to an unmapped buffer: it passes the permission check and
+ * fails on the buffer (EFAULT), so that no DMA happens here.
+ */
+static void read_only_fd(const char *dev, void *buf, uint64_t lba)
+{
+	struct p2pnvme_io io;
+	int fd = open(dev, O_RDONLY), ret;
+
+	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = lba,
+				  .addr = 0x1000 };
+	ret = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	result(ret == EFAULT, "read-only fd: READ is allowed (fails on its unmapped buffer)",
+	       EFAULT, ret);
+	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_WRITE, .len = lba,
+				  .addr = (uintptr_t)buf };
+	ret = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	result(ret == EACCES, "read-only fd: WRITE", EACCES, ret);
+	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_WRITE_ZEROES, .len = lba };
+	ret = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	result(ret == EACCES, "read-only fd: WRITE ZEROES", EACCES, ret);
+	close(fd);
+}
+
+/* max_inflight_mb bounds what one file pins or bounces at once. */
+static void inflight_bound(int fd, void *buf, uint64_t lba)
+{
+	const char *p = "/sys/module/p2pnvme/parameters/max_inflight_mb";
+	struct p2pnvme_io ios[2];
+	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = 2, .ios = (uintptr_t)ios };
+	FILE *f = fopen(p, "w");
+	int ret, i;
+
+	if (f) {
+		fputs("1", f);
+		fclose(f);
+	}
+	for (i = 0; i < 2; i++)
+		ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ,
+					      .slba = i * 2048, .len = 2048 * lba,
+					      .addr = (uintptr_t)buf + i * 2048 * lba };
+	ret = ioctl(fd, P2PNVME_IOC_SUBMIT, &sub) ? errno : 0;
+	result(ret == E2BIG, "submit: more than max_inflight_mb in one batch", E2BIG, ret);
+	f = fopen(p, "w");
+	if (f) {
+		fputs("256", f);
+		fclose(f);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
@@ -72,6 +223,8 @@ int main(int argc, char **argv)
 	int fd, ret;
 	uint64_t nlb, lba;
 
+	if (argc == 4 && !strcmp(argv[1], "--stuck-unbind"))
+		return stuck_unbind(argv[2], argv[3]);
 	if (argc != 2)
 		return 2;
 	fd = open(argv[1], O_RDWR);
@@ -79,7 +232,7 @@ int main(int argc, char **argv)
 		return 1;
 	nlb = info.nlb;
 	lba = 1ULL << info.lba_shift;
-	buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	buf = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	before = stats_sum(argv[1]);
 
 	struct {
@@ -109,7 +262,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_badinput\n");
-	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4 + 9 + 3);
+	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4 + 9 + 3 + 4 + 1);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		io = cases[i].io;
 		io.argsz = sizeof(io);
@@ -141,6 +294,12 @@ int main(int argc, char **argv)
 	bad = (struct p2pnvme_info){ .argsz = 4 };
 	ret = ioctl(fd, P2PNVME_IOC_INFO, &bad) ? errno : 0;
 	result(ret == EINVAL, "info: argsz too small", EINVAL, ret);
+	bad = (struct p2pnvme_info){ .argsz = sizeof(bad), .reserved2 = 1 };
+	ret = ioctl(fd, P2PNVME_IOC_INFO, &bad) ? errno : 0;
+	result(ret == EINVAL, "info: reserved2 set", EINVAL, ret);
+
+	read_only_fd(argv[1], buf, lba);
+	inflight_bound(fd, buf, lba);
 
 	/* P2PNVME_IOC_SUBMIT: the batch itself, then one bad entry among good ones */
 	struct p2pnvme_io ios[3];

@@ -27,6 +27,8 @@
  * @reserved: must be zero
  * @serial: serial number, space padded, not NUL terminated
  * @model: model number, space padded, not NUL terminated
+ * @reserved2: must be zero (the structure has the same size, 104 bytes, on
+ *	       32- and 64-bit ABIs)
  */
 struct p2pnvme_info {
 	__u32 argsz;
@@ -42,6 +44,7 @@ struct p2pnvme_info {
 	__u32 reserved;
 	char serial[20];
 	char model[40];
+	__u32 reserved2;
 };
 
 enum p2pnvme_op {
@@ -74,8 +77,9 @@ enum p2pnvme_path {
  *	  mapping of p2pmem (/dev/p2pbarN, the kernel's p2pmem/allocate);
  *	  with P2PNVME_IO_F_DMABUF the byte offset into the dma-buf
  * @path: out: enum p2pnvme_path
- * @status: out: NVMe status field (SCT << 8 | SC) of a failed command
- *	    (0x371, host aborted, when a reset or removal cancelled it)
+ * @status: out: NVMe status (SCT << 8 | SC, without the CRD, More and DNR
+ *	    bits) of a failed command (0x371, host aborted, when a reset or
+ *	    removal cancelled it)
  * @dmabuf_fd: with P2PNVME_IO_F_DMABUF, a dma-buf file descriptor (p2pmem
  *	       exported by P2PBAR_IOC_EXPORT, GPU memory, udmabuf, ...);
  *	       otherwise 0
