@@ -128,6 +128,7 @@ static const struct alloc_case alloc_cases[] = {
 	{ "align not power of 2", { .size = PAGE_SIZE, .align = 3 * PAGE_SIZE }, -EINVAL },
 	{ "align below page",	{ .size = PAGE_SIZE, .align = 512 }, -EINVAL },
 	{ "align makes it too big", { .size = SZ_64M, .align = SZ_2M }, -ENOSPC },
+	{ "size + align overflow", { .size = ~0ULL & PAGE_MASK, .align = 1ULL << 63 }, -EOVERFLOW },
 	{ "flags set",		{ .size = PAGE_SIZE, .flags = 1 }, -EINVAL },
 	{ "reserved set",	{ .size = PAGE_SIZE, .reserved = 1 }, -EINVAL },
 };
@@ -153,8 +154,8 @@ static void alloc_table(struct kunit *test)
 #define Q35D	0x29c0
 
 /* path from a list of ids, node[0] first; acs: bitmask of nodes with redirect */
-static void mkpath(struct p2pbar_topo_path *p, u32 host, u16 hv, u16 hd,
-		   unsigned int acs, int n, const u32 *ids)
+static void mkpath(struct p2pbar_topo_path *p, u64 host, u16 hv, u16 hd,
+		   unsigned int acs, int n, const u64 *ids)
 {
 	int i;
 
@@ -170,12 +171,12 @@ static void mkpath(struct p2pbar_topo_path *p, u32 host, u16 hv, u16 hd,
 }
 
 /* root port 00:1c.0 -> upstream 01:00.0 -> downstream 02:00.0 / 02:01.0 */
-static const u32 sw_nvme[] = { ID(3, 0, 0), ID(2, 0, 0), ID(1, 0, 0), ID(0, 0x1c, 0) };
-static const u32 sw_bar[] = { ID(4, 0, 0), ID(2, 1, 0), ID(1, 0, 0), ID(0, 0x1c, 0) };
-static const u32 rp_a[] = { ID(5, 0, 0), ID(0, 0x1d, 0) };
-static const u32 rp_b[] = { ID(6, 0, 0), ID(0, 0x1e, 0) };
-static const u32 fn0[] = { ID(7, 0, 0), ID(0, 0x1f, 0) };
-static const u32 fn1[] = { ID(7, 0, 1), ID(0, 0x1f, 0) };
+static const u64 sw_nvme[] = { ID(3, 0, 0), ID(2, 0, 0), ID(1, 0, 0), ID(0, 0x1c, 0) };
+static const u64 sw_bar[] = { ID(4, 0, 0), ID(2, 1, 0), ID(1, 0, 0), ID(0, 0x1c, 0) };
+static const u64 rp_a[] = { ID(5, 0, 0), ID(0, 0x1d, 0) };
+static const u64 rp_b[] = { ID(6, 0, 0), ID(0, 0x1e, 0) };
+static const u64 fn0[] = { ID(7, 0, 0), ID(0, 0x1f, 0) };
+static const u64 fn1[] = { ID(7, 0, 1), ID(0, 0x1f, 0) };
 
 static void verdict_switch_is_direct(struct kunit *test)
 {
@@ -223,7 +224,7 @@ static void verdict_acs_redirect(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
 	KUNIT_EXPECT_EQ(test, v.distance, -1);
 	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_ACS_REDIRECT);
-	KUNIT_EXPECT_EQ(test, v.acs_id, (u32)ID(2, 0, 0));
+	KUNIT_EXPECT_EQ(test, v.acs_devid, (u32)ID(2, 0, 0));
 	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_NOT_LISTED);
 	p2pbar_verdict_explain(&v, why, sizeof(why));
 	KUNIT_EXPECT_STREQ(test, why,
@@ -239,7 +240,7 @@ static void verdict_acs_redirect(struct kunit *test)
 	mkpath(&a, 0, Q35V, Q35D, BIT(2), 4, sw_bar);
 	mkpath(&b, 0, Q35V, Q35D, 0, 4, sw_nvme);
 	p2pbar_verdict_compute(&a, &b, false, &v);
-	KUNIT_EXPECT_EQ(test, v.acs_id, (u32)ID(1, 0, 0));
+	KUNIT_EXPECT_EQ(test, v.acs_devid, (u32)ID(1, 0, 0));
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
 }
 
@@ -317,6 +318,64 @@ static void verdict_host_bridges(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
 }
 
+/*
+ * VMD domains start at 0x10000: a function there and one in domain 0 with
+ * the same bus and devfn are different functions under different host
+ * bridges (a 16-bit domain in the identity made them one).
+ */
+static void verdict_vmd_domains(struct kunit *test)
+{
+	static const u64 vmd[] = { P2PBAR_TOPO_ID(0x10000, ID(5, 0, 0)),
+				   P2PBAR_TOPO_ID(0x10000, ID(0, 0x1d, 0)) };
+	struct p2pbar_topo_path a, b;
+	struct p2pbar_verdict v = {};
+
+	mkpath(&a, P2PBAR_TOPO_ID(0x10000, 0), Q35V, Q35D, 0, 2, vmd);
+	mkpath(&b, P2PBAR_TOPO_ID(0, 0), Q35V, Q35D, 0, 2, rp_a);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.reason, (u32)P2PBAR_REASON_NO_COMMON_BRIDGE);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+}
+
+/*
+ * The running kernel decides: a host bridge only 7.2 lists (DSA SPR0) is
+ * refused by a 6.12 kernel, and one this table lacks but the kernel allows
+ * is allowed; the walk only explains.
+ */
+static void verdict_is_the_kernels(struct kunit *test)
+{
+	struct p2pbar_topo_path a, b;
+	struct p2pbar_verdict v = {};
+	char why[160];
+
+	mkpath(&a, 0, 0x8086, 0x0b25, 0, 2, rp_a);
+	mkpath(&b, 0, 0x8086, 0x0b25, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+	p2pbar_verdict_reconcile(&v, -1);		/* 6.12 says no */
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_REFUSED);
+	KUNIT_EXPECT_EQ(test, v.distance, -1);
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_NOT_LISTED);
+	p2pbar_verdict_explain(&v, why, sizeof(why));
+	KUNIT_EXPECT_STREQ(test, why,
+			   "no common upstream bridge; host bridge 8086:0b25 not in allowlist");
+
+	mkpath(&a, 0, Q35V, Q35D, 0, 2, rp_a);
+	mkpath(&b, 0, Q35V, Q35D, 0, 2, rp_b);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	p2pbar_verdict_reconcile(&v, 4);		/* a kernel that allows it */
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_HOST_BRIDGE);
+	KUNIT_EXPECT_EQ(test, v.distance, 4);
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_ALLOWLIST);
+
+	mkpath(&a, 0, Q35V, Q35D, 0, 4, sw_bar);
+	mkpath(&b, 0, Q35V, Q35D, 0, 4, sw_nvme);
+	p2pbar_verdict_compute(&a, &b, false, &v);
+	p2pbar_verdict_reconcile(&v, 4);
+	KUNIT_EXPECT_EQ(test, v.map_type, (u32)P2PBAR_MAP_DIRECT);
+	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_UNUSED);
+}
+
 static struct kunit_case p2pbar_cases[] = {
 	KUNIT_CASE(pick_auto_takes_largest_64bit_prefetchable),
 	KUNIT_CASE(pick_auto_without_candidate),
@@ -328,6 +387,8 @@ static struct kunit_case p2pbar_cases[] = {
 	KUNIT_CASE(verdict_acs_redirect),
 	KUNIT_CASE(verdict_root_ports),
 	KUNIT_CASE(verdict_host_bridges),
+	KUNIT_CASE(verdict_vmd_domains),
+	KUNIT_CASE(verdict_is_the_kernels),
 	{}
 };
 

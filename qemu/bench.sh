@@ -18,7 +18,7 @@ OUT=$P2P_TOP/out
 kernels() {
 	local s
 	host_build_deps
-	need_pkgs sparse
+	need_pkgs sparse gcc-multilib
 	"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base >/dev/null
 	"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" debug >/dev/null
 	for s in $P2P_COMPILE_SERIES; do
@@ -55,6 +55,7 @@ build_suite() {
 	t "checkpatch --strict is clean" checkpatch "$src"
 	t "kernel-doc is clean" kerneldoc "$src"
 	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
+	t "UAPI structures have one layout on i386 and x86_64" make -s -C "$P2P_TOP/tools" uapi-layout-m32
 	{
 		echo "KTAP version 1"; echo "1..1"
 		echo "    KTAP version 1"; echo "    # Subtest: build"; echo "    1..$n"

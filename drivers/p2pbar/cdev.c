@@ -116,12 +116,13 @@ static long p2pbar_ioc_info(struct p2pbar *pb, unsigned long uarg)
 	ret = p2p_ioctl_copy_in(&info, sizeof(info), uarg);
 	if (ret)
 		return ret;
-	if (info.flags || info.reserved)
+	if (info.flags)
 		return -EINVAL;
 
 	mutex_lock(&pb->lock);
 	info.bar = pb->region.bar;
-	info.pci_id = (u32)pci_domain_nr(pb->pdev->bus) << 16 | pci_dev_id(pb->pdev);
+	info.pci_domain = pci_domain_nr(pb->pdev->bus);
+	info.pci_devid = pci_dev_id(pb->pdev);
 	info.bar_size = pb->bar_size;
 	info.offset = pb->region.offset;
 	info.size = pb->region.size;
@@ -220,11 +221,11 @@ static long p2pbar_ioc_verdict(struct p2pbar *pb, unsigned long uarg)
 	ret = p2p_ioctl_copy_in(&v, sizeof(v), uarg);
 	if (ret)
 		return ret;
-	if (v.flags || v.reserved)
+	if (v.flags || v.reserved || v.client_devid > 0xffff)
 		return -EINVAL;
 
-	client = pci_get_domain_bus_and_slot(v.client >> 16, (v.client >> 8) & 0xff,
-					     v.client & 0xff);
+	client = pci_get_domain_bus_and_slot(v.client_domain, PCI_BUS_NUM(v.client_devid),
+					     v.client_devid & 0xff);
 	if (!client)
 		return -ENOENT;		/* -ENODEV means: this provider is gone */
 	ret = p2pbar_verdict(pb->pdev, client, &v);

@@ -97,8 +97,9 @@ EXPORT_SYMBOL_IF_KUNIT(p2pbar_pick_region);
  * @a: the request, argsz already checked
  * @avail: total p2pmem of the provider, in bytes
  *
- * Return: 0, -EINVAL for malformed requests, -ENOSPC when the request can
- * never be satisfied by this provider.
+ * Return: 0, -EINVAL for malformed requests, -EOVERFLOW when size and
+ * alignment do not fit 64 bits, -ENOSPC when the request can never be
+ * satisfied by this provider.
  */
 int p2pbar_check_alloc(const struct p2pbar_alloc *a, u64 avail)
 {
@@ -112,7 +113,7 @@ int p2pbar_check_alloc(const struct p2pbar_alloc *a, u64 avail)
 		return -EINVAL;
 	/* worst case: the pool hands out a page-aligned start */
 	if (check_add_overflow(a->size, a->align ? a->align - PAGE_SIZE : 0, &worst))
-		return -ENOSPC;
+		return -EOVERFLOW;
 	if (worst > avail)
 		return -ENOSPC;
 	return 0;

@@ -9,6 +9,11 @@
  * ACS redirect on the ports below it; without a shared bridge, or with a
  * redirect, traffic crosses the host bridge, which is allowed only on CPUs
  * known to route P2P or for allow-listed host bridges.
+ *
+ * The decision is the running kernel's, not ours: the allowlist differs
+ * between kernels (7.2 lists more host bridges than 6.12), so
+ * p2pbar_verdict() takes the distance from pci_p2pdma_distance() and
+ * p2pbar_verdict_reconcile() fits the explanation to it.
  */
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -17,7 +22,10 @@
 
 #include "p2pbar.h"
 
-/* The kernel's pci_p2pdma_whitelist[] (7.2, a superset of 6.1/6.12). */
+/*
+ * The kernel's pci_p2pdma_whitelist[] as of 7.2 (a superset of 6.1/6.12):
+ * only the explanation uses it, the running kernel decides.
+ */
 #define REQ_SAME_HOST_BRIDGE	BIT(0)
 #define ANY_DEVICE		0xffff
 static const struct {
@@ -73,7 +81,7 @@ static int host_allowed(const struct p2pbar_topo_path *p, bool same_host)
  * @a: path of the provider
  * @b: path of the client
  * @cpu_routes_p2p: the CPU is known to route P2P through its host bridges
- * @v: filled in (distance, map_type, reason, host_ok, acs_id, host_id);
+ * @v: filled in (distance, map_type, reason, host_ok, acs_devid, host_id);
  *     argsz, flags and client are left alone
  *
  * Pure function: the result depends only on the arguments.
@@ -85,14 +93,15 @@ void p2pbar_verdict_compute(const struct p2pbar_topo_path *a,
 	int ia, ib, common_b = -1;
 	int host_a, host_b;
 
-	v->acs_id = ~0U;
+	u64 acs = ~0ULL;
+
 	v->host_id = 0;
 	v->host_ok = P2PBAR_HOST_UNUSED;
 
 	/* Walk up from the provider until a node is also on the client path. */
 	for (ia = 0; ia < a->len; ia++) {
-		if (a->node[ia].acs_redirect && v->acs_id == ~0U)
-			v->acs_id = a->node[ia].id;
+		if (a->node[ia].acs_redirect && acs == ~0ULL)
+			acs = a->node[ia].id;
 		for (ib = 0; ib < b->len; ib++) {
 			if (a->node[ia].id == b->node[ib].id && a->host == b->host) {
 				common_b = ib;
@@ -106,14 +115,16 @@ void p2pbar_verdict_compute(const struct p2pbar_topo_path *a,
 	if (common_b < 0) {
 		v->distance = a->len + b->len;
 		v->reason = P2PBAR_REASON_NO_COMMON_BRIDGE;
-		v->acs_id = ~0U;	/* the kernel only reports ACS below a common bridge */
+		v->acs_devid = ~0U;	/* the kernel only reports ACS below a common bridge */
 	} else {
 		v->distance = ia + common_b;
 		/* ACS on the client side, below the common bridge. */
 		for (ib = 0; ib < common_b; ib++)
-			if (b->node[ib].acs_redirect && v->acs_id == ~0U)
-				v->acs_id = b->node[ib].id;
-		if (v->acs_id == ~0U) {
+			if (b->node[ib].acs_redirect && acs == ~0ULL)
+				acs = b->node[ib].id;
+		/* below a common bridge: the client's domain, devid form */
+		v->acs_devid = acs == ~0ULL ? ~0U : (u16)acs;
+		if (acs == ~0ULL) {
 			v->map_type = P2PBAR_MAP_DIRECT;
 			v->reason = P2PBAR_REASON_COMMON_BRIDGE;
 			return;
@@ -146,9 +157,36 @@ void p2pbar_verdict_compute(const struct p2pbar_topo_path *a,
 }
 EXPORT_SYMBOL_GPL(p2pbar_verdict_compute);
 
-static u32 p2pbar_pci_id(struct pci_dev *pdev)
+/**
+ * p2pbar_verdict_reconcile - make a computed verdict the running kernel's
+ * @v: from p2pbar_verdict_compute()
+ * @kernel_distance: pci_p2pdma_distance() for the same pair, -1 if refused
+ *
+ * The distance and whether P2P is possible at all are the kernel's. Where
+ * the kernel disagrees with the walk it is about the host bridge (an
+ * allowlist entry one kernel has and another lacks): the explanation says
+ * what the running kernel decided. Pure function.
+ */
+void p2pbar_verdict_reconcile(struct p2pbar_verdict *v, int kernel_distance)
 {
-	return (u32)pci_domain_nr(pdev->bus) << 16 | pci_dev_id(pdev);
+	if (kernel_distance < 0) {
+		if (v->map_type != P2PBAR_MAP_REFUSED && v->host_ok != P2PBAR_HOST_UNUSED)
+			v->host_ok = P2PBAR_HOST_NOT_LISTED;	/* not in *this* kernel's list */
+		v->map_type = P2PBAR_MAP_REFUSED;
+		v->distance = -1;
+		return;
+	}
+	if (v->map_type == P2PBAR_MAP_REFUSED) {
+		v->map_type = P2PBAR_MAP_HOST_BRIDGE;	/* this kernel allows the host bridge */
+		v->host_ok = P2PBAR_HOST_ALLOWLIST;
+	}
+	v->distance = kernel_distance;
+}
+EXPORT_SYMBOL_GPL(p2pbar_verdict_reconcile);
+
+static u64 p2pbar_pci_id(struct pci_dev *pdev)
+{
+	return P2PBAR_TOPO_ID(pci_domain_nr(pdev->bus), pci_dev_id(pdev));
 }
 
 /* The representative function of a host bridge, as p2pdma.c picks it. */
@@ -192,7 +230,7 @@ int p2pbar_topo_path_fill(struct pci_dev *pdev, struct p2pbar_topo_path *path)
 		}
 		path->len++;
 	}
-	path->host = (u32)pci_domain_nr(host->bus) << 16 | host->bus->number;
+	path->host = P2PBAR_TOPO_ID(pci_domain_nr(host->bus), host->bus->number);
 	hb = host_bridge_dev(host->bus);
 	if (hb) {
 		path->host_vendor = hb->vendor;
@@ -218,8 +256,9 @@ static bool p2pbar_cpu_routes_p2p(void)
  * @client: function that would issue the DMA
  * @v: filled in as by p2pbar_verdict_compute()
  *
- * The caller holds references to both functions. Agrees with the kernel's
- * pci_p2pdma_distance() and adds the reason in terms a person can act on.
+ * The caller holds references to both functions. The distance and map
+ * type are the running kernel's (pci_p2pdma_distance()); the walk adds the
+ * reason in terms a person can act on.
  *
  * Return: 0, or a negative errno if a path could not be read.
  */
@@ -236,8 +275,12 @@ int p2pbar_verdict(struct pci_dev *provider, struct pci_dev *client,
 	ret = p2pbar_topo_path_fill(provider, pa);
 	if (!ret)
 		ret = p2pbar_topo_path_fill(client, pb);
-	if (!ret)
+	if (!ret) {
+		v->client_domain = pci_domain_nr(client->bus);
+		v->client_devid = pci_dev_id(client);
 		p2pbar_verdict_compute(pa, pb, p2pbar_cpu_routes_p2p(), v);
+		p2pbar_verdict_reconcile(v, pci_p2pdma_distance(provider, &client->dev, false));
+	}
 	kfree(pa);
 	return ret;
 }
@@ -278,8 +321,8 @@ int p2pbar_verdict_explain(const struct p2pbar_verdict *v, char *buf, size_t len
 		return scnprintf(buf, len, "common upstream bridge, no ACS redirect");
 	case P2PBAR_REASON_ACS_REDIRECT:
 		n = scnprintf(buf, len, "ACS redirect set on %04x:%02x:%02x.%x",
-			      v->acs_id >> 16, (v->acs_id >> 8) & 0xff,
-			      PCI_SLOT(v->acs_id & 0xff), PCI_FUNC(v->acs_id & 0xff));
+			      v->client_domain, PCI_BUS_NUM(v->acs_devid),
+			      PCI_SLOT(v->acs_devid & 0xff), PCI_FUNC(v->acs_devid & 0xff));
 		break;
 	default:
 		n = scnprintf(buf, len, "no common upstream bridge");

@@ -55,7 +55,8 @@ static int fail(int err, const char *what)
 	return err;
 }
 
-static int parse_bdf(const char *s, uint32_t *id)
+/* [DOMAIN:]BUS:DEV.FN; domains are 32 bits (VMD's start at 0x10000). */
+static int parse_bdf(const char *s, uint32_t *domain, uint32_t *devid)
 {
 	unsigned int dom = 0, bus, dev, fn;
 
@@ -64,9 +65,10 @@ static int parse_bdf(const char *s, uint32_t *id)
 		if (sscanf(s, "%x:%x.%x", &bus, &dev, &fn) != 3)
 			return -1;
 	}
-	if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+	if (bus > 0xff || dev > 0x1f || fn > 7)
 		return -1;
-	*id = dom << 16 | bus << 8 | dev << 3 | fn;
+	*domain = dom;
+	*devid = bus << 8 | dev << 3 | fn;
 	return 0;
 }
 
@@ -98,8 +100,8 @@ static int cmd_info(const char *path)
 		printf("{\"device\":\"%s\",\"pci\":\"%04x:%02x:%02x.%x\",\"bar\":%u,\"bar_size\":%llu,"
 		       "\"offset\":%llu,\"size\":%llu,\"bus_addr\":%llu,\"alloc_bytes\":%llu,"
 		       "\"alloc_count\":%u,\"published\":%s,\"user_mmap\":%s}\n",
-		       path, i.pci_id >> 16, (i.pci_id >> 8) & 0xff, (i.pci_id >> 3) & 0x1f,
-		       i.pci_id & 7, i.bar, (unsigned long long)i.bar_size,
+		       path, i.pci_domain, i.pci_devid >> 8, (i.pci_devid >> 3) & 0x1f,
+		       i.pci_devid & 7, i.bar, (unsigned long long)i.bar_size,
 		       (unsigned long long)i.offset, (unsigned long long)i.size,
 		       (unsigned long long)i.bus_addr, (unsigned long long)i.alloc_bytes,
 		       i.alloc_count, i.flags & P2PBAR_INFO_F_PUBLISHED ? "true" : "false",
@@ -107,8 +109,8 @@ static int cmd_info(const char *path)
 	else
 		printf("%s: %04x:%02x:%02x.%x BAR %u, %llu MiB p2pmem at offset %llu, bus %#llx\n"
 		       "  allocated: %llu bytes in %u allocations, %spublished\n",
-		       path, i.pci_id >> 16, (i.pci_id >> 8) & 0xff, (i.pci_id >> 3) & 0x1f,
-		       i.pci_id & 7, i.bar, (unsigned long long)i.size >> 20,
+		       path, i.pci_domain, i.pci_devid >> 8, (i.pci_devid >> 3) & 0x1f,
+		       i.pci_devid & 7, i.bar, (unsigned long long)i.size >> 20,
 		       (unsigned long long)i.offset, (unsigned long long)i.bus_addr,
 		       (unsigned long long)i.alloc_bytes, i.alloc_count,
 		       i.flags & P2PBAR_INFO_F_PUBLISHED ? "" : "not ");
@@ -135,7 +137,7 @@ static int cmd_verdict(const char *client, const char *path)
 	struct p2pbar_info i;
 	int fd;
 
-	if (parse_bdf(client, &v.client))
+	if (parse_bdf(client, &v.client_domain, &v.client_devid))
 		return fail(EINVAL, "client must be a PCI address like 0000:03:00.0");
 	fd = open_dev(path, &i);
 	if (fd < 0)
@@ -145,8 +147,8 @@ static int cmd_verdict(const char *client, const char *path)
 	close(fd);
 	if (json)
 		printf("{\"client\":\"%s\",\"verdict\":\"%s\",\"distance\":%d,\"reason\":%u,"
-		       "\"host_ok\":%u,\"acs_id\":%u,\"host_id\":%u}\n", client, map_name(v.map_type),
-		       v.distance, v.reason, v.host_ok, v.acs_id, v.host_id);
+		       "\"host_ok\":%u,\"acs_devid\":%u,\"host_id\":%u}\n", client, map_name(v.map_type),
+		       v.distance, v.reason, v.host_ok, v.acs_devid, v.host_id);
 	else
 		printf("%s -> %s: %s (distance %d): %s\n", client, path, map_name(v.map_type),
 		       v.distance, reason_name(v.reason));

@@ -229,9 +229,32 @@ static void bad_input(int fd)
 	inf.flags = 2;
 	ret = xioctl(fd, P2PBAR_IOC_INFO, &inf);
 	result(ret == -EINVAL, "INFO non-zero flags -> EINVAL (got %s)", strerror(-ret));
-	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client = 0xff1f07 };
+	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client_devid = 0xff07 };
 	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
 	result(ret == -ENOENT, "VERDICT absent client -> ENOENT (got %s)", strerror(-ret));
+	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client_domain = 0x10000 };
+	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
+	result(ret == -ENOENT, "VERDICT client in an absent domain 0x10000 -> ENOENT, not domain 0 (got %s)",
+	       strerror(-ret));
+	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client_devid = 0x10000 };
+	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
+	result(ret == -EINVAL, "VERDICT devid above 16 bits -> EINVAL (got %s)", strerror(-ret));
+	/* one extension scheme: a larger argsz with a zero tail works, a non-zero tail does not */
+	{
+		struct { struct p2pbar_info i; uint64_t tail; } big;
+
+		memset(&big, 0, sizeof(big));
+		big.i.argsz = sizeof(big);
+		ret = xioctl(fd, P2PBAR_IOC_INFO, &big);
+		result(!ret && big.i.size, "INFO with a larger argsz and a zero tail works (%s)",
+		       strerror(-ret));
+		memset(&big, 0, sizeof(big));
+		big.i.argsz = sizeof(big);
+		big.tail = 1;
+		ret = xioctl(fd, P2PBAR_IOC_INFO, &big);
+		result(ret == -E2BIG, "INFO with a larger argsz and a non-zero tail -> E2BIG (got %s)",
+		       strerror(-ret));
+	}
 	ret = xioctl(fd, _IO(P2PBAR_IOC_MAGIC, 0x7f), NULL);
 	result(ret == -ENOTTY, "unknown ioctl -> ENOTTY (got %s)", strerror(-ret));
 

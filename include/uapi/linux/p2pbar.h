@@ -5,7 +5,17 @@
  * Every ioctl argument starts with argsz (the size userspace filled in) and
  * flags; unknown flags and non-zero reserved fields are rejected with
  * -EINVAL so that they can be given a meaning later. Structures have no
- * implicit padding.
+ * implicit padding and the same layout on 32- and 64-bit ABIs.
+ *
+ * Extension, the one scheme (as vfio and openat2 have it): command numbers
+ * do not encode a size (_IO), structures only grow at the end, and argsz
+ * says how much the caller passed. A smaller argsz than the kernel knows
+ * gets -EINVAL; a larger one is accepted when every byte the kernel does
+ * not know is zero (-E2BIG otherwise), and the kernel writes back only the
+ * part it knows.
+ *
+ * PCI functions are named by domain (all 32 bits: VMD domains start at
+ * 0x10000) and devid (bus << 8 | devfn).
  */
 #ifndef _UAPI_LINUX_P2PBAR_H
 #define _UAPI_LINUX_P2PBAR_H
@@ -43,14 +53,14 @@ enum p2pbar_host_ok {
  * @argsz: sizeof(struct p2pbar_info)
  * @flags: in: 0; out: P2PBAR_INFO_F_*
  * @bar: BAR number backing the p2pmem
- * @pci_id: domain << 16 | bus << 8 | devfn of the provider
+ * @pci_domain: PCI domain of the provider
  * @bar_size: size of that BAR in bytes
  * @offset: offset of the p2pmem inside the BAR
  * @size: bytes of p2pmem registered with the P2PDMA core
  * @bus_addr: PCI bus address of the first p2pmem byte
  * @alloc_bytes: bytes currently allocated through this driver
  * @alloc_count: number of live allocations through this driver
- * @reserved: must be zero
+ * @pci_devid: bus << 8 | devfn of the provider
  */
 struct p2pbar_info {
 	__u32 argsz;
@@ -58,14 +68,14 @@ struct p2pbar_info {
 #define P2PBAR_INFO_F_PUBLISHED		(1U << 0)
 #define P2PBAR_INFO_F_USER_MMAP		(1U << 1)	/* kernel can map p2pmem to users */
 	__u32 bar;
-	__u32 pci_id;
+	__u32 pci_domain;
 	__u64 bar_size;
 	__u64 offset;
 	__u64 size;
 	__u64 bus_addr;
 	__u64 alloc_bytes;
 	__u32 alloc_count;
-	__u32 reserved;
+	__u32 pci_devid;
 };
 
 /**
@@ -111,24 +121,31 @@ struct p2pbar_free {
  * struct p2pbar_verdict - P2PBAR_IOC_VERDICT: can @client DMA to this BAR?
  * @argsz: sizeof(struct p2pbar_verdict)
  * @flags: must be 0
- * @client: in: domain << 16 | bus << 8 | devfn of the client function
- * @distance: out: as pci_p2pdma_distance(), -1 when refused
- * @map_type: out: enum p2pbar_map_type
+ * @client_domain: in: PCI domain of the client function
+ * @client_devid: in: bus << 8 | devfn of it (bits 16-31 must be zero)
+ * @distance: out: the running kernel's pci_p2pdma_distance(), -1 when
+ *	      refused
+ * @map_type: out: enum p2pbar_map_type, as the running kernel decides it
  * @reason: out: enum p2pbar_reason
  * @host_ok: out: enum p2pbar_host_ok
- * @acs_id: out: first port with ACS redirect (pci_id form), or ~0
+ * @acs_devid: out: first port with ACS redirect (devid form, in the
+ *	       client's domain), or ~0
  * @host_id: out: vendor << 16 | device of the host bridge judged, or 0
  * @reserved: must be zero
+ *
+ * @distance and @map_type are the kernel's own decision; the walk of the
+ * topology only explains it (@reason, @host_ok, @acs_devid, @host_id).
  */
 struct p2pbar_verdict {
 	__u32 argsz;
 	__u32 flags;
-	__u32 client;
+	__u32 client_domain;
+	__u32 client_devid;
 	__s32 distance;
 	__u32 map_type;
 	__u32 reason;
 	__u32 host_ok;
-	__u32 acs_id;
+	__u32 acs_devid;
 	__u32 host_id;
 	__u32 reserved;
 };
@@ -157,10 +174,11 @@ struct p2pbar_export {
 	__u64 bus_addr;
 };
 
-#define P2PBAR_IOC_INFO		_IOWR(P2PBAR_IOC_MAGIC, 0x00, struct p2pbar_info)
-#define P2PBAR_IOC_ALLOC	_IOWR(P2PBAR_IOC_MAGIC, 0x01, struct p2pbar_alloc)
-#define P2PBAR_IOC_FREE		_IOW(P2PBAR_IOC_MAGIC, 0x02, struct p2pbar_free)
-#define P2PBAR_IOC_VERDICT	_IOWR(P2PBAR_IOC_MAGIC, 0x03, struct p2pbar_verdict)
-#define P2PBAR_IOC_EXPORT	_IOWR(P2PBAR_IOC_MAGIC, 0x04, struct p2pbar_export)
+/* no size in the numbers: argsz is the one extension scheme (see the top) */
+#define P2PBAR_IOC_INFO		_IO(P2PBAR_IOC_MAGIC, 0x10)	/* struct p2pbar_info */
+#define P2PBAR_IOC_ALLOC	_IO(P2PBAR_IOC_MAGIC, 0x11)	/* struct p2pbar_alloc */
+#define P2PBAR_IOC_FREE		_IO(P2PBAR_IOC_MAGIC, 0x12)	/* struct p2pbar_free */
+#define P2PBAR_IOC_VERDICT	_IO(P2PBAR_IOC_MAGIC, 0x13)	/* struct p2pbar_verdict */
+#define P2PBAR_IOC_EXPORT	_IO(P2PBAR_IOC_MAGIC, 0x14)	/* struct p2pbar_export */
 
 #endif /* _UAPI_LINUX_P2PBAR_H */

@@ -4,7 +4,10 @@
  *
  * Every ioctl argument starts with argsz and flags; unknown flags, non-zero
  * reserved fields and a short argsz are rejected with -EINVAL before any
- * command reaches the controller.
+ * command reaches the controller. Extension follows <linux/p2pbar.h>:
+ * command numbers without a size, structures that grow at the end, a
+ * larger argsz accepted when the unknown tail is zero (-E2BIG otherwise).
+ * Structures have no implicit padding and one layout on 32- and 64-bit.
  */
 #ifndef _UAPI_LINUX_P2PNVME_H
 #define _UAPI_LINUX_P2PNVME_H
@@ -133,8 +136,9 @@ struct p2pnvme_submit {
 
 #define P2PNVME_SUBMIT_MAX	256
 
-#define P2PNVME_IOC_INFO	_IOWR(P2PNVME_IOC_MAGIC, 0x00, struct p2pnvme_info)
-#define P2PNVME_IOC_IO		_IOWR(P2PNVME_IOC_MAGIC, 0x01, struct p2pnvme_io)
-#define P2PNVME_IOC_SUBMIT	_IOWR(P2PNVME_IOC_MAGIC, 0x02, struct p2pnvme_submit)
+/* no size in the numbers: argsz is the one extension scheme (see the top) */
+#define P2PNVME_IOC_INFO	_IO(P2PNVME_IOC_MAGIC, 0x10)	/* struct p2pnvme_info */
+#define P2PNVME_IOC_IO		_IO(P2PNVME_IOC_MAGIC, 0x11)	/* struct p2pnvme_io */
+#define P2PNVME_IOC_SUBMIT	_IO(P2PNVME_IOC_MAGIC, 0x12)	/* struct p2pnvme_submit */
 
 #endif /* _UAPI_LINUX_P2PNVME_H */
