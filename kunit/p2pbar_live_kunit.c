@@ -366,7 +366,8 @@ static const struct dma_buf_attach_ops deaf_importer_ops = {
 static void dmabuf_deaf_importers(struct kunit *test)
 {
 	struct live_ctx *ctx = test->priv;
-	struct device *dev = &ctx->pdev->dev;
+	struct pci_dev *nvme = pci_get_class(PCI_CLASS_STORAGE_EXPRESS, NULL);
+	struct device *dev = nvme ? &nvme->dev : NULL;
 	struct dma_buf_attachment *attach[3];
 	struct sg_table *sgt[3];
 	struct dma_buf *dmabuf[3];
@@ -374,6 +375,15 @@ static void dmabuf_deaf_importers(struct kunit *test)
 	unsigned long t0, took;
 	int i, tries;
 
+	/*
+	 * The importer is another device (the NVMe controller): its mappings
+	 * outlive the provider's unbind, which DMA-API debugging would report
+	 * for mappings of the provider itself.
+	 */
+	if (!nvme || !strcmp(expect, "refused")) {
+		pci_dev_put(nvme);
+		kunit_skip(test, "needs an NVMe controller that reaches the BAR");
+	}
 	for (i = 0; i < 3; i++) {
 		dmabuf[i] = p2pbar_dmabuf_export(ctx->pb, PAGE_SIZE, NULL);
 		KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf[i]));
@@ -385,7 +395,7 @@ static void dmabuf_deaf_importers(struct kunit *test)
 		KUNIT_ASSERT_FALSE(test, IS_ERR(sgt[i]));
 	}
 	t0 = jiffies;
-	device_release_driver(dev);
+	device_release_driver(&ctx->pdev->dev);
 	took = jiffies - t0;
 	KUNIT_EXPECT_EQ(test, atomic_read(&im.invalidated), 3);
 	KUNIT_EXPECT_LT_MSG(test, took, 15 * HZ, "revocations ran one after another: %u ms",
@@ -405,6 +415,7 @@ static void dmabuf_deaf_importers(struct kunit *test)
 			      "no re-bind once the importers unmapped");
 	for (i = 0; i < 3; i++)
 		dma_buf_put(dmabuf[i]);
+	pci_dev_put(nvme);
 }
 
 static struct kunit_case live_cases[] = {

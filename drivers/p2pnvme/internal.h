@@ -241,6 +241,7 @@ struct p2pnvme_queue {
  * @lba_shift: log2 of its LBA size
  * @nlb: its size in LBAs
  * @max_xfer: bytes per command
+ * @max_seg: bytes of one scatterlist segment the DMA layer maps at once
  * @sgl: the controller takes SGLs for I/O commands
  * @polled: I/O completions are polled (no MSI-X)
  * @acl: Abort Command Limit: Aborts the controller takes at once
@@ -282,6 +283,7 @@ struct p2pnvme {
 	u32 lba_shift;
 	u64 nlb;
 	u32 max_xfer;
+	unsigned int max_seg;
 	bool sgl;
 	bool polled;
 	unsigned int acl;

@@ -148,8 +148,19 @@ static void bounce_copy(struct p2pnvme_req *r, bool to_user)
 	}
 }
 
+/*
+ * A table of @r's pages whose segments the DMA layer can map in one piece
+ * (swiotlb maps at most 256 KiB at once; merged user pages can be more).
+ */
+static int req_table(struct p2pnvme *c, struct p2pnvme_req *r, struct page **pages,
+		     unsigned int n, unsigned int off)
+{
+	return sg_alloc_table_from_pages_segment(&r->sgt, pages, n, off, r->io->len,
+						 c->max_seg, GFP_KERNEL);
+}
+
 /* Host pages for a bounce, charged to the caller; filled now for writes. */
-static int bounce_alloc(struct p2pnvme_req *r)
+static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
 {
 	unsigned int i;
 
@@ -165,7 +176,7 @@ static int bounce_alloc(struct p2pnvme_req *r)
 	/* before the mapping: a DMA API that copies (swiotlb) copies this */
 	if (r->dir == DMA_TO_DEVICE)
 		bounce_copy(r, false);
-	return sg_alloc_table_from_pages(&r->sgt, r->bpages, r->bnr, 0, r->io->len, GFP_KERNEL);
+	return req_table(c, r, r->bpages, r->bnr, 0);
 }
 
 /*
@@ -271,9 +282,8 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 	}
 	r->deny = deny;
 	if (r->bounce)
-		return bounce_alloc(r);
-	return sg_alloc_table_from_pages(&r->sgt, r->pages, r->nr, offset_in_page(io->addr),
-					 io->len, GFP_KERNEL);
+		return bounce_alloc(c, r);
+	return req_table(c, r, r->pages, r->nr, offset_in_page(io->addr));
 }
 
 /* ---- phase 2: map (reset_lock held for read) -------------------------- */
@@ -365,6 +375,31 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * User pages (p2pmem or host memory) are mapped without the implied CPU
+ * syncs: p2pmem has no CPU cache to sync, and host pages get explicit
+ * syncs instead, because userspace may hand the same bytes to several
+ * requests at once (its own race, as with O_DIRECT), which DMA-API
+ * debugging would otherwise report as overlapping mappings of the driver.
+ * Bounce pages are the driver's own: mapped plainly.
+ */
+static unsigned long req_attrs(const struct p2pnvme_req *r)
+{
+	return r->bounce ? 0 : DMA_ATTR_SKIP_CPU_SYNC;
+}
+
+static int req_map_sgt(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	int ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, req_attrs(r));
+
+	if (ret)
+		return ret;
+	r->mapped = true;
+	if (!r->bounce && !r->p2p)
+		dma_sync_sgtable_for_device(&c->pdev->dev, &r->sgt, r->dir);
+	return 0;
+}
+
 static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 {
 	int ret;
@@ -387,11 +422,9 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 		return dmabuf_check_prps(c, r, *scratch);
 	}
 	/* P2PDMA pages get bus addresses here, or -EREMOTEIO */
-	ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
-	if (!ret) {
-		r->mapped = true;
+	ret = req_map_sgt(c, r);
+	if (!ret)
 		return 0;
-	}
 	if (ret != -EREMOTEIO || r->bounce)
 		return ret;
 	if (r->deny) {
@@ -402,12 +435,10 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 	sg_free_table(&r->sgt);
 	memset(&r->sgt, 0, sizeof(r->sgt));
 	r->bounce = true;
-	ret = bounce_alloc(r);
+	ret = bounce_alloc(c, r);
 	if (ret)
 		return ret;
-	ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
-	r->mapped = !ret;
-	return ret;
+	return req_map_sgt(c, r);
 }
 
 /* Undo req_map(): every command of the batch is over. */
@@ -424,8 +455,11 @@ static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 		dma_resv_unlock(r->dmabuf->resv);
 		r->dsgt = NULL;
 	}
-	if (r->mapped)
-		dma_unmap_sgtable(&c->pdev->dev, &r->sgt, r->dir, 0);
+	if (r->mapped) {
+		if (!r->bounce && !r->p2p)
+			dma_sync_sgtable_for_cpu(&c->pdev->dev, &r->sgt, r->dir);
+		dma_unmap_sgtable(&c->pdev->dev, &r->sgt, r->dir, req_attrs(r));
+	}
 	r->mapped = false;
 }
 

@@ -577,6 +577,10 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
 	c->fence_ctx = dma_fence_context_alloc(1);
+	/* what one segment may hold: swiotlb, for one, maps 256 KiB at most */
+	c->max_seg = max_t(size_t, PAGE_SIZE,
+			   min_t(size_t, dma_max_mapping_size(dev), dma_get_max_seg_size(dev)) &
+			   PAGE_MASK);
 	c->acl = 1;
 	c->bar = pcim_iomap_region(pdev, 0, KBUILD_MODNAME);
 	if (IS_ERR(c->bar)) {
