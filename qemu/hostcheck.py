@@ -172,10 +172,24 @@ def main():
     results.append(('ok' if m and m.group(1) == '0' else 'not ok',
                     'guest test script completed' +
                     (f' (exit {m.group(1)})' if m else ' (no P2P-EXIT: crash or timeout)')))
+    # A guest test that provokes a warning the kernel itself prints (not the
+    # suite's code) declares it: "P2P-KNOWN-WARNING <file:function> <why>".
+    # Such a warning makes the check a SKIP with the reason, never a pass;
+    # any other splat still fails it.
+    known = re.findall(r'^P2P-KNOWN-WARNING (\S+) (.*)$', log, re.M)
     for pat, what in SPLATS:
-        hit = re.search(pat, log)
-        results.append(('ok' if hit is None else 'not ok', f'kernel log has no {what}'))
-        if hit:
+        hits = list(re.finditer(pat + r'.*', log))
+        excused = [h for h in hits if what == 'WARNING' and
+                   any(site in h.group(0) for site, _ in known)]
+        if not hits:
+            results.append(('ok', f'kernel log has no {what}'))
+        elif len(excused) == len(hits):
+            why = '; '.join(f'{site}: {reason}' for site, reason in known
+                            if any(site in h.group(0) for h in excused))
+            results.append(('ok', f'kernel log has no {what} # SKIP known kernel warning: {why}'))
+        else:
+            results.append(('not ok', f'kernel log has no {what}'))
+        for hit in hits[:1]:
             ctx = log[max(0, hit.start() - 200):hit.end() + 300].replace('\n', ' | ')
             print(f'    # {what}: ...{ctx}...')
     rpath = os.path.join(run, 'hostd.results')

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pfailnth: systematic fault injection over every ioctl of the suite and
+ * over probe, with /proc/thread-self/fail-nth (failslab and fail_page_alloc
+ * armed for sleeping allocations by the caller).
+ *
+ *   p2pfailnth P2PBAR-DEV P2PBAR-BDF P2PNVME-DEV
+ *
+ * For each operation, N = 1, 2, ...: the N-th fault site the operation
+ * reaches fails. The operation must then return an error, or succeed (a
+ * failure that was absorbed, say by a fallback), and either way leave the
+ * state as before once it is undone: p2pbar's counters, the kernel's
+ * p2pmem/available, the fds of this process. The sweep of an operation
+ * ends at the first N it no longer reaches. Probe of p2pbar is swept the
+ * same way through the driver's bind file. Leaks are for kmemleak, which
+ * the bench scans after the run; splats for the bench's log check.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/p2pbar.h>
+#include <linux/p2pnvme.h>
+
+static const char *bar_dev, *bdf, *nvme_dev;
+static int bar, nvme, n, failed;
+static void *host;
+
+static void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	n++;
+	failed += !ok;
+	printf("    %s %d ", ok ? "ok" : "not ok", n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static long read_num(const char *path)
+{
+	char buf[64] = "";
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtol(buf, NULL, 0);
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int c = 0;
+
+	while (d && readdir(d))
+		c++;
+	if (d)
+		closedir(d);
+	return c;
+}
+
+struct state {
+	long count, bytes, avail;
+	int fds;
+};
+
+static struct state snap(void)
+{
+	char p[256];
+	struct state s;
+
+	snprintf(p, sizeof(p), "/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1);
+	s.count = read_num(p);
+	snprintf(p, sizeof(p), "/sys/class/p2pbar/%s/alloc_bytes", strrchr(bar_dev, '/') + 1);
+	s.bytes = read_num(p);
+	snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/p2pmem/available", bdf);
+	s.avail = read_num(p);
+	s.fds = open_fds();
+	return s;
+}
+
+/*
+ * Arm the nth fault (nth > 0), or disarm and tell (nth == 0): 0 means the
+ * armed fault was injected, N > 0 that it was not reached. The file stays
+ * open: opening it would be a fault site itself.
+ */
+static int nth_fd = -1;
+
+static int fail_nth(int nth)
+{
+	char buf[16];
+	int len, ret = -1;
+
+	if (nth) {
+		len = snprintf(buf, sizeof(buf), "%d", nth);
+		return pwrite(nth_fd, buf, len, 0) == len ? 0 : -1;
+	}
+	len = pread(nth_fd, buf, sizeof(buf) - 1, 0);
+	if (len > 0) {
+		buf[len] = 0;
+		ret = atoi(buf);
+	}
+	if (pwrite(nth_fd, "0", 1, 0) != 1)
+		ret = -1;
+	return ret;
+}
+
+/* One operation: returns 0 or -errno; undo() reverts a success. */
+struct op {
+	const char *name;
+	int (*run)(void **undo_arg);
+	void (*undo)(void *undo_arg);
+};
+
+static int bar_info(void **u __attribute__((unused)))
+{
+	struct p2pbar_info i = { .argsz = sizeof(i) };
+
+	return ioctl(bar, P2PBAR_IOC_INFO, &i) ? -errno : 0;
+}
+
+static struct p2pbar_alloc last_alloc;
+
+static int bar_alloc(void **u __attribute__((unused)))
+{
+	last_alloc = (struct p2pbar_alloc){ .argsz = sizeof(last_alloc), .size = 1 << 20 };
+	return ioctl(bar, P2PBAR_IOC_ALLOC, &last_alloc) ? -errno : 0;
+}
+
+static void bar_alloc_undo(void *u __attribute__((unused)))
+{
+	struct p2pbar_free f = { .argsz = sizeof(f), .handle = last_alloc.handle };
+
+	ioctl(bar, P2PBAR_IOC_FREE, &f);
+}
+
+/* ALLOC, map, fault every page, unmap, FREE: one operation */
+static int bar_map_cycle(void **u __attribute__((unused)))
+{
+	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = 64 << 10 };
+	struct p2pbar_free f = { .argsz = sizeof(f) };
+	volatile unsigned char *p;
+	size_t i;
+	int ret = 0;
+
+	if (ioctl(bar, P2PBAR_IOC_ALLOC, &a))
+		return -errno;
+	p = mmap(NULL, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar, a.mmap_offset);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+	} else {
+		for (i = 0; i < a.size; i += 4096)
+			p[i] = 1;
+		munmap((void *)p, a.size);
+	}
+	f.handle = a.handle;
+	ioctl(bar, P2PBAR_IOC_FREE, &f);
+	return ret;
+}
+
+static int bar_verdict(void **u __attribute__((unused)))
+{
+	struct p2pbar_verdict v = { .argsz = sizeof(v) };
+	unsigned int b, d, fn;
+
+	sscanf(bdf, "%*x:%x:%x.%x", &b, &d, &fn);
+	v.client_devid = b << 8 | d << 3 | fn;
+	return ioctl(bar, P2PBAR_IOC_VERDICT, &v) ? -errno : 0;
+}
+
+static int bar_export(void **u)
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = 64 << 10 };
+
+	if (ioctl(bar, P2PBAR_IOC_EXPORT, &e))
+		return -errno;
+	*u = (void *)(intptr_t)e.fd;
+	return 0;
+}
+
+static void close_undo(void *u)
+{
+	close((int)(intptr_t)u);
+}
+
+static int nvme_info(void **u __attribute__((unused)))
+{
+	struct p2pnvme_info i = { .argsz = sizeof(i) };
+
+	return ioctl(nvme, P2PNVME_IOC_INFO, &i) ? -errno : 0;
+}
+
+static int nvme_read(uint64_t addr, uint32_t flags, int dfd)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = 64 << 10,
+				 .addr = addr, .flags = flags, .dmabuf_fd = dfd };
+
+	return ioctl(nvme, P2PNVME_IOC_IO, &io) ? -errno : 0;
+}
+
+static int nvme_read_host(void **u __attribute__((unused)))
+{
+	return nvme_read((uintptr_t)host, 0, 0);
+}
+
+/* into p2pmem of /dev/p2pbar0: P2P, then forced bounce */
+static int nvme_read_p2p(uint32_t flags)
+{
+	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = 64 << 10 };
+	struct p2pbar_free f = { .argsz = sizeof(f) };
+	void *p;
+	int ret;
+
+	if (ioctl(bar, P2PBAR_IOC_ALLOC, &a))
+		return -errno;
+	p = mmap(NULL, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, bar, a.mmap_offset);
+	ret = p == MAP_FAILED ? -errno : nvme_read((uintptr_t)p, flags, 0);
+	if (p != MAP_FAILED)
+		munmap(p, a.size);
+	f.handle = a.handle;
+	ioctl(bar, P2PBAR_IOC_FREE, &f);
+	return ret;
+}
+
+static int nvme_read_p2pmem(void **u __attribute__((unused)))
+{
+	return nvme_read_p2p(0);
+}
+
+static int nvme_read_bounce(void **u __attribute__((unused)))
+{
+	return nvme_read_p2p(P2PNVME_IO_F_BOUNCE);
+}
+
+static int nvme_read_dmabuf(void **u __attribute__((unused)))
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = 64 << 10 };
+	int ret;
+
+	if (ioctl(bar, P2PBAR_IOC_EXPORT, &e))
+		return -errno;
+	ret = nvme_read(0, P2PNVME_IO_F_DMABUF, e.fd);
+	close(e.fd);
+	return ret;
+}
+
+static int nvme_submit(void **u __attribute__((unused)))
+{
+	struct p2pnvme_io ios[4];
+	struct p2pnvme_submit s = { .argsz = sizeof(s), .nr = 4, .ios = (uintptr_t)ios };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ,
+					      .slba = i * 128, .len = 64 << 10,
+					      .addr = (uintptr_t)host + i * (64 << 10) };
+	return ioctl(nvme, P2PNVME_IOC_SUBMIT, &s) ? -errno : 0;
+}
+
+static const struct op ops[] = {
+	{ "p2pbar INFO", bar_info, NULL },
+	{ "p2pbar ALLOC", bar_alloc, bar_alloc_undo },
+	{ "p2pbar ALLOC, mmap, fault, FREE", bar_map_cycle, NULL },
+	{ "p2pbar VERDICT", bar_verdict, NULL },
+	{ "p2pbar EXPORT", bar_export, close_undo },
+	{ "p2pnvme INFO", nvme_info, NULL },
+	{ "p2pnvme IO read into host memory", nvme_read_host, NULL },
+	{ "p2pnvme IO read into p2pmem", nvme_read_p2pmem, NULL },
+	{ "p2pnvme IO read bounced into p2pmem", nvme_read_bounce, NULL },
+	{ "p2pnvme IO read into an exported dma-buf", nvme_read_dmabuf, NULL },
+	{ "p2pnvme SUBMIT of 4 reads", nvme_submit, NULL },
+};
+
+static int same(struct state a, struct state b)
+{
+	return a.count == b.count && a.bytes == b.bytes && a.avail == b.avail && a.fds == b.fds;
+}
+
+static void sweep(const struct op *op)
+{
+	struct state before = snap(), after;
+	int nth, ret, left, errors = 0, absorbed = 0, bad = 0;
+	void *u = NULL;
+
+	for (nth = 1; nth < 2000; nth++) {
+		u = NULL;
+		if (fail_nth(nth))
+			break;
+		ret = op->run(&u);
+		left = fail_nth(0);
+		if (!ret && op->undo)
+			op->undo(u);
+		if (ret)
+			errors++;
+		else if (!left)
+			absorbed++;
+		after = snap();
+		if (!same(before, after) && bad++ < 3)
+			printf("    # %s, fault %d: state changed (count %ld/%ld, avail %ld/%ld, fds %d/%d), returned %d\n",
+			       op->name, nth, before.count, after.count, before.avail, after.avail,
+			       before.fds, after.fds, ret);
+		if (left > 0)
+			break;		/* the operation no longer reaches fault nth */
+	}
+	tap(!bad && nth < 2000, "%s: %d fault sites, %d failed it, %d absorbed, state unchanged",
+	    op->name, nth - 1, errors, absorbed);
+}
+
+/* probe: bind through the driver's bind file with the N-th fault failing */
+static void sweep_probe(void)
+{
+	char path[256], node[64];
+	int nth, left, bound = 0, refused = 0, bad = 0, fd, ok;
+
+	snprintf(node, sizeof(node), "/sys/bus/pci/devices/%s/driver", bdf);
+	for (nth = 1; nth < 5000; nth++) {
+		fd = open("/sys/bus/pci/drivers/p2pbar/bind", O_WRONLY);
+		if (fd < 0 || fail_nth(nth))
+			break;
+		ok = write(fd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf);
+		left = fail_nth(0);
+		close(fd);
+		if (!access(node, F_OK)) {
+			bound++;
+			snprintf(path, sizeof(path), "/sys/bus/pci/drivers/p2pbar/unbind");
+			fd = open(path, O_WRONLY);
+			if (fd < 0 || write(fd, bdf, strlen(bdf)) < 0)
+				bad++;
+			if (fd >= 0)
+				close(fd);
+		} else {
+			refused++;
+			/* a failed probe leaves nothing: no char device, no p2pmem */
+			snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem", bdf);
+			if ((!access(path, F_OK) || !access(bar_dev, F_OK)) && bad++ < 3)
+				printf("    # probe fault %d left %s behind\n", nth,
+				       access(path, F_OK) ? bar_dev : path);
+		}
+		(void)ok;
+		if (left > 0)
+			break;
+	}
+	tap(!bad && nth < 5000 && refused > 0,
+	    "p2pbar probe: %d fault sites, %d refused cleanly, %d bound anyway", nth - 1, refused,
+	    bound);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int i;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: p2pfailnth P2PBAR-DEV BDF P2PNVME-DEV\n");
+		return 2;
+	}
+	bar_dev = argv[1];
+	bdf = argv[2];
+	nvme_dev = argv[3];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(host, 1, 1 << 20);
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: failnth\n    1..%zu\n",
+	       sizeof(ops) / sizeof(ops[0]) + 1);
+	bar = open(bar_dev, O_RDWR);
+	nvme = open(nvme_dev, O_RDWR);
+	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (bar < 0 || nvme < 0 || nth_fd < 0 || fail_nth(0) < 0) {
+		printf("    not ok 1 open %s, %s and /proc/thread-self/fail-nth\n", bar_dev, nvme_dev);
+		return 1;
+	}
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		sweep(&ops[i]);
+	close(bar);
+	close(nvme);
+	/* probe last: the instance goes away and comes back many times */
+	{
+		int fd = open("/sys/bus/pci/drivers/p2pbar/unbind", O_WRONLY);
+
+		if (fd < 0 || write(fd, bdf, strlen(bdf)) < 0)
+			printf("    # unbind before the probe sweep: %s\n", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	sweep_probe();
+	printf("%s 1 failnth\n", failed ? "not ok" : "ok");
+	return !!failed;
+}
