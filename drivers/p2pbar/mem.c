@@ -56,7 +56,9 @@ static struct lockdep_map p2pbar_revoke_map =
 #if P2P_HAVE_USER_PAGES
 /*
  * Take ownership of freshly allocated pool pages: one page reference each
- * (7.2 keeps idle P2P pages at refcount 0, 6.12 at 1) and one pgmap
+ * (kernels with folio_free, 7.x, keep idle P2P pages at refcount 0, 6.2 to
+ * 6.x at 1: anything else is a leaked reference, warned about as upstream
+ * does) and one pgmap
  * reference each, which the core's page_free callback drops when the page
  * returns to the pool. The single pgmap reference pci_alloc_p2pmem() took
  * for the whole range is dropped by the caller.
@@ -68,8 +70,13 @@ static void p2pbar_own_pages(void *vaddr, size_t len)
 	for (off = 0; off < len; off += PAGE_SIZE) {
 		struct page *page = virt_to_page(vaddr + off);
 
-		if (!page_ref_count(page))
-			set_page_count(page, 1);
+		/* a page someone else still holds would be handed out twice */
+#ifdef HAVE_PGMAP_FOLIO_FREE
+		VM_WARN_ON_ONCE_PAGE(page_ref_count(page), page);
+		set_page_count(page, 1);
+#else
+		VM_WARN_ON_ONCE_PAGE(page_ref_count(page) != 1, page);
+#endif
 		percpu_ref_get(&page_pgmap(page)->ref);
 	}
 }
