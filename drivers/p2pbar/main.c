@@ -436,4 +436,5 @@ module_exit(p2pbar_exit);
 
 P2P_IMPORT_NS("DMA_BUF");
 MODULE_DESCRIPTION("Expose a PCI BAR as published P2PDMA memory");
+MODULE_VERSION(P2P_VERSION);
 MODULE_LICENSE("GPL");

@@ -38,6 +38,14 @@ int p2pbar_pick_region(const struct p2pbar_bar_desc *bars, int bar, u64 offset,
 int p2pbar_check_alloc(const struct p2pbar_alloc *a, u64 avail);
 
 struct p2pbar;
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg);
+#else
+/* a kernel without dma-buf support: nothing to export to */
+static inline long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg)
+{
+	return -EOPNOTSUPP;
+}
+#endif
 
 #endif /* P2PBAR_PRIV_H */

@@ -120,9 +120,8 @@ void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n)
  * after the first must start on a controller page, every one before the
  * last end on one) or the list runs short, -E2BIG when the list is full.
  */
-VISIBLE_IF_KUNIT int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma,
-					struct p2pnvme_cursor *cur, u64 len,
-					struct nvme_command *cmd)
+int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor *cur,
+		       u64 len, struct nvme_command *cmd)
 {
 	dma_addr_t addr;
 	u64 first;
@@ -179,9 +178,8 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_prps);
  * Return: 0, -EINVAL when the scatterlist runs short, -E2BIG when the list
  * is full.
  */
-VISIBLE_IF_KUNIT int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
-				       struct p2pnvme_cursor *cur, u64 len,
-				       struct nvme_command *cmd)
+int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
+		      struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd)
 {
 	int n = 0;
 

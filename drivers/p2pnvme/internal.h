@@ -342,6 +342,28 @@ void p2pnvme_quiesce(struct p2pnvme *c);
 int p2pnvme_io_enter(struct p2pnvme *c);
 void p2pnvme_io_exit(struct p2pnvme *c);
 
+/* dmabuf.c: the importer; without dma-buf support such requests are refused */
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
+int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
+void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
+void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
+#else
+static inline int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs,
+					unsigned int i)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
+static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
+#endif
+
 /* io.c */
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,
 		      unsigned int *failed);

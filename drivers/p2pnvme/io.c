@@ -17,10 +17,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/dma-buf.h>
-#include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
-#include <linux/dma-resv.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
@@ -180,64 +177,6 @@ static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
 }
 
 /*
- * The exporter wants its memory back or moves it (called with the
- * dma-buf's resv lock held). Commands already at the controller are
- * covered by our fence in the reservation object, which the exporter
- * waits for before it moves or frees anything; commands not submitted yet
- * are not sent (-EAGAIN: a new request maps the buffer afresh, or learns
- * that it was revoked).
- */
-static void dmabuf_invalidate(struct dma_buf_attachment *attach)
-{
-	struct p2pnvme_req *r = attach->importer_priv;
-
-	WRITE_ONCE(r->invalidated, true);
-}
-
-static const struct dma_buf_attach_ops dmabuf_importer_ops = {
-	.allow_peer2peer = true,
-	.P2P_DMA_BUF_INVALIDATE_OP = dmabuf_invalidate,
-};
-
-/*
- * Look up @r's dma-buf and attach to it, or share the attachment an earlier
- * entry of the batch made for the same dma-buf: one attachment and mapping
- * per dma-buf and batch (both directions), however many entries use it.
- */
-static int dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
-{
-	struct p2pnvme_req *r = &reqs[i];
-	struct p2pnvme_io *io = r->io;
-	struct dma_buf *dmabuf;
-	unsigned int j;
-
-	dmabuf = dma_buf_get(io->dmabuf_fd);
-	if (IS_ERR(dmabuf))
-		return PTR_ERR(dmabuf);
-	r->dmabuf = dmabuf;
-	if (io->addr + io->len > dmabuf->size)
-		return -EINVAL;
-	/* the controller writes into the buffer on a read: a writable fd only */
-	if (r->dir == DMA_FROM_DEVICE && !(dmabuf->file->f_mode & FMODE_WRITE))
-		return -EBADF;
-	for (j = 0; j < i; j++) {
-		if (reqs[j].dmabuf == dmabuf && reqs[j].attach) {
-			r->owner = &reqs[j];	/* released by entry j, after us */
-			return 0;
-		}
-	}
-	r->owner = r;
-	r->attach = dma_buf_dynamic_attach(dmabuf, &c->pdev->dev, &dmabuf_importer_ops, r);
-	if (IS_ERR(r->attach)) {
-		int ret = PTR_ERR(r->attach);
-
-		r->attach = NULL;
-		return ret;
-	}
-	return 0;
-}
-
-/*
  * Pin the buffer, decide the path (topology and policy), prepare bounce
  * pages or the dma-buf attachment. No lock is held: this may wait for user
  * memory as long as it likes. On error the caller releases the request.
@@ -259,7 +198,7 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 		return 0;
 	r->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 	if (io->flags & P2PNVME_IO_F_DMABUF)
-		return dmabuf_attach(c, reqs, i);
+		return p2pnvme_dmabuf_attach(c, reqs, i);
 	ret = pin_user(r, !write);
 	if (ret)
 		return ret;
@@ -288,21 +227,6 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 
 /* ---- phase 2: map (reset_lock held for read) -------------------------- */
 
-static const char *fence_driver_name(struct dma_fence *f)
-{
-	return KBUILD_MODNAME;
-}
-
-static const char *fence_timeline_name(struct dma_fence *f)
-{
-	return "io";
-}
-
-static const struct dma_fence_ops p2pnvme_fence_ops = {
-	.get_driver_name = fence_driver_name,
-	.get_timeline_name = fence_timeline_name,
-};
-
 /*
  * Can the commands of @r be described with PRPs at all? Each command's
  * share of the mapping is tried on a scratch list before anything is
@@ -325,54 +249,6 @@ static int dmabuf_check_prps(struct p2pnvme *c, struct p2pnvme_req *r, __le64 *s
 			return ret;
 	}
 	return 0;
-}
-
-/*
- * Map @r's dma-buf for the controller (the entry that owns the attachment
- * does, the others share it). The exporter decides whether the controller
- * can reach the memory: -EREMOTEIO when it cannot (no bounce for dma-bufs),
- * -ENODEV once revoked. Then, as the importer contract wants: wait for the
- * exporter's own fences (a move in progress) and put our fence in the
- * reservation object for the I/O to come.
- */
-static int dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
-{
-	struct dma_resv *resv = r->dmabuf->resv;
-	struct sg_table *sgt;
-	long left;
-	int ret;
-
-	dma_resv_lock(resv, NULL);
-	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
-	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		if (ret == -EREMOTEIO)
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
-		goto out_unlock;
-	}
-	r->dsgt = sgt;
-	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, true, p2pnvme_io_timeout());
-	if (left <= 0) {
-		ret = left ?: -ETIMEDOUT;
-		goto out_unlock;
-	}
-	ret = dma_resv_reserve_fences(resv, 1);
-	if (ret)
-		goto out_unlock;
-	r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
-	if (!r->fence) {
-		ret = -ENOMEM;
-		goto out_unlock;
-	}
-	spin_lock_init(&r->fence->lock);
-	dma_fence_init(&r->fence->base, &p2pnvme_fence_ops, &r->fence->lock, c->fence_ctx,
-		       atomic64_inc_return(&c->fence_seq));
-	/* the batch's commands may write as well as read the buffer */
-	dma_resv_add_fence(resv, &r->fence->base, DMA_RESV_USAGE_WRITE);
-	ret = 0;
-out_unlock:
-	dma_resv_unlock(resv);
-	return ret;
 }
 
 /*
@@ -408,7 +284,7 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 		return 0;
 	if (r->dmabuf) {
 		if (r->owner == r) {
-			ret = dmabuf_map(c, r);
+			ret = p2pnvme_dmabuf_map(c, r);
 			if (ret)
 				return ret;
 		}
@@ -444,17 +320,8 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 /* Undo req_map(): every command of the batch is over. */
 static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 {
-	if (r->fence) {
-		dma_fence_signal(&r->fence->base);
-		dma_fence_put(&r->fence->base);	/* the resv keeps its own */
-		r->fence = NULL;
-	}
-	if (r->attach && r->dsgt) {
-		dma_resv_lock(r->dmabuf->resv, NULL);
-		dma_buf_unmap_attachment(r->attach, r->dsgt, DMA_BIDIRECTIONAL);
-		dma_resv_unlock(r->dmabuf->resv);
-		r->dsgt = NULL;
-	}
+	if (r->dmabuf)
+		p2pnvme_dmabuf_unmap(r);
 	if (r->mapped) {
 		if (!r->bounce && !r->p2p)
 			dma_sync_sgtable_for_cpu(&c->pdev->dev, &r->sgt, r->dir);
@@ -470,10 +337,8 @@ static void req_release(struct p2pnvme_req *r, bool ok)
 
 	if (ok && r->bounce && r->dir == DMA_FROM_DEVICE)
 		bounce_copy(r, true);	/* after the unmap: what the device wrote */
-	if (r->attach)
-		dma_buf_detach(r->dmabuf, r->attach);
 	if (r->dmabuf)
-		dma_buf_put(r->dmabuf);
+		p2pnvme_dmabuf_release(r);
 	sg_free_table(&r->sgt);
 	for (i = 0; r->bpages && i < r->bnr && r->bpages[i]; i++)
 		__free_page(r->bpages[i]);

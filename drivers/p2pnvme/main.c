@@ -576,7 +576,8 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
-	c->fence_ctx = dma_fence_context_alloc(1);
+	if (IS_ENABLED(CONFIG_DMA_SHARED_BUFFER))
+		c->fence_ctx = dma_fence_context_alloc(1);	/* dma-buf imports */
 	/* what one segment may hold: swiotlb, for one, maps 256 KiB at most */
 	c->max_seg = max_t(size_t, PAGE_SIZE,
 			   min_t(size_t, dma_max_mapping_size(dev), dma_get_max_seg_size(dev)) &
@@ -773,4 +774,5 @@ module_exit(p2pnvme_exit);
 
 P2P_IMPORT_NS("DMA_BUF");
 MODULE_DESCRIPTION("NVMe client that moves data straight to and from p2pmem");
+MODULE_VERSION(P2P_VERSION);
 MODULE_LICENSE("GPL");

@@ -87,6 +87,14 @@ pci_bus_addr_t p2pbar_mem_bus_addr(struct p2pbar_mem *mem);
 size_t p2pbar_mem_size(struct p2pbar_mem *mem);
 
 struct dma_buf;
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_addr_t *bus_addr);
+#else
+static inline struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size,
+						   pci_bus_addr_t *bus_addr)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+#endif
 
 #endif /* _LINUX_P2PBAR_H */
