@@ -2,21 +2,43 @@
 #
 # Out-of-tree build of the P2PDMA suite and the entry points of its bench.
 #
-#   make [KDIR=<kernel build dir>] [W=1] [C=1]   build every module
+#   make [KDIR=<kernel build dir>] [W=1] [C=1]   build every module (and the tools)
+#   make install [DESTDIR=] [PREFIX=/usr/local]  modules into updates/, depmod, tools,
+#                                                man page, example udev/modprobe files
+#   make uninstall [DESTDIR=] [PREFIX=]          remove what install put there
+#   make dkms                                    register, build and install with DKMS
 #   make demo                                    boot the emulated server, show a P2P transfer
-#   make check                                   every test: compile matrix, KUnit, live, host checks
+#   make check [T=PROFILE.TEST[.FLAVOUR] ...]    every test (or just those boots)
 #   make clean
 #
-# KDIR defaults to the running kernel's build tree.
+# KDIR defaults to the running kernel's build tree. The kernel must have
+# CONFIG_PCI_P2PDMA (and so CONFIG_ZONE_DEVICE); P2P_COMPILE_ONLY=1 builds
+# against one that does not, for compile coverage only (the modules cannot work).
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 PWD := $(CURDIR)
+VERSION := $(shell cat $(CURDIR)/VERSION)
+KCONFIG := $(KDIR)/.config
+# the release as uname -r says it (distributions' kernel.release can differ)
+KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+PREFIX ?= /usr/local
+DESTDIR ?=
+MODDIR = /lib/modules/$(KRELEASE)/updates/p2pdma
+P2P_KUNIT ?= 1
 
-# Kconfig symbols an in-tree build would set (see Kconfig).
+kconfig = $(shell grep -s '^$(1)=[ym]' $(KCONFIG))
+
+# Kconfig symbols an in-tree build would set (see Kconfig). The KUnit test
+# modules only where the kernel has KUnit (and, for the live exporter
+# tests, dma-buf), and not for install (P2P_KUNIT=0).
 SUITE_CONFIG := CONFIG_P2PBAR=m CONFIG_P2PNVME=m
-ifneq ($(shell grep -s '^CONFIG_KUNIT=y' $(KDIR)/.config),)
-SUITE_CONFIG += CONFIG_P2PBAR_KUNIT_TEST=m CONFIG_P2PBAR_LIVE_KUNIT_TEST=m CONFIG_P2PNVME_KUNIT_TEST=m \
+ifneq ($(call kconfig,CONFIG_KUNIT),)
+KUNIT_CONFIG := CONFIG_P2PBAR_KUNIT_TEST=m CONFIG_P2PNVME_KUNIT_TEST=m \
 		CONFIG_P2P_TOPOLOGY_KUNIT_TEST=m
+ifneq ($(call kconfig,CONFIG_DMA_SHARED_BUFFER),)
+KUNIT_CONFIG += CONFIG_P2PBAR_LIVE_KUNIT_TEST=m
+endif
 endif
 # A modules_prepare-only tree has no Module.symvers: let modpost warn.
 ifeq ($(wildcard $(KDIR)/Module.symvers),)
@@ -26,19 +48,91 @@ endif
 COMPAT_H := include/generated/compat_autoconf.h
 COMPAT_STAMP := include/generated/.kdir
 
-all: modules
+all: modules tools
+
+# Before anything compiles: a kernel tree that can build modules, and the
+# options the suite needs. One message each, naming what to do.
+prereq:
+	@test -f $(KDIR)/Makefile || { \
+	  echo "error: no kernel build tree at $(KDIR)."; \
+	  echo "  Install the headers of the kernel you build for (Debian/Ubuntu: apt install linux-headers-$$(uname -r);"; \
+	  echo "  RHEL/Fedora: dnf install kernel-devel-$$(uname -r); openSUSE: zypper install kernel-default-devel)"; \
+	  echo "  or point KDIR= at a configured kernel tree."; exit 1; } >&2
+	@test -f $(KCONFIG) -a -f $(KDIR)/include/generated/autoconf.h || { \
+	  echo "error: $(KDIR) is not a configured, prepared kernel tree (no .config or autoconf.h)."; \
+	  echo "  Run 'make olddefconfig modules_prepare' in it, or install the distribution's headers package."; \
+	  exit 1; } >&2
+ifneq ($(P2P_COMPILE_ONLY),1)
+	@test -n "$(call kconfig,CONFIG_ZONE_DEVICE)" || { \
+	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_ZONE_DEVICE, which CONFIG_PCI_P2PDMA needs."; \
+	  echo "  Use a kernel that has both, such as Ubuntu 24.04's, RHEL 9's or openSUSE's, or the bench's"; \
+	  echo "  test kernel (qemu/configs/base.config); Debian 12/13 stock kernels have neither."; \
+	  exit 1; } >&2
+	@test -n "$(call kconfig,CONFIG_PCI_P2PDMA)" || { \
+	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_PCI_P2PDMA: p2pbar could not register p2pmem."; \
+	  echo "  Use a kernel that has it, such as Ubuntu 24.04's, RHEL 9's or openSUSE's, or the bench's"; \
+	  echo "  test kernel (qemu/configs/base.config); Debian 12/13 stock kernels do not."; \
+	  echo "  (P2P_COMPILE_ONLY=1 compiles anyway, for build coverage: such modules cannot work.)"; \
+	  exit 1; } >&2
+else
+	@echo "  NOTE     P2P_COMPILE_ONLY=1: not checking CONFIG_PCI_P2PDMA; the modules are for compile coverage"
+endif
 
 $(COMPAT_STAMP): FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(abspath $(KDIR)) $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)' | cmp -s - $@ || \
-		echo '$(abspath $(KDIR)) $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)' > $@
+	@echo '$(abspath $(KDIR)) $(KRELEASE)' | cmp -s - $@ || echo '$(abspath $(KDIR)) $(KRELEASE)' > $@
 
 $(COMPAT_H): $(COMPAT_STAMP) scripts/conftest.sh
 	@echo "  CONFTEST $(KDIR)"
 	@scripts/conftest.sh $(KDIR) $@
 
-modules: $(COMPAT_H)
-	$(MAKE) -C $(KDIR) M=$(PWD) $(SUITE_CONFIG) modules
+modules: prereq $(COMPAT_H)
+	$(MAKE) -C $(KDIR) M=$(PWD) $(SUITE_CONFIG) $(if $(filter 1,$(P2P_KUNIT)),$(KUNIT_CONFIG)) modules
+
+tools:
+	$(MAKE) -C tools
+
+# Modules into /lib/modules/<release>/updates/p2pdma (found before in-tree
+# ones), depmod; p2pctl, its man page; udev and modprobe.d files as examples
+# only (docs/examples): they change permissions and options, so the
+# administrator activates them (Documentation/quickstart.rst).
+EXAMPLES = $(PREFIX)/share/doc/p2pdma-suite/examples
+INSTALLED = $(MODDIR)/p2pbar.ko $(MODDIR)/p2pnvme.ko $(PREFIX)/bin/p2pctl \
+	    $(PREFIX)/share/man/man8/p2pctl.8 $(EXAMPLES)/70-p2pdma.rules \
+	    $(EXAMPLES)/p2pdma.conf $(EXAMPLES)/71-p2pbar-bind.rules
+
+install: P2P_KUNIT = 0
+install: modules tools
+	install -d $(DESTDIR)$(MODDIR)
+	install -m 0644 drivers/p2pbar/p2pbar.ko drivers/p2pnvme/p2pnvme.ko $(DESTDIR)$(MODDIR)/
+	install -D -m 0755 tools/build/p2pctl $(DESTDIR)$(PREFIX)/bin/p2pctl
+	install -D -m 0644 Documentation/man/p2pctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/p2pctl.8
+	install -D -m 0644 packaging/udev/70-p2pdma.rules $(DESTDIR)$(EXAMPLES)/70-p2pdma.rules
+	install -D -m 0644 packaging/udev/71-p2pbar-bind.rules $(DESTDIR)$(EXAMPLES)/71-p2pbar-bind.rules
+	install -D -m 0644 packaging/modprobe.d/p2pdma.conf $(DESTDIR)$(EXAMPLES)/p2pdma.conf
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) -a $(KRELEASE) 2>/dev/null || \
+	  echo "  NOTE     depmod -a $(KRELEASE) failed: run it before modprobe"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(MODDIR) $(DESTDIR)$(EXAMPLES) $(DESTDIR)$(PREFIX)/share/doc/p2pdma-suite 2>/dev/null
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) -a $(KRELEASE) 2>/dev/null || true
+
+# DKMS: the sources to /usr/src/p2pdma-suite-<version>, then add, build, install.
+DKMS_SRC = $(DESTDIR)/usr/src/p2pdma-suite-$(VERSION)
+dkms-source:
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)
+	tar -C $(CURDIR) -cf - VERSION Makefile Kbuild Kconfig scripts include drivers kunit \
+	    --exclude='include/generated' --exclude='*.o' --exclude='*.ko' --exclude='*.cmd' \
+	    --exclude='*.mod' --exclude='*.mod.c' --exclude='modules.order' --exclude='Module.symvers' | \
+	  tar -C $(DKMS_SRC) -xf -
+	sed 's/@VERSION@/$(VERSION)/' packaging/dkms.conf.in > $(DKMS_SRC)/dkms.conf
+
+dkms: dkms-source
+	dkms add -m p2pdma-suite -v $(VERSION)
+	dkms build -m p2pdma-suite -v $(VERSION)
+	dkms install -m p2pdma-suite -v $(VERSION)
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(PWD) clean 2>/dev/null || true
@@ -48,6 +142,6 @@ demo:
 	qemu/bench.sh demo
 
 check:
-	qemu/bench.sh check
+	qemu/bench.sh check $(foreach t,$(T),'$(t)')
 
-.PHONY: all modules clean demo check FORCE
+.PHONY: all prereq modules tools install uninstall dkms-source dkms clean demo check FORCE

@@ -6,6 +6,8 @@
 #   qemu/bench.sh demo       boot the switch topology, show verdicts and a P2P transfer
 #   qemu/bench.sh check      compile matrix + every run of qemu/matrix; ends with
 #                            "N passed, N failed"; exit status 0 only if nothing failed
+#   qemu/bench.sh check SEL...   only the matrix lines named PROFILE.TEST[.FLAVOUR]
+#                            (globs allowed, e.g. 'switch.client' '*.debug')
 #   qemu/bench.sh kernels    fetch and build every kernel the bench uses
 #
 # Environment: P2P_CACHE (default ~/.cache/p2pdma-suite), P2P_MATRIX (a file
@@ -24,6 +26,14 @@ kernels() {
 	for s in $P2P_COMPILE_SERIES; do
 		[ "$s" = "$P2P_RUNTIME_SERIES" ] || "$P2P_TOP/qemu/kernel.sh" prepare "$s" base >/dev/null
 	done
+	"$P2P_TOP/qemu/kernel.sh" prepare "$P2P_RUNTIME_SERIES" minimal >/dev/null
+	need_pkgs linux-headers-amd64
+}
+
+# Debian's own headers package of this machine's release (no KUnit, no
+# P2PDMA): the newest installed.
+stock_headers() {
+	ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1
 }
 
 # The "build" suite: the modules compile warning-free (W=1) against every
@@ -52,6 +62,25 @@ build_suite() {
 			src=$("$P2P_TOP/qemu/kernel.sh" source "$s")
 		fi
 	done
+	# as users build it: a lean kernel, distribution headers, no headers at all
+	k=$("$P2P_TOP/qemu/kernel.sh" prepare "$P2P_RUNTIME_SERIES" minimal)
+	say "build: modules against $(basename "$k") (no KUnit, dma-buf, debugfs, tracing)"
+	rm -rf "$OUT/modules/minimal"
+	t "modules build without KUnit, dma-buf, debugfs and tracing ($P2P_RUNTIME_SERIES, W=1)" \
+		env P2P_MODDIR=minimal "$P2P_TOP/qemu/modules.sh" "$k" W=1
+	t "... and use no dma-buf symbol there" \
+		"$P2P_TOP/qemu/install-check.sh" nosyms "$OUT/modules/minimal" ' U (dma_buf|dma_fence|dma_resv)_'
+	k=$(stock_headers)
+	say "build: against Debian's stock headers $(basename "$k")"
+	t "Debian's stock headers ($(basename "$k")) are refused, naming CONFIG_PCI_P2PDMA" \
+		"$P2P_TOP/qemu/install-check.sh" refuses "$k" CONFIG_PCI_P2PDMA
+	rm -rf "$OUT/modules/stock"
+	t "modules compile against them without KUnit (P2P_COMPILE_ONLY=1, W=1)" \
+		env P2P_MODDIR=stock "$P2P_TOP/qemu/modules.sh" "$k" P2P_COMPILE_ONLY=1 W=1
+	t "a missing KDIR is refused with the headers package to install" \
+		"$P2P_TOP/qemu/install-check.sh" nokdir
+	t "make install DESTDIR= lays out modules, depmod, p2pctl, man page, examples; uninstall removes them" \
+		"$P2P_TOP/qemu/install-check.sh" layout "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "checkpatch --strict is clean" checkpatch "$src"
 	t "kernel-doc is clean" kerneldoc "$src"
 	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
@@ -79,12 +108,25 @@ kerneldoc() {
 	return 0
 }
 
+# matrix lines selected by PROFILE.TEST[.FLAVOUR[-SERIES]] globs (all without)
 run_matrix() {
 	local matrix=${P2P_MATRIX:-$P2P_TOP/qemu/matrix} jobs=${P2P_JOBS:-2} runs=() line
+	local p t f s name sel
 	while read -r line; do
 		line=${line%%#*}
-		[ -n "${line// }" ] && runs+=("$line")
+		[ -n "${line// }" ] || continue
+		if [ $# -gt 0 ]; then
+			read -r p t f s <<< "$line"
+			name=$p.$t.$f${s:+-$s}
+			for sel in "$@"; do
+				# shellcheck disable=SC2053
+				[[ $name == $sel || $name == $sel.* || $name == $sel-* ]] && { runs+=("$line"); break; }
+			done
+		else
+			runs+=("$line")
+		fi
 	done < "$matrix"
+	[ ${#runs[@]} -gt 0 ] || die "no line of $matrix matches: $*"
 	# every kernel the matrix names (column 4: series, default the runtime one)
 	printf '%s\n' "${runs[@]}" | awk -v d="$P2P_RUNTIME_SERIES" '{print ($4 ? $4 : d), $3}' | sort -u |
 	while read -r s f; do
@@ -96,6 +138,8 @@ run_matrix() {
 		 if "$0/qemu/run.sh" --quiet --flavour "$4" --series "$s" "$2" "$3"; then r=pass; else r=FAIL; fi
 		 printf "[bench] %-16s %-8s %-12s %s (%ss)\n" "$2" "$3" "$t" "$r" "$(cat "$0/out/runs/$2.$3.$t/seconds" 2>/dev/null)" >&2' \
 		"$P2P_TOP" "$P2P_RUNTIME_SERIES"
+	say "slowest boots: $(for d in "$OUT"/runs/*/seconds; do echo "$(cat "$d") $(basename "$(dirname "$d")")"; done |
+		sort -rn | head -n 5 | awk '{printf "%s %ss, ", $2, $1}' | sed 's/, $//')"
 }
 
 summary() {
@@ -126,10 +170,17 @@ cmd=${1:-check}
 case "$cmd" in
 kernels) kernels ;;
 check)
+	shift
 	rm -rf "$OUT/runs"
-	kernels
-	build_suite
-	run_matrix || true
+	if [ $# -gt 0 ]; then
+		# just these boots: no compile matrix, only the kernels they need
+		bench_run_deps
+		run_matrix "$@" || true
+	else
+		kernels
+		build_suite
+		run_matrix || true
+	fi
 	summary
 	;;
 demo) demo ;;

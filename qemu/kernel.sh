@@ -8,7 +8,8 @@
 #   qemu/kernel.sh prepare <series> [flavour]  modules_prepare only, print build dir
 #   qemu/kernel.sh key     <series> [flavour]  print the cache key
 #
-# flavour: base (qemu/configs/base.config) or debug (base + debug.config).
+# flavour: base (qemu/configs/base.config), debug (base + debug.config) or
+# minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only).
 # Results are cached under $P2P_CACHE keyed by Debian version + fragment hash;
 # an entry counts only once its .complete/.prepared stamp exists, and the stamp
 # is the last thing written, so an interrupted build is resumed, never trusted.
@@ -21,7 +22,21 @@ RECIPE=1
 fragments() {
 	echo "$P2P_TOP/qemu/configs/base.config"
 	[ "$1" = debug ] && echo "$P2P_TOP/qemu/configs/debug.config"
+	[ "$1" = minimal ] && echo "$P2P_TOP/qemu/configs/minimal.config"
 	return 0
+}
+
+# The fragments as one: a symbol set by a later fragment replaces the line
+# an earlier one had (the minimal flavour turns base options off).
+fragment_text() {
+	local f later=()
+	for f in $(fragments "$1"); do
+		if [ ${#later[@]} -gt 0 ]; then
+			grep -v -E "^(# )?($(IFS='|'; echo "${later[*]}"))[= ]" "$f" || true
+		else
+			cat "$f"
+		fi
+	done | tac | awk -F= '/^CONFIG_/ { if (seen[$1]++) next } { print }' | tac
 }
 
 deb_version() {
@@ -39,6 +54,10 @@ src_tree() {
 	dir="$P2P_CACHE/src/linux-source-${series}_$ver"
 	[ -d "$dir" ] && { echo "$dir"; return; }
 	mkdir -p "$P2P_CACHE/debs" "$P2P_CACHE/src"
+	# another run may be extracting the same tree: wait for it, then reuse
+	exec 8>"$dir.lock"
+	flock -n 8 || { say "waiting for another run extracting linux-source-$series"; flock 8; }
+	[ -d "$dir" ] && { exec 8>&-; echo "$dir"; return; }
 	deb=$(ls "$P2P_CACHE/debs/linux-source-${series}_${ver}_all.deb" 2>/dev/null || true)
 	if [ -z "$deb" ]; then
 		say "fetch: linux-source-$series $ver"
@@ -51,6 +70,7 @@ src_tree() {
 	dpkg-deb --fsys-tarfile "$deb" | tar -xO --wildcards './usr/src/linux-source-*.tar.xz' |
 		xz -dc -T0 | tar -x -C "$dir.tmp" --strip-components=1
 	mv "$dir.tmp" "$dir"
+	exec 8>&-
 	echo "$dir"
 }
 
@@ -58,7 +78,7 @@ cache_key() {
 	local series=$1 flavour=$2 src ver h
 	src=$(src_tree "$series")
 	ver=${src##*_}
-	h=$( { echo "recipe=$RECIPE"; cat $(fragments "$flavour"); } | sha256sum | cut -c1-12)
+	h=$( { echo "recipe=$RECIPE"; fragment_text "$flavour"; } | sha256sum | cut -c1-12)
 	echo "${series}_${ver}-$flavour-$h"
 }
 
@@ -79,7 +99,7 @@ check_config() {
 			grep -qxF "$sym=$val" "$out/.config" ||
 				{ echo "config: wanted $sym=$val, got: $(grep -E "^(# )?$sym[= ]" "$out/.config" || echo absent)" >&2; bad=1; }
 		fi
-	done < <(cat $(fragments "$flavour"))
+	done < <(fragment_text "$flavour")
 	[ $bad -eq 0 ] || die "config fragment not honoured (missing dependency?)"
 }
 
@@ -103,7 +123,7 @@ make_progress() {
 configure() {
 	local series=$1 flavour=$2 src=$3 out=$4 frag="$4/.fragment"
 	mkdir -p "$out"
-	cat $(fragments "$flavour") > "$frag"
+	fragment_text "$flavour" > "$frag"
 	say "configure: $series $flavour (allnoconfig + fragments)"
 	make -s -C "$src" O="$out" allnoconfig KCONFIG_ALLCONFIG="$frag" >"$out/configure.log" 2>&1 ||
 		{ cat "$out/configure.log" >&2; die "configure failed"; }
@@ -117,6 +137,11 @@ do_build() {
 	out="$P2P_CACHE/build/$key"
 	if [ "$mode" = build ]; then stamp=.complete; else stamp=.prepared; fi
 	if [ -e "$out/.complete" ] || [ -e "$out/$stamp" ]; then echo "$out"; return; fi
+	# one builder per cache entry: a second run (another clone) waits, then reuses
+	mkdir -p "$P2P_CACHE/build"
+	exec 9>"$out.lock"
+	flock -n 9 || { say "waiting for another run building $key"; flock 9; }
+	if [ -e "$out/.complete" ] || [ -e "$out/$stamp" ]; then exec 9>&-; echo "$out"; return; fi
 	host_build_deps
 	[ -e "$out/.config" ] && [ -e "$out/.fragment" ] || configure "$series" "$flavour" "$src" "$out"
 	jobs=$(( $(nproc) + 1 ))
@@ -128,6 +153,7 @@ do_build() {
 		make_progress "$out/build.log" "prepare $series" make -C "$src" O="$out" -j"$jobs" modules_prepare
 	fi
 	echo "$key" > "$out/$stamp.tmp" && mv "$out/$stamp.tmp" "$out/$stamp"
+	exec 9>&-
 	say "$mode: done: $out"
 	echo "$out"
 }

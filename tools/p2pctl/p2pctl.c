@@ -665,7 +665,7 @@ static int cmd_nvme_copy(int argc, char **argv)
 
 static void usage(void)
 {
-	fputs("usage: p2pctl [--json] [--hold] COMMAND ...\n"
+	fputs("usage: p2pctl [--json] [--hold] COMMAND ...  |  p2pctl --version\n"
 	      "  info [DEV]                      describe a provider (default /dev/p2pbar0)\n"
 	      "  verdict CLIENT [DEV]            topology verdict for CLIENT (PCI address)\n"
 	      "  dma-read BLK OFF LEN [--dev DEV | --sysfs BDF]\n"
@@ -698,6 +698,10 @@ int main(int argc, char **argv)
 	int rc;
 
 	for (; argc > 1 && argv[1][0] == '-' && argv[1][1] == '-'; argv++, argc--) {
+		if (!strcmp(argv[1], "--version")) {
+			printf("p2pctl %s\n", P2P_VERSION);
+			return 0;
+		}
 		if (!strcmp(argv[1], "--json"))
 			json = 1;
 		else if (!strcmp(argv[1], "--hold"))
