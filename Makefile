@@ -123,10 +123,11 @@ DKMS_SRC = $(DESTDIR)/usr/src/p2pdma-suite-$(VERSION)
 dkms-source:
 	rm -rf $(DKMS_SRC)
 	mkdir -p $(DKMS_SRC)
-	tar -C $(CURDIR) -cf - VERSION Makefile Kbuild Kconfig scripts include drivers kunit \
-	    --exclude='include/generated' --exclude='*.o' --exclude='*.ko' --exclude='*.cmd' \
-	    --exclude='*.mod' --exclude='*.mod.c' --exclude='modules.order' --exclude='Module.symvers' | \
+	tar -C $(CURDIR) -cf - --exclude='include/generated' --exclude='*.o' --exclude='*.ko' \
+	    --exclude='*.cmd' --exclude='*.mod' --exclude='*.mod.c' --exclude='modules.order' \
+	    --exclude='Module.symvers' VERSION Makefile Kbuild Kconfig scripts include drivers kunit | \
 	  tar -C $(DKMS_SRC) -xf -
+	test -f $(DKMS_SRC)/drivers/p2pbar/main.c
 	sed 's/@VERSION@/$(VERSION)/' packaging/dkms.conf.in > $(DKMS_SRC)/dkms.conf
 
 dkms: dkms-source

@@ -27,7 +27,7 @@ kernels() {
 		[ "$s" = "$P2P_RUNTIME_SERIES" ] || "$P2P_TOP/qemu/kernel.sh" prepare "$s" base >/dev/null
 	done
 	"$P2P_TOP/qemu/kernel.sh" prepare "$P2P_RUNTIME_SERIES" minimal >/dev/null
-	need_pkgs linux-headers-amd64
+	need_pkgs linux-headers-amd64 dkms
 }
 
 # Debian's own headers package of this machine's release (no KUnit, no
@@ -77,6 +77,8 @@ build_suite() {
 	rm -rf "$OUT/modules/stock"
 	t "modules compile against them without KUnit (P2P_COMPILE_ONLY=1, W=1)" \
 		env P2P_MODDIR=stock "$P2P_TOP/qemu/modules.sh" "$k" P2P_COMPILE_ONLY=1 W=1
+	t "dkms skips them (BUILD_EXCLUSIVE_CONFIG=CONFIG_PCI_P2PDMA), it does not fail" \
+		"$P2P_TOP/qemu/install-check.sh" dkms-skips "$k"
 	t "a missing KDIR is refused with the headers package to install" \
 		"$P2P_TOP/qemu/install-check.sh" nokdir
 	t "make install DESTDIR= lays out modules, depmod, p2pctl, man page, examples; uninstall removes them" \

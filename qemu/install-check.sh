@@ -8,6 +8,8 @@
 #   qemu/install-check.sh refuses KDIR OPTION
 #                                          make against KDIR fails, naming OPTION
 #   qemu/install-check.sh nokdir           a missing KDIR names the headers package
+#   qemu/install-check.sh dkms-skips KDIR  dkms build against a kernel without
+#                                          CONFIG_PCI_P2PDMA is skipped (BUILD_EXCLUSIVE)
 #   qemu/install-check.sh nosyms DIR PATTERN
 #                                          no .ko under DIR uses a symbol matching PATTERN
 set -euo pipefail
@@ -53,6 +55,20 @@ nokdir)
 	echo "$out"
 	echo "$out" | grep -q "no kernel build tree at /nonexistent/kdir" &&
 		echo "$out" | grep -q "linux-headers-"
+	;;
+dkms-skips)
+	kdir=$2 top=$P2P_TOP/out/dkms-skip rc=0
+	need_pkgs dkms
+	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
+	rm -rf "$top"; mkdir -p "$top/tree" "$top/root"
+	make -s -C "$P2P_TOP" DESTDIR="$top/root" dkms-source
+	d=(dkms --dkmstree "$top/tree" --sourcetree "$top/root/usr/src")
+	"${d[@]}" add -m p2pdma-suite -v "$(cat "$P2P_TOP/VERSION")" >/dev/null
+	out=$("${d[@]}" build -m p2pdma-suite -v "$(cat "$P2P_TOP/VERSION")" -k "$rel" \
+		--kernelsourcedir "$kdir" 2>&1) || rc=$?
+	echo "$out"
+	# 77: dkms' "skipped"
+	[ $rc -eq 77 ] && echo "$out" | grep -q BUILD_EXCLUSIVE
 	;;
 nosyms)
 	dir=$2 pat=$3

@@ -46,9 +46,12 @@ bench_run_deps
 kdir=$("$P2P_TOP/qemu/kernel.sh" build "$series" "$flavour")
 # Parallel runs share the module and tool builds: one builder at a time.
 initrd=$RUN/initramfs.cpio.gz
+# The dkms test boots the modules DKMS built (qemu/dkms.sh), not the bench's.
+builder=modules.sh
+[ "$test" = dkms ] && builder=dkms.sh
 flock "$OUT/.build.lock" sh -c 'make -s -C "$1/tools" >/dev/null &&
-	mods=$("$1/qemu/modules.sh" "$2") && "$1/qemu/initramfs.sh" "$3" "$mods"' \
-	sh "$P2P_TOP" "$kdir" "$initrd"
+	mods=$("$1/qemu/$4" "$2") && "$1/qemu/initramfs.sh" "$3" "$mods"' \
+	sh "$P2P_TOP" "$kdir" "$initrd" "$builder"
 
 # Fresh images: patterned namespaces, a zeroed BAR backing file.
 mkdir -p "$OUT/images"
