@@ -860,6 +860,57 @@ void p2pnvme_reset_work(struct work_struct *work)
 	kref_put(&c->kref, p2pnvme_free);
 }
 
+/**
+ * p2pnvme_error_stop - a PCI error froze the link: take everything back
+ * @c: the controller; the PCI core holds the device lock (no remove())
+ * @err: what the commands in flight fail with
+ *
+ * The controller's registers cannot be trusted now: no CC.EN = 0, just
+ * bus mastering off, then every command in flight fails. The state goes to
+ * RESETTING (the I/O ioctls wait) or, with @err -ENODEV, to DEAD;
+ * p2pnvme_error_resume() brings the controller back after the slot reset.
+ */
+void p2pnvme_error_stop(struct p2pnvme *c, int err)
+{
+	if (cancel_work_sync(&c->reset_work))
+		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_LIVE || c->state == P2PNVME_RESETTING)
+		c->state = err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RESETTING;
+	spin_unlock(&c->state_lock);
+	wake_up_all(&c->wq);
+	queues_stop(c);
+	pci_clear_master(c->pdev);
+	queues_cancel(c, err);
+}
+
+/**
+ * p2pnvme_error_resume - bring a controller back after a PCI error's reset
+ * @c: the controller, stopped by p2pnvme_error_stop() (RESETTING)
+ *
+ * Return: 0 when it is LIVE again; otherwise it is DEAD.
+ */
+int p2pnvme_error_resume(struct p2pnvme *c)
+{
+	int ret = -ENODEV;
+
+	down_write(&c->reset_lock);	/* every I/O ioctl has returned */
+	if (p2pnvme_state(c) == P2PNVME_RESETTING)
+		ret = p2pnvme_ctrl_enable(c);
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_RESETTING)
+		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
+	spin_unlock(&c->state_lock);
+	if (ret) {
+		p2pnvme_ctrl_disable(c);
+		pci_clear_master(c->pdev);
+	}
+	up_write(&c->reset_lock);
+	wake_up_all(&c->wq);
+	p2pnvme_stat_add(c, ST_RESETS, 1);
+	return ret;
+}
+
 static unsigned int inflight(struct p2pnvme *c)
 {
 	unsigned int i, n = READ_ONCE(c->adminq.inflight);

@@ -337,6 +337,8 @@ irqreturn_t p2pnvme_irq(int irq, void *data);
 void p2pnvme_schedule_reset(struct p2pnvme *c);
 void p2pnvme_reset_work(struct work_struct *work);
 void p2pnvme_quiesce(struct p2pnvme *c);
+void p2pnvme_error_stop(struct p2pnvme *c, int err);
+int p2pnvme_error_resume(struct p2pnvme *c);
 
 /* main.c */
 int p2pnvme_io_enter(struct p2pnvme *c);

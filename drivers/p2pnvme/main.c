@@ -647,6 +647,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
+	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
 	/* last: an early opener of the minor saw RESETTING and waited */
 	spin_lock(&c->state_lock);
 	c->state = P2PNVME_LIVE;
@@ -718,12 +719,61 @@ static void p2pnvme_shutdown(struct pci_dev *pdev)
 	p2pnvme_quiesce(c);
 }
 
+/*
+ * PCI error recovery (AER, DPC), as nvme-pci does it: a frozen link stops
+ * everything (bus mastering off, commands in flight fail with -EIO), the
+ * core resets the slot, resume brings the controller up again; a permanent
+ * failure takes it out of service.
+ */
+static pci_ers_result_t p2pnvme_error_detected(struct pci_dev *pdev, pci_channel_state_t state)
+{
+	struct p2pnvme *c = pci_get_drvdata(pdev);
+
+	switch (state) {
+	case pci_channel_io_normal:
+		return PCI_ERS_RESULT_CAN_RECOVER;
+	case pci_channel_io_frozen:
+		pci_warn(pdev, "frozen state error detected, reset controller\n");
+		p2pnvme_error_stop(c, -EIO);
+		return PCI_ERS_RESULT_NEED_RESET;
+	case pci_channel_io_perm_failure:
+		pci_warn(pdev, "failure state error detected, request disconnect\n");
+		p2pnvme_error_stop(c, -ENODEV);
+		return PCI_ERS_RESULT_DISCONNECT;
+	}
+	return PCI_ERS_RESULT_NEED_RESET;
+}
+
+static pci_ers_result_t p2pnvme_slot_reset(struct pci_dev *pdev)
+{
+	pci_info(pdev, "restart after slot reset\n");
+	pci_restore_state(pdev);
+	return PCI_ERS_RESULT_RECOVERED;
+}
+
+static void p2pnvme_resume(struct pci_dev *pdev)
+{
+	struct p2pnvme *c = pci_get_drvdata(pdev);
+
+	if (p2pnvme_error_resume(c))
+		pci_err(pdev, "controller did not come back after the error; out of service\n");
+	else
+		pci_info(pdev, "controller back in service after the error\n");
+}
+
+static const struct pci_error_handlers p2pnvme_err_handler = {
+	.error_detected = p2pnvme_error_detected,
+	.slot_reset = p2pnvme_slot_reset,
+	.resume = p2pnvme_resume,
+};
+
 static struct pci_driver p2pnvme_driver = {
 	.name = KBUILD_MODNAME,
 	.id_table = NULL,	/* bind with driver_override in place of nvme */
 	.probe = p2pnvme_probe,
 	.remove = p2pnvme_remove,
 	.shutdown = p2pnvme_shutdown,
+	.err_handler = &p2pnvme_err_handler,
 };
 
 static int __init p2pnvme_init(void)
