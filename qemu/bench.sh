@@ -27,6 +27,7 @@ kernels() {
 		[ "$s" = "$P2P_RUNTIME_SERIES" ] || "$P2P_TOP/qemu/kernel.sh" prepare "$s" base >/dev/null
 	done
 	"$P2P_TOP/qemu/kernel.sh" prepare "$P2P_RUNTIME_SERIES" minimal >/dev/null
+	"$P2P_TOP/qemu/kernel.sh" stock "$P2P_RUNTIME_SERIES" >/dev/null
 	need_pkgs linux-headers-amd64 dkms
 }
 
@@ -79,6 +80,13 @@ build_suite() {
 		env P2P_MODDIR=stock "$P2P_TOP/qemu/modules.sh" "$k" P2P_COMPILE_ONLY=1 W=1
 	t "dkms skips them (BUILD_EXCLUSIVE_CONFIG=CONFIG_PCI_P2PDMA), it does not fail" \
 		"$P2P_TOP/qemu/install-check.sh" dkms-skips "$k"
+	k=$("$P2P_TOP/qemu/kernel.sh" stock "$P2P_RUNTIME_SERIES")
+	say "build: against Debian's stock $P2P_RUNTIME_SERIES configuration ($(cat "$k/.prepared"))"
+	t "Debian's stock $P2P_RUNTIME_SERIES configuration ($(cat "$k/.prepared")) is refused, naming CONFIG_PCI_P2PDMA" \
+		"$P2P_TOP/qemu/install-check.sh" refuses "$k" CONFIG_PCI_P2PDMA
+	rm -rf "$OUT/modules/stock-$P2P_RUNTIME_SERIES"
+	t "modules compile against it without KUnit (P2P_COMPILE_ONLY=1, W=1)" \
+		env P2P_MODDIR="stock-$P2P_RUNTIME_SERIES" "$P2P_TOP/qemu/modules.sh" "$k" P2P_COMPILE_ONLY=1 W=1
 	t "a missing KDIR is refused with the headers package to install" \
 		"$P2P_TOP/qemu/install-check.sh" nokdir
 	t "make install DESTDIR= lays out modules, depmod, p2pctl, man page, examples; uninstall removes them" \

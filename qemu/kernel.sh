@@ -7,6 +7,7 @@
 #   qemu/kernel.sh build   <series> [flavour]  full build (bzImage), print build dir
 #   qemu/kernel.sh prepare <series> [flavour]  modules_prepare only, print build dir
 #   qemu/kernel.sh key     <series> [flavour]  print the cache key
+#   qemu/kernel.sh stock   <series>            Debian's stock config of it, prepared
 #
 # flavour: base (qemu/configs/base.config), debug (base + debug.config) or
 # minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only).
@@ -158,11 +159,49 @@ do_build() {
 	echo "$out"
 }
 
+# Debian's own configuration of a series, from the amd64 headers package of
+# the suite that carries it (trixie for 6.12): the stock distribution kernel
+# (no KUnit, no P2PDMA), applied to the same linux-source tree and prepared
+# for module builds. Prints the build dir.
+do_stock() {
+	local series=$1 src pkg ver out deb
+	src=$(src_tree "$series")
+	papt_update
+	pkg=$(papt apt-cache search --names-only "^linux-headers-${series//./\\.}\.[0-9]+\+deb[0-9]+-amd64\$" |
+	      awk '{print $1}' | sort -V | tail -n 1)
+	[ -n "$pkg" ] || die "no Debian headers package of $series in suites: $P2P_DEBIAN_SUITES"
+	ver=${pkg#linux-headers-}
+	out="$P2P_CACHE/build/${series}_$ver-stock"
+	[ -e "$out/.prepared" ] && { echo "$out"; return; }
+	mkdir -p "$P2P_CACHE/build" "$P2P_CACHE/debs"
+	exec 9>"$out.lock"
+	flock -n 9 || { say "waiting for another run preparing $pkg"; flock 9; }
+	[ -e "$out/.prepared" ] && { exec 9>&-; echo "$out"; return; }
+	deb=$(ls "$P2P_CACHE/debs/${pkg}_"*.deb 2>/dev/null | tail -n 1 || true)
+	if [ -z "$deb" ]; then
+		say "fetch: $pkg (Debian's configuration of $series)"
+		(cd "$P2P_CACHE/debs" && papt apt-get -qq download "$pkg" 2>/dev/null) ||
+			die "download of $pkg failed"
+		deb=$(ls "$P2P_CACHE/debs/${pkg}_"*.deb | tail -n 1)
+	fi
+	rm -rf "$out"; mkdir -p "$out"
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO --wildcards "./usr/src/linux-headers-$ver/.config" > "$out/.config"
+	host_build_deps
+	say "prepare: $series with Debian's stock configuration ($ver)"
+	make -s -C "$src" O="$out" olddefconfig >"$out/configure.log" 2>&1 ||
+		{ cat "$out/configure.log" >&2; die "configure failed"; }
+	make_progress "$out/build.log" "prepare $series stock" make -C "$src" O="$out" -j"$(( $(nproc) + 1 ))" modules_prepare
+	echo "$pkg" > "$out/.prepared.tmp" && mv "$out/.prepared.tmp" "$out/.prepared"
+	exec 9>&-
+	echo "$out"
+}
+
 cmd=${1:-}; shift || true
 case "$cmd" in
 source)  src_tree "${1:?series}" ;;
 key)     cache_key "${1:?series}" "${2:-base}" ;;
 build)   do_build build "${1:?series}" "${2:-base}" ;;
 prepare) do_build prepare "${1:?series}" "${2:-base}" ;;
+stock)   do_stock "${1:?series}" ;;
 *)       sed -n '3,14p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
