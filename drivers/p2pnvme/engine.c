@@ -818,6 +818,25 @@ static void queues_cancel(struct p2pnvme *c, int err)
 		queue_cancel(&c->ioq[i], err);
 }
 
+/*
+ * The end of a reset: LIVE again when @ret is 0, else out of service for
+ * good (DEAD), and then the controller does not DMA any more either.
+ * Caller holds reset_lock for write. A removal that took over meanwhile
+ * (DELETING) keeps its state.
+ */
+static void reset_finish(struct p2pnvme *c, int ret)
+{
+	lockdep_assert_held_write(&c->reset_lock);
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_RESETTING)
+		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
+	spin_unlock(&c->state_lock);
+	if (ret) {
+		p2pnvme_ctrl_disable(c);
+		pci_clear_master(c->pdev);
+	}
+}
+
 void p2pnvme_reset_work(struct work_struct *work)
 {
 	struct p2pnvme *c = container_of(work, struct p2pnvme, reset_work);
@@ -843,18 +862,11 @@ void p2pnvme_reset_work(struct work_struct *work)
 	spin_unlock(&c->state_lock);
 	if (!ret && !deleting)
 		ret = p2pnvme_ctrl_enable(c);
-	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_RESETTING)
-		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
-	spin_unlock(&c->state_lock);
-	if (ret) {
-		/* out of service for good: it does not DMA any more either */
-		p2pnvme_ctrl_disable(c);
-		pci_clear_master(c->pdev);
+	reset_finish(c, ret);
+	if (ret)
 		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
-	} else if (!deleting) {
+	else if (!deleting)
 		pci_warn(c->pdev, "controller reset\n");
-	}
 	up_write(&c->reset_lock);
 	wake_up_all(&c->wq);
 	kref_put(&c->kref, p2pnvme_free);
@@ -897,14 +909,7 @@ int p2pnvme_error_resume(struct p2pnvme *c)
 	down_write(&c->reset_lock);	/* every I/O ioctl has returned */
 	if (p2pnvme_state(c) == P2PNVME_RESETTING)
 		ret = p2pnvme_ctrl_enable(c);
-	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_RESETTING)
-		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
-	spin_unlock(&c->state_lock);
-	if (ret) {
-		p2pnvme_ctrl_disable(c);
-		pci_clear_master(c->pdev);
-	}
+	reset_finish(c, ret);
 	up_write(&c->reset_lock);
 	wake_up_all(&c->wq);
 	p2pnvme_stat_add(c, ST_RESETS, 1);

@@ -31,36 +31,11 @@
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
+#include "ktap.h"
+
 static const char *bar_dev, *bdf, *nvme_dev;
-static int bar, nvme, n, failed;
+static int bar, nvme;
 static void *host;
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	n++;
-	failed += !ok;
-	printf("    %s %d ", ok ? "ok" : "not ok", n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static long read_num(const char *path)
-{
-	char buf[64] = "";
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtol(buf, NULL, 0);
-}
 
 static int open_fds(void)
 {

@@ -35,6 +35,8 @@
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
+#include "ktap.h"
+
 #define NFD	4
 #define NMAP	16
 #define NBUF	8
@@ -361,35 +363,13 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static long read_num(const char *fmt, const char *arg)
+/* read_num() of a path built from @fmt and @arg */
+static long read_numf(const char *fmt, const char *arg)
 {
-	char path[256], buf[64] = "";
-	FILE *fp;
+	char path[256];
 
 	snprintf(path, sizeof(path), fmt, arg);
-	fp = fopen(path, "r");
-	if (!fp)
-		return -1;
-	if (!fgets(buf, sizeof(buf), fp))
-		buf[0] = 0;
-	fclose(fp);
-	return strtol(buf, NULL, 0);
-}
-
-static int n, failed;
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	n++;
-	failed += !ok;
-	printf("    %s %d ", ok ? "ok" : "not ok", n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
+	return read_num(path);
 }
 
 int main(int argc, char **argv)
@@ -470,11 +450,11 @@ int main(int argc, char **argv)
 	for (i = 3; i < 4096; i++)
 		close(i);
 	/* the pool drains */
-	for (i = 0; i < 100 && read_num("/sys/class/p2pbar/%s/alloc_count",
+	for (i = 0; i < 100 && read_numf("/sys/class/p2pbar/%s/alloc_count",
 					strrchr(bar_dev, '/') + 1); i++)
 		usleep(20000);
-	ret = read_num("/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1) == 0 &&
-	      read_num("/sys/class/p2pbar/%s/alloc_bytes", strrchr(bar_dev, '/') + 1) == 0;
+	ret = read_numf("/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1) == 0 &&
+	      read_numf("/sys/class/p2pbar/%s/alloc_bytes", strrchr(bar_dev, '/') + 1) == 0;
 	tap(ret, "every fd closed: no p2pbar allocation left");
 	if (!ret) {
 		char path[256], line[256];
@@ -487,7 +467,7 @@ int main(int argc, char **argv)
 		if (fp)
 			fclose(fp);
 	}
-	tap(read_num("/sys/bus/pci/devices/%s/p2pmem/available", bar_bdf) == (long)bar_size,
+	tap(read_numf("/sys/bus/pci/devices/%s/p2pmem/available", bar_bdf) == (long)bar_size,
 	    "the kernel's pool has all %llu bytes back", (unsigned long long)bar_size);
 	fd = open(bar_dev, O_RDWR);
 	memset(&all, 0, sizeof(all));
@@ -496,7 +476,7 @@ int main(int argc, char **argv)
 	ret = ioctl(fd, P2PBAR_IOC_ALLOC, &all) ? errno : 0;
 	tap(!ret, "the whole BAR can be allocated again (%s)", strerror(ret));
 	close(fd);
-	tap(read_num("/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1) == 0,
+	tap(read_numf("/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1) == 0,
 	    "and is free again after close");
 	printf("%s 1 fuzz\n", failed ? "not ok" : "ok");
 	return !!failed;
