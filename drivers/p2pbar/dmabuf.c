@@ -45,11 +45,13 @@
  * @lock: protects @mem, and @dmabuf while the export is being set up
  * @size: bytes
  * @revoked: the provider is gone: no new mappings (dmabuf->resv)
- * @abandoned: the revocation gave up waiting for the importers; the last
- *	       unmap frees the memory (dmabuf->resv)
+ * @abandoned: the revocation gave up waiting for the importers (a mapping
+ *	       left, or fences not signalled); @free_work frees the memory
+ *	       once both are gone (dmabuf->resv)
  * @maps: mappings handed out and not unmapped yet (dmabuf->resv)
  * @unmapped: completed when @maps drops to 0 after @revoked
- * @free_work: frees the memory after a late last unmap (not under resv)
+ * @free_work: frees abandoned memory once nothing maps it and every fence
+ *	       signalled, polling (not under resv)
  */
 struct p2pbar_dmabuf {
 	struct dma_buf *dmabuf;
@@ -61,7 +63,7 @@ struct p2pbar_dmabuf {
 	bool abandoned;
 	unsigned int maps;
 	struct completion unmapped;
-	struct work_struct free_work;
+	struct delayed_work free_work;
 };
 
 static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
@@ -70,6 +72,15 @@ static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachmen
 
 	if (!attach->peer2peer || !p2p_dma_buf_attach_revocable(attach))
 		return -EOPNOTSUPP;
+	/*
+	 * Before 7.x, a kernel without CONFIG_DMABUF_MOVE_NOTIFY pins every
+	 * dynamic mapping, which cannot be revoked: say so at attach, not as
+	 * a failed map later.
+	 */
+	if (!P2P_DMA_BUF_CAN_REVOKE) {
+		pci_info_ratelimited(d->pdev, "dma-buf import refused: this kernel pins importers' mappings (no CONFIG_DMABUF_MOVE_NOTIFY)\n");
+		return -EOPNOTSUPP;
+	}
 	if (READ_ONCE(d->revoked))
 		return -ENODEV;
 	return 0;
@@ -134,7 +145,7 @@ static void p2pbar_dmabuf_unmap(struct dma_buf_attachment *attach, struct sg_tab
 	if (!--d->maps && d->revoked) {
 		complete(&d->unmapped);
 		if (d->abandoned)
-			schedule_work(&d->free_work);
+			mod_delayed_work(p2pbar_wq, &d->free_work, 0);
 	}
 }
 
@@ -149,12 +160,28 @@ static struct p2pbar_mem *p2pbar_dmabuf_take_mem(struct p2pbar_dmabuf *d)
 	return mem;
 }
 
-/* The importers let go after the revocation gave up: lift the quarantine. */
+/*
+ * The importers let go after the revocation gave up: lift the quarantine,
+ * but only once nothing maps the memory and every fence (their DMA) has
+ * signalled: an unmap alone does not mean the device stopped.
+ */
 static void p2pbar_dmabuf_free_work(struct work_struct *work)
 {
-	struct p2pbar_dmabuf *d = container_of(work, struct p2pbar_dmabuf, free_work);
-	struct p2pbar_mem *mem = p2pbar_dmabuf_take_mem(d);
+	struct p2pbar_dmabuf *d = container_of(to_delayed_work(work), struct p2pbar_dmabuf,
+					       free_work);
+	struct dma_buf *dmabuf = d->dmabuf;
+	struct p2pbar_mem *mem;
+	bool idle;
 
+	dma_resv_lock(dmabuf->resv, NULL);
+	idle = !d->maps && dma_resv_test_signaled(dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP);
+	dma_resv_unlock(dmabuf->resv);
+	if (!idle) {
+		/* an unmap re-queues it at once; fences are looked at again */
+		queue_delayed_work(p2pbar_wq, &d->free_work, HZ / 10);
+		return;
+	}
+	mem = p2pbar_dmabuf_take_mem(d);
 	if (mem) {
 		pci_info(d->pdev, "dma-buf importers unmapped after the revocation; memory freed\n");
 		p2pbar_free(mem);
@@ -166,7 +193,8 @@ static void p2pbar_dmabuf_release(struct dma_buf *dmabuf)
 	struct p2pbar_dmabuf *d = dmabuf->priv;
 	struct p2pbar_mem *mem;
 
-	flush_work(&d->free_work);
+	/* the last reference: no importer is attached any more */
+	cancel_delayed_work_sync(&d->free_work);
 	mem = p2pbar_dmabuf_take_mem(d);
 	/* after p2pbar_free() the revoke callback cannot be running on d */
 	if (mem)
@@ -224,16 +252,20 @@ static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 					    max_t(long, (long)(deadline - jiffies), 1));
 
 	dma_resv_lock(dmabuf->resv, NULL);
-	if (d->maps) {
+	/* a mapping left, or DMA still queued (fences), is not compliance */
+	if (d->maps || !dma_resv_test_signaled(dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP)) {
 		d->abandoned = true;
 		abandoned = true;
 		list_for_each_entry(attach, &dmabuf->attachments, node)
-			pci_err(d->pdev, "dma-buf importer %s ignored the revocation: %u mappings left, memory quarantined\n",
-				dev_name(attach->dev), d->maps);
+			pci_err(d->pdev, "dma-buf importer %s ignored the revocation (%u mappings, fences %s): quarantined\n",
+				dev_name(attach->dev), d->maps, left <= 0 ? "pending" : "done");
 	}
 	dma_resv_unlock(dmabuf->resv);
-	if (abandoned)
+	if (abandoned) {
+		/* an unmap, or the poll, frees it once it is idle */
+		queue_delayed_work(p2pbar_wq, &d->free_work, HZ / 10);
 		return;
+	}
 	mem = p2pbar_dmabuf_take_mem(d);
 	if (mem)
 		p2pbar_free(mem);
@@ -270,7 +302,7 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&d->lock);
 	init_completion(&d->unmapped);
-	INIT_WORK(&d->free_work, p2pbar_dmabuf_free_work);
+	INIT_DELAYED_WORK(&d->free_work, p2pbar_dmabuf_free_work);
 	d->size = size;
 	d->pdev = pci_dev_get(p2pbar_pci_dev(pb));
 

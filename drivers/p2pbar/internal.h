@@ -66,9 +66,10 @@ enum p2pbar_state {
  *	that did not free it within P2PBAR_REVOKE_TIMEOUT; until it does, the
  *	BAR range is recorded and p2pbar refuses to bind the function again
  *
- * LIVE -> ZEROING -> RETURNED or DRAINING -> RETURNED (last reference, drain
- * work); LIVE or DRAINING -> RETURNED, LIVE -> QUARANTINED (remove()). All
- * under pb->lock; ZEROING is left by the task that entered it.
+ * LIVE -> ZEROING -> RETURNED or DRAINING -> ZEROING -> RETURNED (last
+ * reference, drain work, remove()); LIVE -> ZEROING -> RETURNED and LIVE ->
+ * QUARANTINED (remove()). All under pb->lock; ZEROING is left by the task
+ * that entered it, and a release that finds it waits on pb->wq.
  */
 enum p2pbar_mem_state {
 	P2PBAR_MEM_LIVE,
@@ -185,6 +186,7 @@ struct p2pbar_file {
 };
 
 /* main.c */
+extern struct workqueue_struct *p2pbar_wq;
 extern struct class *p2pbar_class;
 extern dev_t p2pbar_devt;
 extern struct xarray p2pbar_minors;

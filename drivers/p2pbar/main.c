@@ -51,6 +51,8 @@ static bool publish = true;
 module_param(publish, bool, 0444);
 MODULE_PARM_DESC(publish, "Publish the memory for other drivers at probe (default true; see sysfs p2pbar/published)");
 
+/* revocations and draining: flushed by module exit, never left running it */
+struct workqueue_struct *p2pbar_wq;
 dev_t p2pbar_devt;
 static struct cdev p2pbar_cdev;
 struct class *p2pbar_class;
@@ -389,9 +391,12 @@ static int __init p2pbar_init(void)
 {
 	int ret;
 
+	p2pbar_wq = alloc_workqueue(KBUILD_MODNAME, WQ_UNBOUND, 0);
+	if (!p2pbar_wq)
+		return -ENOMEM;
 	ret = alloc_chrdev_region(&p2pbar_devt, 0, P2PBAR_MAX_DEVS, KBUILD_MODNAME);
 	if (ret)
-		return ret;
+		goto err_wq;
 	cdev_init(&p2pbar_cdev, &p2pbar_fops);
 	ret = cdev_add(&p2pbar_cdev, p2pbar_devt, P2PBAR_MAX_DEVS);
 	if (ret)
@@ -414,6 +419,8 @@ err_cdev:
 	cdev_del(&p2pbar_cdev);
 err_region:
 	unregister_chrdev_region(p2pbar_devt, P2PBAR_MAX_DEVS);
+err_wq:
+	destroy_workqueue(p2pbar_wq);
 	return ret;
 }
 
@@ -429,6 +436,7 @@ static void __exit p2pbar_exit(void)
 	class_destroy(p2pbar_class);
 	cdev_del(&p2pbar_cdev);
 	unregister_chrdev_region(p2pbar_devt, P2PBAR_MAX_DEVS);
+	destroy_workqueue(p2pbar_wq);	/* a revocation's last steps run here */
 }
 
 module_init(p2pbar_init);

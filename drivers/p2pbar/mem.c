@@ -191,8 +191,8 @@ static void p2pbar_mem_zero_and_return(struct p2pbar_mem *mem)
 	p2pbar_zero(mem->vaddr, mem->size);
 	mutex_lock(&pb->lock);
 	pb->zeroing--;
-	wake_up_all(&pb->wq);
 	p2pbar_mem_return(mem, P2PBAR_MEM_RETURNED);
+	wake_up_all(&pb->wq);	/* pb->zeroing, and a release waiting for mem */
 }
 
 static void p2pbar_mem_kref_release(struct kref *kref)
@@ -201,17 +201,23 @@ static void p2pbar_mem_kref_release(struct kref *kref)
 	struct p2pbar *pb = mem->pb;
 
 	mutex_lock(&pb->lock);
+	/* remove() may be zeroing it to take it back: let it finish */
+	while (mem->state == P2PBAR_MEM_ZEROING) {
+		mutex_unlock(&pb->lock);
+		wait_event(pb->wq, READ_ONCE(mem->state) != P2PBAR_MEM_ZEROING);
+		mutex_lock(&pb->lock);
+	}
 	switch (mem->state) {
 	case P2PBAR_MEM_LIVE:
-		if (!p2pbar_live(pb)) {
-			/* the pool goes away with the instance: no reuse */
-			p2pbar_mem_return(mem, P2PBAR_MEM_RETURNED);
-			break;
-		}
+		/*
+		 * Zeroed even while the instance is going away: until the core's
+		 * teardown the pool still serves p2pmem/allocate and nvmet.
+		 */
 		if (p2pbar_mem_pinned(mem)) {
-			/* I/O still writes here: the drain work finishes */
+			/* I/O still writes here: the drain work (or remove()) finishes */
 			mem->state = P2PBAR_MEM_DRAINING;
-			mod_delayed_work(system_wq, &pb->drain_work, P2PBAR_DRAIN_PERIOD);
+			if (p2pbar_live(pb))
+				mod_delayed_work(p2pbar_wq, &pb->drain_work, P2PBAR_DRAIN_PERIOD);
 			mutex_unlock(&pb->lock);
 			return;
 		}
@@ -268,7 +274,7 @@ again:
 		goto again;
 	}
 	if (pending && p2pbar_live(pb))
-		schedule_delayed_work(&pb->drain_work, P2PBAR_DRAIN_PERIOD);
+		queue_delayed_work(p2pbar_wq, &pb->drain_work, P2PBAR_DRAIN_PERIOD);
 	mutex_unlock(&pb->lock);
 }
 
@@ -381,7 +387,7 @@ EXPORT_SYMBOL_GPL(p2pbar_alloc);
 void p2pbar_free(struct p2pbar_mem *mem)
 {
 	struct p2pbar *pb = mem->pb;
-	bool wait;
+	bool wait, in_callback;
 
 	might_sleep();
 	mutex_lock(&pb->lock);
@@ -390,15 +396,18 @@ void p2pbar_free(struct p2pbar_mem *mem)
 		return;
 	}
 	mem->freed = true;
-	wait = mem->revoking && mem->revoker != current;
+	in_callback = mem->revoker == current;
+	wait = mem->revoking && !in_callback;
 	if (!--pb->kernel_users && !p2pbar_live(pb))
 		complete(&pb->kernel_users_gone);
 	mutex_unlock(&pb->lock);
-	if (wait) {
+	/* every call teaches lockdep, not only the one that would wait */
+	if (!in_callback) {
 		revoke_map_acquire();
 		revoke_map_release();
-		wait_for_completion(&mem->revoke_done);
 	}
+	if (wait)
+		wait_for_completion(&mem->revoke_done);
 	p2pbar_mem_put(mem);
 }
 EXPORT_SYMBOL_GPL(p2pbar_free);
@@ -489,7 +498,7 @@ void p2pbar_revoke_kernel_users(struct p2pbar *pb)
 		mem->revoking = true;
 		kref_get(&mem->kref);
 		INIT_WORK(&mem->revoke_work, p2pbar_revoke_one);
-		queue_work(system_unbound_wq, &mem->revoke_work);
+		queue_work(p2pbar_wq, &mem->revoke_work);
 	}
 	pending = pb->kernel_users;
 	mutex_unlock(&pb->lock);
@@ -520,32 +529,40 @@ void p2pbar_take_back(struct p2pbar *pb)
 {
 	struct p2pbar_mem *mem, *tmp;
 	LIST_HEAD(drained);
+	bool was_draining;
 
 	cancel_delayed_work_sync(&pb->drain_work);
-	wait_event(pb->wq, !READ_ONCE(pb->zeroing));
 
 	mutex_lock(&pb->lock);
-	list_for_each_entry_safe(mem, tmp, &pb->mems, node) {
-		switch (mem->state) {
-		case P2PBAR_MEM_DRAINING:
-			/* nobody holds it; the core waits for the pins */
-			p2pbar_mem_return(mem, P2PBAR_MEM_RETURNED);
-			list_add(&mem->node, &drained);
-			break;
-		case P2PBAR_MEM_LIVE:
-			if (mem->ops && !mem->freed) {
-				pci_err(pb->pdev, "in-kernel user %ps keeps %zu bytes at bus address %#llx after removal: quarantined\n",
-					mem->ops->revoke, mem->size, (u64)mem->bus);
-				p2pbar_mem_return(mem, P2PBAR_MEM_QUARANTINED);
-				p2pbar_quarantine(mem);
-			} else {
-				p2pbar_mem_return(mem, P2PBAR_MEM_RETURNED);
-			}
-			break;
-		default:
-			WARN(1, "p2pbar: allocation in state %d at removal\n", mem->state);
-			break;
+again:
+	/* releases that zero right now finish first */
+	while (pb->zeroing) {
+		mutex_unlock(&pb->lock);
+		wait_event(pb->wq, !READ_ONCE(pb->zeroing));
+		mutex_lock(&pb->lock);
+	}
+	list_for_each_entry(mem, &pb->mems, node) {
+		if (mem->state == P2PBAR_MEM_LIVE && mem->ops && !mem->freed) {
+			pci_err(pb->pdev, "in-kernel user %ps keeps %zu bytes at bus address %#llx after removal: quarantined\n",
+				mem->ops->revoke, mem->size, (u64)mem->bus);
+			/* the user may still write here: no zeroing that would mean anything */
+			p2pbar_mem_return(mem, P2PBAR_MEM_QUARANTINED);
+			p2pbar_quarantine(mem);
+			goto again;
 		}
+		if (WARN(mem->state != P2PBAR_MEM_LIVE && mem->state != P2PBAR_MEM_DRAINING,
+			 "p2pbar: allocation in state %d at removal\n", mem->state))
+			continue;
+		/*
+		 * Zeroed before it goes back: the pool still serves other
+		 * allocators until the core's teardown. Pages that I/O still
+		 * pins are zeroed now and return when the pins go.
+		 */
+		was_draining = mem->state == P2PBAR_MEM_DRAINING;
+		p2pbar_mem_zero_and_return(mem);	/* drops the lock */
+		if (was_draining)
+			list_add(&mem->node, &drained);	/* nobody holds it */
+		goto again;
 	}
 	p2pbar_set_state(pb, P2PBAR_GONE);
 	mutex_unlock(&pb->lock);

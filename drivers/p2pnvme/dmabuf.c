@@ -104,6 +104,10 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 	long left;
 	int ret;
 
+	/* allocated now: nothing allocates once our fence is published */
+	r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
+	if (!r->fence)
+		return -ENOMEM;
 	dma_resv_lock(resv, NULL);
 	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
@@ -113,38 +117,98 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 		goto out_unlock;
 	}
 	r->dsgt = sgt;
+	/* an invalidation before this mapping is about an older one */
+	WRITE_ONCE(r->invalidated, false);
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, true, p2pnvme_io_timeout());
-	if (left <= 0) {
-		ret = left ?: -ETIMEDOUT;
-		goto out_unlock;
-	}
-	ret = dma_resv_reserve_fences(resv, 1);
-	if (ret)
-		goto out_unlock;
-	r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
-	if (!r->fence) {
-		ret = -ENOMEM;
-		goto out_unlock;
-	}
-	spin_lock_init(&r->fence->lock);
-	dma_fence_init(&r->fence->base, &p2pnvme_fence_ops, &r->fence->lock, c->fence_ctx,
-		       atomic64_inc_return(&c->fence_seq));
-	/* the batch's commands may write as well as read the buffer */
-	dma_resv_add_fence(resv, &r->fence->base, DMA_RESV_USAGE_WRITE);
-	ret = 0;
+	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
 out_unlock:
 	dma_resv_unlock(resv);
+	return ret;
+}
+
+/**
+ * p2pnvme_dmabuf_fence - publish the batch's fences, right before submission
+ * @c: the controller
+ * @reqs: the batch, every entry mapped
+ * @nr: its entries
+ *
+ * Each dma-buf of the batch gets a fence of its own context (fences of one
+ * context must signal in order; batches do not). All reservation objects
+ * are locked at once (ww_mutex, so two batches that share dma-bufs cannot
+ * deadlock), slots reserved, then the fences added: after the first one is
+ * visible nothing allocates or waits until the batch is submitted.
+ *
+ * Return: 0, or -ENOMEM / -EINTR with no fence published.
+ */
+int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr)
+{
+	struct ww_acquire_ctx ctx;
+	unsigned int i, j;
+	int ret = 0;
+
+	ww_acquire_init(&ctx, &reservation_ww_class);
+retry:
+	for (i = 0; i < nr; i++) {
+		struct p2pnvme_req *r = &reqs[i];
+
+		if (!r->fence || r->resv_locked)
+			continue;
+		ret = dma_resv_lock(r->dmabuf->resv, &ctx);
+		if (!ret) {
+			r->resv_locked = true;
+			continue;
+		}
+		for (j = 0; j < nr; j++) {
+			if (reqs[j].resv_locked) {
+				dma_resv_unlock(reqs[j].dmabuf->resv);
+				reqs[j].resv_locked = false;
+			}
+		}
+		if (ret != -EDEADLK)
+			goto out_fini;
+		/* an older batch holds it: wait for it, then start over */
+		dma_resv_lock_slow(r->dmabuf->resv, &ctx);
+		r->resv_locked = true;
+		goto retry;
+	}
+	ww_acquire_done(&ctx);
+	for (i = 0; i < nr && !ret; i++)
+		if (reqs[i].fence)
+			ret = dma_resv_reserve_fences(reqs[i].dmabuf->resv, 1);
+	for (i = 0; i < nr && !ret; i++) {
+		struct p2pnvme_req *r = &reqs[i];
+
+		if (!r->fence)
+			continue;
+		spin_lock_init(&r->fence->lock);
+		dma_fence_init(&r->fence->base, &p2pnvme_fence_ops, &r->fence->lock,
+			       dma_fence_context_alloc(1), 1);
+		/* the batch's commands may write as well as read the buffer */
+		dma_resv_add_fence(r->dmabuf->resv, &r->fence->base, DMA_RESV_USAGE_WRITE);
+		r->fence_added = true;
+	}
+	for (i = 0; i < nr; i++) {
+		if (reqs[i].resv_locked) {
+			dma_resv_unlock(reqs[i].dmabuf->resv);
+			reqs[i].resv_locked = false;
+		}
+	}
+out_fini:
+	ww_acquire_fini(&ctx);
 	return ret;
 }
 
 /* Signal our fence and unmap: every command of the batch is over. */
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r)
 {
-	if (r->fence) {
+	if (r->fence_added) {
 		dma_fence_signal(&r->fence->base);
 		dma_fence_put(&r->fence->base);	/* the resv keeps its own */
-		r->fence = NULL;
+	} else {
+		kfree(r->fence);		/* never published */
 	}
+	r->fence = NULL;
+	r->fence_added = false;
 	if (r->attach && r->dsgt) {
 		dma_resv_lock(r->dmabuf->resv, NULL);
 		dma_buf_unmap_attachment(r->attach, r->dsgt, DMA_BIDIRECTIONAL);

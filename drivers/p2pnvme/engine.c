@@ -761,7 +761,8 @@ void p2pnvme_schedule_reset(struct p2pnvme *c)
 	bool queue = false;
 
 	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_LIVE) {
+	/* PCI error recovery resets the link itself, and registers read ~0 meanwhile */
+	if (c->state == P2PNVME_LIVE && !c->pci_error && !pci_channel_offline(c->pdev)) {
 		c->state = P2PNVME_RESETTING;
 		kref_get(&c->kref);	/* the worker's, put when it is done */
 		queue = true;
@@ -826,12 +827,16 @@ static void queues_cancel(struct p2pnvme *c, int err)
  */
 static void reset_finish(struct p2pnvme *c, int ret)
 {
+	bool dead = false;
+
 	lockdep_assert_held_write(&c->reset_lock);
 	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_RESETTING)
+	if (c->state == P2PNVME_RESETTING) {
 		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
+		dead = ret;
+	}
 	spin_unlock(&c->state_lock);
-	if (ret) {
+	if (dead) {
 		p2pnvme_ctrl_disable(c);
 		pci_clear_master(c->pdev);
 	}
@@ -884,6 +889,10 @@ void p2pnvme_reset_work(struct work_struct *work)
  */
 void p2pnvme_error_stop(struct p2pnvme *c, int err)
 {
+	/* first: no timeout may schedule a reset from now on */
+	spin_lock(&c->state_lock);
+	c->pci_error = true;
+	spin_unlock(&c->state_lock);
 	if (cancel_work_sync(&c->reset_work))
 		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
 	spin_lock(&c->state_lock);
@@ -910,6 +919,9 @@ int p2pnvme_error_resume(struct p2pnvme *c)
 	if (p2pnvme_state(c) == P2PNVME_RESETTING)
 		ret = p2pnvme_ctrl_enable(c);
 	reset_finish(c, ret);
+	spin_lock(&c->state_lock);
+	c->pci_error = false;
+	spin_unlock(&c->state_lock);
 	up_write(&c->reset_lock);
 	wake_up_all(&c->wq);
 	p2pnvme_stat_add(c, ST_RESETS, 1);

@@ -97,8 +97,11 @@ struct p2pnvme_fence {
  * @attach: our attachment to it; NULL unless @owner is this entry
  * @dsgt: its mapping for the controller (both directions), held until the
  *	  batch is over
- * @fence: ours, in the dma-buf's reservation object while the batch runs:
- *	   the exporter waits for it before it moves or revokes the memory
+ * @fence: ours, allocated at map time (entries that own an attachment),
+ *	   in the dma-buf's reservation object while the batch runs: the
+ *	   exporter waits for it before it moves or revokes the memory
+ * @fence_added: @fence is initialised and published
+ * @resv_locked: p2pnvme_dmabuf_fence() holds @dmabuf's resv
  * @invalidated: the exporter asked us to stop using the mapping (set from
  *		 its invalidation callback, under the dma-buf's resv lock)
  * @dir: DMA direction of @sgt or @dsgt
@@ -124,6 +127,8 @@ struct p2pnvme_req {
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
 	struct p2pnvme_fence *fence;
+	bool fence_added;
+	bool resv_locked;
 	bool invalidated;
 	enum dma_data_direction dir;
 	bool mapped;
@@ -246,8 +251,6 @@ struct p2pnvme_queue {
  * @polled: I/O completions are polled (no MSI-X)
  * @acl: Abort Command Limit: Aborts the controller takes at once
  * @aborts: Aborts outstanding
- * @fence_ctx: dma-fence context of this controller's batches
- * @fence_seq: last fence sequence number used
  * @serial: Identify serial number
  * @model: Identify model number
  * @id_buf: one page for Identify data (coherent, lives as long as the device)
@@ -257,6 +260,8 @@ struct p2pnvme_queue {
  * @ioq: the I/O queues
  * @reset_lock: see the top of the file
  * @state_lock: protects @state
+ * @pci_error: PCI error recovery owns the controller, from error_detected
+ *	       to resume: no reset is scheduled meanwhile (@state_lock)
  * @state: enum p2pnvme_state. LIVE -> RESETTING by p2pnvme_schedule_reset(),
  *	   RESETTING -> LIVE or DEAD by the reset worker; any -> DELETING and
  *	   then DEAD by remove(). DEAD is final: the device, its BAR and its
@@ -288,8 +293,6 @@ struct p2pnvme {
 	bool polled;
 	unsigned int acl;
 	atomic_t aborts;
-	u64 fence_ctx;
-	atomic64_t fence_seq;
 	char serial[20];
 	char model[40];
 	void *id_buf;
@@ -299,6 +302,7 @@ struct p2pnvme {
 	struct p2pnvme_queue *ioq;
 	struct rw_semaphore reset_lock;
 	spinlock_t state_lock;	/* see above */
+	bool pci_error;
 	enum p2pnvme_state state;
 	struct work_struct reset_work;
 	wait_queue_head_t wq;
@@ -348,6 +352,7 @@ void p2pnvme_io_exit(struct p2pnvme *c);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
+int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
 #else
@@ -360,6 +365,12 @@ static inline int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *r
 static inline int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 {
 	return -EOPNOTSUPP;
+}
+
+static inline int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs,
+				       unsigned int nr)
+{
+	return 0;
 }
 
 static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}

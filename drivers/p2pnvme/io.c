@@ -228,12 +228,13 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 /* ---- phase 2: map (reset_lock held for read) -------------------------- */
 
 /*
- * Can the commands of @r be described with PRPs at all? Each command's
- * share of the mapping is tried on a scratch list before anything is
- * submitted, so a dma-buf segment that PRPs cannot describe fails the
- * batch up front instead of after earlier entries were queued.
+ * Can the commands of @r be described with PRPs (or SGLs) at all? Each
+ * command's share of the mapping is tried on a scratch list before anything
+ * is submitted, so a dma-buf segment that PRPs cannot describe, or a
+ * mapping of more segments than one SGL list page holds, fails the batch up
+ * front instead of after earlier entries were queued.
  */
-static int dmabuf_check_prps(struct p2pnvme *c, struct p2pnvme_req *r, __le64 *scratch)
+static int dmabuf_check_list(struct p2pnvme *c, struct p2pnvme_req *r, __le64 *scratch)
 {
 	struct p2pnvme_cursor cur = { .sg = r->owner->dsgt->sgl };
 	u64 done, n;
@@ -244,7 +245,10 @@ static int dmabuf_check_prps(struct p2pnvme *c, struct p2pnvme_req *r, __le64 *s
 		struct nvme_command cmd = {};
 
 		n = min_t(u64, r->io->len - done, c->max_xfer);
-		ret = p2pnvme_build_prps(scratch, 0, &cur, n, &cmd);
+		if (r->sgl)
+			ret = p2pnvme_build_sgl((struct nvme_sgl_desc *)scratch, 0, &cur, n, &cmd);
+		else
+			ret = p2pnvme_build_prps(scratch, 0, &cur, n, &cmd);
 		if (ret)
 			return ret;
 	}
@@ -288,14 +292,12 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 			if (ret)
 				return ret;
 		}
-		if (r->sgl)
-			return 0;
 		if (!*scratch) {
 			*scratch = kmalloc(P2PNVME_LIST_SIZE, GFP_KERNEL);
 			if (!*scratch)
 				return -ENOMEM;
 		}
-		return dmabuf_check_prps(c, r, *scratch);
+		return dmabuf_check_list(c, r, *scratch);
 	}
 	/* P2PDMA pages get bus addresses here, or -EREMOTEIO */
 	ret = req_map_sgt(c, r);
@@ -494,6 +496,12 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 		}
 	}
 
+	/* last before submission: publish the dma-bufs' fences */
+	ret = p2pnvme_dmabuf_fence(c, reqs, nr);
+	if (ret) {
+		*failed = nr;
+		goto out_unmap;
+	}
 	p2pnvme_batch_init(&b, false);
 	for (i = 0; i < nr; i++) {
 		int err = req_submit(c, &b, &reqs[i]);

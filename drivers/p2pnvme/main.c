@@ -576,8 +576,6 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
-	if (IS_ENABLED(CONFIG_DMA_SHARED_BUFFER))
-		c->fence_ctx = dma_fence_context_alloc(1);	/* dma-buf imports */
 	/* what one segment may hold: swiotlb, for one, maps 256 KiB at most */
 	c->max_seg = max_t(size_t, PAGE_SIZE,
 			   min_t(size_t, dma_max_mapping_size(dev), dma_get_max_seg_size(dev)) &
@@ -755,6 +753,9 @@ static void p2pnvme_resume(struct pci_dev *pdev)
 {
 	struct p2pnvme *c = pci_get_drvdata(pdev);
 
+	/* after a recoverable error of another device below the same bridge */
+	if (!READ_ONCE(c->pci_error))
+		return;
 	if (p2pnvme_error_resume(c))
 		pci_err(pdev, "controller did not come back after the error; out of service\n");
 	else

@@ -104,10 +104,13 @@ static inline int p2p_dma_map_sgtable(struct device *dev, struct sg_table *sgt,
  * invalidate_mappings and added dma_buf_attach_revocable().
  */
 #ifdef HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define P2P_DMA_BUF_CAN_REVOKE			1
 #define P2P_DMA_BUF_INVALIDATE_OP		invalidate_mappings
 #define p2p_dma_buf_invalidate(dmabuf)		dma_buf_invalidate_mappings(dmabuf)
 #define p2p_dma_buf_attach_revocable(attach)	dma_buf_attach_revocable(attach)
 #else
+/* without CONFIG_DMABUF_MOVE_NOTIFY the core pins every dynamic mapping */
+#define P2P_DMA_BUF_CAN_REVOKE			IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY)
 #define P2P_DMA_BUF_INVALIDATE_OP		move_notify
 #define p2p_dma_buf_invalidate(dmabuf)		dma_buf_move_notify(dmabuf)
 static inline bool p2p_dma_buf_attach_revocable(struct dma_buf_attachment *attach)
