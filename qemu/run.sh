@@ -81,7 +81,7 @@ bar_dev() {	# bar_dev ID BUS [extra]: ivshmem-plain, 64 MiB RAM the host can rea
 P_APPEND= P_LIMIT= P_DISTANCE=-2
 . "$P2P_TOP/qemu/profiles/$profile.sh"
 
-append="console=ttyS0 loglevel=3 panic=-1 oops=panic kunit.enable=1 kunit.autorun=1 p2ptest=$test p2pprofile=$profile"
+append="console=ttyS0 loglevel=3 log_buf_len=16M panic=-1 oops=panic kunit.enable=1 kunit.autorun=1 p2ptest=$test p2pprofile=$profile"
 append+=" p2pexpect=$P_EXPECT p2pdistance=$P_DISTANCE${P_LIMIT:+ p2plimit=$P_LIMIT} $P_APPEND"
 append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
 mem=1G

@@ -528,11 +528,11 @@ static int setup_io_queue(struct p2pnvme *c, unsigned int i)
 		name = devm_kasprintf(dev, GFP_KERNEL, "p2pnvme:%s:q%u", pci_name(c->pdev), i + 1);
 		if (!name)
 			return -ENOMEM;
-		q->vector = i + 1;
-		ret = devm_request_irq(dev, pci_irq_vector(c->pdev, q->vector), p2pnvme_irq, 0,
+		ret = devm_request_irq(dev, pci_irq_vector(c->pdev, i + 1), p2pnvme_irq, 0,
 				       name, q);
 		if (ret)
 			return ret;
+		q->vector = i + 1;	/* free_irqs() frees only what was requested */
 	}
 	return p2pnvme_create_io_queue(c, q);
 }

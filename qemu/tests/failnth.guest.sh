@@ -31,6 +31,12 @@ suite_end
 echo "P2P-KNOWN-WARNING arch/x86/mm/init_64.c the kernel warns once when memory hotplug (memremap_pages) fails, here by an injected ENOMEM in probe"
 t0=$(date +%s)
 echo "<<<KTAP-BEGIN guest.failnth>>>"
+# p2pnvme's probe is not swept here (p2pfailnth can: a fourth argument,
+# the NVMe BDF): failures injected under pci_enable_device() hit the
+# kernel's own ACPI _PRT evaluation (a KASAN use-after-free in
+# acpi_ns_get_attached_object) and IRQ proc bookkeeping, not the suite's
+# code. It needs a stack filter (CONFIG_FAULT_INJECTION_STACKTRACE_FILTER)
+# that keeps the faults inside p2pnvme.
 p2pfailnth /dev/p2pbar0 "$IVSHMEM" /dev/p2pnvme0 || _any_failed=1
 echo "<<<KTAP-END>>>"
 

@@ -37,6 +37,15 @@ for n in "3 separate buffer" "4 extended LBAs"; do
 done
 hostcheck io-none
 
+# MDTS 60: 4096 << 60 does not fit; no limit beyond the driver's 512 KiB
+M=$(find_pci 1b36 0010 5)
+check "p2pnvme takes $M, whose MDTS is 60" bind p2pnvme "$M"
+check_eq "its transfers are capped at 512 KiB, not 0" \
+	"$(p2pctl --json nvme-info /dev/p2pnvme2 | sed -n 's/.*"max_xfer":\([0-9]*\).*/\1/p')" 524288
+timeout 30 p2pctl nvme-zeroes /dev/p2pnvme2 0 1048576
+check_eq "Write Zeroes over 1 MiB ends (two commands)" "$?" 0
+check "unbind it" sh -c "echo $M > /sys/bus/pci/drivers/p2pnvme/unbind"
+
 # blkdebug: EIO for LBA 65536
 p2pctl nvme-read /dev/p2pnvme0 65536 4096 2>/tmp/err
 rc=$?

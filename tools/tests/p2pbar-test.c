@@ -573,6 +573,73 @@ static void zeroed_for_the_pool(int fd)
 	close(sfd);
 }
 
+/*
+ * Zeroing a large allocation is uncached MMIO on real hardware (seconds for
+ * GiBs): it must not hold the instance lock. A second thread keeps asking
+ * INFO, on another fd, while a 48 MiB ALLOC zeroes; it must keep getting
+ * answers (the old code made it wait for the whole zeroing).
+ */
+struct poller {
+	int fd;
+	volatile int stop;
+	double worst;
+	long n;
+};
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void *info_poller(void *arg)
+{
+	struct poller *p = arg;
+	struct p2pbar_info i;
+
+	while (!p->stop) {
+		double t0 = now_ms(), dt;
+
+		info(p->fd, &i);
+		dt = now_ms() - t0;
+		if (dt > p->worst)
+			p->worst = dt;
+		p->n++;
+	}
+	return NULL;
+}
+
+static void zeroing_not_under_lock(int fd)
+{
+	struct poller p = { .fd = open(dev, O_RDONLY) };
+	struct p2pbar_alloc a;
+	double t0, took;
+	pthread_t t;
+	int ret;
+
+	pthread_create(&t, NULL, info_poller, &p);
+	usleep(20000);
+	t0 = now_ms();
+	ret = alloc(fd, 48 << 20, 0, &a);
+	took = now_ms() - t0;
+	usleep(5000);
+	p.stop = 1;
+	pthread_join(t, NULL);
+	close(p.fd);
+	if (!ret)
+		pfree(fd, a.handle);
+	if (ret || took < 10) {
+		result(!ret, "INFO during a 48 MiB ALLOC # SKIP the ALLOC took %.1f ms (%s): too fast to tell",
+		       took, strerror(-ret));
+		return;
+	}
+	result(p.worst < took / 2,
+	       "INFO kept answering (worst %.1f ms, %ld calls) while a 48 MiB ALLOC zeroed for %.1f ms",
+	       p.worst, p.n, took);
+}
+
 /* Non-root users cannot open the device by default (mode 0600). */
 static void permissions(void)
 {
@@ -712,6 +779,7 @@ int main(int argc, char **argv)
 	read_only_fd();
 	data_tests(fd, argv[3]);
 	zeroed_for_the_pool(fd);
+	zeroing_not_under_lock(fd);
 	permissions();
 	close(fd);
 	finish("provider");

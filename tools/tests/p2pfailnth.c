@@ -296,42 +296,53 @@ static void sweep(const struct op *op)
 	    op->name, nth - 1, errors, absorbed);
 }
 
-/* probe: bind through the driver's bind file with the N-th fault failing */
-static void sweep_probe(void)
+static int unbind(const char *drv, const char *dev)
 {
-	char path[256], node[64];
-	int nth, left, bound = 0, refused = 0, bad = 0, fd, ok;
+	char path[256];
+	int fd, ret;
 
-	snprintf(node, sizeof(node), "/sys/bus/pci/devices/%s/driver", bdf);
+	snprintf(path, sizeof(path), "/sys/bus/pci/drivers/%s/unbind", drv);
+	fd = open(path, O_WRONLY);
+	ret = fd >= 0 && write(fd, dev, strlen(dev)) == (ssize_t)strlen(dev) ? 0 : -1;
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * probe of @drv on @dev, through the driver's bind file with the N-th fault
+ * failing: a refused probe leaves nothing (@node, and @extra if given).
+ */
+static void sweep_probe(const char *drv, const char *dev, const char *node, const char *extra)
+{
+	char path[256], drvlink[256];
+	int nth, left, bound = 0, refused = 0, bad = 0, fd;
+
+	snprintf(drvlink, sizeof(drvlink), "/sys/bus/pci/devices/%s/driver", dev);
+	snprintf(path, sizeof(path), "/sys/bus/pci/drivers/%s/bind", drv);
 	for (nth = 1; nth < 5000; nth++) {
-		fd = open("/sys/bus/pci/drivers/p2pbar/bind", O_WRONLY);
+		fd = open(path, O_WRONLY);
 		if (fd < 0 || fail_nth(nth))
 			break;
-		ok = write(fd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf);
+		if (write(fd, dev, strlen(dev)) < 0)
+			errno = 0;	/* refused: looked at below */
 		left = fail_nth(0);
 		close(fd);
-		if (!access(node, F_OK)) {
+		if (!access(drvlink, F_OK)) {
 			bound++;
-			snprintf(path, sizeof(path), "/sys/bus/pci/drivers/p2pbar/unbind");
-			fd = open(path, O_WRONLY);
-			if (fd < 0 || write(fd, bdf, strlen(bdf)) < 0)
+			if (unbind(drv, dev))
 				bad++;
-			if (fd >= 0)
-				close(fd);
 		} else {
 			refused++;
-			/* a failed probe leaves nothing: no char device, no p2pmem */
-			snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem", bdf);
-			if ((!access(path, F_OK) || !access(bar_dev, F_OK)) && bad++ < 3)
-				printf("    # probe fault %d left %s behind\n", nth,
-				       access(path, F_OK) ? bar_dev : path);
+			if ((!access(node, F_OK) || (extra && !access(extra, F_OK))) && bad++ < 3)
+				printf("    # %s probe fault %d left %s behind\n", drv, nth,
+				       access(node, F_OK) ? extra : node);
 		}
-		(void)ok;
 		if (left > 0)
 			break;
 	}
 	tap(!bad && nth < 5000 && refused > 0,
-	    "p2pbar probe: %d fault sites, %d refused cleanly, %d bound anyway", nth - 1, refused,
+	    "%s probe: %d fault sites, %d refused cleanly, %d bound anyway", drv, nth - 1, refused,
 	    bound);
 }
 
@@ -339,8 +350,8 @@ int main(int argc, char **argv)
 {
 	unsigned int i;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: p2pfailnth P2PBAR-DEV BDF P2PNVME-DEV\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: p2pfailnth P2PBAR-DEV BDF P2PNVME-DEV [NVME-BDF]\n");
 		return 2;
 	}
 	bar_dev = argv[1];
@@ -350,7 +361,7 @@ int main(int argc, char **argv)
 	host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	memset(host, 1, 1 << 20);
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: failnth\n    1..%zu\n",
-	       sizeof(ops) / sizeof(ops[0]) + 1);
+	       sizeof(ops) / sizeof(ops[0]) + 1 + (argc == 5));
 	bar = open(bar_dev, O_RDWR);
 	nvme = open(nvme_dev, O_RDWR);
 	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
@@ -362,16 +373,20 @@ int main(int argc, char **argv)
 		sweep(&ops[i]);
 	close(bar);
 	close(nvme);
-	/* probe last: the instance goes away and comes back many times */
+	/* probes last: the instances go away and come back many times */
+	if (unbind("p2pbar", bdf))
+		printf("    # unbind before the probe sweep: %s\n", strerror(errno));
 	{
-		int fd = open("/sys/bus/pci/drivers/p2pbar/unbind", O_WRONLY);
+		char p2pmem[256];
 
-		if (fd < 0 || write(fd, bdf, strlen(bdf)) < 0)
-			printf("    # unbind before the probe sweep: %s\n", strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		snprintf(p2pmem, sizeof(p2pmem), "/sys/bus/pci/devices/%s/p2pmem", bdf);
+		sweep_probe("p2pbar", bdf, bar_dev, p2pmem);
 	}
-	sweep_probe();
+	if (argc == 5) {
+		if (unbind("p2pnvme", argv[4]))
+			printf("    # unbind before the probe sweep: %s\n", strerror(errno));
+		sweep_probe("p2pnvme", argv[4], nvme_dev, NULL);
+	}
 	printf("%s 1 failnth\n", failed ? "not ok" : "ok");
 	return !!failed;
 }
