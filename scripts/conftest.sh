@@ -35,6 +35,14 @@ probe HAVE_FOLL_PCI_P2PDMA '#include <linux/mm.h>' \
 probe HAVE_DMA_BUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>' \
 	'dma_buf_invalidate_mappings(NULL);'
 
+# 6.2+: dma_buf_vmap() runs with the reservation lock held
+probe HAVE_DMA_BUF_VMAP_UNLOCKED '#include <linux/dma-buf.h>' \
+	'int r = dma_buf_vmap_unlocked(NULL, NULL); (void)r;'
+
+# 6.8+: KUnit test devices (the dma-buf tests' non-PCI importer)
+probe HAVE_KUNIT_DEVICE_REGISTER '#include <kunit/device.h>' \
+	'struct device *d = kunit_device_register(NULL, "x"); (void)d;'
+
 probe HAVE_PCIM_REQUEST_REGION '#include <linux/pci.h>' \
 	'int r = pcim_request_region(NULL, 0, "x"); (void)r;'
 

@@ -345,11 +345,25 @@ static int p2pbar_mmap(struct file *filp, struct vm_area_struct *vma)
 	mutex_unlock(&pb->lock);
 	if (!found)
 		return -EINVAL;
-
-	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
-	vma->vm_private_data = found;
-	vma->vm_ops = &p2pbar_vm_ops;
+	p2pbar_mem_vma_init(found, vma);
 	return 0;
+}
+
+/**
+ * p2pbar_mem_vma_init - make @vma a mapping of @mem, faulted in on demand
+ * @mem: the allocation; the caller passes one reference to the VMA
+ * @vma: a shared mapping whose vm_pgoff counts pages from the start of @mem
+ *
+ * For /dev/p2pbarN and for exported dma-bufs alike: pages are inserted at
+ * fault time under pb->lock while the instance is LIVE, and SIGBUS after.
+ * The owner zaps the mappings (p2pbar_zap_user_mappings(), the dma-buf's
+ * revocation) once the instance left LIVE.
+ */
+void p2pbar_mem_vma_init(struct p2pbar_mem *mem, struct vm_area_struct *vma)
+{
+	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_private_data = mem;
+	vma->vm_ops = &p2pbar_vm_ops;
 }
 
 const struct file_operations p2pbar_fops = {

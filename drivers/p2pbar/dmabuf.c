@@ -11,14 +11,22 @@
  *
  * The memory belongs to a device that can go away, so only importers that
  * can be revoked are taken: peer2peer capable, dynamic, with an
- * invalidation callback (move_notify, 7.x: invalidate_mappings); pinning is
- * refused. When the provider is removed, the exporter marks the dma-buf
- * revoked, tells the importers to stop (invalidation), waits for their
- * fences (DMA they queued) and for their mappings to be unmapped, bounded,
- * and gives the memory back. An importer that keeps a mapping past the
- * bound is named in the log and the memory is not given back: the provider
- * quarantines it until the importer unmaps. Later maps fail with -ENODEV;
- * the dma-buf file itself lives on until it is closed.
+ * invalidation callback (move_notify, 7.x: invalidate_mappings). Such an
+ * importer may also pin (the RDMA core's revocable pinned import); a pin
+ * from an importer whose callback cannot revoke is refused (see
+ * p2pbar_dmabuf_pin()). A mapping has one entry per contiguous run, split
+ * only where the importer's DMA limits say so.
+ *
+ * The CPU reaches the memory through mmap() of the dma-buf (faulted in like
+ * /dev/p2pbarN, SIGBUS after a revocation) and dma_buf_vmap() (an iosys_map
+ * of I/O memory). When the provider is removed, the exporter marks the
+ * dma-buf revoked, zaps its CPU mappings, tells the importers to stop
+ * (invalidation), waits for their fences (DMA they queued) and for their
+ * mappings and vmaps to go, bounded, and gives the memory back. An importer
+ * that keeps a mapping past the bound is named in the log and the memory is
+ * not given back: the provider quarantines it until the importer unmaps.
+ * Later maps fail with -ENODEV; the dma-buf file itself lives on until it
+ * is closed.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,6 +34,9 @@
 #include <linux/dma-resv.h>
 #include <linux/file.h>
 #include <linux/fcntl.h>
+#include <linux/iosys-map.h>
+#include <linux/kallsyms.h>
+#include <linux/mm.h>
 #include <linux/p2pbar.h>
 #include <linux/p2p_ioctl.h>
 #include <linux/scatterlist.h>
@@ -48,7 +59,8 @@
  * @abandoned: the revocation gave up waiting for the importers (a mapping
  *	       left, or fences not signalled); @free_work frees the memory
  *	       once both are gone (dmabuf->resv)
- * @maps: mappings handed out and not unmapped yet (dmabuf->resv)
+ * @maps: mappings and vmaps handed out and not undone yet (dmabuf->resv)
+ * @pins: pins taken by revocable importers (dmabuf->resv)
  * @unmapped: completed when @maps drops to 0 after @revoked
  * @free_work: frees abandoned memory once nothing maps it and every fence
  *	       signalled, polling (not under resv)
@@ -62,6 +74,7 @@ struct p2pbar_dmabuf {
 	bool revoked;
 	bool abandoned;
 	unsigned int maps;
+	unsigned int pins;
 	struct completion unmapped;
 	struct delayed_work free_work;
 };
@@ -86,24 +99,104 @@ static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachmen
 	return 0;
 }
 
-/* Pinned importers could not be revoked: refuse them. */
+#ifdef HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+/* 7.x: attach let in only importers with invalidate_mappings (revocable) */
+static bool p2pbar_dmabuf_pin_revocable(struct dma_buf_attachment *attach)
+{
+	return true;
+}
+#else
+/*
+ * 6.x cannot say whether a pinned importer can be revoked: move_notify is
+ * mandatory for every dynamic importer, and means "revoke" only to those
+ * that were written for it. The RDMA core's plain pinned import
+ * (ib_umem_dmabuf_get_pinned(): mlx5 devx, efa, bnxt_re) fills it with a
+ * stub that only warns, its revocable one
+ * (ib_umem_dmabuf_get_pinned_revocable_and_lock()) revokes. The stub is
+ * known by name; without kallsyms no pin is taken.
+ */
+static const char * const p2pbar_deaf_pin_notify[] = {
+	"ib_umem_dmabuf_unsupported_move_notify",
+};
+
+static bool p2pbar_dmabuf_pin_revocable(struct dma_buf_attachment *attach)
+{
+	char name[KSYM_SYMBOL_LEN];
+	unsigned int i;
+	size_t len;
+
+	if (!IS_ENABLED(CONFIG_KALLSYMS))
+		return false;
+	sprint_symbol_no_offset(name, (unsigned long)attach->importer_ops->move_notify);
+	len = strcspn(name, " ");	/* " [module]" */
+	for (i = 0; i < ARRAY_SIZE(p2pbar_deaf_pin_notify); i++)
+		if (len == strlen(p2pbar_deaf_pin_notify[i]) &&
+		    !strncmp(name, p2pbar_deaf_pin_notify[i], len))
+			return false;
+	return true;
+}
+#endif
+
+/*
+ * The memory never moves, so a pin only promises the importer that its
+ * mapping stays until a revocation: fine for an importer that can be
+ * revoked, refused for one whose callback cannot (it would DMA on after
+ * the provider is gone, and only quarantine would stand in its way).
+ */
 static int p2pbar_dmabuf_pin(struct dma_buf_attachment *attach)
 {
-	return -EOPNOTSUPP;
+	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (d->revoked)
+		return -ENODEV;
+	if (!p2pbar_dmabuf_pin_revocable(attach)) {
+		const struct dma_buf_attach_ops *ops = attach->importer_ops;
+
+		pci_info_ratelimited(d->pdev, "dma-buf pin by %s refused: its invalidation callback (%ps) cannot revoke a pinned mapping\n",
+				     dev_name(attach->dev), ops->P2P_DMA_BUF_INVALIDATE_OP);
+		return -EOPNOTSUPP;
+	}
+	d->pins++;
+	return 0;
 }
 
 static void p2pbar_dmabuf_unpin(struct dma_buf_attachment *attach)
 {
+	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	d->pins--;
+}
+
+/*
+ * The length of the mapping entry at bus address @bus with @left bytes to
+ * go: as long as @dev takes (its maximum segment size and segment boundary,
+ * which DMA-API debugging checks too) and a scatterlist entry holds.
+ */
+static size_t p2pbar_dmabuf_seg_len(struct device *dev, u64 bus, size_t left)
+{
+	u64 boundary = dma_get_seg_boundary(dev);
+	u64 room = boundary - (bus & boundary) + 1;	/* 0: no boundary */
+	size_t len = ALIGN_DOWN(dma_get_max_seg_size(dev), PAGE_SIZE);
+
+	len = clamp_t(size_t, len, PAGE_SIZE, ALIGN_DOWN(UINT_MAX, PAGE_SIZE));
+	len = min(len, left);
+	if (room && room < len)
+		len = room;
+	return len;
 }
 
 static struct sg_table *p2pbar_dmabuf_map(struct dma_buf_attachment *attach,
 					  enum dma_data_direction dir)
 {
 	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
-	unsigned int i, n = d->size >> PAGE_SHIFT;
+	unsigned int n = 0;
 	struct sg_table *sgt;
 	struct scatterlist *sg;
+	size_t off, len;
 	void *vaddr;
+	u64 bus;
 	int ret;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
@@ -111,15 +204,23 @@ static struct sg_table *p2pbar_dmabuf_map(struct dma_buf_attachment *attach,
 		return ERR_PTR(-ENODEV);
 	/* d->mem stays until a revoke, which needs the resv lock we hold */
 	vaddr = p2pbar_mem_vaddr(d->mem);
+	bus = p2pbar_mem_bus_addr(d->mem);
 
+	for (off = 0; off < d->size; off += len, n++)
+		len = p2pbar_dmabuf_seg_len(attach->dev, bus + off, d->size - off);
 	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
 	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
 	if (ret)
 		goto err_free;
-	for_each_sgtable_sg(sgt, sg, i)
-		sg_set_page(sg, virt_to_page(vaddr + ((size_t)i << PAGE_SHIFT)), PAGE_SIZE, 0);
+	/* ZONE_DEVICE needs SPARSEMEM_VMEMMAP: the struct pages are contiguous */
+	off = 0;
+	for_each_sgtable_sg(sgt, sg, n) {
+		len = p2pbar_dmabuf_seg_len(attach->dev, bus + off, d->size - off);
+		sg_set_page(sg, virt_to_page(vaddr + off), len, 0);
+		off += len;
+	}
 	ret = p2p_dma_map_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret)
 		goto err_table;
@@ -133,6 +234,17 @@ err_free:
 	return ERR_PTR(ret);
 }
 
+/* a mapping or vmap went: the last one after a revocation lets it finish */
+static void p2pbar_dmabuf_put_map(struct p2pbar_dmabuf *d)
+{
+	dma_resv_assert_held(d->dmabuf->resv);
+	if (!--d->maps && d->revoked) {
+		complete(&d->unmapped);
+		if (d->abandoned)
+			mod_delayed_work(p2pbar_wq, &d->free_work, 0);
+	}
+}
+
 static void p2pbar_dmabuf_unmap(struct dma_buf_attachment *attach, struct sg_table *sgt,
 				enum dma_data_direction dir)
 {
@@ -142,11 +254,77 @@ static void p2pbar_dmabuf_unmap(struct dma_buf_attachment *attach, struct sg_tab
 	dma_unmap_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	sg_free_table(sgt);
 	kfree(sgt);
-	if (!--d->maps && d->revoked) {
-		complete(&d->unmapped);
-		if (d->abandoned)
-			mod_delayed_work(p2pbar_wq, &d->free_work, 0);
-	}
+	p2pbar_dmabuf_put_map(d);
+}
+
+/*
+ * mmap() of the dma-buf fd (or dma_buf_mmap() for another file): the same
+ * rules as /dev/p2pbarN. The core checked that the range fits the buffer.
+ */
+static int p2pbar_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
+{
+	struct p2pbar_dmabuf *d = dmabuf->priv;
+	struct p2pbar_mem *mem;
+
+	if (!P2P_HAVE_USER_PAGES)
+		return -EOPNOTSUPP;
+	/* MAP_SHARED of a read-only fd has VM_MAYSHARE but not VM_SHARED */
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	mutex_lock(&d->lock);
+	mem = d->mem;
+	if (mem && !READ_ONCE(d->revoked))
+		kref_get(&mem->kref);
+	else
+		mem = NULL;
+	mutex_unlock(&d->lock);
+	if (!mem)
+		return -ENODEV;
+	/* a revocation from here on finds the VMA and zaps it */
+	p2pbar_mem_vma_init(mem, vma);
+	return 0;
+}
+
+/*
+ * The kernel's CPU view: p2pmem is I/O memory (memset_io(), memcpy_fromio()
+ * through the iosys_map). A vmap counts as a mapping: a revocation waits for
+ * its vunmap like for an unmap. Before 6.2 dma_buf_vmap() did not hold the
+ * reservation lock that guards the count; no vmap there. (The core counts
+ * vmaps itself: this runs for the first, vunmap for the last; and it WARNs
+ * when a vmap fails, as one of a revoked dma-buf does.)
+ */
+static int p2pbar_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+#ifdef HAVE_DMA_BUF_VMAP_UNLOCKED
+	struct p2pbar_dmabuf *d = dmabuf->priv;
+
+	dma_resv_assert_held(dmabuf->resv);
+	if (d->revoked)
+		return -ENODEV;
+	iosys_map_set_vaddr_iomem(map, (void __iomem __force *)p2pbar_mem_vaddr(d->mem));
+	d->maps++;
+	return 0;
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
+static void p2pbar_dmabuf_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+	dma_resv_assert_held(dmabuf->resv);
+	p2pbar_dmabuf_put_map(dmabuf->priv);
+}
+
+/*
+ * DMA_BUF_IOCTL_SYNC and dma_buf_begin/end_cpu_access(): p2pmem is mapped
+ * uncached and devices write it directly, so there is no cache to flush or
+ * invalidate; a revoked buffer says so.
+ */
+static int p2pbar_dmabuf_cpu_access(struct dma_buf *dmabuf, enum dma_data_direction dir)
+{
+	struct p2pbar_dmabuf *d = dmabuf->priv;
+
+	return READ_ONCE(d->revoked) ? -ENODEV : 0;
 }
 
 static struct p2pbar_mem *p2pbar_dmabuf_take_mem(struct p2pbar_dmabuf *d)
@@ -209,6 +387,11 @@ static const struct dma_buf_ops p2pbar_dmabuf_ops = {
 	.unpin = p2pbar_dmabuf_unpin,
 	.map_dma_buf = p2pbar_dmabuf_map,
 	.unmap_dma_buf = p2pbar_dmabuf_unmap,
+	.mmap = p2pbar_dmabuf_mmap,
+	.vmap = p2pbar_dmabuf_vmap,
+	.vunmap = p2pbar_dmabuf_vunmap,
+	.begin_cpu_access = p2pbar_dmabuf_cpu_access,
+	.end_cpu_access = p2pbar_dmabuf_cpu_access,
 	.release = p2pbar_dmabuf_release,
 };
 
@@ -240,6 +423,11 @@ static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 	busy = d->maps;
 	p2p_dma_buf_invalidate(dmabuf);
 	dma_resv_unlock(dmabuf->resv);
+	/*
+	 * CPU mappings: faults insert only while the instance is LIVE, and it
+	 * left LIVE before any revocation: after this zap no PTE comes back.
+	 */
+	unmap_mapping_range(dmabuf->file->f_mapping, 0, 0, 1);
 
 	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP, false,
 				     P2PBAR_DMABUF_REVOKE_TIMEOUT);

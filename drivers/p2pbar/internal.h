@@ -211,6 +211,7 @@ void p2pbar_take_back(struct p2pbar *pb);
 /* cdev.c */
 extern const struct file_operations p2pbar_fops;
 void p2pbar_zap_user_mappings(struct p2pbar *pb);
+void p2pbar_mem_vma_init(struct p2pbar_mem *mem, struct vm_area_struct *vma);
 
 /* sysfs.c */
 extern const struct attribute_group *p2pbar_groups[];

@@ -32,6 +32,12 @@ want_path=p2p
 suite_begin client_setup
 check "p2pbar loads" load p2pbar
 check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
+# the exporter's importer matrix where the provider test does not run:
+# through an IOMMU, and with swiotlb=force
+case "$p2pprofile" in iommu|swiotlb)
+	check "p2pbar_dmabuf_kunit runs ($p2pprofile)" load p2pbar_dmabuf_kunit "expect=$p2pexpect"
+	check "p2pbar still bound after it" test -c /dev/p2pbar0 ;;
+esac
 check "p2pnvme refuses max_io_queues=0" sh -c '! insmod /lib/modules/p2pnvme.ko max_io_queues=0 2>/dev/null'
 check "p2pnvme loads" load p2pnvme
 P=/sys/module/p2pnvme/parameters

@@ -43,6 +43,13 @@ check "p2pbar_live_kunit runs" load p2pbar_live_kunit "expect=$p2pexpect"
 check "still bound after the live tests" test -c /dev/p2pbar0
 suite_end
 
+# The dma-buf exporter against mock importers and, where the kernel has the
+# RDMA core (the debug kernel), the kernel's own ib_umem_dmabuf importer.
+suite_begin provider_dmabuf
+check "p2pbar_dmabuf_kunit runs" load p2pbar_dmabuf_kunit "expect=$p2pexpect"
+check "still bound after the dma-buf tests" test -c /dev/p2pbar0
+suite_end
+
 # A second provider (switch profile): its own instance, its own memory.
 IVSHMEM2=$(find_pci 1af4 1110 2)
 if [ -n "$IVSHMEM2" ]; then
@@ -88,6 +95,7 @@ check_eq "allocation and DMA after re-bind exit $want_rc" "$?" "$want_rc"
 check "unbind again" sh -c "echo $IVSHMEM > /sys/bus/pci/drivers/p2pbar/unbind"
 dump_kunit
 check "rmmod p2pbar_live_kunit" rmmod p2pbar_live_kunit
+check "rmmod p2pbar_dmabuf_kunit" rmmod p2pbar_dmabuf_kunit
 check "rmmod p2pbar" rmmod p2pbar
 suite_end
 

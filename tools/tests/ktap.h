@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int n, failed;
 
@@ -46,6 +47,33 @@ static __attribute__((unused)) void result(int ok, const char *what, int want, i
 	failed += !ok;
 	printf("    %s %d %s -> %s (got %s)\n", ok ? "ok" : "not ok", n, what, strerror(want),
 	       strerror(got));
+}
+
+/*
+ * Ask the host to check bytes now (qemu/hostcheck.py), over the bench's
+ * synchronous line that the guest's test shell keeps open as fd 7; the
+ * host records the result, the reply is shown as a diagnostic. Returns 0 if
+ * the line is there.
+ */
+static __attribute__((unused, format(printf, 1, 2))) int hostcheck(const char *fmt, ...)
+{
+	char cmd[512], reply[512];
+	size_t len = 0;
+	va_list ap;
+	int m;
+
+	m = snprintf(cmd, sizeof(cmd), "check ");
+	va_start(ap, fmt);
+	m += vsnprintf(cmd + m, sizeof(cmd) - m - 1, fmt, ap);
+	va_end(ap);
+	strcat(cmd, "\n");
+	if (write(7, cmd, strlen(cmd)) < 0)
+		return -1;
+	while (len < sizeof(reply) - 1 && read(7, reply + len, 1) == 1 && reply[len] != '\n')
+		len++;
+	reply[len] = 0;
+	printf("    # host: %s\n", reply);
+	return 0;
 }
 
 #endif /* P2P_TESTS_KTAP_H */

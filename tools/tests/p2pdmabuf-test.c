@@ -9,13 +9,17 @@
  * NVMe LBA 2048.. (256 KiB) is read into exported p2pmem and written back
  * from it to LBA 61440.. (the caller compares the two ranges in the image
  * file); a batch of reads lands in a dma-buf; host memory from udmabuf is
- * imported too. Last, the provider is unbound while a child keeps I/O
- * going into the dma-buf: the unbind returns, the child's I/O ends with
- * ENODEV, and later use of the dma-buf fails with ENODEV.
+ * imported too. The dma-buf is mmapped: it reads zeros, a pattern written
+ * through it is what the host sees in the BAR's backing file, private and
+ * oversized mappings are refused. Last, the provider is unbound while a
+ * child keeps I/O going into the dma-buf: the unbind returns, the child's
+ * I/O ends with ENODEV, the CPU mapping raises SIGBUS, and later use of the
+ * dma-buf fails with ENODEV.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,13 +31,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/dma-buf.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 #include <linux/udmabuf.h>
 
 #include "ktap.h"
 
-#define PLAN 22
+#define PLAN 32
+#define MMAP_SIZE (1 << 20)
 
 static int export(int bar, struct p2pbar_export e)
 {
@@ -150,6 +156,107 @@ static void udmabuf_case(int nvme)
 	close(mfd);
 }
 
+/* The CPU address of BAR 2 of @bdf (bus == CPU address on the bench). */
+static uint64_t bar_start(const char *bdf)
+{
+	char path[128], line[128];
+	unsigned long long start = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", bdf);
+	f = fopen(path, "r");
+	for (i = 0; f && fgets(line, sizeof(line), f); i++)
+		if (i == 2)
+			sscanf(line, "%llx", &start);
+	if (f)
+		fclose(f);
+	return start;
+}
+
+static int sync_cpu(int dfd, uint64_t flags)
+{
+	struct dma_buf_sync s = { .flags = flags };
+
+	return ioctl(dfd, DMA_BUF_IOCTL_SYNC, &s) ? errno : 0;
+}
+
+/*
+ * A CPU mapping of an exported dma-buf, checked from the host; returns the
+ * mapping (MMAP_SIZE bytes of @dfd), kept for the revocation.
+ */
+static unsigned char *mmap_cases(int bar, int nvme, const char *bdf)
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = MMAP_SIZE };
+	static unsigned char ref[65536];
+	unsigned char *p;
+	void *q;
+	size_t i;
+	int ret, mfd;
+
+	mfd = ioctl(bar, P2PBAR_IOC_EXPORT, &e) ? -errno : e.fd;
+	p = mfd < 0 ? MAP_FAILED : mmap(NULL, MMAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	result(p != MAP_FAILED, "mmap: MAP_SHARED of an exported dma-buf", 0, p == MAP_FAILED ? errno : 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	for (i = 0; i < MMAP_SIZE && !p[i]; i++)
+		;
+	tap(i == MMAP_SIZE, "mmap: a new dma-buf reads zeros (first non-zero byte at %zu)", i);
+	ret = sync_cpu(mfd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW);
+	memset(p, 0x5a, MMAP_SIZE);
+	if (!ret)
+		ret = sync_cpu(mfd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW);
+	result(!ret, "mmap: DMA_BUF_IOCTL_SYNC around CPU writes", 0, ret);
+	/* the host reads the BAR's backing file: the bytes are in the BAR */
+	hostcheck("fill %d bar0@%llu 0x5a", MMAP_SIZE,
+		  (unsigned long long)(e.bus_addr - bar_start(bdf)));
+	q = mmap(NULL, MMAP_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, mfd, 0);
+	result(q == MAP_FAILED && errno == EINVAL, "mmap: MAP_PRIVATE refused", EINVAL,
+	       q == MAP_FAILED ? errno : 0);
+	q = mmap(NULL, 2 * MMAP_SIZE, PROT_READ, MAP_SHARED, mfd, 0);
+	result(q == MAP_FAILED && errno == EINVAL, "mmap: longer than the dma-buf", EINVAL,
+	       q == MAP_FAILED ? errno : 0);
+	q = mmap(NULL, 4096, PROT_READ, MAP_SHARED, mfd, MMAP_SIZE);
+	result(q == MAP_FAILED && errno == EINVAL, "mmap: offset at the dma-buf's end", EINVAL,
+	       q == MAP_FAILED ? errno : 0);
+	/* what p2pnvme reads into the dma-buf, the CPU mapping shows */
+	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 2048, 65536, mfd, 65536, 0);
+	if (!ret) {
+		struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .slba = 2048,
+					 .len = 65536, .addr = (uintptr_t)ref };
+
+		ret = ioctl(nvme, P2PNVME_IOC_IO, &io) ? errno : 0;
+	}
+	if (!ret && (memcmp(p + 65536, ref, 65536) || p[65535] != 0x5a || p[131072] != 0x5a))
+		ret = EILSEQ;
+	result(!ret, "mmap: an NVMe read into the dma-buf shows through the CPU mapping", 0, ret);
+	close(mfd);	/* the mapping keeps the dma-buf */
+	return p;
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* Does touching @p raise SIGBUS? */
+static int faults(volatile unsigned char *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int hit = 0;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(sigbus_jmp, 1))
+		hit = 1;
+	else
+		(void)p[0];
+	sigaction(SIGBUS, &old, NULL);
+	return hit;
+}
+
 /* Keep batches of reads going into @dfd until one fails; exit with its errno. */
 static void io_loop(int nvme, int dfd)
 {
@@ -169,7 +276,7 @@ static void io_loop(int nvme, int dfd)
 	}
 }
 
-static void revoke_case(int bar, int nvme, int dfd, const char *bdf)
+static void revoke_case(int bar, int nvme, int dfd, unsigned char *map, const char *bdf)
 {
 	struct timespec t0, t1;
 	int status, fd, ret, err;
@@ -195,6 +302,12 @@ static void revoke_case(int bar, int nvme, int dfd, const char *bdf)
 	       err < 0 ? EINTR : err);
 	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 0, 4096, dfd, 0, 0);
 	result(ret == ENODEV, "revoke: a later import of the revoked dma-buf", ENODEV, ret);
+	tap(map && faults(map), "revoke: the dma-buf's CPU mapping raises SIGBUS");
+	ret = sync_cpu(dfd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ);
+	result(ret == ENODEV, "revoke: DMA_BUF_IOCTL_SYNC on the revoked dma-buf", ENODEV, ret);
+	map = mmap(NULL, 4096, PROT_READ, MAP_SHARED, dfd, 0);
+	result(map == MAP_FAILED && errno == ENODEV, "revoke: a new mmap of the revoked dma-buf",
+	       ENODEV, map == MAP_FAILED ? errno : 0);
 	ret = export(bar, (struct p2pbar_export){ .size = 4096 });
 	result(ret == -ENODEV, "revoke: export on the removed provider", ENODEV, ret < 0 ? -ret : 0);
 }
@@ -204,6 +317,7 @@ int main(int argc, char **argv)
 	struct p2pnvme_io ios[4];
 	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = 4, .ios = (uintptr_t)ios };
 	int bar, nvme, dfd, ret, i;
+	unsigned char *map;
 
 	if (argc != 4)
 		return 2;
@@ -240,7 +354,8 @@ int main(int argc, char **argv)
 	result(!ret, "a batch of 4 reads into one dma-buf, path dmabuf", 0, ret);
 
 	udmabuf_case(nvme);
-	revoke_case(bar, nvme, dfd, argv[3]);
+	map = mmap_cases(bar, nvme, argv[3]);
+	revoke_case(bar, nvme, dfd, map, argv[3]);
 	close(dfd);
 
 	if (n != PLAN)
