@@ -95,6 +95,8 @@ build_suite() {
 	t "kernel-doc is clean" kerneldoc "$src"
 	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
 	t "UAPI structures have one layout on i386 and x86_64" make -s -C "$P2P_TOP/tools" uapi-layout-m32
+	t "p2pctl: --help exits 0, usage errors and bad numbers exit 2 saying why" \
+		"$P2P_TOP/tools/tests/p2pctl-cli.sh" "$P2P_TOP/tools/build/p2pctl"
 	{
 		echo "KTAP version 1"; echo "1..1"
 		echo "    KTAP version 1"; echo "    # Subtest: build"; echo "    1..$n"

@@ -22,15 +22,20 @@
  *   p2pctl nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]
  *                                             controller to controller through p2pmem
  *
- * Options: --json for machine output; --hold keeps the p2pmem of a transfer
- * (which p2pbar zeroes when it is freed) until stdin is closed, so that
- * someone else can look at the bytes first. Exit status: 0, or the errno of
- * the failing step (EREMOTEIO = 121 when the kernel refuses P2P).
+ * Options, anywhere on the line: -o json|normal (--json: -o json) for
+ * machine output; --hold keeps the p2pmem of a transfer (which p2pbar
+ * zeroes when it is freed) until stdin is closed, so that someone else can
+ * look at the bytes first; -h/--help (also after a command: its usage).
+ * Numbers are decimal, 0x hex, or with a binary suffix (4k, 2M, 1G).
+ * Exit status: 0, 2 for a usage error, or the errno of the failing step
+ * (EREMOTEIO = 121 when the kernel refuses P2P).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,14 +51,81 @@
 static int json;
 static int hold;	/* keep p2pmem until stdin is closed */
 
+/* @s as the body of a JSON string: quotes, backslashes, controls escaped */
+static void json_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+}
+
 static int fail(int err, const char *what)
 {
-	if (json)
-		printf("{\"error\":\"%s\",\"errno\":%d,\"step\":\"%s\"}\n", strerror(err), err, what);
-	else
+	if (json) {
+		printf("{\"error\":\"%s\",\"errno\":%d,\"step\":\"", strerror(err), err);
+		json_escape(stdout, what);
+		printf("\"}\n");
+	} else {
 		fprintf(stderr, "p2pctl: %s: %s (errno %d)\n", what, strerror(err), err);
+	}
 	return err;
 }
+
+#define EXIT_USAGE	2
+
+/* A usage error: one line saying what is wrong and where to look; exit 2. */
+static __attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("p2pctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see p2pctl --help)\n", stderr);
+	return EXIT_USAGE;
+}
+
+/*
+ * A number: decimal, 0x hex or 0 octal, optionally with a binary suffix
+ * k/K, m/M, g/G, t/T (4k = 4096). Anything else, or an overflow, is -1.
+ */
+static int parse_num(const char *s, uint64_t *v)
+{
+	unsigned int shift = 0;
+	unsigned long long n;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	errno = 0;
+	n = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (*end || (shift && n > (UINT64_MAX >> shift)))
+		return -1;
+	*v = (uint64_t)n << shift;
+	return 0;
+}
+
+/* parse_num() of argument @name of @cmd, or a usage error */
+#define NUM(cmd, name, str, dst) do {						\
+		uint64_t v_;							\
+		if (parse_num(str, &v_))					\
+			return usage_error("%s: %s: not a number: '%s'", cmd, name, str); \
+		dst = v_;							\
+	} while (0)
 
 /* [DOMAIN:]BUS:DEV.FN; domains are 32 bits (VMD's start at 0x10000). */
 static int parse_bdf(const char *s, uint32_t *domain, uint32_t *devid)
@@ -309,19 +381,22 @@ static int cmd_dma(int write, int argc, char **argv)
 	ssize_t r;
 
 	if (argc < 3 + write)
-		return fail(EINVAL, "usage: dma-read BLK OFF LEN | dma-write BLK OFF LEN BYTE");
+		return usage_error("usage: dma-read BLK OFF LEN | dma-write BLK OFF LEN BYTE");
 	blk = argv[0];
-	off = strtoull(argv[1], NULL, 0);
-	len = strtoull(argv[2], NULL, 0);
-	if (write)
-		byte = strtol(argv[3], NULL, 0);
+	NUM("dma", "OFF", argv[1], off);
+	NUM("dma", "LEN", argv[2], len);
+	if (write) {
+		NUM("dma-write", "BYTE", argv[3], byte);
+		if (byte > 255)
+			return usage_error("dma-write: BYTE: more than 255: '%s'", argv[3]);
+	}
 	for (i = 3 + write; i < argc; i++) {
 		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
 			dev = argv[++i];
 		else if (!strcmp(argv[i], "--sysfs") && i + 1 < argc)
 			bdf = argv[++i];
 		else
-			return fail(EINVAL, argv[i]);
+			return usage_error("dma: unknown or incomplete option '%s'", argv[i]);
 	}
 	n = get_p2pmem(dev, bdf, len, &b);
 	if (n)
@@ -499,12 +574,15 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	struct p2pbuf b = { .fd = -1 };
 
 	if (argc < 3 + write)
-		return fail(EINVAL, "usage: nvme-read NVME SLBA LEN | nvme-write NVME SLBA LEN BYTE");
+		return usage_error("usage: nvme-read NVME SLBA LEN | nvme-write NVME SLBA LEN BYTE");
 	io.op = write ? P2PNVME_OP_WRITE : P2PNVME_OP_READ;
-	io.slba = strtoull(argv[1], NULL, 0);
-	io.len = strtoull(argv[2], NULL, 0);
-	if (write)
-		byte = strtol(argv[3], NULL, 0);
+	NUM("nvme-io", "SLBA", argv[1], io.slba);
+	NUM("nvme-io", "LEN", argv[2], io.len);
+	if (write) {
+		NUM("nvme-write", "BYTE", argv[3], byte);
+		if (byte > 255)
+			return usage_error("nvme-write: BYTE: more than 255: '%s'", argv[3]);
+	}
 	for (i = 3 + write; i < argc; i++) {
 		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
 			dev = argv[++i];
@@ -515,7 +593,7 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		else if (!strcmp(argv[i], "--udmabuf"))
 			udmabuf = 1;
 		else if (!strcmp(argv[i], "--offset") && i + 1 < argc)
-			off = strtoull(argv[++i], NULL, 0);
+			NUM("nvme-io", "--offset", argv[++i], off);
 		else if (!strcmp(argv[i], "--bounce"))
 			io.flags |= P2PNVME_IO_F_BOUNCE;
 		else if (!strcmp(argv[i], "--no-bounce"))
@@ -525,17 +603,19 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		else if (!strcmp(argv[i], "--sgl"))
 			io.flags |= P2PNVME_IO_F_SGL;
 		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-			batch = strtoul(argv[++i], NULL, 0);
+			NUM("nvme-io", "--batch", argv[++i], batch);
 		else
-			return fail(EINVAL, argv[i]);
+			return usage_error("nvme-io: unknown or incomplete option '%s'", argv[i]);
 	}
-	if (dmabuf && write)
-		return fail(EINVAL, "nvme-write --dmabuf: the exported p2pmem has no CPU mapping to fill");
 	maplen = (off + io.len + 4095) & ~4095ULL;
 	if (dmabuf) {
 		i = export_p2pmem(dev, maplen, &dfd, &boff);
 		if (i)
 			return i;
+		/* filled and checksummed through the dma-buf's own CPU mapping */
+		buf = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
+		if (buf == MAP_FAILED)
+			return fail(errno, "mmap of the exported dma-buf");
 	} else if (udmabuf) {
 		i = host_dmabuf(maplen, &dfd, &buf);
 		if (i)
@@ -578,7 +658,6 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		return err;
 	}
 	close(fd);
-	/* exported p2pmem has no CPU mapping here: the host checks its bytes */
 	if (buf)
 		snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)fnv1a(buf + off, io.len));
 	if (json)
@@ -606,10 +685,10 @@ static int cmd_nvme_nodata(int op, int argc, char **argv)
 	int fd;
 
 	if (argc < 1 || (op == P2PNVME_OP_WRITE_ZEROES && argc < 3))
-		return fail(EINVAL, "usage: nvme-zeroes NVME SLBA LEN | nvme-flush NVME");
+		return usage_error("usage: nvme-zeroes NVME SLBA LEN | nvme-flush NVME");
 	if (op == P2PNVME_OP_WRITE_ZEROES) {
-		io.slba = strtoull(argv[1], NULL, 0);
-		io.len = strtoull(argv[2], NULL, 0);
+		NUM("nvme-zeroes", "SLBA", argv[1], io.slba);
+		NUM("nvme-zeroes", "LEN", argv[2], io.len);
 	}
 	fd = open(argv[0], O_RDWR | O_CLOEXEC);
 	if (fd < 0)
@@ -630,12 +709,13 @@ static int cmd_nvme_copy(int argc, char **argv)
 	int sfd, dfd, ret;
 
 	if (argc < 5)
-		return fail(EINVAL, "usage: nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]");
+		return usage_error("usage: nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]");
 	if (argc > 6 && !strcmp(argv[5], "--dev"))
 		dev = argv[6];
-	rd.slba = strtoull(argv[1], NULL, 0);
-	rd.len = wr.len = strtoull(argv[2], NULL, 0);
-	wr.slba = strtoull(argv[4], NULL, 0);
+	NUM("nvme-copy", "SLBA", argv[1], rd.slba);
+	NUM("nvme-copy", "LEN", argv[2], rd.len);
+	wr.len = rd.len;
+	NUM("nvme-copy", "DLBA", argv[4], wr.slba);
 	ret = get_p2pmem(dev, NULL, (rd.len + 4095) & ~4095ULL, &b);
 	if (ret)
 		return ret;
@@ -663,51 +743,124 @@ static int cmd_nvme_copy(int argc, char **argv)
 	return 0;
 }
 
-static void usage(void)
+static const struct {
+	const char *name, *args, *help;
+} cmds[] = {
+	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)" },
+	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)" },
+	{ "dma-read", "BLK OFF LEN [--dev DEV | --sysfs BDF]",
+	  "O_DIRECT read from a block device into p2pmem" },
+	{ "dma-write", "BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]",
+	  "fill p2pmem with BYTE, O_DIRECT write to BLK" },
+	{ "nvme-info", "[NVME]", "describe a p2pnvme controller (/dev/p2pnvme0)" },
+	{ "nvme-stats", "[NVME]", "its counters: transfers by path, failures" },
+	{ "nvme-read", "NVME SLBA LEN [opts]", "namespace -> p2pmem (or --host memory)" },
+	{ "nvme-write", "NVME SLBA LEN BYTE [opts]", "p2pmem filled with BYTE -> namespace" },
+	{ "nvme-zeroes", "NVME SLBA LEN", "Write Zeroes command" },
+	{ "nvme-flush", "NVME", "Flush command" },
+	{ "nvme-copy", "SRC SLBA LEN DST DLBA [--dev P2PBAR]",
+	  "controller to controller through p2pmem" },
+};
+
+#define NVME_IO_OPTS \
+	"    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl,\n" \
+	"          --batch N (LEN as N requests in flight at once),\n" \
+	"          --dmabuf (p2pmem as a dma-buf) | --udmabuf (host memory as a dma-buf)\n"
+
+static void usage(FILE *f)
 {
-	fputs("usage: p2pctl [--json] [--hold] COMMAND ...  |  p2pctl --version\n"
-	      "  info [DEV]                      describe a provider (default /dev/p2pbar0)\n"
-	      "  verdict CLIENT [DEV]            topology verdict for CLIENT (PCI address)\n"
-	      "  dma-read BLK OFF LEN [--dev DEV | --sysfs BDF]\n"
-	      "                                  O_DIRECT read from block device into p2pmem\n"
-	      "  dma-write BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]\n"
-	      "                                  fill p2pmem with BYTE, O_DIRECT write to BLK\n"
-	      "  nvme-info [NVME]                describe a p2pnvme controller (/dev/p2pnvme0)\n"
-	      "  nvme-stats [NVME]               its counters: transfers by path, failures\n"
-	      "  nvme-read NVME SLBA LEN [opts]  namespace -> p2pmem (or --host memory)\n"
-	      "  nvme-write NVME SLBA LEN BYTE [opts]\n"
-	      "                                  p2pmem filled with BYTE -> namespace\n"
-	      "    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl,\n"
-	      "          --batch N (LEN as N requests in flight at once),\n"
-	      "          --dmabuf (p2pmem as a dma-buf) | --udmabuf (host memory as a dma-buf)\n"
-	      "  nvme-zeroes NVME SLBA LEN       Write Zeroes command\n"
-	      "  nvme-flush NVME                 Flush command\n"
-	      "  nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]\n"
-	      "                                  controller to controller through p2pmem\n"
-	      "--sysfs BDF uses the kernel's p2pmem/allocate of that device.\n"
+	unsigned int i;
+
+	fputs("usage: p2pctl [-o json|normal] [--hold] COMMAND ...  |  p2pctl --version\n", f);
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char head[96];
+
+		snprintf(head, sizeof(head), "%s %s", cmds[i].name, cmds[i].args);
+		if (strlen(head) > 32)
+			fprintf(f, "  %s\n  %-32s %s\n", head, "", cmds[i].help);
+		else
+			fprintf(f, "  %-32s %s\n", head, cmds[i].help);
+		if (!strcmp(cmds[i].name, "nvme-write"))
+			fputs(NVME_IO_OPTS, f);
+	}
+	fputs("Options go anywhere on the line: -o json (or --json) for machine output,\n"
+	      "-h/--help (after a command: its usage). Numbers: decimal, 0x hex, or with a\n"
+	      "binary suffix (4k, 2M, 1G). --sysfs BDF uses the kernel's p2pmem/allocate.\n"
 	      "--hold keeps the p2pmem of a transfer until stdin is closed (p2pbar zeroes\n"
 	      "memory when it is freed): another observer can check the bytes first.\n"
-	      "Exit status: 0 or the errno of the failing step (121 = EREMOTEIO).\n", stderr);
+	      "Exit status: 0, 2 for a usage error, or the errno of the failing step\n"
+	      "(121 = EREMOTEIO: the kernel refuses P2P). See p2pctl(8).\n", f);
+}
+
+/* p2pctl COMMAND --help */
+static int cmd_help(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(cmds[i].name, name))
+			continue;
+		printf("usage: p2pctl %s %s\n  %s\n", name, cmds[i].args, cmds[i].help);
+		if (!strncmp(name, "nvme-read", 9) || !strncmp(name, "nvme-write", 10))
+			fputs(NVME_IO_OPTS, stdout);
+		return 0;
+	}
+	return usage_error("unknown command '%s'", name);
 }
 
 static int run(int argc, char **argv);
 
+static int set_format(const char *f)
+{
+	if (!strcmp(f, "json"))
+		json = 1;
+	else if (!strcmp(f, "normal"))
+		json = 0;
+	else
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	int i, j, rc, help = 0;
 	char c;
-	int rc;
 
-	for (; argc > 1 && argv[1][0] == '-' && argv[1][1] == '-'; argv++, argc--) {
-		if (!strcmp(argv[1], "--version")) {
+	/* global options anywhere on the line; the rest keeps its order */
+	for (i = 1, j = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--version")) {
 			printf("p2pctl %s\n", P2P_VERSION);
 			return 0;
-		}
-		if (!strcmp(argv[1], "--json"))
+		} else if (!strcmp(a, "--json")) {
 			json = 1;
-		else if (!strcmp(argv[1], "--hold"))
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output-format")) {
+			if (i + 1 >= argc || set_format(argv[i + 1]))
+				return usage_error("%s takes json or normal", a);
+			i++;
+		} else if (!strncmp(a, "--output-format=", 16)) {
+			if (set_format(a + 16))
+				return usage_error("--output-format takes json or normal");
+		} else if (!strcmp(a, "--hold")) {
 			hold = 1;
-		else
-			break;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			help = 1;
+		} else {
+			argv[j++] = argv[i];
+		}
+	}
+	argc = j;
+	argv[argc] = NULL;
+	if (help) {
+		if (argc > 1)
+			return cmd_help(argv[1]);
+		usage(stdout);
+		return 0;
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
 	}
 	rc = run(argc, argv);
 	if (hold) {
@@ -721,14 +874,13 @@ int main(int argc, char **argv)
 
 static int run(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage();
-		return 2;
-	}
 	if (!strcmp(argv[1], "info"))
 		return cmd_info(argc > 2 ? argv[2] : "/dev/p2pbar0");
-	if (!strcmp(argv[1], "verdict") && argc > 2)
+	if (!strcmp(argv[1], "verdict")) {
+		if (argc < 3)
+			return usage_error("usage: verdict CLIENT [DEV]");
 		return cmd_verdict(argv[2], argc > 3 ? argv[3] : "/dev/p2pbar0");
+	}
 	if (!strcmp(argv[1], "dma-read"))
 		return cmd_dma(0, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "dma-write"))
@@ -747,6 +899,5 @@ static int run(int argc, char **argv)
 		return cmd_nvme_nodata(P2PNVME_OP_FLUSH, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-copy"))
 		return cmd_nvme_copy(argc - 2, argv + 2);
-	usage();
-	return 2;
+	return usage_error("unknown command '%s'", argv[1]);
 }

@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# p2pctl's command line, no device needed: --help and COMMAND --help exit
+# 0 on stdout, usage errors and bad numbers exit 2 with one line naming
+# what is wrong, options go anywhere, JSON strings are escaped.
+#
+#   tools/tests/p2pctl-cli.sh [P2PCTL]
+P=${1:-$(dirname "$0")/../build/p2pctl}
+bad=0
+
+# expect RC PATTERN ARGS...: exit status RC, and PATTERN in stdout+stderr
+expect() {
+	want=$1 pat=$2; shift 2
+	out=$("$P" "$@" 2>&1); rc=$?
+	if [ "$rc" != "$want" ] || ! printf '%s\n' "$out" | grep -q -- "$pat"; then
+		echo "FAIL: p2pctl $*: exit $rc (want $want), output: $(printf '%s' "$out" | head -n 2)"
+		bad=1
+	fi
+}
+
+expect 0 '^usage: p2pctl' --help
+expect 0 '^usage: p2pctl' -h
+expect 0 '^usage: p2pctl nvme-read NVME SLBA LEN' nvme-read --help
+expect 0 '^usage: p2pctl verdict CLIENT' --help verdict
+expect 0 '^p2pctl [0-9]' --version
+expect 2 '^usage: p2pctl'
+expect 2 "unknown command 'bogus' (see p2pctl --help)" bogus
+expect 2 "unknown command 'bogus'" bogus --help
+expect 2 'usage: verdict CLIENT' verdict
+expect 2 "dma: LEN: not a number: 'abc'" dma-read /dev/null 0 abc
+expect 2 "dma: OFF: not a number: '4x'" dma-read /dev/null 4x 4096
+expect 2 "not a number: '-1'" nvme-read /dev/null -1 4096
+expect 2 "not a number: '99999999999999999999'" nvme-read /dev/null 0 99999999999999999999
+expect 2 "not a number: '16777216T'" nvme-read /dev/null 0 16777216T
+expect 2 "BYTE: more than 255: '256'" dma-write /dev/null 0 4k 256
+expect 2 "unknown or incomplete option '--frob'" nvme-read /dev/null 0 4k --frob
+expect 2 "unknown or incomplete option '--batch'" nvme-read /dev/null 0 4k --batch
+expect 2 '-o takes json or normal' -o xml info
+expect 2 'usage: nvme-copy' nvme-copy a 1
+# suffixes are taken (the device is what fails then, with its errno)
+expect 2 '"step":"/nonexistent/p2pbar"' dma-read /nonexistent/blk 1k 4k --dev /nonexistent/p2pbar -o json
+# options anywhere; JSON strings escaped
+expect 2 '"step":"/nonexistent/\\"q"' info '/nonexistent/"q' --json
+expect 2 'p2pctl: /nonexistent/x: No such file' -o json -o normal info /nonexistent/x
+
+[ $bad = 0 ] && echo "p2pctl command line: all cases pass"
+exit $bad
