@@ -306,6 +306,29 @@ static const struct vm_operations_struct p2pbar_vm_ops = {
 	.fault = p2pbar_vm_fault,
 };
 
+/*
+ * mmap() at offset 0 that names no allocation of this file allocates, as
+ * the kernel's p2pmem/allocate and p2pmem-pci's /dev/p2pmemN do: zeroed
+ * memory of the mapping's length, owned by the mapping and freed with it
+ * (munmap, exit). Existing p2pmem tools (p2pmem-test, fio
+ * --iomem=mmapshared:/dev/p2pbar0) work unmodified this way. It needs a
+ * writable fd, like ALLOC.
+ */
+static int p2pbar_mmap_alloc(struct p2pbar_file *pf, struct vm_area_struct *vma)
+{
+	struct p2pbar_mem *mem;
+
+	if (!(vma->vm_file->f_mode & FMODE_WRITE))
+		return -EACCES;
+	mem = p2pbar_mem_create(pf->pb, vma->vm_end - vma->vm_start, PAGE_SIZE, NULL, pf);
+	if (IS_ERR(mem))	/* no room is ENOMEM to mmap(), as p2pmem/allocate says */
+		return PTR_ERR(mem) == -ENOSPC ? -ENOMEM : PTR_ERR(mem);
+	/* no handle: the VMA holds the only reference, its close frees it */
+	vma->vm_pgoff = 0;
+	p2pbar_mem_vma_init(mem, vma);
+	return 0;
+}
+
 static int p2pbar_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct p2pbar_file *pf = filp->private_data;
@@ -313,6 +336,7 @@ static int p2pbar_mmap(struct file *filp, struct vm_area_struct *vma)
 	struct p2pbar_mem *mem, *found = NULL;
 	u64 start = (u64)vma->vm_pgoff << PAGE_SHIFT;
 	u64 len = vma->vm_end - vma->vm_start;
+	bool named = false;
 	unsigned long idx;
 
 	if (!P2P_HAVE_USER_PAGES)
@@ -333,6 +357,7 @@ static int p2pbar_mmap(struct file *filp, struct vm_area_struct *vma)
 		u64 mstart = mem->bus - pb->bus_base;
 
 		if (mem->priv == pf && start >= mstart && start < mstart + mem->size) {
+			named = true;
 			if (len <= mem->size - (start - mstart)) {
 				found = mem;
 				vma->vm_pgoff = (start - mstart) >> PAGE_SHIFT;
@@ -343,6 +368,8 @@ static int p2pbar_mmap(struct file *filp, struct vm_area_struct *vma)
 	if (found)
 		kref_get(&found->kref);
 	mutex_unlock(&pb->lock);
+	if (!named && !start)
+		return p2pbar_mmap_alloc(pf, vma);
 	if (!found)
 		return -EINVAL;
 	p2pbar_mem_vma_init(found, vma);

@@ -33,6 +33,12 @@ P2PBAR_SHOW(size, "%llu", pb->region.size);
 P2PBAR_SHOW(bus_addr, "0x%llx", (u64)pb->bus_base);
 P2PBAR_SHOW(alloc_count, "%u", pb->alloc_count);
 P2PBAR_SHOW(alloc_bytes, "%llu", pb->alloc_bytes);
+/*
+ * What p2pbar can still hand out. The pool is the kernel's: its own
+ * device/p2pmem/available also subtracts what p2pmem/allocate and nvmet
+ * took; with p2pbar the only user, the two agree.
+ */
+P2PBAR_SHOW(available, "%llu", p2pbar_live(pb) ? pb->region.size - pb->alloc_bytes : 0);
 
 static ssize_t published_show(struct device *dev, struct device_attribute *attr,
 			      char *buf)
@@ -78,6 +84,7 @@ static struct attribute *p2pbar_attrs[] = {
 	&dev_attr_published.attr,
 	&dev_attr_alloc_count.attr,
 	&dev_attr_alloc_bytes.attr,
+	&dev_attr_available.attr,
 	NULL,
 };
 

@@ -427,6 +427,69 @@ static void data_tests(int fd, const char *blk)
 }
 
 /*
+ * What existing p2pmem tools do (p2pmem-pci's /dev/p2pmemN, the kernel's
+ * p2pmem/allocate): open, mmap at offset 0, use, munmap. No ALLOC: the
+ * mapping allocates zeroed memory and frees it when it goes. The kernel's
+ * nvme driver moves data in and out of it (O_DIRECT); the host checks the
+ * image; p2pbar's available agrees with the kernel's p2pmem/available.
+ */
+static void mmap_allocates(const char *blk)
+{
+	size_t len = 1 << 20, i;
+	struct snapshot before = snap();
+	long avail = sysfs_num("available");
+	int fd = open(dev, O_RDWR), rofd = open(dev, O_RDONLY), bfd, zero = 1, same_bytes;
+	unsigned char *p, *q, *ref;
+	ssize_t r;
+
+	result(avail == before.avail, "sysfs available %ld = the kernel's p2pmem/available %ld",
+	       avail, before.avail);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	result(p != MAP_FAILED, "mmap at offset 0 without ALLOC allocates (%s)",
+	       p == MAP_FAILED ? strerror(errno) : "ok");
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < len; i++)
+		zero &= p[i] == 0;
+	result(zero, "... zeroed memory");
+	result(sysfs_num("alloc_count") == before.count + 1 &&
+	       sysfs_num("available") == avail - (long)len &&
+	       kernel_available() == before.avail - (long)len,
+	       "... counted: alloc_count +1, available and p2pmem/available -1 MiB");
+	q = mmap(NULL, len, PROT_READ, MAP_SHARED, rofd, 0);
+	result(q == MAP_FAILED && errno == EACCES, "... not on a read-only fd -> EACCES (got %s)",
+	       q == MAP_FAILED ? strerror(errno) : "a mapping");
+	q = mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, pgsz);
+	result(q == MAP_FAILED && errno == EINVAL, "an offset other than 0 naming nothing -> EINVAL");
+
+	bfd = open(blk, O_RDWR | O_DIRECT);
+	ref = aligned_alloc(4096, len);
+	memset(p, 0x3c, len);
+	r = pwrite(bfd, p, len, 12 << 20);
+	if (refused) {
+		result(r < 0 && errno == EREMOTEIO, "O_DIRECT write from the mapping refused: %s",
+		       r < 0 ? strerror(errno) : "it succeeded");
+		host("check pristine %zu nvme0@%d", len, 12 << 20);
+	} else {
+		result(r == (ssize_t)len, "O_DIRECT write of 1 MiB from the mapping to %s (%s)", blk,
+		       r < 0 ? strerror(errno) : "ok");
+		host("check fill %zu nvme0@%d 0x3c", len, 12 << 20);
+		/* and back: the same bytes as a read into host memory */
+		r = pread(bfd, p, len, 4 << 20);
+		same_bytes = r == (ssize_t)len && pread(bfd, ref, len, 4 << 20) == (ssize_t)len &&
+			     !memcmp(p, ref, len);
+		result(same_bytes, "O_DIRECT read into the mapping gets what a host read gets");
+	}
+	free(ref);
+	close(bfd);
+	munmap(p, len);
+	close(rofd);
+	close(fd);
+	result(same(before, snap()) && sysfs_num("available") == avail,
+	       "munmap freed it: counters and available as before");
+}
+
+/*
  * The ALLOC result is copied out to a page that is write-protected with
  * userfaultfd: the copy stalls. Meanwhile a second thread FREEs the handle
  * the ALLOC is about to return (the lowest free one), unmaps the page and
@@ -778,6 +841,7 @@ int main(int argc, char **argv)
 	alloc_copyout_race(fd);
 	read_only_fd();
 	data_tests(fd, argv[3]);
+	mmap_allocates(argv[3]);
 	zeroed_for_the_pool(fd);
 	zeroing_not_under_lock(fd);
 	permissions();
