@@ -35,6 +35,10 @@ probe HAVE_FOLL_PCI_P2PDMA '#include <linux/mm.h>' \
 probe HAVE_DMA_BUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>' \
 	'dma_buf_invalidate_mappings(NULL);'
 
+# 7.x: a signalled fence is detached from its ops (no module reference needed)
+probe HAVE_DMA_FENCE_DRIVER_NAME '#include <linux/dma-fence.h>' \
+	'const char __rcu *n = dma_fence_driver_name(NULL); (void)n;'
+
 # 6.2+: dma_buf_vmap() runs with the reservation lock held
 probe HAVE_DMA_BUF_VMAP_UNLOCKED '#include <linux/dma-buf.h>' \
 	'int r = dma_buf_vmap_unlocked(NULL, NULL); (void)r;'

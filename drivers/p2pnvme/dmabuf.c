@@ -11,6 +11,7 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-resv.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <p2p_compat.h>
 
@@ -84,9 +85,26 @@ static const char *fence_timeline_name(struct dma_fence *f)
 	return "io";
 }
 
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+/*
+ * Before 7.x a fence calls its ops (names, release) for as long as it
+ * lives, and a dma-buf's reservation object decides how long that is: each
+ * fence holds the module. (7.x detaches a signalled fence from its ops.)
+ * The memory goes RCU-safe, as dma_fence_free() does by default.
+ */
+static void fence_release(struct dma_fence *f)
+{
+	dma_fence_free(f);
+	module_put(THIS_MODULE);
+}
+#endif
+
 static const struct dma_fence_ops p2pnvme_fence_ops = {
 	.get_driver_name = fence_driver_name,
 	.get_timeline_name = fence_timeline_name,
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+	.release = fence_release,
+#endif
 };
 
 /*
@@ -181,6 +199,9 @@ retry:
 		if (!r->fence)
 			continue;
 		spin_lock_init(&r->fence->lock);
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+		__module_get(THIS_MODULE);	/* put by fence_release() */
+#endif
 		dma_fence_init(&r->fence->base, &p2pnvme_fence_ops, &r->fence->lock,
 			       dma_fence_context_alloc(1), 1);
 		/* the batch's commands may write as well as read the buffer */

@@ -73,6 +73,7 @@ struct p2pnvme_batch;
 /**
  * struct p2pnvme_fence - a batch's fence in an imported dma-buf's
  *	reservation object; it may outlive the batch and the controller
+ *	(and before 7.x holds the module: see fence_release())
  * @base: the fence
  * @lock: its lock
  */
