@@ -147,6 +147,78 @@ static void alloc_table(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p2pbar_check_alloc(&c->a, SZ_64M), c->ret);
 }
 
+/* ---- region= ---- */
+
+struct region_case {
+	const char *val;
+	int ret;
+	unsigned int nr;
+	struct p2pbar_dev_region first;
+};
+
+/* one entry more than region= takes */
+#define SEVENTEEN "1:0.0@2,2:0.0@2,3:0.0@2,4:0.0@2,5:0.0@2,6:0.0@2,7:0.0@2,8:0.0@2,9:0.0@2,a:0.0@2,b:0.0@2,c:0.0@2,d:0.0@2,e:0.0@2,f:0.0@2,10:0.0@2,11:0.0@2"
+
+static const struct region_case region_cases[] = {
+	{ "", 0, 0 },
+	{ "\n", 0, 0 },
+	{ "0000:04:00.0@2", 0, 1, { 0, 4, PCI_DEVFN(0, 0), 2, 0, 0 } },
+	{ "04:1f.7@5\n", 0, 1, { 0, 4, PCI_DEVFN(0x1f, 7), 5, 0, 0 } },
+	{ "10000:e1:00.1@2:32M:16M", 0, 1, { 0x10000, 0xe1, PCI_DEVFN(0, 1), 2, SZ_32M, SZ_16M } },
+	{ "0000:04:00.0@2:4194304,0000:05:00.0@4", 0, 2, { 0, 4, 0, 2, SZ_4M, 0 } },
+	{ "0000:04:00.0@2,", 0, 1, { 0, 4, 0, 2, 0, 0 } },
+	{ "garbage", -EINVAL },
+	{ "0000:04:00.0", -EINVAL },
+	{ "0000:04:00.0@", -EINVAL },
+	{ "0000:04:00.0@6", -EINVAL },
+	{ "0000:04:00.0@-1", -EINVAL },
+	{ "0000:04:20.0@2", -EINVAL },
+	{ "0000:04:00.8@2", -EINVAL },
+	{ "0000:100:00.0@2", -EINVAL },
+	{ "0000:04:00.0x@2", -EINVAL },
+	{ "0000:04:00.0@2:1M", -EINVAL },
+	{ "0000:04:00.0@2:2M:3M", -EINVAL },
+	{ "0000:04:00.0@2:2x", -EINVAL },
+	{ "0000:04:00.0@2::2M", -EINVAL },
+	{ "0000:04:00.0@2:2M:2M:2M", -EINVAL },
+	{ "0000:04:00.0@2,,0000:05:00.0@2", -EINVAL },
+	{ "0000:04:00.0@2,04:00.0@3", -EINVAL },
+	{ SEVENTEEN, -E2BIG },
+};
+
+static void region_case_desc(const struct region_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "'%.40s'", c->val);
+}
+
+KUNIT_ARRAY_PARAM(region, region_cases, region_case_desc);
+
+static void region_table(struct kunit *test)
+{
+	const struct region_case *c = test->param_value;
+	struct p2pbar_dev_region out[P2PBAR_MAX_DEV_REGIONS] = {};
+	unsigned int nr = 99;
+	const char *why = NULL;
+
+	KUNIT_ASSERT_EQ(test, p2pbar_parse_regions(c->val, out, ARRAY_SIZE(out), &nr, &why),
+			c->ret);
+	if (c->ret) {
+		KUNIT_EXPECT_NOT_NULL(test, why);
+		KUNIT_EXPECT_EQ(test, nr, 99);	/* nothing reported on failure */
+		return;
+	}
+	KUNIT_EXPECT_NULL(test, why);
+	KUNIT_ASSERT_EQ(test, nr, c->nr);
+	if (!nr)
+		return;
+	KUNIT_EXPECT_EQ(test, out[0].domain, c->first.domain);
+	KUNIT_EXPECT_EQ(test, out[0].bus, c->first.bus);
+	KUNIT_EXPECT_EQ(test, out[0].devfn, c->first.devfn);
+	KUNIT_EXPECT_EQ(test, out[0].bar, c->first.bar);
+	KUNIT_EXPECT_EQ(test, out[0].offset, c->first.offset);
+	KUNIT_EXPECT_EQ(test, out[0].size, c->first.size);
+}
+
 /* ---- verdicts on fake topologies ---- */
 
 #define ID(bus, dev, fn)	((bus) << 8 | PCI_DEVFN(dev, fn))
@@ -382,6 +454,7 @@ static struct kunit_case p2pbar_cases[] = {
 	KUNIT_CASE_PARAM(pick_table, pick_gen_params),
 	KUNIT_CASE(pick_misaligned_bar_start),
 	KUNIT_CASE_PARAM(alloc_table, alloc_gen_params),
+	KUNIT_CASE_PARAM(region_table, region_gen_params),
 	KUNIT_CASE(verdict_switch_is_direct),
 	KUNIT_CASE(verdict_same_function_and_sibling),
 	KUNIT_CASE(verdict_acs_redirect),

@@ -47,6 +47,130 @@ static unsigned long long size;
 module_param(size, ullong, 0444);
 MODULE_PARM_DESC(size, "Bytes to expose, a multiple of 2 MiB (default 0: to the end of the BAR)");
 
+/*
+ * region=: per device, which BAR and part of it, applied at probe in place
+ * of bar=, offset= and size=. Writable, so that it can be set before a
+ * device is bound; a write replaces the whole table or, when any entry is
+ * wrong, changes nothing.
+ */
+static DEFINE_MUTEX(p2pbar_regions_lock);
+static bool p2pbar_loaded;	/* module init is done: region= writes come from sysfs */
+static struct p2pbar_dev_region p2pbar_regions[P2PBAR_MAX_DEV_REGIONS];	/* the lock */
+static unsigned int p2pbar_nr_regions;						/* the lock */
+
+static void p2pbar_bars_of(struct pci_dev *pdev, struct p2pbar_bar_desc *bars)
+{
+	int i;
+
+	for (i = 0; i < P2PBAR_NR_BARS; i++) {
+		bars[i].len = pci_resource_len(pdev, i);
+		bars[i].flags = pci_resource_flags(pdev, i);
+		bars[i].start = pci_resource_start(pdev, i);
+	}
+}
+
+static int p2pbar_regions_set(const char *val, const struct kernel_param *kp)
+{
+	struct p2pbar_dev_region *tab;
+	struct p2pbar_bar_desc bars[P2PBAR_NR_BARS];
+	struct p2pbar_region region;
+	struct pci_dev *pdev;
+	unsigned int n, i;
+	const char *why;
+	int ret;
+
+	tab = kcalloc(P2PBAR_MAX_DEV_REGIONS, sizeof(*tab), GFP_KERNEL);
+	if (!tab)
+		return -ENOMEM;
+	ret = p2pbar_parse_regions(val, tab, P2PBAR_MAX_DEV_REGIONS, &n, &why);
+	if (ret) {
+		pr_err("region=%s: %s\n", val, why);
+		goto out;
+	}
+	/* devices that are there are checked now: a wrong entry changes nothing */
+	for (i = 0; i < n; i++) {
+		pdev = pci_get_domain_bus_and_slot(tab[i].domain, tab[i].bus, tab[i].devfn);
+		if (!pdev && !p2pbar_loaded) {
+			/* given at load time: the device may be hot-plugged later */
+			pr_info("region=: no PCI device %04x:%02x:%02x.%d yet; its entry applies when it appears\n",
+				tab[i].domain, tab[i].bus, PCI_SLOT(tab[i].devfn),
+				PCI_FUNC(tab[i].devfn));
+			continue;
+		}
+		if (!pdev) {
+			pr_err("region=: no PCI device %04x:%02x:%02x.%d\n", tab[i].domain,
+			       tab[i].bus, PCI_SLOT(tab[i].devfn), PCI_FUNC(tab[i].devfn));
+			ret = -ENODEV;
+			goto out;
+		}
+		p2pbar_bars_of(pdev, bars);
+		ret = p2pbar_pick_region(bars, tab[i].bar, tab[i].offset, tab[i].size,
+					 memremap_compat_align(), &region, &why);
+		if (ret) {
+			pci_err(pdev, "region=: cannot use BAR %d offset %llu size %llu: %s\n",
+				tab[i].bar, tab[i].offset, tab[i].size, why);
+			pci_dev_put(pdev);
+			goto out;
+		}
+		pci_dev_put(pdev);
+	}
+	mutex_lock(&p2pbar_regions_lock);
+	memcpy(p2pbar_regions, tab, n * sizeof(*tab));
+	p2pbar_nr_regions = n;
+	mutex_unlock(&p2pbar_regions_lock);
+out:
+	kfree(tab);
+	return ret;
+}
+
+static int p2pbar_regions_get(char *buf, const struct kernel_param *kp)
+{
+	struct p2pbar_dev_region *r;
+	unsigned int i;
+	int len = 0;
+
+	mutex_lock(&p2pbar_regions_lock);
+	for (i = 0; i < p2pbar_nr_regions; i++) {
+		r = &p2pbar_regions[i];
+		len += sysfs_emit_at(buf, len, "%s%04x:%02x:%02x.%d@%d:%llu:%llu", i ? "," : "",
+				     r->domain, r->bus, PCI_SLOT(r->devfn), PCI_FUNC(r->devfn),
+				     r->bar, r->offset, r->size);
+	}
+	mutex_unlock(&p2pbar_regions_lock);
+	len += sysfs_emit_at(buf, len, "\n");
+	return len;
+}
+
+static const struct kernel_param_ops p2pbar_regions_ops = {
+	.set = p2pbar_regions_set,
+	.get = p2pbar_regions_get,
+};
+module_param_cb(region, &p2pbar_regions_ops, NULL, 0644);
+MODULE_PARM_DESC(region, "Per device: BDF@BAR[:OFFSET[:SIZE]],... (e.g. 0000:04:00.0@2:32M:16M); overrides bar/offset/size for those devices");
+
+/* The region= entry of @pdev, if it has one; else the module-wide choice. */
+static void p2pbar_request_of(struct pci_dev *pdev, int *b, u64 *off, u64 *sz)
+{
+	unsigned int i;
+
+	*b = bar;
+	*off = offset;
+	*sz = size;
+	mutex_lock(&p2pbar_regions_lock);
+	for (i = 0; i < p2pbar_nr_regions; i++) {
+		struct p2pbar_dev_region *r = &p2pbar_regions[i];
+
+		if (r->domain == pci_domain_nr(pdev->bus) && r->bus == pdev->bus->number &&
+		    r->devfn == pdev->devfn) {
+			*b = r->bar;
+			*off = r->offset;
+			*sz = r->size;
+			break;
+		}
+	}
+	mutex_unlock(&p2pbar_regions_lock);
+}
+
 static bool publish = true;
 module_param(publish, bool, 0444);
 MODULE_PARM_DESC(publish, "Publish the memory for other drivers at probe (default true; see sysfs p2pbar/published)");
@@ -256,10 +380,11 @@ static int p2pbar_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct p2pbar_bar_desc bars[P2PBAR_NR_BARS];
 	struct p2pbar_region region;
+	u64 want_off, want_size;
 	struct p2pbar *pb;
 	const char *why;
 	unsigned int n;
-	int i, ret;
+	int want_bar, ret;
 
 	n = p2pbar_quarantined_on(pdev);
 	if (n) {
@@ -267,16 +392,13 @@ static int p2pbar_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 			n);
 		return -EBUSY;
 	}
-	for (i = 0; i < P2PBAR_NR_BARS; i++) {
-		bars[i].len = pci_resource_len(pdev, i);
-		bars[i].flags = pci_resource_flags(pdev, i);
-		bars[i].start = pci_resource_start(pdev, i);
-	}
-	ret = p2pbar_pick_region(bars, bar, offset, size, memremap_compat_align(),
+	p2pbar_bars_of(pdev, bars);
+	p2pbar_request_of(pdev, &want_bar, &want_off, &want_size);
+	ret = p2pbar_pick_region(bars, want_bar, want_off, want_size, memremap_compat_align(),
 				 &region, &why);
 	if (ret) {
 		pci_err(pdev, "cannot use bar=%d offset=%llu size=%llu: %s\n",
-			bar, offset, size, why);
+			want_bar, want_off, want_size, why);
 		return ret;
 	}
 
@@ -407,6 +529,7 @@ static int __init p2pbar_init(void)
 		goto err_cdev;
 	}
 	p2pbar_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	WRITE_ONCE(p2pbar_loaded, true);
 	ret = pci_register_driver(&p2pbar_driver);
 	if (ret)
 		goto err_class;

@@ -32,6 +32,29 @@ struct p2pbar_region {
 	u64 size;
 };
 
+/* entries of the per-device region= module parameter */
+#define P2PBAR_MAX_DEV_REGIONS	16
+
+/**
+ * struct p2pbar_dev_region - one entry of region=: what to expose of one device
+ * @domain: PCI domain (32 bits: VMD domains start at 0x10000)
+ * @bus: bus number
+ * @devfn: PCI_DEVFN(device, function)
+ * @bar: BAR number
+ * @offset: offset into the BAR
+ * @size: bytes, 0 for "to the end of the BAR"
+ */
+struct p2pbar_dev_region {
+	u32 domain;
+	u8 bus;
+	u8 devfn;
+	int bar;
+	u64 offset;
+	u64 size;
+};
+
+int p2pbar_parse_regions(const char *s, struct p2pbar_dev_region *out, unsigned int max,
+			 unsigned int *nr, const char **why);
 int p2pbar_pick_region(const struct p2pbar_bar_desc *bars, int bar, u64 offset,
 		       u64 size, u64 align, struct p2pbar_region *out,
 		       const char **why);

@@ -4,10 +4,14 @@
  * becomes p2pmem, and whether an allocation request is well formed. No
  * device access here, so KUnit can drive every branch.
  */
+#include <linux/ctype.h>
 #include <linux/ioport.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
+#include <linux/pci.h>
+#include <linux/sizes.h>
+#include <linux/string.h>
 #include <kunit/visibility.h>
 
 #include "p2pbar.h"
@@ -119,3 +123,135 @@ int p2pbar_check_alloc(const struct p2pbar_alloc *a, u64 avail)
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(p2pbar_check_alloc);
+
+/* hex digits only, at most @max of them */
+static int p2pbar_hex(const char *s, size_t len, size_t max, unsigned int *v)
+{
+	size_t i;
+
+	if (!len || len > max)
+		return -EINVAL;
+	*v = 0;
+	for (i = 0; i < len; i++) {
+		if (!isxdigit(s[i]))
+			return -EINVAL;
+		*v = *v << 4 | (isdigit(s[i]) ? s[i] - '0' : tolower(s[i]) - 'a' + 10);
+	}
+	return 0;
+}
+
+/* the last @c in [@s, @end), or NULL */
+static const char *p2pbar_last(const char *s, const char *end, char c)
+{
+	while (end > s)
+		if (*--end == c)
+			return end;
+	return NULL;
+}
+
+/* "[DOMAIN:]BUS:DEV.FN" (hex, as lspci prints it), exactly */
+static int p2pbar_parse_bdf(const char *s, size_t len, struct p2pbar_dev_region *r)
+{
+	const char *end = s + len, *dot = memchr(s, '.', len), *c2, *c1;
+	unsigned int dom = 0, bus, dev, fn;
+
+	if (!dot)
+		return -EINVAL;
+	c2 = p2pbar_last(s, dot, ':');	/* before DEV */
+	if (!c2)
+		return -EINVAL;
+	c1 = p2pbar_last(s, c2, ':');	/* before BUS, if there is a domain */
+	if (p2pbar_hex(dot + 1, end - dot - 1, 1, &fn) || fn > 7 ||
+	    p2pbar_hex(c2 + 1, dot - c2 - 1, 2, &dev) || dev > 0x1f ||
+	    p2pbar_hex(c1 ? c1 + 1 : s, c2 - (c1 ? c1 + 1 : s), 2, &bus) ||
+	    (c1 && p2pbar_hex(s, c1 - s, 8, &dom)))
+		return -EINVAL;
+	r->domain = dom;
+	r->bus = bus;
+	r->devfn = PCI_DEVFN(dev, fn);
+	return 0;
+}
+
+/* a size or offset: a number with an optional K/M/G suffix (memparse) */
+static int p2pbar_parse_size(const char *s, const char *end, u64 *v)
+{
+	char *stop;
+
+	if (s == end || !isdigit(*s))
+		return -EINVAL;
+	*v = memparse(s, &stop);
+	return stop == end ? 0 : -EINVAL;
+}
+
+/**
+ * p2pbar_parse_regions - parse the per-device region= module parameter
+ * @s: comma-separated entries BDF@BAR[:OFFSET[:SIZE]], e.g.
+ *     "0000:04:00.0@2" or "0000:04:00.0@2:32M:16M,0000:05:00.0@4";
+ *     surrounding white space ignored, "" for no entry
+ * @out: @max entries
+ * @max: room in @out
+ * @nr: entries parsed
+ * @why: on failure, what is wrong
+ *
+ * Only the syntax and what can be checked without the device: BAR 0-5,
+ * offset and size multiples of 2 MiB, each device once. Whether the BAR
+ * can hold the region is p2pbar_pick_region()'s business.
+ *
+ * Return: 0, -EINVAL (bad entry), -E2BIG (more than @max entries).
+ */
+int p2pbar_parse_regions(const char *s, struct p2pbar_dev_region *out, unsigned int max,
+			 unsigned int *nr, const char **why)
+{
+	const char *end = s + strlen(s), *e, *at, *c1, *c2;
+	unsigned int n = 0, i;
+
+	while (s < end && isspace(*s))
+		s++;
+	while (end > s && isspace(end[-1]))
+		end--;
+	for (; s < end; s = e + 1) {
+		struct p2pbar_dev_region r = { .size = 0 };
+		u64 bar;
+
+		e = memchr(s, ',', end - s) ?: end;
+		at = memchr(s, '@', e - s);
+		if (!at || p2pbar_parse_bdf(s, at - s, &r)) {
+			*why = "each entry is BDF@BAR[:OFFSET[:SIZE]], BDF as lspci prints it";
+			return -EINVAL;
+		}
+		c1 = memchr(at + 1, ':', e - at - 1);
+		c2 = c1 ? memchr(c1 + 1, ':', e - c1 - 1) : NULL;
+		if (p2pbar_parse_size(at + 1, c1 ?: e, &bar) || bar >= P2PBAR_NR_BARS) {
+			*why = "the BAR after @ must be 0-5";
+			return -EINVAL;
+		}
+		r.bar = bar;
+		if ((c1 && p2pbar_parse_size(c1 + 1, c2 ?: e, &r.offset)) ||
+		    (c2 && p2pbar_parse_size(c2 + 1, e, &r.size))) {
+			*why = "OFFSET and SIZE are numbers, with an optional K, M or G";
+			return -EINVAL;
+		}
+		if (!IS_ALIGNED(r.offset, SZ_2M) || !IS_ALIGNED(r.size, SZ_2M)) {
+			*why = "OFFSET and SIZE must be multiples of 2 MiB (ZONE_DEVICE sections)";
+			return -EINVAL;
+		}
+		for (i = 0; i < n; i++) {
+			if (out[i].domain == r.domain && out[i].bus == r.bus &&
+			    out[i].devfn == r.devfn) {
+				*why = "a device appears twice";
+				return -EINVAL;
+			}
+		}
+		if (n == max) {
+			*why = "too many entries";
+			return -E2BIG;
+		}
+		out[n++] = r;
+		if (e == end)
+			break;
+	}
+	*nr = n;
+	*why = NULL;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pbar_parse_regions);

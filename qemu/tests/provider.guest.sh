@@ -122,4 +122,37 @@ check_eq "bar=2 offset=32M size=16M gives 16 MiB" "$(cat /sys/class/p2pbar/p2pba
 check_eq "... at offset 32M" "$(cat /sys/class/p2pbar/p2pbar0/offset 2>/dev/null)" 33554432
 echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
 rmmod p2pbar
+suite_end
+
+# region=: per device, set before binding; a bad write changes nothing.
+suite_begin provider_region
+R=/sys/module/p2pbar/parameters/region
+check "p2pbar loads with a region= entry for a device that is not there" \
+	load p2pbar "region=0000:7f:1f.7@2"
+good="$IVSHMEM@2:32M:16M"
+check "region=$good is taken" sh -c "echo $good > $R"
+want=$(cat $R)
+for bad in "garbage" "$IVSHMEM" "$IVSHMEM@6" "$IVSHMEM@2:1M" "$IVSHMEM@2:32M:3M" \
+	   "$IVSHMEM@2:2x" "$IVSHMEM@2,$IVSHMEM@2" "0000:7f:1f.7@2" "$IVSHMEM@0" \
+	   "$IVSHMEM@2:64M" "$IVSHMEM@2:48M:32M"; do
+	err=$(sh -c "echo '$bad' > $R" 2>&1)
+	rc=$?
+	case "$bad" in 0000:7f:*) wanterr="No such device" ;; *) wanterr="Invalid argument" ;; esac
+	if [ $rc != 0 ] && echo "$err" | grep -q "$wanterr" && [ "$(cat $R)" = "$want" ]; then
+		pass "region=$bad refused ($wanterr), unchanged"
+	else
+		fail "region=$bad refused ($wanterr), unchanged"; diag "rc $rc: $err; now $(cat $R)"
+	fi
+done
+diag "$(dmesg | grep 'region=' | tail -n 1 | cut -c 16-)"
+check_eq "the table reads back" "$want" "$IVSHMEM@2:33554432:16777216"
+bind p2pbar "$IVSHMEM"
+check_eq "the device's entry applies at probe: 16 MiB" "$(cat /sys/class/p2pbar/p2pbar0/size 2>/dev/null)" 16777216
+check_eq "... at offset 32M" "$(cat /sys/class/p2pbar/p2pbar0/offset 2>/dev/null)" 33554432
+echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
+check "an empty write clears the table" sh -c "echo > $R"
+bind p2pbar "$IVSHMEM"
+check_eq "the module-wide default applies again: 64 MiB" "$(cat /sys/class/p2pbar/p2pbar0/size 2>/dev/null)" 67108864
+echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
+rmmod p2pbar
 suite_end; exit $_any_failed
