@@ -44,6 +44,7 @@
 #include <p2p_compat.h>
 
 #include "internal.h"
+#include "trace.h"
 
 /* how long a revoke waits for importers' fences and unmaps, in all */
 #define P2PBAR_DMABUF_REVOKE_TIMEOUT	(P2PBAR_REVOKE_TIMEOUT / 2)
@@ -516,6 +517,7 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 	}
 	d->dmabuf = dmabuf;
 	mutex_unlock(&d->lock);
+	trace_p2pbar_export(d->pdev, p2pbar_mem_bus_addr(mem), size, "dma-buf");
 	/* from here dma_buf_put() frees d and the memory */
 	if (bus_addr)
 		*bus_addr = p2pbar_mem_bus_addr(mem);

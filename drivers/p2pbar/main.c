@@ -35,6 +35,9 @@
 
 #include "internal.h"
 
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
 static int bar = -1;
 module_param(bar, int, 0444);
 MODULE_PARM_DESC(bar, "BAR to expose (default -1: the largest 64-bit prefetchable memory BAR)");

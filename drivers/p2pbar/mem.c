@@ -29,6 +29,7 @@
 #include <p2p_compat.h>
 
 #include "internal.h"
+#include "trace.h"
 
 #define P2PBAR_ZERO_CHUNK	SZ_1M
 #define P2PBAR_DRAIN_PERIOD	max(HZ / 50, 1)
@@ -173,6 +174,8 @@ static void p2pbar_mem_return(struct p2pbar_mem *mem, enum p2pbar_mem_state to)
 	pb->alloc_count--;
 	mem->state = to;
 	p2pbar_pool_free(pb, mem->vaddr, mem->size);
+	trace_p2pbar_return(pb->pdev, mem->bus, mem->size,
+			    to == P2PBAR_MEM_QUARANTINED ? "quarantined" : "returned");
 }
 
 /*
@@ -340,6 +343,9 @@ struct p2pbar_mem *p2pbar_mem_create(struct p2pbar *pb, size_t len, size_t align
 	if (ops)
 		pb->kernel_users++;
 	mutex_unlock(&pb->lock);
+	trace_p2pbar_alloc(pb->pdev, mem->bus, len, ops ? "kernel" : "user");
+	pci_dbg(pb->pdev, "allocated %zu bytes at bus address %#llx for %s (pid %d)\n", len,
+		(u64)mem->bus, ops ? "an in-kernel user" : "userspace", mem->owner_pid);
 	return mem;
 }
 
@@ -487,8 +493,9 @@ static void p2pbar_revoke_one(struct work_struct *work)
  */
 void p2pbar_revoke_kernel_users(struct p2pbar *pb)
 {
+	unsigned int pending, users;
+	unsigned long t0 = jiffies;
 	struct p2pbar_mem *mem;
-	unsigned int pending;
 
 	mutex_lock(&pb->lock);
 	WARN_ON(pb->state != P2PBAR_REMOVING);
@@ -500,8 +507,12 @@ void p2pbar_revoke_kernel_users(struct p2pbar *pb)
 		INIT_WORK(&mem->revoke_work, p2pbar_revoke_one);
 		queue_work(p2pbar_wq, &mem->revoke_work);
 	}
-	pending = pb->kernel_users;
+	users = pb->kernel_users;
+	pending = users;
 	mutex_unlock(&pb->lock);
+	trace_p2pbar_revoke(pb->pdev, false, users, users, 0);
+	if (users)
+		pci_dbg(pb->pdev, "revoking %u in-kernel allocations\n", users);
 
 	if (pending && !wait_for_completion_timeout(&pb->kernel_users_gone,
 						    P2PBAR_REVOKE_TIMEOUT)) {
@@ -511,7 +522,13 @@ void p2pbar_revoke_kernel_users(struct p2pbar *pb)
 		if (pending)
 			pci_err(pb->pdev, "%u in-kernel allocations not freed %u s after revocation\n",
 				pending, P2PBAR_REVOKE_TIMEOUT / HZ);
+	} else {
+		pending = 0;
 	}
+	trace_p2pbar_revoke(pb->pdev, true, users, pending, jiffies_to_msecs(jiffies - t0));
+	if (users)
+		pci_dbg(pb->pdev, "revocation done in %u ms, %u allocations not given back\n",
+			jiffies_to_msecs(jiffies - t0), pending);
 }
 
 /**

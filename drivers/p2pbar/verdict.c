@@ -266,6 +266,7 @@ int p2pbar_verdict(struct pci_dev *provider, struct pci_dev *client,
 		   struct p2pbar_verdict *v)
 {
 	struct p2pbar_topo_path *pa, *pb;
+	char why[128];
 	int ret;
 
 	pa = kmalloc_array(2, sizeof(*pa), GFP_KERNEL);
@@ -280,6 +281,9 @@ int p2pbar_verdict(struct pci_dev *provider, struct pci_dev *client,
 		v->client_devid = pci_dev_id(client);
 		p2pbar_verdict_compute(pa, pb, p2pbar_cpu_routes_p2p(), v);
 		p2pbar_verdict_reconcile(v, pci_p2pdma_distance(provider, &client->dev, false));
+		p2pbar_verdict_explain(v, why, sizeof(why));
+		pci_dbg(provider, "verdict for %s: %s, distance %d: %s\n", pci_name(client),
+			p2pbar_map_name(v->map_type), v->distance, why);
 	}
 	kfree(pa);
 	return ret;

@@ -849,6 +849,8 @@ void p2pnvme_reset_work(struct work_struct *work)
 	int ret;
 
 	p2pnvme_stat_add(c, ST_RESETS, 1);
+	trace_p2pnvme_reset(c->pdev, false, 0);
+	pci_dbg(c->pdev, "reset: stopping the queues\n");
 	queues_stop(c);
 	/*
 	 * Nothing may be cancelled (buffers unpinned, freed) while the
@@ -868,6 +870,7 @@ void p2pnvme_reset_work(struct work_struct *work)
 	if (!ret && !deleting)
 		ret = p2pnvme_ctrl_enable(c);
 	reset_finish(c, ret);
+	trace_p2pnvme_reset(c->pdev, true, ret);
 	if (ret)
 		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
 	else if (!deleting)

@@ -53,6 +53,17 @@ static inline unsigned long p2pnvme_io_timeout(void)
 	return msecs_to_jiffies(READ_ONCE(p2pnvme_io_timeout_ms)) ?: 1;
 }
 
+/* why a transfer takes its path (the p2pnvme_path tracepoint, dev_dbg) */
+enum p2pnvme_why {
+	P2PNVME_WHY_HOST,	/* host memory: no P2P to decide */
+	P2PNVME_WHY_REACHABLE,	/* p2pmem the controller reaches */
+	P2PNVME_WHY_FORCED,	/* P2PNVME_IO_F_BOUNCE */
+	P2PNVME_WHY_TOPOLOGY,	/* pci_p2pdma_distance() < 0: bounce */
+	P2PNVME_WHY_DMA_LAYER,	/* dma_map_sgtable() said -EREMOTEIO: bounce */
+	P2PNVME_WHY_POLICY,	/* unreachable and bouncing not allowed */
+	P2PNVME_WHY_DMABUF,	/* an imported dma-buf: the exporter maps */
+};
+
 enum p2pnvme_stat {
 	ST_READS_P2P, ST_WRITES_P2P, ST_READS_BOUNCE, ST_WRITES_BOUNCE,
 	ST_READS_HOST, ST_WRITES_HOST, ST_BYTES_P2P, ST_BYTES_BOUNCE, ST_BYTES_HOST,
@@ -111,6 +122,7 @@ struct p2pnvme_fence {
  * @bounce: the data goes through @bpages
  * @deny: bouncing is not allowed (policy or P2PNVME_IO_F_NO_BOUNCE)
  * @sgl: describe the data with SGLs
+ * @why: enum p2pnvme_why, for tracing and debug messages
  * @error: first error of any of its commands (q->lock)
  * @status: NVMe status of the command that failed (q->lock)
  * @result: completion dword 0 of the last command (q->lock; admin commands)
@@ -137,6 +149,7 @@ struct p2pnvme_req {
 	bool bounce;
 	bool deny;
 	bool sgl;
+	u8 why;
 	int error;
 	u16 status;
 	u32 result;

@@ -27,6 +27,33 @@
 #include <p2p_compat.h>
 
 #include "internal.h"
+#include "trace.h"
+
+static const char *p2pnvme_path_name(unsigned int path)
+{
+	static const char * const names[] = {
+		[P2PNVME_PATH_NONE] = "none", [P2PNVME_PATH_P2P] = "p2p",
+		[P2PNVME_PATH_BOUNCE] = "bounce", [P2PNVME_PATH_HOST] = "host",
+		[P2PNVME_PATH_DMABUF] = "dmabuf",
+	};
+
+	return path < ARRAY_SIZE(names) && names[path] ? names[path] : "?";
+}
+
+static const char *p2pnvme_why_name(unsigned int why)
+{
+	static const char * const names[] = {
+		[P2PNVME_WHY_HOST] = "host memory",
+		[P2PNVME_WHY_REACHABLE] = "the controller reaches the provider",
+		[P2PNVME_WHY_FORCED] = "bounce asked for",
+		[P2PNVME_WHY_TOPOLOGY] = "the topology refuses P2P",
+		[P2PNVME_WHY_DMA_LAYER] = "the DMA layer refuses P2P",
+		[P2PNVME_WHY_POLICY] = "the topology refuses P2P and bouncing is not allowed",
+		[P2PNVME_WHY_DMABUF] = "a dma-buf: its exporter decides",
+	};
+
+	return why < ARRAY_SIZE(names) && names[why] ? names[why] : "?";
+}
 
 /**
  * p2pnvme_check_io - validate a request before any I/O
@@ -122,10 +149,26 @@ static struct pci_dev *page_provider(struct page *page)
 	return NULL;
 }
 
+/* A transfer that cannot be made: counted, traced, said at debug level. */
+static void path_refused(struct p2pnvme *c, struct p2pnvme_req *r, enum p2pnvme_why why)
+{
+	struct p2pnvme_io *io = r->io;
+
+	r->why = why;
+	p2pnvme_stat_add(c, ST_REFUSED, 1);
+	trace_p2pnvme_path(c->pdev, io->op == P2PNVME_OP_WRITE, io->slba, io->len,
+			   P2PNVME_PATH_NONE, why);
+	pci_dbg(c->pdev, "%s of %llu bytes at LBA %llu refused: %s\n",
+		io->op == P2PNVME_OP_WRITE ? "write" : "read", io->len, io->slba,
+		p2pnvme_why_name(why));
+}
+
 /* CPU copy between the bounce pages and the (p2pmem) user pages. */
-static void bounce_copy(struct p2pnvme_req *r, bool to_user)
+static void bounce_copy(struct p2pnvme *c, struct p2pnvme_req *r, bool to_user)
 {
 	u64 pos = offset_in_page(r->io->addr), done = 0, len = r->io->len;
+
+	trace_p2pnvme_bounce_copy(c->pdev, len, to_user);
 
 	while (done < len) {
 		u64 uin = pos & ~PAGE_MASK, bin = done & ~PAGE_MASK;
@@ -172,7 +215,7 @@ static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
 	}
 	/* before the mapping: a DMA API that copies (swiotlb) copies this */
 	if (r->dir == DMA_TO_DEVICE)
-		bounce_copy(r, false);
+		bounce_copy(c, r, false);
 	return req_table(c, r, r->bpages, r->bnr, 0);
 }
 
@@ -197,8 +240,10 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 	if (!has_data(io))
 		return 0;
 	r->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
-	if (io->flags & P2PNVME_IO_F_DMABUF)
+	if (io->flags & P2PNVME_IO_F_DMABUF) {
+		r->why = P2PNVME_WHY_DMABUF;
 		return p2pnvme_dmabuf_attach(c, reqs, i);
+	}
 	ret = pin_user(r, !write);
 	if (ret)
 		return ret;
@@ -209,13 +254,17 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 
 	/* Topology first: can this controller reach the provider at all? */
 	r->bounce = r->p2p && (io->flags & P2PNVME_IO_F_BOUNCE);
+	r->why = !r->p2p ? P2PNVME_WHY_HOST :
+		 r->bounce ? P2PNVME_WHY_FORCED : P2PNVME_WHY_REACHABLE;
 	if (r->p2p && !r->bounce) {
 		provider = page_provider(r->pages[0]);
-		if (!provider || pci_p2pdma_distance(provider, &c->pdev->dev, false) < 0)
+		if (!provider || pci_p2pdma_distance(provider, &c->pdev->dev, false) < 0) {
 			r->bounce = true;
+			r->why = P2PNVME_WHY_TOPOLOGY;
+		}
 		pci_dev_put(provider);
 		if (r->bounce && deny) {
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
+			path_refused(c, r, P2PNVME_WHY_POLICY);
 			return -EREMOTEIO;
 		}
 	}
@@ -306,13 +355,14 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 	if (ret != -EREMOTEIO || r->bounce)
 		return ret;
 	if (r->deny) {
-		p2pnvme_stat_add(c, ST_REFUSED, 1);
+		path_refused(c, r, P2PNVME_WHY_POLICY);
 		return ret;
 	}
 	/* the DMA layer refuses what the topology check allowed: bounce */
 	sg_free_table(&r->sgt);
 	memset(&r->sgt, 0, sizeof(r->sgt));
 	r->bounce = true;
+	r->why = P2PNVME_WHY_DMA_LAYER;
 	ret = bounce_alloc(c, r);
 	if (ret)
 		return ret;
@@ -333,12 +383,12 @@ static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 }
 
 /* Release what req_pin() took; @ok: the data reached the user's pages. */
-static void req_release(struct p2pnvme_req *r, bool ok)
+static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 {
 	unsigned int i;
 
 	if (ok && r->bounce && r->dir == DMA_FROM_DEVICE)
-		bounce_copy(r, true);	/* after the unmap: what the device wrote */
+		bounce_copy(c, r, true);	/* after the unmap: what the device wrote */
 	if (r->dmabuf)
 		p2pnvme_dmabuf_release(r);
 	sg_free_table(&r->sgt);
@@ -421,6 +471,12 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
 			p2pnvme_stat_add(c, ST_BYTES_P2P, io->len);
 		}
 	}
+	if (!err && has_data(io)) {
+		trace_p2pnvme_path(c->pdev, write, io->slba, io->len, io->path, r->why);
+		pci_dbg(c->pdev, "%s of %llu bytes at LBA %llu: %s (%s)\n",
+			write ? "write" : "read", io->len, io->slba, p2pnvme_path_name(io->path),
+			p2pnvme_why_name(r->why));
+	}
 	/* device-side failures only; bad buffers and policy refusals are not */
 	if (err == -EIO || err == -ETIMEDOUT || err == -ENODEV || err == -ECANCELED)
 		p2pnvme_stat_add(c, ST_ERRORS, 1);
@@ -433,10 +489,10 @@ static void reqs_unmap(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int
 		req_unmap(c, &reqs[nr]);
 }
 
-static void reqs_release(struct p2pnvme_req *reqs, unsigned int nr)
+static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr)
 {
 	while (nr--)
-		req_release(&reqs[nr], !reqs[nr].error && reqs[nr].io->result == 0);
+		req_release(c, &reqs[nr], !reqs[nr].error && reqs[nr].io->result == 0);
 }
 
 /**
@@ -524,7 +580,7 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 		req_complete(c, &reqs[i]);
 	reqs_unmap(c, reqs, nr);
 	p2pnvme_io_exit(c);
-	reqs_release(reqs, nr);
+	reqs_release(c, reqs, nr);
 	for (i = 0; i < nr && !ret; i++)
 		ret = ios[i].result;
 	kfree(scratch);
@@ -537,7 +593,7 @@ out_unmap:
 out_release:
 	for (i = 0; i < pinned; i++)
 		reqs[i].error = reqs[i].error ?: -ECANCELED;
-	reqs_release(reqs, pinned);
+	reqs_release(c, reqs, pinned);
 	kfree(scratch);
 	kvfree(reqs);
 	return ret;

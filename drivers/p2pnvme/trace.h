@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Tracepoints of the p2pnvme queue engine: every submission and completion. */
+/*
+ * Tracepoints of p2pnvme: every submission and completion of the queue
+ * engine, the path each transfer takes and why, bounce copies, controller
+ * resets. See Documentation/p2pnvme.rst for a trace-cmd/tracefs recipe.
+ */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM p2pnvme
 
@@ -12,7 +16,7 @@
 TRACE_EVENT(p2pnvme_submit,
 	    TP_PROTO(struct pci_dev *pdev, u16 qid, u16 cid, u8 opcode, u64 dptr),
 	    TP_ARGS(pdev, qid, cid, opcode, dptr),
-	    TP_STRUCT__entry(__field(u16, dom)
+	    TP_STRUCT__entry(__field(u32, dom)
 			     __field(u8, bus)
 			     __field(u8, devfn)
 			     __field(u16, qid)
@@ -36,7 +40,7 @@ TRACE_EVENT(p2pnvme_submit,
 TRACE_EVENT(p2pnvme_complete,
 	    TP_PROTO(struct pci_dev *pdev, u16 qid, u16 cid, u16 status),
 	    TP_ARGS(pdev, qid, cid, status),
-	    TP_STRUCT__entry(__field(u16, dom)
+	    TP_STRUCT__entry(__field(u32, dom)
 			     __field(u8, bus)
 			     __field(u8, devfn)
 			     __field(u16, qid)
@@ -53,6 +57,102 @@ TRACE_EVENT(p2pnvme_complete,
 		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn),
 		      __entry->qid, __entry->cid,
 		      __entry->status)
+);
+
+/* the symbols below, for tools that parse the format files (trace-cmd, perf) */
+TRACE_DEFINE_ENUM(P2PNVME_PATH_NONE);
+TRACE_DEFINE_ENUM(P2PNVME_PATH_P2P);
+TRACE_DEFINE_ENUM(P2PNVME_PATH_BOUNCE);
+TRACE_DEFINE_ENUM(P2PNVME_PATH_HOST);
+TRACE_DEFINE_ENUM(P2PNVME_PATH_DMABUF);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_HOST);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_REACHABLE);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_FORCED);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_TOPOLOGY);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_DMA_LAYER);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_POLICY);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_DMABUF);
+
+/*
+ * The path a transfer took (enum p2pnvme_path; NONE: refused) and why
+ * (enum p2pnvme_why).
+ */
+TRACE_EVENT(p2pnvme_path,
+	    TP_PROTO(struct pci_dev *pdev, bool write, u64 slba, u64 len, unsigned int path,
+		     unsigned int why),
+	    TP_ARGS(pdev, write, slba, len, path, why),
+	    TP_STRUCT__entry(__field(u32, dom)
+			     __field(u8, bus)
+			     __field(u8, devfn)
+			     __field(bool, write)
+			     __field(u64, slba)
+			     __field(u64, len)
+			     __field(unsigned int, path)
+			     __field(unsigned int, why)),
+	    TP_fast_assign(__entry->dom = pci_domain_nr(pdev->bus);
+			   __entry->bus = pdev->bus->number;
+			   __entry->devfn = pdev->devfn;
+			   __entry->write = write;
+			   __entry->slba = slba;
+			   __entry->len = len;
+			   __entry->path = path;
+			   __entry->why = why;),
+	    TP_printk("%04x:%02x:%02x.%u %s slba %llu len %llu path %s (%s)",
+		      __entry->dom, __entry->bus,
+		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn),
+		      __entry->write ? "write" : "read", __entry->slba, __entry->len,
+		      __print_symbolic(__entry->path,
+				       { P2PNVME_PATH_NONE, "refused" },
+				       { P2PNVME_PATH_P2P, "p2p" },
+				       { P2PNVME_PATH_BOUNCE, "bounce" },
+				       { P2PNVME_PATH_HOST, "host" },
+				       { P2PNVME_PATH_DMABUF, "dmabuf" }),
+		      __print_symbolic(__entry->why,
+				       { P2PNVME_WHY_HOST, "host memory" },
+				       { P2PNVME_WHY_REACHABLE, "controller reaches the provider" },
+				       { P2PNVME_WHY_FORCED, "bounce asked for" },
+				       { P2PNVME_WHY_TOPOLOGY, "topology refuses P2P" },
+				       { P2PNVME_WHY_DMA_LAYER, "DMA layer refuses P2P" },
+				       { P2PNVME_WHY_POLICY, "P2P refused, bouncing not allowed" },
+				       { P2PNVME_WHY_DMABUF, "dma-buf, the exporter maps" }))
+);
+
+TRACE_EVENT(p2pnvme_bounce_copy,
+	    TP_PROTO(struct pci_dev *pdev, u64 len, bool to_p2pmem),
+	    TP_ARGS(pdev, len, to_p2pmem),
+	    TP_STRUCT__entry(__field(u32, dom)
+			     __field(u8, bus)
+			     __field(u8, devfn)
+			     __field(u64, len)
+			     __field(bool, to_p2pmem)),
+	    TP_fast_assign(__entry->dom = pci_domain_nr(pdev->bus);
+			   __entry->bus = pdev->bus->number;
+			   __entry->devfn = pdev->devfn;
+			   __entry->len = len;
+			   __entry->to_p2pmem = to_p2pmem;),
+	    TP_printk("%04x:%02x:%02x.%u %llu bytes %s",
+		      __entry->dom, __entry->bus,
+		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn), __entry->len,
+		      __entry->to_p2pmem ? "host -> p2pmem" : "p2pmem -> host")
+);
+
+TRACE_EVENT(p2pnvme_reset,
+	    TP_PROTO(struct pci_dev *pdev, bool done, int result),
+	    TP_ARGS(pdev, done, result),
+	    TP_STRUCT__entry(__field(u32, dom)
+			     __field(u8, bus)
+			     __field(u8, devfn)
+			     __field(bool, done)
+			     __field(int, result)),
+	    TP_fast_assign(__entry->dom = pci_domain_nr(pdev->bus);
+			   __entry->bus = pdev->bus->number;
+			   __entry->devfn = pdev->devfn;
+			   __entry->done = done;
+			   __entry->result = result;),
+	    TP_printk("%04x:%02x:%02x.%u %s result %d",
+		      __entry->dom, __entry->bus,
+		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn),
+		      __entry->done ? "end" : "begin", __entry->result)
 );
 
 #endif /* _P2PNVME_TRACE_H */

@@ -156,6 +156,46 @@ else
 fi
 suite_end
 
+# The drivers explain themselves: each transfer's path and why (p2pnvme
+# tracepoints), the p2pmem behind it (p2pbar's), and on kernels with dynamic
+# debug the same in the log.
+suite_begin client_trace
+T=/sys/kernel/debug/tracing
+ev() { echo "$2" > "$T/events/$1/enable"; }
+ev p2pnvme/p2pnvme_path 1; ev p2pnvme/p2pnvme_bounce_copy 1; ev p2pbar 1
+DD=/proc/dynamic_debug/control
+[ -e $DD ] && echo 'module p2pnvme +p; module p2pbar +p' > $DD
+: > $T/trace
+p2pctl nvme-read $N 2048 65536 >/dev/null
+p2pctl nvme-read $N 2048 65536 --bounce >/dev/null
+p2pctl nvme-read $N 2048 65536 --no-bounce >/dev/null 2>&1
+tr=$(cat $T/trace)
+ev p2pnvme/p2pnvme_path 0; ev p2pnvme/p2pnvme_bounce_copy 0; ev p2pbar 0
+if [ "$p2pexpect" = refused ]; then
+	first="path bounce (topology refuses P2P)"; last="path refused (P2P refused, bouncing not allowed)"
+else
+	first="path p2p (controller reaches the provider)"; last="path p2p (controller reaches the provider)"
+fi
+tp() {	# tp DESCRIPTION PATTERN: the trace has a line with PATTERN
+	if printf '%s\n' "$tr" | grep -qF -- "$2"; then pass "$1"
+	else fail "$1"; diag "no '$2' in: $(printf '%s\n' "$tr" | grep -v '^#' | head -n 8 | tr '\n' '|')"; fi
+}
+tp "p2pnvme_path: the read's path and why" "p2pnvme_path: $NVME read slba 2048 len 65536 $first"
+tp "p2pnvme_path: a forced bounce says so" "read slba 2048 len 65536 path bounce (bounce asked for)"
+tp "p2pnvme_path: --no-bounce" "read slba 2048 len 65536 $last"
+tp "p2pnvme_bounce_copy: the bounced read copied into p2pmem" "p2pnvme_bounce_copy: $NVME 65536 bytes host -> p2pmem"
+tp "p2pbar_alloc: the p2pmem of a transfer" "p2pbar_alloc: $IVSHMEM bus"
+tp "p2pbar_return: given back zeroed" "size 65536 returned"
+if [ -e $DD ]; then
+	echo 'module p2pnvme -p; module p2pbar -p' > $DD
+	log=$(dmesg | tail -n 200)
+	case "$log" in *"read of 65536 bytes at LBA 2048: "*) pass "dynamic debug: p2pnvme says each transfer's path" ;;
+	*) fail "dynamic debug: p2pnvme says each transfer's path" ;; esac
+	case "$log" in *"allocated 65536 bytes at bus address"*) pass "dynamic debug: p2pbar says what it hands out" ;;
+	*) fail "dynamic debug: p2pbar says what it hands out" ;; esac
+fi
+suite_end
+
 hostd check dma-mark >/dev/null
 echo "<<<KTAP-BEGIN guest.client_badinput>>>"
 p2pnvme-test $N || _any_failed=1
