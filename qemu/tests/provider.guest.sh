@@ -25,6 +25,13 @@ echo 0 > /sys/class/p2pbar/p2pbar0/published
 check_eq "unpublish through sysfs" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 0
 echo 1 > /sys/class/p2pbar/p2pbar0/published
 check_eq "publish again" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)" 1
+l=$(p2pctl list)
+diag "$(echo "$l" | tr '\n' '|')"
+check "p2pctl list: the provider, its driver, instance, size, available, published" \
+	sh -c "echo '$l' | grep -Eq '^$IVSHMEM +provider +p2pbar +p2pbar0 +67108864 +67108864 yes\$'"
+check "p2pctl list: the NVMe controller and its driver" \
+	sh -c "echo '$l' | grep -Eq '^$NVME +nvme +nvme +- '"
+check "p2pctl list -o json" sh -c "p2pctl list -o json | grep -q '{\"pci\":\"$IVSHMEM\",\"kind\":\"provider\",\"driver\":\"p2pbar\",\"dev\":\"p2pbar0\",\"p2pmem_size\":67108864,\"p2pmem_available\":67108864,\"published\":true}'"
 v=$(p2pctl --json verdict "$NVME")
 diag "verdict: $v"
 case "$v" in *"\"verdict\":\"$p2pexpect\",\"distance\":$p2pdistance,"*)

@@ -2,6 +2,7 @@
 /*
  * p2pctl: operate the P2PDMA suite from the shell.
  *
+ *   p2pctl list                               every p2pmem provider and NVMe controller
  *   p2pctl info [DEV]                         describe a provider (/dev/p2pbar0)
  *   p2pctl verdict CLIENT [DEV]               can CLIENT (a BDF) DMA to the provider?
  *   p2pctl dma-read BLK OFF LEN (--dev DEV | --sysfs BDF)
@@ -31,6 +32,7 @@
  * (EREMOTEIO = 121 when the kernel refuses P2P).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -187,6 +189,159 @@ static int cmd_info(const char *path)
 		       (unsigned long long)i.alloc_bytes, i.alloc_count,
 		       i.flags & P2PBAR_INFO_F_PUBLISHED ? "" : "not ");
 	close(fd);
+	return 0;
+}
+
+/* ---- list: providers, p2pnvme controllers, candidate clients --------- */
+
+/* @src into @dst of @len bytes, cut if need be, always terminated */
+static void copy_str(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+/* the first line of a sysfs file (newline dropped), or "" */
+static const char *sysfs_line(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	buf[0] = 0;
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, len, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+	return buf;
+}
+
+/* the name of the directory a sysfs link points to, or "" */
+static const char *sysfs_link(const char *dir, const char *link, char *buf, size_t len)
+{
+	char path[512], target[512];
+	ssize_t n;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, link) >= (int)sizeof(path))
+		return strcpy(buf, "");
+	n = readlink(path, target, sizeof(target) - 1);
+	buf[0] = 0;
+	if (n > 0) {
+		target[n] = 0;
+		copy_str(buf, len, strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+	}
+	return buf;
+}
+
+/* the /sys/class/CLASS/NAME whose device link is @bdf, or "" */
+static const char *class_dev_of(const char *class, const char *bdf, char *buf, size_t len)
+{
+	char dir[300], dev[64];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/sys/class/%s", class);
+	buf[0] = 0;
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		char cdir[600];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(cdir, sizeof(cdir), "%s/%s", dir, e->d_name);
+		if (!strcmp(sysfs_link(cdir, "device", dev, sizeof(dev)), bdf)) {
+			copy_str(buf, len, e->d_name);
+			break;
+		}
+	}
+	if (d)
+		closedir(d);
+	return buf;
+}
+
+static int bdf_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+/*
+ * Every PCI function that has p2pmem (bound p2pbar instances, NVMe CMBs,
+ * anything the kernel's P2PDMA core knows), every NVMe controller (driven
+ * by p2pnvme, nvme or nothing), one line each.
+ */
+static int cmd_list(void)
+{
+	const char *root = "/sys/bus/pci/devices";
+	char *names[1024], dir[600], v[64], drv[64], node[64], sz[32], av[32], pub[8];
+	unsigned int n = 0, i, shown = 0;
+	struct dirent *e;
+	DIR *d = opendir(root);
+
+	if (!d)
+		return fail(errno, root);
+	while ((e = readdir(d)) && n < 1024)
+		if (e->d_name[0] != '.')
+			names[n++] = strdup(e->d_name);
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), bdf_cmp);
+	if (json)
+		printf("{\"devices\":[");
+	else
+		printf("%-13s %-9s %-8s %-11s %10s %10s %s\n", "PCI", "KIND", "DRIVER", "DEVICE",
+		       "P2PMEM", "AVAILABLE", "PUBLISHED");
+	for (i = 0; i < n; i++) {
+		const char *kind = NULL;
+		int has_p2pmem, nvme;
+
+		snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
+		nvme = !strcmp(sysfs_line(dir, "class", v, sizeof(v)), "0x010802");
+		has_p2pmem = *sysfs_line(dir, "p2pmem/size", sz, sizeof(sz)) != 0;
+		sysfs_link(dir, "driver", drv, sizeof(drv));
+		node[0] = 0;
+		if (!strcmp(drv, "p2pbar")) {
+			kind = "provider";
+			class_dev_of("p2pbar", names[i], node, sizeof(node));
+		} else if (!strcmp(drv, "p2pnvme")) {
+			kind = "p2pnvme";
+			class_dev_of("p2pnvme", names[i], node, sizeof(node));
+		} else if (has_p2pmem) {
+			kind = nvme ? "nvme-cmb" : "provider";
+		} else if (nvme) {
+			kind = "nvme";
+		}
+		if (!kind)
+			continue;
+		if (has_p2pmem) {
+			sysfs_line(dir, "p2pmem/size", sz, sizeof(sz));
+			sysfs_line(dir, "p2pmem/available", av, sizeof(av));
+			sysfs_line(dir, "p2pmem/published", pub, sizeof(pub));
+		} else {
+			sz[0] = av[0] = pub[0] = 0;
+		}
+		if (json) {
+			printf("%s{\"pci\":\"%s\",\"kind\":\"%s\",\"driver\":\"%s\",\"dev\":\"%s\"",
+			       shown ? "," : "", names[i], kind, drv, node);
+			if (has_p2pmem)
+				printf(",\"p2pmem_size\":%s,\"p2pmem_available\":%s,\"published\":%s",
+				       sz, av, !strcmp(pub, "1") ? "true" : "false");
+			printf("}");
+		} else {
+			printf("%-13s %-9s %-8s %-11s %10s %10s %s\n", names[i], kind, *drv ? drv : "-",
+			       *node ? node : "-", has_p2pmem ? sz : "-", has_p2pmem ? av : "-",
+			       has_p2pmem ? (!strcmp(pub, "1") ? "yes" : "no") : "-");
+		}
+		shown++;
+	}
+	if (json)
+		printf("]}\n");
+	else if (!shown)
+		printf("no p2pmem provider and no NVMe controller: load p2pbar and bind a device (p2pctl --help)\n");
+	for (i = 0; i < n; i++)
+		free(names[i]);
 	return 0;
 }
 
@@ -746,6 +901,7 @@ static int cmd_nvme_copy(int argc, char **argv)
 static const struct {
 	const char *name, *args, *help;
 } cmds[] = {
+	{ "list", "", "every p2pmem provider and NVMe controller, one line each" },
 	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)" },
 	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)" },
 	{ "dma-read", "BLK OFF LEN [--dev DEV | --sysfs BDF]",
@@ -874,6 +1030,8 @@ int main(int argc, char **argv)
 
 static int run(int argc, char **argv)
 {
+	if (!strcmp(argv[1], "list"))
+		return argc > 2 ? usage_error("usage: list") : cmd_list();
 	if (!strcmp(argv[1], "info"))
 		return cmd_info(argc > 2 ? argv[2] : "/dev/p2pbar0");
 	if (!strcmp(argv[1], "verdict")) {

@@ -27,6 +27,8 @@ expect 2 '^usage: p2pctl'
 expect 2 "unknown command 'bogus' (see p2pctl --help)" bogus
 expect 2 "unknown command 'bogus'" bogus --help
 expect 2 'usage: verdict CLIENT' verdict
+expect 2 'usage: list' list extra
+expect 0 '^usage: p2pctl list' list --help
 expect 2 "dma: LEN: not a number: 'abc'" dma-read /dev/null 0 abc
 expect 2 "dma: OFF: not a number: '4x'" dma-read /dev/null 4x 4096
 expect 2 "not a number: '-1'" nvme-read /dev/null -1 4096
