@@ -192,7 +192,7 @@ static struct sg_table *p2pbar_dmabuf_map(struct dma_buf_attachment *attach,
 					  enum dma_data_direction dir)
 {
 	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
-	unsigned int n = 0;
+	unsigned int n = 0, i;
 	struct sg_table *sgt;
 	struct scatterlist *sg;
 	size_t off, len;
@@ -217,7 +217,7 @@ static struct sg_table *p2pbar_dmabuf_map(struct dma_buf_attachment *attach,
 		goto err_free;
 	/* ZONE_DEVICE needs SPARSEMEM_VMEMMAP: the struct pages are contiguous */
 	off = 0;
-	for_each_sgtable_sg(sgt, sg, n) {
+	for_each_sgtable_sg(sgt, sg, i) {
 		len = p2pbar_dmabuf_seg_len(attach->dev, bus + off, d->size - off);
 		sg_set_page(sg, virt_to_page(vaddr + off), len, 0);
 		off += len;
@@ -446,8 +446,9 @@ static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 		d->abandoned = true;
 		abandoned = true;
 		list_for_each_entry(attach, &dmabuf->attachments, node)
-			pci_err(d->pdev, "dma-buf importer %s ignored the revocation (%u mappings, fences %s): quarantined\n",
-				dev_name(attach->dev), d->maps, left <= 0 ? "pending" : "done");
+			pci_err(d->pdev, "dma-buf importer %s ignored the revocation (%u mappings, %u pins, fences %s): quarantined\n",
+				dev_name(attach->dev), d->maps, d->pins,
+				left <= 0 ? "pending" : "done");
 	}
 	dma_resv_unlock(dmabuf->resv);
 	if (abandoned) {
