@@ -20,6 +20,43 @@ tail -n +2 /sys/kernel/debug/p2pbar/"$IVSHMEM"/verdicts | while read -r line; do
 	diag "verdicts: $line"
 done
 
+# p2pctl check computes the verdict from sysfs and config space alone; with
+# the provider bound it also asks the kernel (P2PBAR_IOC_VERDICT) and fails
+# on any disagreement: the provider against every function, both ways.
+n=0; bad=0
+for f in /sys/bus/pci/devices/*; do
+	f=${f##*/}
+	[ "$f" = "$IVSHMEM" ] && continue
+	for pair in "$IVSHMEM $f" "$f $IVSHMEM"; do
+		# shellcheck disable=SC2086
+		out=$(p2pctl check $pair -o json 2>&1) || { bad=$((bad + 1)); diag "check $pair: $out"; }
+		case "$out" in *'"agrees":true'*) ;; *) bad=$((bad + 1)); diag "check $pair: $out" ;; esac
+		n=$((n + 1))
+	done
+done
+check_eq "p2pctl check agrees with the kernel on all $n pairs" "$bad" 0
+out=$(p2pctl check "$IVSHMEM" "$NVME")
+diag "$(echo "$out" | tr '\n' '|')"
+check_eq "p2pctl check: the NVMe's verdict is $p2pexpect" \
+	"$(echo "$out" | sed -n '1s/.*: \([a-z-]*\).*/\1/p')" "$p2pexpect"
+has() { printf '%s\n' "$1" | grep -q -- "$2"; }
+case "$p2pprofile" in
+acs)	check "p2pctl check: the fix names pci=disable_acs_redir= and the port" \
+		has "$out" "fix: boot with pci=disable_acs_redir=0000:00:04.0 " ;;
+rootports|pxb)
+	check "p2pctl check: the fix says to share a switch" has "$out" "fix: put both devices under one PCIe switch" ;;
+esac
+if [ "$p2pexpect" = refused ]; then
+	check "p2pctl check: a refusal says what to change" has "$out" '^  fix: '
+	check "p2pctl check: ... and names the host bridge" has "$out" "the host bridge .* is not in this kernel's P2PDMA allowlist"
+fi
+# nothing bound: the same verdict without the kernel's
+echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
+out2=$(p2pctl check "$IVSHMEM" "$NVME")
+check_eq "p2pctl check without a bound provider says the same" \
+	"$(echo "$out2" | grep -v '^  kernel')" "$(echo "$out" | grep -v '^  kernel')"
+bind p2pbar "$IVSHMEM"
+
 # Live KUnit: the kernel's and the provider's verdicts for this profile.
 check "p2p_topology_kunit runs" load p2p_topology_kunit "expect=$p2pexpect distance=$p2pdistance"
 

@@ -3,6 +3,8 @@
  * p2pctl: operate the P2PDMA suite from the shell.
  *
  *   p2pctl list                               every p2pmem provider and NVMe controller
+ *   p2pctl check PROVIDER CLIENT              the kernel's P2P verdict for two functions,
+ *                                             why, and what to change; nothing bound
  *   p2pctl info [DEV]                         describe a provider (/dev/p2pbar0)
  *   p2pctl verdict CLIENT [DEV]               can CLIENT (a BDF) DMA to the provider?
  *   p2pctl dma-read BLK OFF LEN (--dev DEV | --sysfs BDF)
@@ -37,6 +39,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -342,6 +345,396 @@ static int cmd_list(void)
 		printf("no p2pmem provider and no NVMe controller: load p2pbar and bind a device (p2pctl --help)\n");
 	for (i = 0; i < n; i++)
 		free(names[i]);
+	return 0;
+}
+
+/* ---- check: the kernel's P2PDMA rules, from sysfs and config space ---- */
+
+static const char *map_name(uint32_t m);
+
+/*
+ * What drivers/pci/p2pdma.c (calc_map_type_and_dist()) decides, computed
+ * without binding anything: walk up from A to the first bridge B also sits
+ * under; ACS P2P redirect (RR, CR or EC) on a port of that path, or no
+ * common bridge, sends the traffic through the host bridge, which the
+ * kernel allows on AMD Zen and newer CPUs and for the host bridges of its
+ * allowlist (which differs between kernel versions: 7.x lists more).
+ * drivers/p2pbar/verdict.c is the same walk, inside the kernel.
+ */
+#define TOPO_DEPTH	16
+#define SAME_HOST	1	/* allow-listed only when both sit under it */
+#define ANY_ID		0xffff
+
+struct allow { uint16_t vendor, device; int flags; };
+
+static const struct allow allow_6x[] = {
+	{ 0x8086, 0x3c00, SAME_HOST }, { 0x8086, 0x3c01, SAME_HOST },	/* Xeon E5 */
+	{ 0x8086, 0x2f00, SAME_HOST }, { 0x8086, 0x2f01, SAME_HOST },	/* Xeon E5 v3 */
+	{ 0x8086, 0x2030, 0 }, { 0x8086, 0x2031, 0 }, { 0x8086, 0x2032, 0 },	/* Skylake-E */
+	{ 0x8086, 0x2033, 0 }, { 0x8086, 0x2020, 0 }, { 0x8086, 0x09a2, 0 },
+	{ 0 }
+};
+
+/* 7.x adds Intel accelerators that act as root ports, and Google SoCs */
+static const struct allow allow_7x[] = {
+	{ 0x8086, 0x3c00, SAME_HOST }, { 0x8086, 0x3c01, SAME_HOST },
+	{ 0x8086, 0x2f00, SAME_HOST }, { 0x8086, 0x2f01, SAME_HOST },
+	{ 0x8086, 0x2030, 0 }, { 0x8086, 0x2031, 0 }, { 0x8086, 0x2032, 0 },
+	{ 0x8086, 0x2033, 0 }, { 0x8086, 0x2020, 0 }, { 0x8086, 0x09a2, 0 },
+	{ 0x8086, 0x0b25, 0 }, { 0x8086, 0x0cfe, 0 }, { 0x8086, 0x11fb, 0 },	/* DSA, IAX */
+	{ 0x8086, 0x1212, 0 }, { 0x8086, 0x1216, 0 },				/* DSA, IAA DMR */
+	{ 0x8086, 0x4940, 0 }, { 0x8086, 0x4942, 0 }, { 0x8086, 0x4944, 0 },	/* QAT */
+	{ 0x8086, 0x4946, 0 }, { 0x8086, 0x4948, 0 },
+	{ 0x1ae0, ANY_ID, 0 },							/* Google */
+	{ 0 }
+};
+
+struct topo {
+	char name[TOPO_DEPTH][16];	/* [0] the function, up to the one on the root bus */
+	int acs[TOPO_DEPTH];		/* ACS redirect set on that function */
+	int len;
+	char host[32];			/* "pci0000:00" */
+	char host_dev[16];		/* the host bridge's representative function, or "" */
+	uint16_t host_vendor, host_device;
+};
+
+/* /sys/bus/pci/devices/@bdf/config, @len bytes from @off; 0 or -1 */
+static int read_config(const char *bdf, unsigned int off, void *buf, size_t len)
+{
+	char path[128];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", bdf);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ok = pread(fd, buf, len, off) == (ssize_t)len;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* ACS Control has P2P Request/Completion Redirect or Egress Control set */
+static int acs_redirect(const char *bdf)
+{
+	unsigned int pos = 0x100, guard = 0;
+	uint32_t hdr;
+	uint16_t ctrl;
+
+	while (pos >= 0x100 && pos < 0x1000 && guard++ < 64) {
+		if (read_config(bdf, pos, &hdr, 4) || hdr == 0 || hdr == ~0U)
+			return 0;	/* no extended space (or not root): none */
+		if ((hdr & 0xffff) == 0x000d)
+			return !read_config(bdf, pos + 6, &ctrl, 2) && (ctrl & (0x04 | 0x08 | 0x20));
+		pos = hdr >> 20;
+	}
+	return 0;
+}
+
+/* PCIe device/port type of @bdf (PCI_EXP_FLAGS_TYPE), -1 if not PCIe */
+static int pcie_type(const char *bdf)
+{
+	uint8_t pos = 0, cap[2];
+	uint16_t flags;
+	int guard = 0;
+
+	if (read_config(bdf, 0x34, &pos, 1))
+		return -1;
+	while (pos >= 0x40 && guard++ < 48) {
+		if (read_config(bdf, pos, cap, 2))
+			return -1;
+		if (cap[0] == 0x10)
+			return read_config(bdf, pos + 2, &flags, 2) ? -1 : (flags >> 4) & 0xf;
+		pos = cap[1];
+	}
+	return -1;
+}
+
+static int topo_of(const char *bdf, struct topo *t)
+{
+	char link[300], real[PATH_MAX], *p, *tok, *save, *parts[64], rootbus[300];
+	int n = 0, i;
+	struct dirent *e;
+	DIR *d;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(link, sizeof(link), "/sys/bus/pci/devices/%s", bdf);
+	if (!realpath(link, real))
+		return -errno;
+	/* /sys/devices/pci0000:00/0000:00:1c.0/0000:01:00.0 */
+	p = strstr(real, "/pci");
+	if (!p)
+		return -ENODEV;
+	for (tok = strtok_r(p, "/", &save); tok && n < 64; tok = strtok_r(NULL, "/", &save))
+		parts[n++] = tok;
+	if (n < 2 || n - 1 > TOPO_DEPTH)
+		return -E2BIG;
+	copy_str(t->host, sizeof(t->host), parts[0]);
+	for (i = n - 1; i >= 1; i--) {
+		copy_str(t->name[t->len], sizeof(t->name[0]), parts[i]);
+		t->acs[t->len] = acs_redirect(parts[i]);
+		t->len++;
+	}
+	/*
+	 * The kernel's pci_host_bridge_dev(): the first function on the root
+	 * bus if it is 00.0 or a root port. Root bus functions are the
+	 * directory's children named DDDD:BB:..; the lowest devfn comes first.
+	 */
+	snprintf(rootbus, sizeof(rootbus), "/sys/devices/%s", t->host);
+	d = opendir(rootbus);
+	while (d && (e = readdir(d))) {
+		unsigned int dom, bus, dev, fn;
+
+		if (sscanf(e->d_name, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4)
+			continue;
+		if (!*t->host_dev || strcmp(e->d_name, t->host_dev) < 0)
+			copy_str(t->host_dev, sizeof(t->host_dev), e->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (*t->host_dev) {
+		char dir[300], v[16];
+
+		if (strcmp(t->host_dev + 8, "00.0") && pcie_type(t->host_dev) != 4) {
+			t->host_dev[0] = 0;	/* neither 00.0 nor a root port */
+			return 0;
+		}
+		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", t->host_dev);
+		t->host_vendor = strtoul(sysfs_line(dir, "vendor", v, sizeof(v)), NULL, 16);
+		t->host_device = strtoul(sysfs_line(dir, "device", v, sizeof(v)), NULL, 16);
+	}
+	return 0;
+}
+
+/* the running kernel's major version, from uname */
+static int kernel_major(void)
+{
+	char buf[64];
+	FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
+	int major = 0;
+
+	if (f && fgets(buf, sizeof(buf), f))
+		major = atoi(buf);
+	if (f)
+		fclose(f);
+	return major;
+}
+
+/* cpu_supports_p2pdma(): an AMD CPU of family 0x17 (Zen) or later */
+static int cpu_routes_p2p(void)
+{
+	char line[256];
+	int amd = 0, family = 0;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "vendor_id", 9))
+			amd = !!strstr(line, "AuthenticAMD");
+		else if (!strncmp(line, "cpu family", 10))
+			family = atoi(strchr(line, ':') ? strchr(line, ':') + 1 : "0");
+		else if (line[0] == '\n')
+			break;	/* the first CPU is enough, as cpu_data(0) */
+	}
+	if (f)
+		fclose(f);
+	return amd && family >= 0x17;
+}
+
+static int host_allowed(const struct topo *t, int same, const struct allow *list)
+{
+	const struct allow *a;
+
+	if (!t->host_vendor)
+		return P2PBAR_HOST_NOT_LISTED;
+	for (a = list; a->vendor; a++) {
+		if (a->vendor != t->host_vendor || (a->device != ANY_ID && a->device != t->host_device))
+			continue;
+		if ((a->flags & SAME_HOST) && !same)
+			return P2PBAR_HOST_NEEDS_SAME;
+		return P2PBAR_HOST_ALLOWLIST;
+	}
+	return P2PBAR_HOST_NOT_LISTED;
+}
+
+struct check {
+	uint32_t map_type, reason, host_ok;
+	int distance;
+	char acs[TOPO_DEPTH * 2][16];	/* ports with ACS redirect, as the kernel lists them */
+	int nacs;
+	char common[16];		/* the common upstream bridge, or "" */
+	const struct topo *host;	/* the host bridge that refused or allowed */
+};
+
+static void check_compute(const struct topo *a, const struct topo *b, struct check *c)
+{
+	const struct allow *list = kernel_major() >= 7 ? allow_7x : allow_6x;
+	int ia, ib = 0, common = -1, ha, hb;
+
+	memset(c, 0, sizeof(*c));
+	for (ia = 0; ia < a->len && common < 0; ia++) {
+		if (a->acs[ia])
+			copy_str(c->acs[c->nacs++], sizeof(c->acs[0]), a->name[ia]);
+		for (ib = 0; ib < b->len; ib++)
+			if (!strcmp(a->name[ia], b->name[ib]) && !strcmp(a->host, b->host)) {
+				common = ib;
+				break;
+			}
+		if (common >= 0)
+			break;
+	}
+	if (common < 0) {
+		c->distance = a->len + b->len;
+		c->reason = P2PBAR_REASON_NO_COMMON_BRIDGE;
+		c->nacs = 0;	/* the kernel lists ACS only below a common bridge */
+	} else {
+		copy_str(c->common, sizeof(c->common), a->name[ia]);
+		c->distance = ia + common;
+		for (ib = 0; ib < common; ib++)
+			if (b->acs[ib])
+				copy_str(c->acs[c->nacs++], sizeof(c->acs[0]), b->name[ib]);
+		if (!c->nacs) {
+			c->map_type = P2PBAR_MAP_DIRECT;
+			c->reason = P2PBAR_REASON_COMMON_BRIDGE;
+			return;
+		}
+		c->reason = P2PBAR_REASON_ACS_REDIRECT;
+	}
+	c->host = a;
+	if (cpu_routes_p2p()) {
+		c->host_ok = P2PBAR_HOST_CPU;
+	} else if (!strcmp(a->host, b->host)) {
+		c->host_ok = host_allowed(a, 1, list);
+	} else {
+		ha = host_allowed(a, 0, list);
+		hb = host_allowed(b, 0, list);
+		c->host_ok = ha;
+		if (ha == P2PBAR_HOST_ALLOWLIST && hb != P2PBAR_HOST_ALLOWLIST) {
+			c->host_ok = hb;
+			c->host = b;
+		}
+	}
+	if (c->host_ok == P2PBAR_HOST_CPU || c->host_ok == P2PBAR_HOST_ALLOWLIST) {
+		c->map_type = P2PBAR_MAP_HOST_BRIDGE;
+	} else {
+		c->map_type = P2PBAR_MAP_REFUSED;
+		c->distance = -1;
+	}
+}
+
+/* the reason in words, and what to change */
+static void check_explain(const struct check *c, const char *a, const char *b, char *why,
+			  size_t wl, char *fix, size_t fl)
+{
+	char list[TOPO_DEPTH * 2 * 17] = "";
+	int i;
+
+	for (i = 0; i < c->nacs; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ";" : "",
+			 c->acs[i]);
+	fix[0] = 0;
+	if (c->reason == P2PBAR_REASON_COMMON_BRIDGE) {
+		snprintf(why, wl, "%s is the common upstream bridge and no port below it redirects",
+			 c->common);
+		return;
+	}
+	if (c->reason == P2PBAR_REASON_ACS_REDIRECT) {
+		snprintf(why, wl, "ACS on %s redirects P2P requests up to the host bridge (the common bridge is %s)",
+			 list, c->common);
+		if (c->map_type == P2PBAR_MAP_REFUSED)
+			snprintf(fix, fl, "boot with pci=disable_acs_redir=%s (or turn ACS redirect off for those ports in the BIOS), or use a CPU or host bridge this kernel allows",
+				 list);
+		else
+			snprintf(fix, fl, "for a direct path, boot with pci=disable_acs_redir=%s", list);
+	} else {
+		snprintf(why, wl, "%s and %s share no upstream bridge below the host bridge", a, b);
+		if (c->map_type == P2PBAR_MAP_REFUSED)
+			snprintf(fix, fl, "put both devices under one PCIe switch (or root port with a switch), or use a CPU/host bridge this kernel allows");
+		else
+			snprintf(fix, fl, "for a direct path, put both devices under one PCIe switch");
+	}
+	if (c->map_type == P2PBAR_MAP_REFUSED && c->host)
+		snprintf(why + strlen(why), wl - strlen(why),
+			 "; the host bridge %s (%04x:%04x) is %s", *c->host->host_dev ? c->host->host_dev : c->host->host,
+			 c->host->host_vendor, c->host->host_device,
+			 c->host_ok == P2PBAR_HOST_NEEDS_SAME ? "allowed only when both devices sit under it" :
+			 "not in this kernel's P2PDMA allowlist, and the CPU is no AMD Zen or newer (those route P2P)");
+	else if (c->map_type == P2PBAR_MAP_HOST_BRIDGE)
+		snprintf(why + strlen(why), wl - strlen(why), "; the host bridge routes it (%s)",
+			 c->host_ok == P2PBAR_HOST_CPU ? "AMD Zen CPU" : "in this kernel's allowlist");
+}
+
+/* the /dev/p2pbarN bound to @bdf, if any */
+static const char *provider_dev(const char *bdf, char *buf, size_t len)
+{
+	char name[64];
+
+	if (!*class_dev_of("p2pbar", bdf, name, sizeof(name)))
+		return NULL;
+	snprintf(buf, len, "/dev/%s", name);
+	return buf;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	struct topo ta, tb;
+	struct check c;
+	char why[512], fix[512], dev[96];
+	const char *kdev, *other;
+	struct p2pbar_verdict v = { .argsz = sizeof(v) };
+	int ret, kernel = 0, agree = 1;
+
+	if (argc != 2)
+		return usage_error("usage: check PROVIDER CLIENT (PCI addresses)");
+	ret = topo_of(argv[0], &ta);
+	if (!ret)
+		ret = topo_of(argv[1], &tb);
+	if (ret)
+		return fail(-ret, "no such PCI function (lspci -D lists them)");
+	check_compute(&ta, &tb, &c);
+	check_explain(&c, argv[0], argv[1], why, sizeof(why), fix, sizeof(fix));
+
+	/* with a provider bound, the kernel's own verdict must be the same */
+	kdev = provider_dev(argv[0], dev, sizeof(dev));
+	other = argv[1];
+	if (!kdev) {
+		kdev = provider_dev(argv[1], dev, sizeof(dev));
+		other = argv[0];
+	}
+	if (kdev) {
+		struct p2pbar_info i;
+		int fd = open_dev(kdev, &i);
+
+		if (fd >= 0 && !parse_bdf(other, &v.client_domain, &v.client_devid) &&
+		    !ioctl(fd, P2PBAR_IOC_VERDICT, &v)) {
+			kernel = 1;
+			agree = v.map_type == c.map_type && v.distance == c.distance;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (json) {
+		printf("{\"provider\":\"%s\",\"client\":\"%s\",\"verdict\":\"%s\",\"distance\":%d,"
+		       "\"reason\":\"", argv[0], argv[1], map_name(c.map_type), c.distance);
+		json_escape(stdout, why);
+		printf("\",\"fix\":\"");
+		json_escape(stdout, fix);
+		printf("\"");
+		if (kernel)
+			printf(",\"kernel\":{\"verdict\":\"%s\",\"distance\":%d,\"agrees\":%s}",
+			       map_name(v.map_type), v.distance, agree ? "true" : "false");
+		printf("}\n");
+	} else {
+		printf("%s -> %s: %s", argv[0], argv[1], map_name(c.map_type));
+		if (c.distance >= 0)
+			printf(" (distance %d)", c.distance);
+		printf("\n  why: %s\n", why);
+		if (*fix)
+			printf("  fix: %s\n", fix);
+		if (kernel)
+			printf("  kernel (%s): %s, distance %d%s\n", kdev, map_name(v.map_type),
+			       v.distance, agree ? "" : "  <- DISAGREES");
+	}
+	if (!agree)
+		return fail(EPROTO, "p2pctl's verdict and the kernel's disagree: please report it");
 	return 0;
 }
 
@@ -903,6 +1296,7 @@ static const struct {
 } cmds[] = {
 	{ "list", "", "every p2pmem provider and NVMe controller, one line each" },
 	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)" },
+	{ "check", "PROVIDER CLIENT", "can CLIENT DMA to PROVIDER's memory? why, and the fix" },
 	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)" },
 	{ "dma-read", "BLK OFF LEN [--dev DEV | --sysfs BDF]",
 	  "O_DIRECT read from a block device into p2pmem" },
@@ -1030,6 +1424,8 @@ int main(int argc, char **argv)
 
 static int run(int argc, char **argv)
 {
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "list"))
 		return argc > 2 ? usage_error("usage: list") : cmd_list();
 	if (!strcmp(argv[1], "info"))

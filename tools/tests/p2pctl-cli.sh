@@ -28,6 +28,8 @@ expect 2 "unknown command 'bogus' (see p2pctl --help)" bogus
 expect 2 "unknown command 'bogus'" bogus --help
 expect 2 'usage: verdict CLIENT' verdict
 expect 2 'usage: list' list extra
+expect 2 'usage: check PROVIDER CLIENT' check 0000:00:00.0
+expect 2 'no such PCI function' check 0000:ff:1f.7 0000:ff:1f.6
 expect 0 '^usage: p2pctl list' list --help
 expect 2 "dma: LEN: not a number: 'abc'" dma-read /dev/null 0 abc
 expect 2 "dma: OFF: not a number: '4x'" dma-read /dev/null 4x 4096
