@@ -57,6 +57,20 @@ check_eq "p2pctl check without a bound provider says the same" \
 	"$(echo "$out2" | grep -v '^  kernel')" "$(echo "$out" | grep -v '^  kernel')"
 bind p2pbar "$IVSHMEM"
 
+# p2pctl topo: the tree shows the provider, ACS redirect where it is set,
+# and its matrix cell for the NVMe is the profile's verdict.
+t=$(p2pctl topo)
+echo "$t" | while read -r line; do diag "topo: $line"; done
+check "p2pctl topo: the provider with its p2pmem and instance" \
+	has "$t" "$IVSHMEM 1af4:1110 p2pbar \[p2pmem 64 MiB, p2pbar0\]"
+[ "$p2pprofile" = acs ] && check "p2pctl topo: ACS redirect on the slot's root port" \
+	has "$t" "0000:00:04.0 1b36:000c pcieport \[ACS redirect\]"
+case "$p2pexpect" in direct) cell="D $p2pdistance" ;; host-bridge) cell="H $p2pdistance" ;; *) cell="-" ;; esac
+got=$(echo "$t" | awk -v p="$IVSHMEM" -v c="$NVME" '
+	/^verdicts/ { getline; pos = index($0, c); next }
+	pos && $1 == p { v = substr($0, pos, 13); sub(/ +$/, "", v); print v }')
+check_eq "p2pctl topo: the matrix says $cell for the NVMe" "$got" "$cell"
+
 # Live KUnit: the kernel's and the provider's verdicts for this profile.
 check "p2p_topology_kunit runs" load p2p_topology_kunit "expect=$p2pexpect distance=$p2pdistance"
 

@@ -3,6 +3,7 @@
  * p2pctl: operate the P2PDMA suite from the shell.
  *
  *   p2pctl list                               every p2pmem provider and NVMe controller
+ *   p2pctl topo                               the PCI tree annotated for P2P, verdict matrix
  *   p2pctl check PROVIDER CLIENT              the kernel's P2P verdict for two functions,
  *                                             why, and what to change; nothing bound
  *   p2pctl info [DEV]                         describe a provider (/dev/p2pbar0)
@@ -738,6 +739,163 @@ static int cmd_check(int argc, char **argv)
 	return 0;
 }
 
+/* ---- topo: the PCI tree, annotated, and a verdict matrix -------------- */
+
+/* sorted names of the PCI functions directly below sysfs directory @dir */
+static int children(const char *dir, char names[][16], int max)
+{
+	unsigned int dom, bus, dev, fn;
+	struct dirent *e;
+	int n = 0;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d)) && n < max)
+		if (sscanf(e->d_name, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4 &&
+		    strlen(e->d_name) == 12)
+			copy_str(names[n++], 16, e->d_name);
+	if (d)
+		closedir(d);
+	qsort(names, n, 16, (int (*)(const void *, const void *))strcmp);
+	return n;
+}
+
+/* what a function is, for the tree: "[p2pmem 64M, p2pbar0]", "[nvme]", ... */
+static void annotate(const char *bdf, char *out, size_t len)
+{
+	char dir[300], v[64], drv[64], node[64];
+	long long sz;
+
+	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%.15s", bdf);
+	out[0] = 0;
+	sysfs_link(dir, "driver", drv, sizeof(drv));
+	if (*drv)
+		snprintf(out, len, " %s", drv);
+	if (acs_redirect(bdf))
+		snprintf(out + strlen(out), len - strlen(out), " [ACS redirect]");
+	sz = strtoll(sysfs_line(dir, "p2pmem/size", v, sizeof(v)), NULL, 0);
+	if (sz > 0) {
+		node[0] = 0;
+		class_dev_of("p2pbar", bdf, node, sizeof(node));
+		snprintf(out + strlen(out), len - strlen(out), " [p2pmem %lld MiB%s%s]", sz >> 20,
+			 *node ? ", " : "", node);
+	}
+}
+
+static void tree(const char *dir, const char *prefix)
+{
+	char names[64][16], sub[PATH_MAX], pre[128], what[160], v[16], d[16];
+	int n = children(dir, names, 64), i;
+
+	for (i = 0; i < n; i++) {
+		char path[400];
+
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%.15s", names[i]);
+		annotate(names[i], what, sizeof(what));
+		printf("%s%s %s %s:%s%s\n", prefix, i == n - 1 ? "`-" : "+-", names[i],
+		       sysfs_line(path, "vendor", v, sizeof(v)) + 2,
+		       sysfs_line(path, "device", d, sizeof(d)) + 2, what);
+		if (snprintf(sub, sizeof(sub), "%s/%.15s", dir, names[i]) >= (int)sizeof(sub) ||
+		    snprintf(pre, sizeof(pre), "%s%s", prefix, i == n - 1 ? "   " : "|  ") >=
+		    (int)sizeof(pre))
+			continue;	/* deeper than anything real */
+		tree(sub, pre);
+	}
+}
+
+/*
+ * The PCI tree as lspci -tv draws it, with what matters for P2P: ACS
+ * redirect on ports, p2pmem, drivers, each host bridge and whether this
+ * kernel allows P2P through it; then the verdict of every provider for
+ * every NVMe controller and provider (the same computation as check).
+ */
+static int cmd_topo(void)
+{
+	const struct allow *list = kernel_major() >= 7 ? allow_7x : allow_6x;
+	char hosts[32][32], prov[64][16], cli[64][16], dir[300], v[64];
+	int nh = 0, np = 0, nc = 0, i, j;
+	struct dirent *e;
+	DIR *d = opendir("/sys/devices");
+
+	while (d && (e = readdir(d)) && nh < 32)
+		if (!strncmp(e->d_name, "pci", 3) && strlen(e->d_name) < 32)
+			copy_str(hosts[nh++], 32, e->d_name);
+	if (d)
+		closedir(d);
+	if (!nh)
+		return fail(ENODEV, "no PCI host bridge in /sys/devices");
+	qsort(hosts, nh, 32, (int (*)(const void *, const void *))strcmp);
+	for (i = 0; i < nh; i++) {
+		struct topo t;
+		char first[1][16];
+		int ok;
+
+		snprintf(dir, sizeof(dir), "/sys/devices/%.31s", hosts[i]);
+		memset(&t, 0, sizeof(t));
+		if (children(dir, first, 1) && !topo_of(first[0], &t) && t.host_vendor)
+			ok = host_allowed(&t, 1, list);
+		else
+			ok = P2PBAR_HOST_NOT_LISTED;
+		printf("%s host bridge%s%s: %s\n", hosts[i], *t.host_dev ? " " : "", t.host_dev,
+		       cpu_routes_p2p() ? "P2P through it (AMD Zen CPU)" :
+		       ok == P2PBAR_HOST_ALLOWLIST ? "P2P through it (in this kernel's allowlist)" :
+		       ok == P2PBAR_HOST_NEEDS_SAME ? "P2P through it between its own devices only" :
+		       "no P2P through it (not in this kernel's allowlist)");
+		tree(dir, "");
+	}
+
+	/* providers: functions with p2pmem; clients: NVMe controllers and providers */
+	d = opendir("/sys/bus/pci/devices");
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", e->d_name);
+		if (*sysfs_line(dir, "p2pmem/size", v, sizeof(v)) && np < 64)
+			copy_str(prov[np++], 16, e->d_name);
+		if ((*v || !strcmp(sysfs_line(dir, "class", v, sizeof(v)), "0x010802")) && nc < 64)
+			copy_str(cli[nc++], 16, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	qsort(prov, np, 16, (int (*)(const void *, const void *))strcmp);
+	qsort(cli, nc, 16, (int (*)(const void *, const void *))strcmp);
+	if (!np) {
+		printf("\nno p2pmem provider (bind p2pbar to a device: p2pctl --help)\n");
+		return 0;
+	}
+	printf("\nverdicts (provider in rows; D direct, H host bridge, - refused; distance):\n%-13s", "");
+	for (j = 0; j < nc; j++)
+		printf(" %-13s", cli[j]);
+	printf("\n");
+	for (i = 0; i < np; i++) {
+		struct topo ta;
+
+		printf("%-13s", prov[i]);
+		if (topo_of(prov[i], &ta)) {
+			printf("\n");
+			continue;
+		}
+		for (j = 0; j < nc; j++) {
+			struct topo tb;
+			struct check c;
+			char cell[16];
+
+			if (!strcmp(prov[i], cli[j]) || topo_of(cli[j], &tb)) {
+				printf(" %-13s", ".");
+				continue;
+			}
+			check_compute(&ta, &tb, &c);
+			if (c.map_type == P2PBAR_MAP_REFUSED)
+				snprintf(cell, sizeof(cell), "-");
+			else
+				snprintf(cell, sizeof(cell), "%c %d",
+					 c.map_type == P2PBAR_MAP_DIRECT ? 'D' : 'H', c.distance);
+			printf(" %-13s", cell);
+		}
+		printf("\n");
+	}
+	return 0;
+}
+
 static const char *map_name(uint32_t m)
 {
 	return m == P2PBAR_MAP_DIRECT ? "direct" :
@@ -1297,6 +1455,7 @@ static const struct {
 	{ "list", "", "every p2pmem provider and NVMe controller, one line each" },
 	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)" },
 	{ "check", "PROVIDER CLIENT", "can CLIENT DMA to PROVIDER's memory? why, and the fix" },
+	{ "topo", "", "the PCI tree with ACS, host bridges, p2pmem; a verdict matrix" },
 	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)" },
 	{ "dma-read", "BLK OFF LEN [--dev DEV | --sysfs BDF]",
 	  "O_DIRECT read from a block device into p2pmem" },
@@ -1424,6 +1583,8 @@ int main(int argc, char **argv)
 
 static int run(int argc, char **argv)
 {
+	if (!strcmp(argv[1], "topo"))
+		return argc > 2 ? usage_error("usage: topo") : cmd_topo();
 	if (!strcmp(argv[1], "check"))
 		return cmd_check(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "list"))

@@ -28,6 +28,7 @@ expect 2 "unknown command 'bogus' (see p2pctl --help)" bogus
 expect 2 "unknown command 'bogus'" bogus --help
 expect 2 'usage: verdict CLIENT' verdict
 expect 2 'usage: list' list extra
+expect 2 'usage: topo' topo extra
 expect 2 'usage: check PROVIDER CLIENT' check 0000:00:00.0
 expect 2 'no such PCI function' check 0000:ff:1f.7 0000:ff:1f.6
 expect 0 '^usage: p2pctl list' list --help
