@@ -574,7 +574,18 @@ void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b)
 	}
 }
 
-int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
+/**
+ * p2pnvme_admin_exec_status - run one admin command and wait for it
+ * @c: the controller
+ * @cmd: the command, data pointers filled in
+ * @result: out (may be NULL): completion dword 0
+ * @status: out: the NVMe status (SCT << 8 | SC) when it failed with one
+ *
+ * Return: 0, -EIO (NVMe status in @status), -ETIMEDOUT, -ECANCELED,
+ * -ENODEV.
+ */
+int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
+			      u16 *status)
 {
 	struct p2pnvme_batch b;
 	struct p2pnvme_req r = {};
@@ -587,10 +598,19 @@ int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
 	p2pnvme_wait_batch(c, &b);
 	if (result)
 		*result = r.result;
-	if (r.error == -EIO)
-		pci_err(c->pdev, "admin opcode %#x failed, status %#x\n", cmd->common.opcode,
-			r.status);
+	*status = r.status;
 	return r.error;
+}
+
+int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
+{
+	u16 status;
+	int ret = p2pnvme_admin_exec_status(c, cmd, result, &status);
+
+	if (ret == -EIO)
+		pci_err(c->pdev, "admin opcode %#x failed, status %#x\n", cmd->common.opcode,
+			status);
+	return ret;
 }
 
 /* ---- timeouts, abort, reset ------------------------------------------- */

@@ -40,6 +40,7 @@
 #define P2PNVME_MAX_XFER	SZ_512K	/* one list page describes it */
 #define P2PNVME_CTRL_PAGE	4096	/* CC.MPS = 0 */
 #define P2PNVME_LIST_SIZE	4096	/* per-command PRP/SGL list */
+#define P2PNVME_PT_MAX		8192	/* admin passthrough data: PRP1 + PRP2 */
 /* command identifier: slot index in the low bits, a generation above */
 #define P2PNVME_CID_SLOT_BITS	12
 #define P2PNVME_CID_SLOT_MASK	((1U << P2PNVME_CID_SLOT_BITS) - 1)
@@ -269,6 +270,11 @@ struct p2pnvme_queue {
  * @model: Identify model number
  * @id_buf: one page for Identify data (coherent, lives as long as the device)
  * @id_dma: its bus address
+ * @pt_buf: P2PNVME_PT_MAX bytes for admin passthrough data (coherent, lives
+ *	    as long as the device: a command that never completes cannot
+ *	    write into freed memory)
+ * @pt_dma: its bus address
+ * @pt_lock: serialises users of @pt_buf
  * @nr_ioq: I/O queue pairs created
  * @adminq: the admin queue (polled)
  * @ioq: the I/O queues
@@ -311,6 +317,9 @@ struct p2pnvme {
 	char model[40];
 	void *id_buf;
 	dma_addr_t id_dma;
+	void *pt_buf;
+	dma_addr_t pt_dma;
+	struct mutex pt_lock;	/* see above */
 	unsigned int nr_ioq;
 	struct p2pnvme_queue adminq;
 	struct p2pnvme_queue *ioq;
@@ -345,6 +354,8 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q);
 int p2pnvme_ctrl_enable(struct p2pnvme *c);
 int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result);
+int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
+			      u16 *status);
 void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
 int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
 		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);

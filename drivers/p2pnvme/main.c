@@ -26,6 +26,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/module.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/overflow.h>
 #include <linux/pci.h>
 #include <linux/seq_file.h>
@@ -403,11 +404,75 @@ out_free:
 	return ret;
 }
 
+/*
+ * NVME_IOCTL_ADMIN_CMD, as nvme-pci's char device takes it (nvme-cli,
+ * libnvme), for what keeps a drive's health view: Identify, Get Log Page,
+ * Get Features. Everything else is refused (-EPERM): p2pnvme owns the
+ * queues, and commands that change the controller (Format, Firmware, queue
+ * management, Set Features) would pull them from under it. The data goes
+ * through a buffer of the controller's own (at most P2PNVME_PT_MAX bytes),
+ * zeroed before each command. Returns the NVMe status (SCT << 8 | SC) when
+ * the controller fails the command, as nvme-pci does, a negative errno
+ * otherwise.
+ */
+static long ioc_admin_passthru(struct p2pnvme *c, unsigned long uarg)
+{
+	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
+	struct nvme_passthru_cmd pt;
+	struct nvme_command cmd = {};
+	u32 result = 0;
+	u16 status = 0;
+	long ret;
+
+	if (copy_from_user(&pt, up, sizeof(pt)))
+		return -EFAULT;
+	if (pt.opcode != nvme_admin_identify && pt.opcode != nvme_admin_get_log_page &&
+	    pt.opcode != nvme_admin_get_features)
+		return -EPERM;
+	if (pt.flags || pt.rsvd1 || pt.metadata || pt.metadata_len || pt.cdw2 || pt.cdw3)
+		return -EINVAL;
+	if (pt.data_len > P2PNVME_PT_MAX || (pt.data_len && !pt.addr))
+		return -EINVAL;
+	if (pt.data_len && !access_ok(u64_to_user_ptr(pt.addr), pt.data_len))
+		return -EFAULT;
+
+	cmd.common.opcode = pt.opcode;
+	cmd.common.nsid = cpu_to_le32(pt.nsid);
+	cmd.common.cdw10 = cpu_to_le32(pt.cdw10);
+	cmd.common.cdw11 = cpu_to_le32(pt.cdw11);
+	cmd.common.cdw12 = cpu_to_le32(pt.cdw12);
+	cmd.common.cdw13 = cpu_to_le32(pt.cdw13);
+	cmd.common.cdw14 = cpu_to_le32(pt.cdw14);
+	cmd.common.cdw15 = cpu_to_le32(pt.cdw15);
+	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
+	if (pt.data_len > P2PNVME_CTRL_PAGE)
+		cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
+
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		return ret;
+	mutex_lock(&c->pt_lock);
+	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
+	ret = p2pnvme_admin_exec_status(c, &cmd, &result, &status);
+	if (!ret && pt.data_len &&
+	    copy_to_user(u64_to_user_ptr(pt.addr), c->pt_buf, pt.data_len))
+		ret = -EFAULT;
+	mutex_unlock(&c->pt_lock);
+	p2pnvme_io_exit(c);
+	if (ret == -EIO)
+		ret = status;	/* the controller's answer, not an errno */
+	if (ret >= 0 && put_user(result, &up->result))
+		return -EFAULT;
+	return ret;
+}
+
 static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 {
 	struct p2pnvme_file *f = filp->private_data;
 
 	switch (cmd) {
+	case NVME_IOCTL_ADMIN_CMD:
+		return ioc_admin_passthru(f->c, uarg);
 	case P2PNVME_IOC_INFO:
 		return ioc_info(f->c, uarg);
 	case P2PNVME_IOC_IO:
@@ -573,6 +638,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	c->pdev = pci_dev_get(pdev);
 	init_rwsem(&c->reset_lock);
 	spin_lock_init(&c->state_lock);
+	mutex_init(&c->pt_lock);
 	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
@@ -600,7 +666,8 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_put;
 	}
 	c->id_buf = dmam_alloc_coherent(dev, PAGE_SIZE, &c->id_dma, GFP_KERNEL);
-	if (!c->id_buf) {
+	c->pt_buf = dmam_alloc_coherent(dev, P2PNVME_PT_MAX, &c->pt_dma, GFP_KERNEL);
+	if (!c->id_buf || !c->pt_buf) {
 		ret = -ENOMEM;
 		goto err_put;
 	}

@@ -156,6 +156,29 @@ else
 fi
 suite_end
 
+# A drive taken from nvme-pci keeps its health view: Identify and the logs
+# through the same passthrough ioctl nvme-cli uses.
+suite_begin client_health
+id=$(p2pctl nvme-id-ctrl $N -o json)
+diag "$id"
+check_eq "nvme-id-ctrl: the serial QEMU was given" "$(js sn "$id")" nvme0
+check_eq "nvme-id-ctrl: QEMU's model" "$(js mn "$id")" "QEMU NVMe Ctrl"
+s0=$(p2pctl nvme-smart $N -o json)
+p2pctl nvme-read $N 0 4096 >/dev/null && p2pctl nvme-read $N 8 4096 >/dev/null
+s1=$(p2pctl nvme-smart $N -o json)
+diag "$s1"
+check_eq "nvme-smart: host_read_commands counted the two reads" \
+	"$(( $(js host_read_commands "$s1") - $(js host_read_commands "$s0") ))" 2
+check "nvme-smart: a temperature in kelvin" [ "$(js temperature "$s1")" -gt 200 ]
+e=$(p2pctl nvme-error-log $N -o json)
+diag "$e"
+check "nvme-error-log: the log's entries (elpe + 1)" \
+	[ "$(js entries "$e")" = "$(( $(js elpe "$id") + 1 ))" ]
+suite_end
+echo "<<<KTAP-BEGIN guest.client_admin>>>"
+p2pnvme-test --admin $N || _any_failed=1
+echo "<<<KTAP-END>>>"
+
 # The drivers explain themselves: each transfer's path and why (p2pnvme
 # tracepoints), the p2pmem behind it (p2pbar's), and on kernels with dynamic
 # debug the same in the log.

@@ -14,6 +14,8 @@
  *                                             fill p2pmem with BYTE, O_DIRECT write to BLK
  *   p2pctl nvme-info [NVME]                   describe a p2pnvme controller (/dev/p2pnvme0)
  *   p2pctl nvme-stats [NVME]                  its counters: transfers by path, failures
+ *   p2pctl nvme-id-ctrl|nvme-smart|nvme-error-log [NVME]
+ *                                             health, through NVME_IOCTL_ADMIN_CMD
  *   p2pctl nvme-read NVME SLBA LEN [opts]     namespace -> buffer through p2pnvme
  *   p2pctl nvme-write NVME SLBA LEN BYTE [opts]
  *                                             buffer filled with BYTE -> namespace
@@ -51,6 +53,7 @@
 #include <unistd.h>
 
 #include <linux/p2pbar.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/p2pnvme.h>
 #include <linux/udmabuf.h>
 
@@ -1165,6 +1168,181 @@ static int cmd_nvme_info(const char *path)
 	return 0;
 }
 
+/* ---- health: Identify, SMART and error logs through NVME_IOCTL_ADMIN_CMD -- */
+
+/* little-endian fields of a log or identify page */
+static uint64_t le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+/*
+ * One admin command through the passthrough p2pnvme shares with nvme-pci
+ * (and nvme-cli): 0, the NVMe status (> 0), or -errno.
+ */
+static int admin(const char *dev, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf,
+		 uint32_t len)
+{
+	struct nvme_admin_cmd cmd = { .opcode = opcode, .nsid = nsid, .cdw10 = cdw10,
+				      .addr = (uintptr_t)buf, .data_len = len };
+	int fd = open(dev, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &cmd);
+	if (ret < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int admin_fail(const char *what, int ret)
+{
+	if (ret < 0)
+		return fail(-ret, what);
+	if (json)
+		printf("{\"error\":\"NVMe status\",\"status\":%d,\"step\":\"%s\"}\n", ret, what);
+	else
+		fprintf(stderr, "p2pctl: %s: NVMe status %#x\n", what, ret);
+	return EIO;
+}
+
+/* printable, trimmed copy of an identify string field */
+static void id_str(char *dst, const uint8_t *src, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : ' ';
+	while (n && dst[n - 1] == ' ')
+		n--;
+	dst[n] = 0;
+}
+
+static int cmd_nvme_id_ctrl(const char *dev)
+{
+	uint8_t id[4096];
+	char sn[21], mn[41], fr[9];
+	int ret = admin(dev, 0x06, 0, 1 /* CNS controller */, id, sizeof(id));
+
+	if (ret)
+		return admin_fail("Identify Controller", ret);
+	id_str(sn, id + 4, 20);
+	id_str(mn, id + 24, 40);
+	id_str(fr, id + 64, 8);
+	if (json) {
+		printf("{\"vid\":%llu,\"ssvid\":%llu,\"sn\":\"", (unsigned long long)le(id, 2),
+		       (unsigned long long)le(id + 2, 2));
+		json_escape(stdout, sn);
+		printf("\",\"mn\":\"");
+		json_escape(stdout, mn);
+		printf("\",\"fr\":\"");
+		json_escape(stdout, fr);
+		printf("\",\"mdts\":%u,\"cntlid\":%llu,\"ver\":%llu,\"oacs\":%llu,\"acl\":%u,"
+		       "\"elpe\":%u,\"sqes\":%u,\"cqes\":%u,\"nn\":%llu,\"sgls\":%llu}\n",
+		       id[77], (unsigned long long)le(id + 78, 2), (unsigned long long)le(id + 80, 4),
+		       (unsigned long long)le(id + 256, 2), id[258], id[262], id[512], id[513],
+		       (unsigned long long)le(id + 516, 4), (unsigned long long)le(id + 536, 4));
+	} else {
+		printf("vid     : %#06llx\nssvid   : %#06llx\nsn      : %s\nmn      : %s\nfr      : %s\n"
+		       "mdts    : %u\ncntlid  : %llu\nver     : %#llx\nelpe    : %u\nnn      : %llu\n",
+		       (unsigned long long)le(id, 2), (unsigned long long)le(id + 2, 2), sn, mn, fr,
+		       id[77], (unsigned long long)le(id + 78, 2), (unsigned long long)le(id + 80, 4),
+		       id[262], (unsigned long long)le(id + 516, 4));
+	}
+	return 0;
+}
+
+/* Get Log Page @lid of @len bytes (a dword multiple) for all namespaces */
+static int get_log(const char *dev, uint8_t lid, void *buf, uint32_t len)
+{
+	return admin(dev, 0x02, 0xffffffff, ((len / 4 - 1) << 16) | lid, buf, len);
+}
+
+static int cmd_nvme_smart(const char *dev)
+{
+	static const struct { const char *name; int off, len; } f[] = {
+		{ "critical_warning", 0, 1 }, { "temperature", 1, 2 }, { "avail_spare", 3, 1 },
+		{ "spare_thresh", 4, 1 }, { "percent_used", 5, 1 },
+		{ "data_units_read", 32, 8 }, { "data_units_written", 48, 8 },
+		{ "host_read_commands", 64, 8 }, { "host_write_commands", 80, 8 },
+		{ "controller_busy_time", 96, 8 }, { "power_cycles", 112, 8 },
+		{ "power_on_hours", 128, 8 }, { "unsafe_shutdowns", 144, 8 },
+		{ "media_errors", 160, 8 }, { "num_err_log_entries", 176, 8 },
+	};
+	uint8_t log[512];
+	unsigned int i;
+	int ret = get_log(dev, 0x02, log, sizeof(log));
+
+	if (ret)
+		return admin_fail("Get Log Page (SMART / Health)", ret);
+	if (json)
+		printf("{");
+	else
+		printf("SMART / health log of %s\n", dev);
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		unsigned long long v = le(log + f[i].off, f[i].len);
+
+		if (json)
+			printf("%s\"%s\":%llu", i ? "," : "", f[i].name, v);
+		else if (!strcmp(f[i].name, "temperature"))
+			printf("%-24s: %llu K (%lld C)\n", f[i].name, v, (long long)v - 273);
+		else
+			printf("%-24s: %llu\n", f[i].name, v);
+	}
+	if (json)
+		printf("}\n");
+	return 0;
+}
+
+static int cmd_nvme_error_log(const char *dev)
+{
+	uint8_t id[4096], log[256 * 64];
+	unsigned int n, i, shown = 0;
+	int ret = admin(dev, 0x06, 0, 1, id, sizeof(id));
+
+	if (ret)
+		return admin_fail("Identify Controller", ret);
+	n = id[262] + 1;	/* ELPE: entries - 1 */
+	if (n * 64 > 8192)
+		n = 8192 / 64;	/* what one passthrough takes */
+	ret = get_log(dev, 0x01, log, n * 64);
+	if (ret)
+		return admin_fail("Get Log Page (Error Information)", ret);
+	if (json)
+		printf("{\"entries\":%u,\"errors\":[", n);
+	else
+		printf("Error information log of %s: %u entries\n", dev, n);
+	for (i = 0; i < n; i++) {
+		const uint8_t *e = log + i * 64;
+		unsigned long long count = le(e, 8);
+
+		if (!count)
+			continue;
+		if (json)
+			printf("%s{\"error_count\":%llu,\"sqid\":%llu,\"cmdid\":%llu,\"status_field\":%llu,"
+			       "\"lba\":%llu,\"nsid\":%llu}", shown ? "," : "", count,
+			       (unsigned long long)le(e + 8, 2), (unsigned long long)le(e + 10, 2),
+			       (unsigned long long)le(e + 12, 2), (unsigned long long)le(e + 16, 8),
+			       (unsigned long long)le(e + 24, 4));
+		else
+			printf("  #%llu: sq %llu cid %llu status %#llx lba %llu nsid %llu\n", count,
+			       (unsigned long long)le(e + 8, 2), (unsigned long long)le(e + 10, 2),
+			       (unsigned long long)le(e + 12, 2) >> 1, (unsigned long long)le(e + 16, 8),
+			       (unsigned long long)le(e + 24, 4));
+		shown++;
+	}
+	if (json)
+		printf("]}\n");
+	else if (!shown)
+		printf("  no errors logged\n");
+	return 0;
+}
+
 /*
  * The transfer @io as @n entries of one P2PNVME_IOC_SUBMIT, all in flight at
  * once; @io gets the path of the last entry, or the status of the first
@@ -1463,6 +1641,9 @@ static const struct {
 	  "fill p2pmem with BYTE, O_DIRECT write to BLK" },
 	{ "nvme-info", "[NVME]", "describe a p2pnvme controller (/dev/p2pnvme0)" },
 	{ "nvme-stats", "[NVME]", "its counters: transfers by path, failures" },
+	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl" },
+	{ "nvme-smart", "[NVME]", "the SMART / health log, as nvme smart-log" },
+	{ "nvme-error-log", "[NVME]", "the error information log, as nvme error-log" },
 	{ "nvme-read", "NVME SLBA LEN [opts]", "namespace -> p2pmem (or --host memory)" },
 	{ "nvme-write", "NVME SLBA LEN BYTE [opts]", "p2pmem filled with BYTE -> namespace" },
 	{ "nvme-zeroes", "NVME SLBA LEN", "Write Zeroes command" },
@@ -1602,6 +1783,12 @@ static int run(int argc, char **argv)
 		return cmd_dma(1, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-info"))
 		return cmd_nvme_info(argc > 2 ? argv[2] : "/dev/p2pnvme0");
+	if (!strcmp(argv[1], "nvme-id-ctrl"))
+		return cmd_nvme_id_ctrl(argc > 2 ? argv[2] : "/dev/p2pnvme0");
+	if (!strcmp(argv[1], "nvme-smart"))
+		return cmd_nvme_smart(argc > 2 ? argv[2] : "/dev/p2pnvme0");
+	if (!strcmp(argv[1], "nvme-error-log"))
+		return cmd_nvme_error_log(argc > 2 ? argv[2] : "/dev/p2pnvme0");
 	if (!strcmp(argv[1], "nvme-stats"))
 		return cmd_nvme_stats(argc > 2 ? argv[2] : "/dev/p2pnvme0");
 	if (!strcmp(argv[1], "nvme-read"))

@@ -6,6 +6,7 @@
  *
  *   p2pnvme-test /dev/p2pnvmeN
  *   p2pnvme-test --stuck-unbind /dev/p2pnvmeN BDF
+ *   p2pnvme-test --admin /dev/p2pnvmeN     the admin passthrough's table
  *	unbind the controller while an I/O ioctl's buffer is stuck in a
  *	userfaultfd fault: the unbind must not wait for the fault
  */
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/nvme_ioctl.h>
 #include <linux/p2pnvme.h>
 #include <linux/userfaultfd.h>
 
@@ -214,6 +216,48 @@ static void inflight_bound(int fd, void *buf, uint64_t lba)
 	}
 }
 
+/*
+ * NVME_IOCTL_ADMIN_CMD: what keeps the health view passes (Identify, Get
+ * Log Page, Get Features), what would pull the queues from under p2pnvme
+ * or change the drive is refused, bad arguments get their errno.
+ */
+static int admin_passthru(const char *dev)
+{
+	static char buf[8192];
+	struct {
+		const char *what;
+		struct nvme_admin_cmd c;
+		int err;
+	} cases[] = {
+		{ "admin: Identify Controller", { .opcode = 0x06, .cdw10 = 1, .data_len = 4096 }, 0 },
+		{ "admin: Get Features (number of queues)", { .opcode = 0x0a, .cdw10 = 7 }, 0 },
+		{ "admin: Format NVM refused", { .opcode = 0x80, .nsid = 1 }, EPERM },
+		{ "admin: Delete I/O SQ refused", { .opcode = 0x00, .cdw10 = 1 }, EPERM },
+		{ "admin: Set Features refused", { .opcode = 0x09, .cdw10 = 7 }, EPERM },
+		{ "admin: flags set", { .opcode = 0x06, .cdw10 = 1, .flags = 1 }, EINVAL },
+		{ "admin: metadata", { .opcode = 0x06, .cdw10 = 1, .metadata_len = 64 }, EINVAL },
+		{ "admin: more than 8 KiB of data", { .opcode = 0x06, .cdw10 = 1, .data_len = 8196 },
+		  EINVAL },
+	};
+	unsigned int i;
+	int ret, fd = open(dev, O_RDONLY);
+
+	if (fd < 0)
+		return 1;
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_admin\n    1..%zu\n",
+	       sizeof(cases) / sizeof(cases[0]));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].c.data_len)
+			cases[i].c.addr = (uintptr_t)buf;
+		ret = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &cases[i].c);
+		ret = ret < 0 ? errno : ret ? EPROTO : 0;	/* > 0: an NVMe status */
+		result(ret == cases[i].err, cases[i].what, cases[i].err, ret);
+	}
+	close(fd);
+	printf("%s 1 client_admin\n", failed ? "not ok" : "ok");
+	return !!failed;
+}
+
 int main(int argc, char **argv)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
@@ -225,6 +269,8 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--stuck-unbind"))
 		return stuck_unbind(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "--admin"))
+		return admin_passthru(argv[2]);
 	if (argc != 2)
 		return 2;
 	fd = open(argv[1], O_RDWR);
