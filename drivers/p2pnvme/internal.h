@@ -72,6 +72,22 @@ enum p2pnvme_stat {
 	ST_IRQS, ST_READS_DMABUF, ST_WRITES_DMABUF, ST_BYTES_DMABUF, ST_NR
 };
 
+/*
+ * Latency of transfers as the caller waits for them (submission to the end
+ * of its batch), per direction and path: count, sum, maximum and a log2
+ * histogram of microseconds (bucket 0: below 2 us, bucket i: [2^i, 2^(i+1))
+ * us, the last one open-ended).
+ */
+#define P2PNVME_LAT_BUCKETS	24
+enum { LAT_P2P, LAT_BOUNCE, LAT_HOST, LAT_DMABUF, LAT_PATHS };
+
+struct p2pnvme_lat {
+	atomic64_t count;
+	atomic64_t sum_ns;
+	atomic64_t max_ns;
+	atomic64_t hist[P2PNVME_LAT_BUCKETS];
+};
+
 /* Controller state; see struct p2pnvme for who moves it where. */
 enum p2pnvme_state {
 	P2PNVME_LIVE,		/* I/O accepted */
@@ -292,6 +308,7 @@ struct p2pnvme_queue {
  * @progress: completions so far (any queue), for waiters that need to know
  *	      whether something happened since they last looked
  * @stats: counters (enum p2pnvme_stat), atomic, read by sysfs
+ * @lat: latency by [write][path], atomic, read by sysfs
  * @kref: held by the driver binding, each open file and a queued reset, so
  *	  that an ioctl on a file that outlived the device finds DEAD
  * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
@@ -331,6 +348,7 @@ struct p2pnvme {
 	wait_queue_head_t wq;
 	atomic_t progress;
 	atomic64_t stats[ST_NR];
+	struct p2pnvme_lat lat[2][LAT_PATHS];
 	struct kref kref;
 	struct dentry *debugfs;
 };

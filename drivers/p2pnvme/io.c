@@ -19,6 +19,9 @@
 
 #include <linux/dma-mapping.h>
 #include <linux/highmem.h>
+#include <linux/ktime.h>
+#include <linux/log2.h>
+#include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/pci-p2pdma.h>
@@ -442,8 +445,29 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 	return 0;
 }
 
-/* The batch is over: count and report (the data is unmapped after). */
-static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
+static void lat_add(struct p2pnvme *c, bool write, unsigned int path, u64 ns)
+{
+	static const u8 idx[] = { [P2PNVME_PATH_P2P] = LAT_P2P, [P2PNVME_PATH_BOUNCE] = LAT_BOUNCE,
+				  [P2PNVME_PATH_HOST] = LAT_HOST, [P2PNVME_PATH_DMABUF] = LAT_DMABUF };
+	struct p2pnvme_lat *l;
+	u64 us = div_u64(ns, NSEC_PER_USEC), max;
+
+	if (path == P2PNVME_PATH_NONE || path >= ARRAY_SIZE(idx))
+		return;
+	l = &c->lat[write][idx[path]];
+	atomic64_inc(&l->count);
+	atomic64_add(ns, &l->sum_ns);
+	max = atomic64_read(&l->max_ns);
+	while (ns > max && !atomic64_try_cmpxchg(&l->max_ns, &max, ns))
+		;
+	atomic64_inc(&l->hist[us < 2 ? 0 : min_t(unsigned int, ilog2(us), P2PNVME_LAT_BUCKETS - 1)]);
+}
+
+/*
+ * The batch is over after @ns: count and report (the data is unmapped
+ * after).
+ */
+static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
 {
 	struct p2pnvme_io *io = r->io;
 	bool write = io->op == P2PNVME_OP_WRITE;
@@ -472,6 +496,7 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r)
 		}
 	}
 	if (!err && has_data(io)) {
+		lat_add(c, write, io->path, ns);
 		trace_p2pnvme_path(c->pdev, write, io->slba, io->len, io->path, r->why);
 		pci_dbg(c->pdev, "%s of %llu bytes at LBA %llu: %s (%s)\n",
 			write ? "write" : "read", io->len, io->slba, p2pnvme_path_name(io->path),
@@ -520,6 +545,7 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 	unsigned int i, pinned, mapped = 0, first;
 	__le64 *scratch = NULL;
 	int ret = 0;
+	u64 t0;
 
 	reqs = kvcalloc(nr, sizeof(*reqs), GFP_KERNEL);
 	if (!reqs)
@@ -559,6 +585,7 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 		goto out_unmap;
 	}
 	p2pnvme_batch_init(&b, false);
+	t0 = ktime_get_ns();
 	for (i = 0; i < nr; i++) {
 		int err = req_submit(c, &b, &reqs[i]);
 		struct p2pnvme_queue *q = reqs[i].q;
@@ -575,9 +602,10 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 	for (i = 0; i < c->nr_ioq; i++)
 		p2pnvme_ring(&c->ioq[i]);
 	p2pnvme_wait_batch(c, &b);
+	t0 = ktime_get_ns() - t0;
 
 	for (i = 0; i < nr; i++)
-		req_complete(c, &reqs[i]);
+		req_complete(c, &reqs[i], t0);
 	reqs_unmap(c, reqs, nr);
 	p2pnvme_io_exit(c);
 	reqs_release(c, reqs, nr);

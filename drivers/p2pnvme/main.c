@@ -517,7 +517,85 @@ static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char
 	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(&c->stats[attr - stat_attrs]));
 }
 
-static struct attribute *stat_attr_list[ST_NR + 1];
+/*
+ * stats/latency_<read|write>_<path>: count, sum and maximum in ns, then the
+ * P2PNVME_LAT_BUCKETS buckets of the log2 histogram in microseconds: an
+ * array of one type, as sysfs allows.
+ */
+static ssize_t lat_show(struct device *dev, struct device_attribute *attr, char *buf);
+
+#define LAT_ATTR(name)	__ATTR(name, 0444, lat_show, NULL)
+
+/* [write * LAT_PATHS + path] */
+static struct device_attribute lat_attrs[2 * LAT_PATHS] = {
+	LAT_ATTR(latency_read_p2p), LAT_ATTR(latency_read_bounce),
+	LAT_ATTR(latency_read_host), LAT_ATTR(latency_read_dmabuf),
+	LAT_ATTR(latency_write_p2p), LAT_ATTR(latency_write_bounce),
+	LAT_ATTR(latency_write_host), LAT_ATTR(latency_write_dmabuf),
+};
+
+static ssize_t lat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	unsigned int i = attr - lat_attrs, b;
+	struct p2pnvme_lat *l = &c->lat[i / LAT_PATHS][i % LAT_PATHS];
+	int len;
+
+	len = sysfs_emit(buf, "%lld %lld %lld", (long long)atomic64_read(&l->count),
+			 (long long)atomic64_read(&l->sum_ns), (long long)atomic64_read(&l->max_ns));
+	for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
+		len += sysfs_emit_at(buf, len, " %lld", (long long)atomic64_read(&l->hist[b]));
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+/* stats/inflight: commands in flight now, per I/O queue */
+static ssize_t inflight_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	unsigned int i;
+	int len = 0;
+
+	down_read(&c->reset_lock);	/* the queues stay while we look */
+	for (i = 0; i < c->nr_ioq && p2pnvme_state(c) < P2PNVME_DELETING; i++)
+		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "", READ_ONCE(c->ioq[i].inflight));
+	up_read(&c->reset_lock);
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+static DEVICE_ATTR_RO(inflight);
+
+/* stats/reset: writing 1 zeroes every counter and histogram */
+static ssize_t reset_store(struct device *dev, struct device_attribute *attr, const char *buf,
+			   size_t count)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	unsigned int i, j, b;
+	bool val;
+	int ret = kstrtobool(buf, &val);
+
+	if (ret)
+		return ret;
+	if (!val)
+		return -EINVAL;
+	for (i = 0; i < ST_NR; i++)
+		atomic64_set(&c->stats[i], 0);
+	for (i = 0; i < 2; i++) {
+		for (j = 0; j < LAT_PATHS; j++) {
+			struct p2pnvme_lat *l = &c->lat[i][j];
+
+			atomic64_set(&l->count, 0);
+			atomic64_set(&l->sum_ns, 0);
+			atomic64_set(&l->max_ns, 0);
+			for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
+				atomic64_set(&l->hist[b], 0);
+		}
+	}
+	pci_dbg(c->pdev, "counters reset by %s\n", current->comm);
+	return count;
+}
+static DEVICE_ATTR_WO(reset);
+
+/* the counters, the latencies, inflight and reset */
+static struct attribute *stat_attr_list[ST_NR + 2 * LAT_PATHS + 2 + 1];
 
 static const struct attribute_group stats_group = {
 	.name = "stats",
@@ -850,6 +928,10 @@ static int __init p2pnvme_init(void)
 
 	for (i = 0; i < ST_NR; i++)
 		stat_attr_list[i] = &stat_attrs[i].attr;
+	for (i = 0; i < 2 * LAT_PATHS; i++)
+		stat_attr_list[ST_NR + i] = &lat_attrs[i].attr;
+	stat_attr_list[ST_NR + 2 * LAT_PATHS] = &dev_attr_inflight.attr;
+	stat_attr_list[ST_NR + 2 * LAT_PATHS + 1] = &dev_attr_reset.attr;
 	ret = alloc_chrdev_region(&p2pnvme_devt, 0, P2PNVME_MAX_DEVS, KBUILD_MODNAME);
 	if (ret)
 		return ret;

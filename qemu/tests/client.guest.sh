@@ -175,6 +175,35 @@ diag "$e"
 check "nvme-error-log: the log's entries (elpe + 1)" \
 	[ "$(js entries "$e")" = "$(( $(js elpe "$id") + 1 ))" ]
 suite_end
+# Counters people ask for: latency by direction and path, bytes/s over an
+# interval, per-queue depth, and a reset.
+suite_begin client_counters
+check "stats reset refuses 0" sh -c "! echo 0 > $STATS/reset 2>/dev/null"
+check "p2pctl nvme-stats --reset" p2pctl nvme-stats $N --reset
+z=$(p2pctl nvme-stats $N -o json)
+check_eq "after the reset: no reads, no latency samples" \
+	"$(js reads_p2p "$z") $(js reads_bounce "$z") $(cat $STATS/latency_read_p2p | cut -d' ' -f1)" "0 0 0"
+for i in 1 2 3; do p2pctl nvme-read $N 2048 65536 >/dev/null; done
+l=$(cat $STATS/latency_read_$want_path)
+diag "latency_read_$want_path: $l"
+set -- $l
+hsum=0; shift 3; for b in "$@"; do hsum=$((hsum + b)); done
+set -- $l
+check_eq "three reads: three latency samples on the $want_path path, three in the histogram" "$1 $hsum" "3 3"
+check "... mean and maximum make sense" [ "$2" -gt 0 -a "$3" -ge $(($2 / 3)) ]
+j=$(p2pctl nvme-stats $N -o json)
+check "nvme-stats -o json: latency count 3, per-queue depth for every I/O queue" \
+	sh -c "echo '$j' | grep -q '\"$want_path\":{\"count\":3,' && \
+	       [ \$(echo '$j' | sed -n 's/.*\"inflight\":\[\([0-9,]*\)\].*/\1/p' | tr ',' '\n' | wc -l) = $(js io_queues "$info") ]"
+( t=$(($(date +%s) + 3)); while [ $(date +%s) -lt $t ]; do p2pctl nvme-read $N 0 1048576 --batch 4 >/dev/null; done ) &
+bg=$!
+sleep 1
+r=$(p2pctl nvme-stats $N --interval 1 -o json)
+wait $bg
+diag "bytes/s $want_path: $(js bytes_per_s_$want_path "$r")"
+check "nvme-stats --interval 1: bytes/s while reads run" [ "$(js bytes_per_s_$want_path "$r")" -gt 0 ]
+suite_end
+
 echo "<<<KTAP-BEGIN guest.client_admin>>>"
 p2pnvme-test --admin $N || _any_failed=1
 echo "<<<KTAP-END>>>"

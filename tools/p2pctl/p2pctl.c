@@ -13,7 +13,9 @@
  *   p2pctl dma-write BLK OFF LEN BYTE (--dev DEV | --sysfs BDF)
  *                                             fill p2pmem with BYTE, O_DIRECT write to BLK
  *   p2pctl nvme-info [NVME]                   describe a p2pnvme controller (/dev/p2pnvme0)
- *   p2pctl nvme-stats [NVME]                  its counters: transfers by path, failures
+ *   p2pctl nvme-stats [NVME] [--interval SEC] [--reset]
+ *                                             counters by path, latency histograms,
+ *                                             bytes/s over SEC, queue depth; --reset
  *   p2pctl nvme-id-ctrl|nvme-smart|nvme-error-log [NVME]
  *                                             health, through NVME_IOCTL_ADMIN_CMD
  *   p2pctl nvme-read NVME SLBA LEN [opts]     namespace -> buffer through p2pnvme
@@ -1400,18 +1402,68 @@ static long long nvme_stat(const char *name, const char *counter)
 }
 
 /* The controller's counters: transfers and bytes by path, then failures. */
-static int cmd_nvme_stats(const char *dev)
+/* stats/latency_<dir>_<path>: count sum_ns max_ns hist[0..]; 0 or -1 */
+#define LAT_BUCKETS 24
+struct lat { long long count, sum, max, hist[LAT_BUCKETS]; };
+
+static int nvme_lat(const char *name, const char *dir, const char *path, struct lat *l)
+{
+	char file[256];
+	FILE *f;
+	int i, ok;
+
+	snprintf(file, sizeof(file), "/sys/class/p2pnvme/%s/stats/latency_%s_%s", name, dir, path);
+	f = fopen(file, "r");
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%lld %lld %lld", &l->count, &l->sum, &l->max) == 3;
+	for (i = 0; ok && i < LAT_BUCKETS; i++)
+		ok = fscanf(f, "%lld", &l->hist[i]) == 1;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+static int cmd_nvme_stats(int argc, char **argv)
 {
 	static const char * const paths[] = { "p2p", "bounce", "host", "dmabuf" };
 	static const char * const other[] = { "refused", "errors", "timeouts", "aborts",
 					       "resets", "cancelled", "irqs" };
-	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
-	char c[32];
-	unsigned int i;
+	static const char * const dirs[] = { "read", "write" };
+	const char *dev = "/dev/p2pnvme0", *name;
+	long long b0[4] = { 0 }, b1[4] = { 0 };
+	uint64_t interval = 0;
+	char c[32], file[256], q[512];
+	unsigned int i, d;
+	int k, reset = 0;
 
+	for (k = 0; k < argc; k++) {
+		if (!strcmp(argv[k], "--interval") && k + 1 < argc)
+			NUM("nvme-stats", "--interval", argv[++k], interval);
+		else if (!strcmp(argv[k], "--reset"))
+			reset = 1;
+		else if (argv[k][0] == '-')
+			return usage_error("nvme-stats: unknown or incomplete option '%s'", argv[k]);
+		else
+			dev = argv[k];
+	}
+	name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
 	snprintf(c, sizeof(c), "reads_%s", paths[0]);
 	if (nvme_stat(name, c) < 0)
 		return fail(ENODEV, dev);
+	/* bytes/s over the interval: two samples of the byte counters */
+	for (i = 0; i < 4; i++) {
+		snprintf(c, sizeof(c), "bytes_%s", paths[i]);
+		b0[i] = nvme_stat(name, c);
+	}
+	if (interval) {
+		sleep(interval);
+		for (i = 0; i < 4; i++) {
+			snprintf(c, sizeof(c), "bytes_%s", paths[i]);
+			b1[i] = nvme_stat(name, c);
+		}
+	}
+	snprintf(file, sizeof(file), "/sys/class/p2pnvme/%s", name);
+	sysfs_line(file, "stats/inflight", q, sizeof(q));
 	if (json) {
 		printf("{\"device\":\"%s\"", dev);
 		for (i = 0; i < 4; i++) {
@@ -1419,29 +1471,69 @@ static int cmd_nvme_stats(const char *dev)
 			printf(",\"%s\":%lld", c, nvme_stat(name, c));
 			snprintf(c, sizeof(c), "writes_%s", paths[i]);
 			printf(",\"%s\":%lld", c, nvme_stat(name, c));
-			snprintf(c, sizeof(c), "bytes_%s", paths[i]);
-			printf(",\"%s\":%lld", c, nvme_stat(name, c));
+			printf(",\"bytes_%s\":%lld", paths[i], interval ? b1[i] : b0[i]);
+			if (interval)
+				printf(",\"bytes_per_s_%s\":%.0f", paths[i],
+				       (double)(b1[i] - b0[i]) / interval);
 		}
 		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
 			printf(",\"%s\":%lld", other[i], nvme_stat(name, other[i]));
-		printf("}\n");
-		return 0;
-	}
-	printf("%s       reads     writes        bytes\n", name);
-	for (i = 0; i < 4; i++) {
-		long long r, w, b;
+		printf(",\"inflight\":[");
+		for (k = 0; q[k]; k++)
+			putchar(q[k] == ' ' ? ',' : q[k]);
+		printf("],\"latency\":{");
+		for (d = 0; d < 2; d++) {
+			printf("%s\"%s\":{", d ? "," : "", dirs[d]);
+			for (i = 0; i < 4; i++) {
+				struct lat l = { 0 };
 
-		snprintf(c, sizeof(c), "reads_%s", paths[i]);
-		r = nvme_stat(name, c);
-		snprintf(c, sizeof(c), "writes_%s", paths[i]);
-		w = nvme_stat(name, c);
-		snprintf(c, sizeof(c), "bytes_%s", paths[i]);
-		b = nvme_stat(name, c);
-		printf("  %-7s %10lld %10lld %12lld\n", paths[i], r, w, b);
+				nvme_lat(name, dirs[d], paths[i], &l);
+				printf("%s\"%s\":{\"count\":%lld,\"mean_ns\":%lld,\"max_ns\":%lld,"
+				       "\"hist_log2_us\":[", i ? "," : "", paths[i], l.count,
+				       l.count ? l.sum / l.count : 0, l.max);
+				for (k = 0; k < LAT_BUCKETS; k++)
+					printf("%s%lld", k ? "," : "", l.hist[k]);
+				printf("]}");
+			}
+			printf("}");
+		}
+		printf("}}\n");
+	} else {
+		printf("%s       reads     writes        bytes%s\n", name, interval ? "      bytes/s" : "");
+		for (i = 0; i < 4; i++) {
+			long long r, w;
+
+			snprintf(c, sizeof(c), "reads_%s", paths[i]);
+			r = nvme_stat(name, c);
+			snprintf(c, sizeof(c), "writes_%s", paths[i]);
+			w = nvme_stat(name, c);
+			printf("  %-7s %10lld %10lld %12lld", paths[i], r, w, interval ? b1[i] : b0[i]);
+			if (interval)
+				printf(" %12.0f", (double)(b1[i] - b0[i]) / interval);
+			printf("\n");
+		}
+		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+			printf("%s%s %lld", i ? ", " : "  ", other[i], nvme_stat(name, other[i]));
+		printf("\n  in flight per queue: %s\n  latency     count    mean us     max us\n", q);
+		for (d = 0; d < 2; d++) {
+			for (i = 0; i < 4; i++) {
+				struct lat l = { 0 };
+
+				if (nvme_lat(name, dirs[d], paths[i], &l) || !l.count)
+					continue;
+				printf("  %-5s %-6s %8lld %10.1f %10.1f\n", dirs[d], paths[i], l.count,
+				       l.sum / 1000.0 / l.count, l.max / 1000.0);
+			}
+		}
 	}
-	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
-		printf("%s%s %lld", i ? ", " : "  ", other[i], nvme_stat(name, other[i]));
-	printf("\n");
+	if (reset) {
+		FILE *f;
+
+		snprintf(file, sizeof(file), "/sys/class/p2pnvme/%s/stats/reset", name);
+		f = fopen(file, "w");
+		if (!f || fputs("1\n", f) < 0 || fclose(f))
+			return fail(errno, "stats/reset");
+	}
 	return 0;
 }
 
@@ -1640,7 +1732,8 @@ static const struct {
 	{ "dma-write", "BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]",
 	  "fill p2pmem with BYTE, O_DIRECT write to BLK" },
 	{ "nvme-info", "[NVME]", "describe a p2pnvme controller (/dev/p2pnvme0)" },
-	{ "nvme-stats", "[NVME]", "its counters: transfers by path, failures" },
+	{ "nvme-stats", "[NVME] [--interval SEC] [--reset]",
+	  "counters by path, latency, bytes/s, queue depth; --reset zeroes them" },
 	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl" },
 	{ "nvme-smart", "[NVME]", "the SMART / health log, as nvme smart-log" },
 	{ "nvme-error-log", "[NVME]", "the error information log, as nvme error-log" },
@@ -1790,7 +1883,7 @@ static int run(int argc, char **argv)
 	if (!strcmp(argv[1], "nvme-error-log"))
 		return cmd_nvme_error_log(argc > 2 ? argv[2] : "/dev/p2pnvme0");
 	if (!strcmp(argv[1], "nvme-stats"))
-		return cmd_nvme_stats(argc > 2 ? argv[2] : "/dev/p2pnvme0");
+		return cmd_nvme_stats(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-read"))
 		return cmd_nvme_io(0, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-write"))
