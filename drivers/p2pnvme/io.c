@@ -447,10 +447,13 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 
 static void lat_add(struct p2pnvme *c, bool write, unsigned int path, u64 ns)
 {
-	static const u8 idx[] = { [P2PNVME_PATH_P2P] = LAT_P2P, [P2PNVME_PATH_BOUNCE] = LAT_BOUNCE,
-				  [P2PNVME_PATH_HOST] = LAT_HOST, [P2PNVME_PATH_DMABUF] = LAT_DMABUF };
-	struct p2pnvme_lat *l;
+	static const u8 idx[] = {
+		[P2PNVME_PATH_P2P] = LAT_P2P, [P2PNVME_PATH_BOUNCE] = LAT_BOUNCE,
+		[P2PNVME_PATH_HOST] = LAT_HOST, [P2PNVME_PATH_DMABUF] = LAT_DMABUF,
+	};
 	u64 us = div_u64(ns, NSEC_PER_USEC), max;
+	struct p2pnvme_lat *l;
+	unsigned int bucket;
 
 	if (path == P2PNVME_PATH_NONE || path >= ARRAY_SIZE(idx))
 		return;
@@ -460,7 +463,8 @@ static void lat_add(struct p2pnvme *c, bool write, unsigned int path, u64 ns)
 	max = atomic64_read(&l->max_ns);
 	while (ns > max && !atomic64_try_cmpxchg(&l->max_ns, &max, ns))
 		;
-	atomic64_inc(&l->hist[us < 2 ? 0 : min_t(unsigned int, ilog2(us), P2PNVME_LAT_BUCKETS - 1)]);
+	bucket = us < 2 ? 0 : min_t(unsigned int, ilog2(us), P2PNVME_LAT_BUCKETS - 1);
+	atomic64_inc(&l->hist[bucket]);
 }
 
 /*

@@ -542,7 +542,8 @@ static ssize_t lat_show(struct device *dev, struct device_attribute *attr, char 
 	int len;
 
 	len = sysfs_emit(buf, "%lld %lld %lld", (long long)atomic64_read(&l->count),
-			 (long long)atomic64_read(&l->sum_ns), (long long)atomic64_read(&l->max_ns));
+			 (long long)atomic64_read(&l->sum_ns),
+			 (long long)atomic64_read(&l->max_ns));
 	for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
 		len += sysfs_emit_at(buf, len, " %lld", (long long)atomic64_read(&l->hist[b]));
 	return len + sysfs_emit_at(buf, len, "\n");
