@@ -83,6 +83,8 @@ P_APPEND= P_LIMIT= P_DISTANCE=-2
 
 append="console=ttyS0 loglevel=3 log_buf_len=16M panic=-1 oops=panic kunit.enable=1 kunit.autorun=1 p2ptest=$test p2pprofile=$profile"
 append+=" p2pexpect=$P_EXPECT p2pdistance=$P_DISTANCE${P_LIMIT:+ p2plimit=$P_LIMIT} $P_APPEND"
+# the failnth test's probe sweep: every K-th fault site (1: all of them)
+append+="${P2P_FAILNTH_STEP:+ p2pfailnth_step=$P2P_FAILNTH_STEP}"
 append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
 mem=1G
 [ "$flavour" = debug ] && mem=3G

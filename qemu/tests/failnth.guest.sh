@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Systematic fault injection (tools/tests/p2pfailnth.c): the N-th
-# allocation of every ioctl of both drivers, and of p2pbar's probe, fails,
+# allocation of every ioctl of both drivers, and of both probes, fails,
 # for N = 1, 2, ... until the operation no longer reaches N. Each injected
 # failure returns an error (or is absorbed) and leaves the state as before;
 # kmemleak (scanned after the run) finds no leak, the log no splat. Needs
@@ -24,6 +24,7 @@ check "p2pbar loads" load p2pbar
 check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
 check "p2pnvme loads" load p2pnvme
 check "p2pnvme takes over $NVME" bind p2pnvme "$NVME"
+check "the kernel filters faults by stack" test -e $F/failslab/require-start
 suite_end
 
 # x86's add_pages() WARNs once when memory hotplug fails: an injected
@@ -31,18 +32,21 @@ suite_end
 echo "P2P-KNOWN-WARNING arch/x86/mm/init_64.c the kernel warns once when memory hotplug (memremap_pages) fails, here by an injected ENOMEM in probe"
 t0=$(date +%s)
 echo "<<<KTAP-BEGIN guest.failnth>>>"
-# p2pnvme's probe is not swept here (p2pfailnth can: a fourth argument,
-# the NVMe BDF): failures injected under pci_enable_device() hit the
-# kernel's own ACPI _PRT evaluation (a KASAN use-after-free in
-# acpi_ns_get_attached_object) and IRQ proc bookkeeping, not the suite's
-# code. It needs a stack filter (CONFIG_FAULT_INJECTION_STACKTRACE_FILTER)
-# that keeps the faults inside p2pnvme.
-p2pfailnth /dev/p2pbar0 "$IVSHMEM" /dev/p2pnvme0 || _any_failed=1
+# p2pnvme's probe too: p2pfailnth keeps those faults inside p2pnvme's
+# stacks and out of pci_enable_device_flags(), whose ACPI IRQ routing has a
+# use-after-free on allocation failure (a kernel bug, not the suite's).
+# Each bind brings the controller up (about 2 s here): make check injects
+# every 10th of its ~360 fault sites; P2P_FAILNTH_STEP=1 on the host (run.sh
+# passes it on) sweeps them all, about 15 minutes.
+echo "P2P-KNOWN-WARNING fs/proc/generic.c the kernel ignores a /proc/irq entry it failed to create (an injected ENOMEM under pci_alloc_irq_vectors()) and warns when it removes it"
+P2P_FAILNTH_STEP=${p2pfailnth_step:-10} \
+	p2pfailnth /dev/p2pbar0 "$IVSHMEM" /dev/p2pnvme0 "$NVME" || _any_failed=1
 echo "<<<KTAP-END>>>"
 
 suite_begin failnth_after
 diag "sweeps took $(( $(date +%s) - t0 )) s"
 check "p2pbar binds again" bind p2pbar "$IVSHMEM"
+check "p2pnvme binds again" bind p2pnvme "$NVME"
 held p2pctl --json nvme-read /dev/p2pnvme0 2048 65536
 hostcheck equal 65536 "bar0@$(echo "$held_out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')" nvme0@$((2048 * 512))
 released
