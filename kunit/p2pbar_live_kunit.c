@@ -13,7 +13,9 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
 #include <linux/io.h>
+#include <linux/fs.h>
 #include <linux/jiffies.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/pci-p2pdma.h>
@@ -166,22 +168,91 @@ static bool rebind(struct live_ctx *ctx)
 }
 
 /*
+ * While remove() waits for an in-kernel user (below), the instance is
+ * REMOVING and already unpublished: an administrator who opened published
+ * before and writes 1 now must get -ENODEV, and the kernel must not have
+ * the memory published again (other users could take it without any
+ * revocation).
+ */
+struct republisher {
+	struct holder *h;
+	struct pci_dev *pdev;
+	struct file *f;		/* published, opened before the unbind */
+	ssize_t wrote;
+	char published[8];
+	struct completion done;
+};
+
+static int republish_fn(void *arg)
+{
+	struct republisher *r = arg;
+	char path[96], one[] = "1";
+	struct file *f;
+	loff_t pos = 0;
+	int i;
+
+	/* the revoke callback runs once remove() has unpublished and waits */
+	for (i = 0; i < 500 && !atomic_read(&r->h->revoked); i++)
+		msleep(10);
+	r->wrote = kernel_write(r->f, one, 1, &pos);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/published",
+		 pci_name(r->pdev));
+	f = filp_open(path, O_RDONLY, 0);
+	pos = 0;
+	if (IS_ERR(f) || kernel_read(f, r->published, sizeof(r->published) - 1, &pos) < 1)
+		strscpy(r->published, "?", sizeof(r->published));
+	if (!IS_ERR(f))
+		filp_close(f, NULL);
+	complete(&r->done);
+	return 0;
+}
+
+/* /sys/class/p2pbar/p2pbarN/published of the instance on @pdev, opened */
+static struct file *open_published(struct pci_dev *pdev)
+{
+	char path[96];
+	struct file *f;
+	int n;
+
+	for (n = 0; n < 8; n++) {
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pbar/p2pbar%d/published",
+			 pci_name(pdev), n);
+		f = filp_open(path, O_WRONLY, 0);
+		if (!IS_ERR(f))
+			return f;
+	}
+	return ERR_PTR(-ENOENT);
+}
+
+/*
  * A user that ignores revoke: unbind must still finish, after the bounded
  * wait, and the memory it may still touch is quarantined: p2pbar refuses
- * to bind the function again until the user's late p2pbar_free().
+ * to bind the function again until the user's late p2pbar_free(). Meanwhile
+ * publishing is refused (see above).
  */
 static void revoke_ignored_is_bounded(struct kunit *test)
 {
 	struct live_ctx *ctx = test->priv;
 	struct holder h = { .free_in_callback = false };
+	struct republisher r = { .h = &h, .pdev = ctx->pdev };
+	struct task_struct *t;
 	struct p2pbar_mem *mem;
 	unsigned long t0, took;
 
 	mem = p2pbar_alloc(ctx->pb, PAGE_SIZE, &holder_ops, &h);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(mem));
+	r.f = open_published(ctx->pdev);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(r.f));
+	init_completion(&r.done);
+	t = kthread_run(republish_fn, &r, "p2pbar-republish");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 	t0 = jiffies;
 	device_release_driver(&ctx->pdev->dev);
 	took = jiffies - t0;
+	wait_for_completion(&r.done);
+	filp_close(r.f, NULL);
+	KUNIT_EXPECT_EQ_MSG(test, r.wrote, -ENODEV, "published written during removal");
+	KUNIT_EXPECT_EQ_MSG(test, r.published[0], '0', "the kernel had it published again");
 	KUNIT_EXPECT_EQ(test, atomic_read(&h.revoked), 1);
 	KUNIT_EXPECT_GE(test, took, 9 * HZ);
 	KUNIT_EXPECT_LT(test, took, 20 * HZ);
