@@ -192,8 +192,8 @@ static int republish_fn(void *arg)
 	int i;
 
 	/* the revoke callback runs once remove() has unpublished and waits */
-	for (i = 0; i < 500 && !atomic_read(&r->h->revoked); i++)
-		msleep(10);
+	for (i = 0; i < 250 && !atomic_read(&r->h->revoked); i++)
+		msleep(20);
 	r->wrote = kernel_write(r->f, one, 1, &pos);
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/published",
 		 pci_name(r->pdev));
