@@ -87,7 +87,7 @@ static int p2pbar_regions_set(const char *val, const struct kernel_param *kp)
 		return -ENOMEM;
 	ret = p2pbar_parse_regions(val, tab, P2PBAR_MAX_DEV_REGIONS, &n, &why);
 	if (ret) {
-		pr_err("region=%s: %s\n", val, why);
+		pr_err("region=%.80s: %s\n", val, why);
 		goto out;
 	}
 	/* devices that are there are checked now: a wrong entry changes nothing */

@@ -174,8 +174,8 @@ static void p2pbar_mem_return(struct p2pbar_mem *mem, enum p2pbar_mem_state to)
 	pb->alloc_count--;
 	mem->state = to;
 	p2pbar_pool_free(pb, mem->vaddr, mem->size);
-	trace_p2pbar_return(pb->pdev, mem->bus, mem->size,
-			    to == P2PBAR_MEM_QUARANTINED ? "quarantined" : "returned");
+	trace_p2pbar_return(pb->pdev, mem->bus, mem->size, to == P2PBAR_MEM_QUARANTINED ?
+			    P2PBAR_TRACE_QUARANTINED : P2PBAR_TRACE_RETURNED);
 }
 
 /*
@@ -343,7 +343,7 @@ struct p2pbar_mem *p2pbar_mem_create(struct p2pbar *pb, size_t len, size_t align
 	if (ops)
 		pb->kernel_users++;
 	mutex_unlock(&pb->lock);
-	trace_p2pbar_alloc(pb->pdev, mem->bus, len, ops ? "kernel" : "user");
+	trace_p2pbar_alloc(pb->pdev, mem->bus, len, ops ? P2PBAR_TRACE_KERNEL : P2PBAR_TRACE_USER);
 	pci_dbg(pb->pdev, "allocated %zu bytes at bus address %#llx for %s (pid %d)\n", len,
 		(u64)mem->bus, ops ? "an in-kernel user" : "userspace", mem->owner_pid);
 	return mem;

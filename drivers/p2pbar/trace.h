@@ -7,22 +7,40 @@
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM p2pbar
 
+#ifndef P2PBAR_TRACE_WHAT
+#define P2PBAR_TRACE_WHAT
+/* what an allocation event is about (no string pointers: modules unload) */
+enum p2pbar_trace_what {
+	P2PBAR_TRACE_USER,		/* ALLOC, mmap */
+	P2PBAR_TRACE_KERNEL,		/* p2pbar_alloc(): in-kernel users, dma-bufs */
+	P2PBAR_TRACE_RETURNED,		/* zeroed, back to the pool */
+	P2PBAR_TRACE_QUARANTINED,	/* a user that ignored its revocation */
+	P2PBAR_TRACE_DMABUF,		/* exported */
+};
+#endif
+
 #if !defined(_P2PBAR_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
 #define _P2PBAR_TRACE_H
 
 #include <linux/pci.h>
 #include <linux/tracepoint.h>
 
+TRACE_DEFINE_ENUM(P2PBAR_TRACE_USER);
+TRACE_DEFINE_ENUM(P2PBAR_TRACE_KERNEL);
+TRACE_DEFINE_ENUM(P2PBAR_TRACE_RETURNED);
+TRACE_DEFINE_ENUM(P2PBAR_TRACE_QUARANTINED);
+TRACE_DEFINE_ENUM(P2PBAR_TRACE_DMABUF);
+
 /* p2pbar_alloc: a new allocation; p2pbar_return: its pages left p2pbar */
 DECLARE_EVENT_CLASS(p2pbar_mem,
-		    TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, const char *what),
+		    TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, unsigned int what),
 		    TP_ARGS(pdev, bus_addr, size, what),
 		    TP_STRUCT__entry(__field(u32, dom)
 				     __field(u8, bus)
 				     __field(u8, devfn)
 				     __field(u64, bus_addr)
 				     __field(u64, size)
-				     __field(const char *, what)),
+				     __field(unsigned int, what)),
 		    TP_fast_assign(__entry->dom = pci_domain_nr(pdev->bus);
 				   __entry->bus = pdev->bus->number;
 				   __entry->devfn = pdev->devfn;
@@ -32,22 +50,28 @@ DECLARE_EVENT_CLASS(p2pbar_mem,
 		    TP_printk("%04x:%02x:%02x.%u bus %#llx size %llu %s",
 			      __entry->dom, __entry->bus,
 			      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn),
-			      __entry->bus_addr, __entry->size, __entry->what)
+			      __entry->bus_addr, __entry->size,
+			      __print_symbolic(__entry->what,
+					       { P2PBAR_TRACE_USER, "user" },
+					       { P2PBAR_TRACE_KERNEL, "kernel" },
+					       { P2PBAR_TRACE_RETURNED, "returned" },
+					       { P2PBAR_TRACE_QUARANTINED, "quarantined" },
+					       { P2PBAR_TRACE_DMABUF, "dma-buf" }))
 );
 
-/* @what: "user" (ALLOC, mmap), "kernel" (p2pbar_alloc(): in-kernel users, dma-bufs) */
+/* @what: P2PBAR_TRACE_USER or _KERNEL */
 DEFINE_EVENT(p2pbar_mem, p2pbar_alloc,
-	     TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, const char *what),
+	     TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, unsigned int what),
 	     TP_ARGS(pdev, bus_addr, size, what));
 
-/* @what: "returned" (zeroed, back to the pool) or "quarantined" */
+/* @what: P2PBAR_TRACE_RETURNED or _QUARANTINED */
 DEFINE_EVENT(p2pbar_mem, p2pbar_return,
-	     TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, const char *what),
+	     TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, unsigned int what),
 	     TP_ARGS(pdev, bus_addr, size, what));
 
-/* @what: "dma-buf" */
+/* @what: P2PBAR_TRACE_DMABUF */
 DEFINE_EVENT(p2pbar_mem, p2pbar_export,
-	     TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, const char *what),
+	     TP_PROTO(struct pci_dev *pdev, u64 bus_addr, u64 size, unsigned int what),
 	     TP_ARGS(pdev, bus_addr, size, what));
 
 /* removal asks @users in-kernel users to give memory back; @left did not */
