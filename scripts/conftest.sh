@@ -39,6 +39,10 @@ probe HAVE_DMA_BUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>' \
 probe HAVE_DMA_FENCE_DRIVER_NAME '#include <linux/dma-fence.h>' \
 	'const char __rcu *n = dma_fence_driver_name(NULL); (void)n;'
 
+# 7.x: page-less dma-buf mappings of MMIO (what vfio's exporter uses)
+probe HAVE_DMA_BUF_PHYS_VEC_TO_SGT '#include <linux/dma-buf-mapping.h>' \
+	'struct sg_table *t = dma_buf_phys_vec_to_sgt(NULL, NULL, NULL, 0, 0, DMA_TO_DEVICE); (void)t;'
+
 # 6.2+: dma_buf_vmap() runs with the reservation lock held
 probe HAVE_DMA_BUF_VMAP_UNLOCKED '#include <linux/dma-buf.h>' \
 	'int r = dma_buf_vmap_unlocked(NULL, NULL); (void)r;'

@@ -4,10 +4,12 @@
  * hands it out as a dma-buf, for importers that can DMA to a peer's BAR
  * (RDMA ibv_reg_dmabuf_mr(), GPU drivers, p2pnvme's P2PNVME_IO_F_DMABUF).
  *
- * Every mapping is made for the importing device with dma_map_sgtable() of
- * the allocation's P2PDMA pages: bus addresses under a shared switch, IOMMU
- * or CPU physical addresses through an allowed host bridge, -EREMOTEIO when
- * the importer cannot reach the BAR at all.
+ * Every mapping is made for the importing device by the kernel's P2PDMA
+ * verdict: bus addresses under a shared switch, IOMMU or CPU physical
+ * addresses through an allowed host bridge, -EREMOTEIO when the importer
+ * cannot reach the BAR at all. On 7.x it is page-less
+ * (dma_buf_phys_vec_to_sgt(), as vfio does), before that dma_map_sgtable()
+ * of the allocation's P2PDMA pages.
  *
  * The memory belongs to a device that can go away, so only importers that
  * can be revoked are taken: peer2peer capable, dynamic, with an
@@ -38,10 +40,14 @@
 #include <linux/kallsyms.h>
 #include <linux/mm.h>
 #include <linux/p2pbar.h>
+#include <linux/pci-p2pdma.h>
 #include <linux/p2p_ioctl.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <p2p_compat.h>
+#ifdef HAVE_DMA_BUF_PHYS_VEC_TO_SGT
+#include <linux/dma-buf-mapping.h>
+#endif
 
 #include "internal.h"
 #include "trace.h"
@@ -170,6 +176,38 @@ static void p2pbar_dmabuf_unpin(struct dma_buf_attachment *attach)
 	d->pins--;
 }
 
+#ifdef HAVE_DMA_BUF_PHYS_VEC_TO_SGT
+/*
+ * 7.x: the page-less mapping vfio's exporter uses. The allocation is one
+ * physical range of the BAR; the core maps it for the importer by the
+ * kernel's P2PDMA verdict (bus addresses, DMA_ATTR_MMIO through the host
+ * bridge, one IOVA range under an IOMMU) and splits it only where a 32-bit
+ * length demands. No struct page reaches the importer.
+ */
+static struct sg_table *p2pbar_dmabuf_map_phys(struct dma_buf_attachment *attach,
+					       struct p2pbar_dmabuf *d,
+					       enum dma_data_direction dir)
+{
+	struct p2pbar_mem *mem = d->mem;
+	struct phys_vec range = {
+		.paddr = page_to_phys(virt_to_page(p2pbar_mem_vaddr(mem))),
+		.len = d->size,
+	};
+	struct p2pdma_provider *provider = pcim_p2pdma_provider(d->pdev, mem->pb->region.bar);
+	struct sg_table *sgt;
+
+	if (!provider)
+		return ERR_PTR(-ENODEV);
+	/* the core says -EINVAL for an importer it cannot map: say why */
+	if (pci_p2pdma_distance(d->pdev, attach->dev, false) < 0)
+		return ERR_PTR(-EREMOTEIO);
+	sgt = dma_buf_phys_vec_to_sgt(attach, provider, &range, 1, d->size, dir);
+	if (!IS_ERR(sgt))
+		d->maps++;
+	return sgt;
+}
+
+#else
 /*
  * The length of the mapping entry at bus address @bus with @left bytes to
  * go: as long as @dev takes (its maximum segment size and segment boundary,
@@ -188,24 +226,21 @@ static size_t p2pbar_dmabuf_seg_len(struct device *dev, u64 bus, size_t left)
 	return len;
 }
 
-static struct sg_table *p2pbar_dmabuf_map(struct dma_buf_attachment *attach,
-					  enum dma_data_direction dir)
+/*
+ * Before 7.x: the allocation's P2PDMA pages through dma_map_sgtable(), one
+ * entry per run the importer's DMA limits allow.
+ */
+static struct sg_table *p2pbar_dmabuf_map_pages(struct dma_buf_attachment *attach,
+						struct p2pbar_dmabuf *d,
+						enum dma_data_direction dir)
 {
-	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
+	void *vaddr = p2pbar_mem_vaddr(d->mem);
+	u64 bus = p2pbar_mem_bus_addr(d->mem);
 	unsigned int n = 0, i;
 	struct sg_table *sgt;
 	struct scatterlist *sg;
 	size_t off, len;
-	void *vaddr;
-	u64 bus;
 	int ret;
-
-	dma_resv_assert_held(attach->dmabuf->resv);
-	if (d->revoked)
-		return ERR_PTR(-ENODEV);
-	/* d->mem stays until a revoke, which needs the resv lock we hold */
-	vaddr = p2pbar_mem_vaddr(d->mem);
-	bus = p2pbar_mem_bus_addr(d->mem);
 
 	for (off = 0; off < d->size; off += len, n++)
 		len = p2pbar_dmabuf_seg_len(attach->dev, bus + off, d->size - off);
@@ -234,6 +269,23 @@ err_free:
 	kfree(sgt);
 	return ERR_PTR(ret);
 }
+#endif
+
+static struct sg_table *p2pbar_dmabuf_map(struct dma_buf_attachment *attach,
+					  enum dma_data_direction dir)
+{
+	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (d->revoked)
+		return ERR_PTR(-ENODEV);
+	/* d->mem stays until a revoke, which needs the resv lock we hold */
+#ifdef HAVE_DMA_BUF_PHYS_VEC_TO_SGT
+	return p2pbar_dmabuf_map_phys(attach, d, dir);
+#else
+	return p2pbar_dmabuf_map_pages(attach, d, dir);
+#endif
+}
 
 /* a mapping or vmap went: the last one after a revocation lets it finish */
 static void p2pbar_dmabuf_put_map(struct p2pbar_dmabuf *d)
@@ -252,9 +304,13 @@ static void p2pbar_dmabuf_unmap(struct dma_buf_attachment *attach, struct sg_tab
 	struct p2pbar_dmabuf *d = attach->dmabuf->priv;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
+#ifdef HAVE_DMA_BUF_PHYS_VEC_TO_SGT
+	dma_buf_free_sgt(attach, sgt, dir);
+#else
 	dma_unmap_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	sg_free_table(sgt);
 	kfree(sgt);
+#endif
 	p2pbar_dmabuf_put_map(d);
 }
 
@@ -518,7 +574,7 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 	}
 	d->dmabuf = dmabuf;
 	mutex_unlock(&d->lock);
-	trace_p2pbar_export(d->pdev, p2pbar_mem_bus_addr(mem), size, "dma-buf");
+	trace_p2pbar_export(d->pdev, p2pbar_mem_bus_addr(mem), size, P2PBAR_TRACE_DMABUF);
 	/* from here dma_buf_put() frees d and the memory */
 	if (bus_addr)
 		*bus_addr = p2pbar_mem_bus_addr(mem);
