@@ -31,6 +31,7 @@ results hostd recorded, plus the kernel log checks (the guest reached
 "P2P-EXIT 0" without an oops, BUG, WARNING, KASAN, lockdep or kmemleak
 report).
 """
+import hashlib
 import os
 import re
 import sys
@@ -137,6 +138,13 @@ def do_check(run, words):
             if limit != 'none':
                 return 'ok', f'{desc} # SKIP emulator limitation: {limit}', f'first difference at +{diff}'
             return 'not ok', desc, f'first difference at +{diff}'
+        if kind == 'sha256':
+            a = read_at(run, args[2], length)
+            got = hashlib.sha256(a).hexdigest()
+            ok = len(a) == length and got == args[3]
+            return ('ok' if ok else 'not ok',
+                    f'host computes the sha256 of {args[2]} ({length} bytes) the guest printed',
+                    '' if ok else f'host {got}, guest {args[3]}')
         if kind == 'fill':
             a = read_at(run, args[2], length)
             byte = int(args[3], 0)

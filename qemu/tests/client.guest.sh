@@ -175,6 +175,13 @@ diag "$e"
 check "nvme-error-log: the log's entries (elpe + 1)" \
 	[ "$(js entries "$e")" = "$(( $(js elpe "$id") + 1 ))" ]
 suite_end
+# Checksums coreutils reproduce: p2pctl's sha256 of the moved bytes is what
+# the host computes over the same range of the image.
+o=$(p2pctl -o json nvme-read $N 2048 262144 --host)
+hostcheck sha256 262144 nvme0@$((2048 * 512)) "$(js sha256 "$o")"
+o=$(p2pctl -o json nvme-read $N 4096 131072)
+hostcheck sha256 131072 nvme0@$((4096 * 512)) "$(js sha256 "$o")"
+
 # Counters people ask for: latency by direction and path, bytes/s over an
 # interval, per-queue depth, and a reset.
 suite_begin client_counters
@@ -212,16 +219,20 @@ echo "<<<KTAP-END>>>"
 # tracepoints), the p2pmem behind it (p2pbar's), and on kernels with dynamic
 # debug the same in the log.
 suite_begin client_trace
-T=/sys/kernel/debug/tracing
-ev() { echo "$2" > "$T/events/$1/enable"; }
+# tracefs: its own mount on 7.x, also under debugfs before
+T=/sys/kernel/tracing
+[ -e $T/trace ] || mount -t tracefs nodev $T 2>/dev/null
+[ -e $T/trace ] || T=/sys/kernel/debug/tracing
+check "tracefs is there ($T)" test -e $T/trace
+ev() { [ -e "$T/events/$1/enable" ] && echo "$2" > "$T/events/$1/enable"; }
 ev p2pnvme/p2pnvme_path 1; ev p2pnvme/p2pnvme_bounce_copy 1; ev p2pbar 1
 DD=/proc/dynamic_debug/control
 [ -e $DD ] && echo 'module p2pnvme +p; module p2pbar +p' > $DD
-: > $T/trace
+[ -e $T/trace ] && : > $T/trace
 p2pctl nvme-read $N 2048 65536 >/dev/null
 p2pctl nvme-read $N 2048 65536 --bounce >/dev/null
 p2pctl nvme-read $N 2048 65536 --no-bounce >/dev/null 2>&1
-tr=$(cat $T/trace)
+tr=$(cat $T/trace 2>/dev/null)
 ev p2pnvme/p2pnvme_path 0; ev p2pnvme/p2pnvme_bounce_copy 0; ev p2pbar 0
 if [ "$p2pexpect" = refused ]; then
 	first="path bounce (topology refuses P2P)"; last="path refused (P2P refused, bouncing not allowed)"

@@ -1083,9 +1083,74 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
 	return h;
 }
 
+/* SHA-256 (FIPS 180-4): one 64-byte block into the state @h */
+static void sha256_block(uint32_t h[8], const unsigned char *blk)
+{
+	static const uint32_t k[64] = {
+		0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+		0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+		0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+		0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+		0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+		0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+		0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+		0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+		0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+		0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+		0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+	};
+	uint32_t w[64], v[8], t1, t2;
+	int i;
+
+#define ROR(x, r) ((x) >> (r) | (x) << (32 - (r)))
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)blk[4 * i] << 24 | (uint32_t)blk[4 * i + 1] << 16 |
+		       (uint32_t)blk[4 * i + 2] << 8 | blk[4 * i + 3];
+	for (i = 16; i < 64; i++)
+		w[i] = (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10)) + w[i - 7] +
+		       (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3)) + w[i - 16];
+	memcpy(v, h, sizeof(v));
+	for (i = 0; i < 64; i++) {
+		t1 = v[7] + (ROR(v[4], 6) ^ ROR(v[4], 11) ^ ROR(v[4], 25)) +
+		     ((v[4] & v[5]) ^ (~v[4] & v[6])) + k[i] + w[i];
+		t2 = (ROR(v[0], 2) ^ ROR(v[0], 13) ^ ROR(v[0], 22)) +
+		     ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
+		memmove(v + 1, v, 7 * sizeof(v[0]));
+		v[4] += t1;
+		v[0] = t1 + t2;
+	}
+#undef ROR
+	for (i = 0; i < 8; i++)
+		h[i] += v[i];
+}
+
+/* SHA-256 of @n bytes at @p, as hex: what sha256sum prints for them */
+static void sha256_hex(const unsigned char *p, size_t n, char out[65])
+{
+	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+			  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	unsigned char tail[128] = { 0 };
+	size_t full = n & ~(size_t)63, rest = n - full, i, tl;
+	uint64_t bits = (uint64_t)n * 8;
+
+	for (i = 0; i < full; i += 64)
+		sha256_block(h, p + i);
+	memcpy(tail, p + full, rest);	/* p2pmem is read as it is copied */
+	tail[rest] = 0x80;
+	tl = rest + 1 + 8 <= 64 ? 64 : 128;
+	for (i = 0; i < 8; i++)
+		tail[tl - 1 - i] = bits >> (8 * i);
+	sha256_block(h, tail);
+	if (tl == 128)
+		sha256_block(h, tail + 64);
+	for (i = 0; i < 8; i++)
+		snprintf(out + 8 * i, 9, "%08x", h[i]);
+}
+
 static int cmd_dma(int write, int argc, char **argv)
 {
 	const char *blk, *dev = "/dev/p2pbar0", *bdf = NULL;
+	char sha[65];
 	unsigned long long off, len;
 	int i, bfd, byte = 0, n = 0;
 	struct p2pbuf b;
@@ -1125,13 +1190,14 @@ static int cmd_dma(int write, int argc, char **argv)
 		return fail(errno, write ? "O_DIRECT pwrite from p2pmem" : "O_DIRECT pread into p2pmem");
 	if ((unsigned long long)r != len)
 		return fail(EIO, "short transfer");
+	sha256_hex(b.p, len, sha);
 	if (json)
-		printf("{\"bytes\":%zd,\"bar_offset\":%llu,\"fnv1a\":\"%016llx\"}\n", r,
-		       (unsigned long long)b.bar_offset, (unsigned long long)fnv1a(b.p, len));
+		printf("{\"bytes\":%zd,\"bar_offset\":%llu,\"fnv1a\":\"%016llx\",\"sha256\":\"%s\"}\n",
+		       r, (unsigned long long)b.bar_offset, (unsigned long long)fnv1a(b.p, len), sha);
 	else
-		printf("%s %zd bytes, p2pmem at BAR offset %#llx, fnv1a %016llx\n",
+		printf("%s %zd bytes, p2pmem at BAR offset %#llx, fnv1a %016llx, sha256 %s\n",
 		       write ? "wrote" : "read", r, (unsigned long long)b.bar_offset,
-		       (unsigned long long)fnv1a(b.p, len));
+		       (unsigned long long)fnv1a(b.p, len), sha);
 	close(bfd);
 	munmap(b.p, len);
 	close(b.fd);
@@ -1545,7 +1611,7 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	int i, fd, host = 0, byte = 0, err, dmabuf = 0, udmabuf = 0, dfd = -1;
 	unsigned int batch = 0;
 	unsigned char *buf = NULL;
-	char sum[40] = "";
+	char sum[40] = "", sha[65] = "";
 	size_t maplen;
 	struct p2pbuf b = { .fd = -1 };
 
@@ -1634,17 +1700,20 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		return err;
 	}
 	close(fd);
-	if (buf)
+	if (buf) {
 		snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)fnv1a(buf + off, io.len));
+		sha256_hex(buf + off, io.len, sha);
+	}
 	if (json)
 		printf("{\"bytes\":%llu,\"entries\":%u,\"path\":\"%s\",\"bar_offset\":%llu,"
-		       "\"fnv1a\":\"%s\"}\n", (unsigned long long)io.len, batch ? batch : 1,
-		       path_name(io.path), boff + off, sum);
+		       "\"fnv1a\":\"%s\",\"sha256\":\"%s\"}\n", (unsigned long long)io.len,
+		       batch ? batch : 1, path_name(io.path), boff + off, sum, sha);
 	else
-		printf("%s %llu bytes at LBA %llu via %s (%u request%s)%s%s\n",
+		printf("%s %llu bytes at LBA %llu via %s (%u request%s)%s%s%s%s\n",
 		       write ? "wrote" : "read", (unsigned long long)io.len,
 		       (unsigned long long)io.slba, path_name(io.path), batch ? batch : 1,
-		       batch > 1 ? "s in one batch" : "", *sum ? ", fnv1a " : "", sum);
+		       batch > 1 ? "s in one batch" : "", *sum ? ", fnv1a " : "", sum,
+		       *sha ? ", sha256 " : "", sha);
 	if (buf)
 		munmap(buf, maplen);
 	if (b.fd >= 0)
