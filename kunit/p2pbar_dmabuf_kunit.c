@@ -254,43 +254,50 @@ out:
 }
 
 /*
- * A large export is one entry per maximum segment of the importer: 512 of
- * them at the PCI default of 64 KiB, 32 at 1 MiB, one when the importer
- * takes any length (as RDMA and NVMe drivers set it). 7.x's page-less
- * mapping splits only at 32-bit lengths: one entry each time.
+ * The largest export the bench's BAR allows (all of its 64 MiB) is one
+ * entry per maximum segment of the importer: size / 64 KiB of them at the
+ * PCI default, size / 1 MiB at 1 MiB, one when the importer takes any
+ * length (as RDMA and NVMe drivers set it). 7.x's page-less mapping splits
+ * only at 32-bit lengths: one entry each time.
  */
 static void coalesced_mapping(struct kunit *test)
 {
-#ifdef HAVE_DMA_BUF_PHYS_VEC_TO_SGT
-	static const struct { unsigned int seg, nents; } rows[] = {
-		{ SZ_64K, 1 }, { SZ_1M, 1 }, { UINT_MAX, 1 },
-	};
-#else
-	static const struct { unsigned int seg, nents; } rows[] = {
-		{ SZ_64K, SZ_32M / SZ_64K }, { SZ_1M, SZ_32M / SZ_1M }, { UINT_MAX, 1 },
-	};
-#endif
+	static const unsigned int segs[] = { SZ_64K, SZ_1M, UINT_MAX };
 	struct dmabuf_ctx *ctx = test->priv;
 	struct device *dev = &ctx->pdev->dev;
 	unsigned int seg = dma_get_max_seg_size(dev), i;
 	struct dma_buf_attachment *attach;
+	struct dma_buf *dmabuf = NULL;
 	struct mock m = {};
-	struct dma_buf *dmabuf;
 	struct sg_table *sgt;
 	pci_bus_addr_t bus;
+	size_t size;
 
-	dmabuf = p2pbar_dmabuf_export(ctx->pb, SZ_32M, &bus);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
+	/* dma-bufs of the cases before go back by delayed fput: let them */
+	flush_delayed_fput();
+	for (size = SZ_64M; size >= SZ_16M; size -= SZ_2M) {
+		dmabuf = p2pbar_dmabuf_export(ctx->pb, size, &bus);
+		if (!IS_ERR(dmabuf))
+			break;
+	}
+	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(dmabuf), "no 16 MiB left in the BAR");
+	kunit_info(test, "a %zu MiB export", size >> 20);
 	attach = dma_buf_dynamic_attach(dmabuf, dev, &mock_p2p_ops, &m);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(attach));
-	for (i = 0; i < ARRAY_SIZE(rows); i++) {
-		dma_set_max_seg_size(dev, rows[i].seg);
+	for (i = 0; i < ARRAY_SIZE(segs); i++) {
+		/* 7.x: page-less, split at 4 GiB only; before: at the max segment */
+#ifdef HAVE_DMA_BUF_PHYS_VEC_TO_SGT
+		unsigned int want = 1;
+#else
+		unsigned int want = DIV_ROUND_UP(size, ALIGN_DOWN(segs[i], PAGE_SIZE));
+#endif
+
+		dma_set_max_seg_size(dev, segs[i]);
 		dma_resv_lock(dmabuf->resv, NULL);
 		sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
 		if (!IS_ERR(sgt)) {
-			KUNIT_EXPECT_EQ_MSG(test, sgt->nents, rows[i].nents,
-					    "max segment %#x", rows[i].seg);
-			check_mapping(test, sgt, bus, SZ_32M, true);
+			KUNIT_EXPECT_EQ_MSG(test, sgt->nents, want, "max segment %#x", segs[i]);
+			check_mapping(test, sgt, bus, size, true);
 			dma_buf_unmap_attachment(attach, sgt, DMA_BIDIRECTIONAL);
 		}
 		dma_resv_unlock(dmabuf->resv);
@@ -299,6 +306,7 @@ static void coalesced_mapping(struct kunit *test)
 	dma_set_max_seg_size(dev, seg);
 	dma_buf_detach(dmabuf, attach);
 	dma_buf_put(dmabuf);
+	flush_delayed_fput();	/* the BAR back for the cases after */
 }
 
 /* vmap is the allocation's I/O memory; CPU access brackets succeed. */
