@@ -690,6 +690,9 @@ static int cmd_check(int argc, char **argv)
 
 	if (argc != 2)
 		return usage_error("usage: check PROVIDER CLIENT (PCI addresses)");
+	/* without root, config space past 64 bytes reads short: ACS unknown */
+	if (geteuid())
+		return fail(EACCES, "check reads the ACS capabilities in config space: run it as root");
 	ret = topo_of(argv[0], &ta);
 	if (!ret)
 		ret = topo_of(argv[1], &tb);
@@ -819,7 +822,11 @@ static int cmd_topo(void)
 	char hosts[32][32], prov[64][16], cli[64][16], dir[300], v[64];
 	int nh = 0, np = 0, nc = 0, i, j;
 	struct dirent *e;
-	DIR *d = opendir("/sys/devices");
+	DIR *d;
+
+	if (geteuid())
+		return fail(EACCES, "topo reads the ACS capabilities in config space: run it as root");
+	d = opendir("/sys/devices");
 
 	while (d && (e = readdir(d)) && nh < 32)
 		if (!strncmp(e->d_name, "pci", 3) && strlen(e->d_name) < 32)
