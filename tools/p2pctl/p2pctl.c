@@ -277,10 +277,25 @@ static int bdf_cmp(const void *a, const void *b)
 	return strcmp(*(char * const *)a, *(char * const *)b);
 }
 
+/* other candidate clients by PCI class: NICs (RDMA), GPUs, accelerators */
+static const char *client_kind(const char *class)
+{
+	unsigned long c = strtoul(class, NULL, 16);
+
+	switch (c >> 16) {
+	case 0x02: return "nic";
+	case 0x03: return "gpu";
+	case 0x12: return "accel";
+	case 0x0b: return (c >> 8) == 0x0b40 ? "accel" : NULL;	/* co-processor */
+	}
+	return NULL;
+}
+
 /*
  * Every PCI function that has p2pmem (bound p2pbar instances, NVMe CMBs,
  * anything the kernel's P2PDMA core knows), every NVMe controller (driven
- * by p2pnvme, nvme or nothing), one line each.
+ * by p2pnvme, nvme or nothing), and the other candidate clients (NICs,
+ * GPUs, accelerators), one line each.
  */
 static int cmd_list(void)
 {
@@ -303,11 +318,12 @@ static int cmd_list(void)
 		printf("%-13s %-9s %-8s %-11s %10s %10s %s\n", "PCI", "KIND", "DRIVER", "DEVICE",
 		       "P2PMEM", "AVAILABLE", "PUBLISHED");
 	for (i = 0; i < n; i++) {
-		const char *kind = NULL;
+		const char *kind = NULL, *client;
 		int has_p2pmem, nvme;
 
 		snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
 		nvme = !strcmp(sysfs_line(dir, "class", v, sizeof(v)), "0x010802");
+		client = client_kind(v);
 		has_p2pmem = *sysfs_line(dir, "p2pmem/size", sz, sizeof(sz)) != 0;
 		sysfs_link(dir, "driver", drv, sizeof(drv));
 		node[0] = 0;
@@ -321,6 +337,8 @@ static int cmd_list(void)
 			kind = nvme ? "nvme-cmb" : "provider";
 		} else if (nvme) {
 			kind = "nvme";
+		} else if (client) {
+			kind = client;	/* a DMA master that could use p2pmem */
 		}
 		if (!kind)
 			continue;
@@ -1798,7 +1816,7 @@ static int cmd_nvme_copy(int argc, char **argv)
 static const struct {
 	const char *name, *args, *help;
 } cmds[] = {
-	{ "list", "", "every p2pmem provider and NVMe controller, one line each" },
+	{ "list", "", "p2pmem providers, NVMe controllers, other candidate clients" },
 	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)" },
 	{ "check", "PROVIDER CLIENT", "can CLIENT DMA to PROVIDER's memory? why, and the fix" },
 	{ "topo", "", "the PCI tree with ACS, host bridges, p2pmem; a verdict matrix" },
