@@ -197,6 +197,17 @@ static void check_mapping(struct kunit *test, struct sg_table *sgt, u64 bus, siz
 	KUNIT_EXPECT_EQ(test, total, (u64)size);
 }
 
+/* what an export takes: a non-zero multiple of the page size */
+static void export_args(struct kunit *test)
+{
+	struct dmabuf_ctx *ctx = test->priv;
+
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_dmabuf_export(ctx->pb, 0, NULL)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_dmabuf_export(ctx->pb, 100, NULL)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_dmabuf_export(ctx->pb, PAGE_SIZE + 1, NULL)),
+			-EINVAL);
+}
+
 static void importer_matrix(struct kunit *test)
 {
 	const struct importer_case *c = test->param_value;
@@ -535,6 +546,7 @@ static void rdma_skip(struct kunit *test)
 #endif
 
 static struct kunit_case dmabuf_cases[] = {
+	KUNIT_CASE(export_args),
 	KUNIT_CASE_PARAM(importer_matrix, importer_gen_params),
 	KUNIT_CASE(coalesced_mapping),
 	KUNIT_CASE(cpu_views),

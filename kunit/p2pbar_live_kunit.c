@@ -4,8 +4,8 @@
  * allocation through p2pbar_alloc(), what the accessors return, lookup by
  * client, and removal while in-kernel users hold memory (the revoke
  * callback, the bounded wait, taking pages back from a user that never
- * frees), and the dma-buf exporter's rules: which importers may attach,
- * what a mapping holds, revocation on unbind. The bench binds p2pbar to the
+ * frees), and the dma-buf exporter's revocation on unbind (which importers
+ * may attach and what a mapping holds: p2pbar_dmabuf_kunit.c). The bench binds p2pbar to the
  * ivshmem device before loading this.
  */
 #include <kunit/test.h>
@@ -318,61 +318,6 @@ static const struct dma_buf_attach_ops p2p_importer = {
 	.P2P_DMA_BUF_INVALIDATE_OP = importer_invalidate,
 };
 
-static const struct dma_buf_attach_ops host_only_importer = {
-	.allow_peer2peer = false,
-	.P2P_DMA_BUF_INVALIDATE_OP = importer_invalidate,
-};
-
-/*
- * Static and non-peer2peer importers are turned away; a peer2peer dynamic
- * one gets a mapping of bus addresses (the importer here is the provider
- * itself: the kernel maps that as PCI_P2PDMA_MAP_BUS_ADDR). Pinning and
- * the other importer kinds: p2pbar_dmabuf_kunit.c.
- */
-static void dmabuf_importer_rules(struct kunit *test)
-{
-	struct live_ctx *ctx = test->priv;
-	struct device *dev = &ctx->pdev->dev;
-	struct dma_buf_attachment *attach;
-	struct importer im = {};
-	struct dma_buf *dmabuf;
-	struct sg_table *sgt;
-	struct scatterlist *sg;
-	pci_bus_addr_t bus;
-	u64 expect, total = 0;
-	unsigned int i;
-
-	KUNIT_EXPECT_EQ(test, PTR_ERR(p2pbar_dmabuf_export(ctx->pb, 100, NULL)), -EINVAL);
-	dmabuf = p2pbar_dmabuf_export(ctx->pb, 3 * PAGE_SIZE, &bus);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
-	KUNIT_EXPECT_EQ(test, dmabuf->size, 3 * PAGE_SIZE);
-
-	attach = dma_buf_attach(dmabuf, dev);
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(attach), -EOPNOTSUPP);
-	attach = dma_buf_dynamic_attach(dmabuf, dev, &host_only_importer, &im);
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(attach), -EOPNOTSUPP);
-
-	attach = dma_buf_dynamic_attach(dmabuf, dev, &p2p_importer, &im);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(attach));
-	dma_resv_lock(dmabuf->resv, NULL);
-	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
-	dma_resv_unlock(dmabuf->resv);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(sgt));
-	expect = bus;
-	for_each_sgtable_dma_sg(sgt, sg, i) {
-		KUNIT_EXPECT_EQ(test, (u64)sg_dma_address(sg), expect);
-		expect += sg_dma_len(sg);
-		total += sg_dma_len(sg);
-	}
-	KUNIT_EXPECT_EQ(test, total, 3 * PAGE_SIZE);
-	dma_resv_lock(dmabuf->resv, NULL);
-	dma_buf_unmap_attachment(attach, sgt, DMA_BIDIRECTIONAL);
-	dma_resv_unlock(dmabuf->resv);
-	dma_buf_detach(dmabuf, attach);
-	KUNIT_EXPECT_EQ(test, atomic_read(&im.invalidated), 0);
-	dma_buf_put(dmabuf);
-}
-
 /*
  * Unbind while an importer holds a mapping: it is told to stop, unbind does
  * not wait once it has unmapped, and the dma-buf is dead for good after.
@@ -496,7 +441,6 @@ static struct kunit_case live_cases[] = {
 	KUNIT_CASE(revoke_ignored_is_bounded),
 	KUNIT_CASE(bar_taken_probe_fails),
 	KUNIT_CASE(rebind_works),
-	KUNIT_CASE(dmabuf_importer_rules),
 	KUNIT_CASE(dmabuf_revoke_on_unbind),
 	KUNIT_CASE(dmabuf_deaf_importers),
 	{}
