@@ -30,15 +30,18 @@
  *   p2pctl nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]
  *                                             controller to controller through p2pmem
  *
- * Options, anywhere on the line: -o json|normal (--json: -o json) for
- * machine output; --hold keeps the p2pmem of a transfer (which p2pbar
- * zeroes when it is freed) until stdin is closed, so that someone else can
- * look at the bytes first; -h/--help (also after a command: its usage).
+ * Options, anywhere on the line (getopt_long(): --opt VALUE or --opt=VALUE,
+ * "--" ends them): -o json|normal (--json: -o json) for machine output
+ * (json-c, one compact line per object); --hold keeps the p2pmem of a
+ * transfer (which p2pbar zeroes when it is freed) until stdin is closed, so
+ * that someone else can look at the bytes first; -h/--help (also after a
+ * command: its usage). A command refuses the options of the others.
  * Numbers are decimal, 0x hex, or with a binary suffix (4k, 2M, 1G).
  * Exit status: 0, 2 for a usage error, or the errno of the failing step
  * (EREMOTEIO = 121 when the kernel refuses P2P).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +57,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include <linux/p2pbar.h>
 #include <linux/nvme_ioctl.h>
 #include <linux/p2pnvme.h>
@@ -62,25 +67,62 @@
 static int json;
 static int hold;	/* keep p2pmem until stdin is closed */
 
-/* @s as the body of a JSON string: quotes, backslashes, controls escaped */
-static void json_escape(FILE *f, const char *s)
+/*
+ * The commands' own options, which cmdline() parses (getopt_long(), anywhere
+ * on the line) before the command runs: opt[O_x] is the argument of --x,
+ * "" for a flag, or NULL when it is not on the line. Each command names the
+ * ones it takes (cmds[] below); any other is a usage error.
+ */
+enum {
+	O_DEV, O_SYSFS, O_HOST, O_DMABUF, O_UDMABUF, O_OFFSET, O_BOUNCE, O_NO_BOUNCE, O_PRP,
+	O_SGL, O_BATCH, O_INTERVAL, O_RESET, O_NCMD,
+	O_JSON = O_NCMD, O_HOLD, O_FORMAT, O_VERSION,	/* everyone's */
+};
+
+static const char *opt[O_NCMD];
+
+/* ---- JSON output: json-c objects, each printed on one compact line ---- */
+
+/* @o as one line of stdout, keys in the order they were added; @o is freed */
+static void json_print(struct json_object *o)
 {
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	}
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+						      JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (s)
+		puts(s);
+	json_object_put(o);
+}
+
+static void jstr(struct json_object *o, const char *key, const char *v)
+{
+	json_object_object_add(o, key, json_object_new_string(v));
+}
+
+static void jint(struct json_object *o, const char *key, int64_t v)
+{
+	json_object_object_add(o, key, json_object_new_int64(v));
+}
+
+static void juint(struct json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+static void jbool(struct json_object *o, const char *key, int v)
+{
+	json_object_object_add(o, key, json_object_new_boolean(v));
 }
 
 static int fail(int err, const char *what)
 {
 	if (json) {
-		printf("{\"error\":\"%s\",\"errno\":%d,\"step\":\"", strerror(err), err);
-		json_escape(stdout, what);
-		printf("\"}\n");
+		struct json_object *o = json_object_new_object();
+
+		jstr(o, "error", strerror(err));
+		jint(o, "errno", err);
+		jstr(o, "step", what);
+		json_print(o);
 	} else {
 		fprintf(stderr, "p2pctl: %s: %s (errno %d)\n", what, strerror(err), err);
 	}
@@ -175,28 +217,36 @@ static int open_dev(const char *path, struct p2pbar_info *info)
 static int cmd_info(const char *path)
 {
 	struct p2pbar_info i;
+	char pci[32];
 	int fd = open_dev(path, &i);
 
 	if (fd < 0)
 		return fail(-fd, path);
-	if (json)
-		printf("{\"device\":\"%s\",\"pci\":\"%04x:%02x:%02x.%x\",\"bar\":%u,\"bar_size\":%llu,"
-		       "\"offset\":%llu,\"size\":%llu,\"bus_addr\":%llu,\"alloc_bytes\":%llu,"
-		       "\"alloc_count\":%u,\"published\":%s,\"user_mmap\":%s}\n",
-		       path, i.pci_domain, i.pci_devid >> 8, (i.pci_devid >> 3) & 0x1f,
-		       i.pci_devid & 7, i.bar, (unsigned long long)i.bar_size,
-		       (unsigned long long)i.offset, (unsigned long long)i.size,
-		       (unsigned long long)i.bus_addr, (unsigned long long)i.alloc_bytes,
-		       i.alloc_count, i.flags & P2PBAR_INFO_F_PUBLISHED ? "true" : "false",
-		       i.flags & P2PBAR_INFO_F_USER_MMAP ? "true" : "false");
-	else
-		printf("%s: %04x:%02x:%02x.%x BAR %u, %llu MiB p2pmem at offset %llu, bus %#llx\n"
+	snprintf(pci, sizeof(pci), "%04x:%02x:%02x.%x", i.pci_domain, i.pci_devid >> 8,
+		 (i.pci_devid >> 3) & 0x1f, i.pci_devid & 7);
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		jstr(o, "device", path);
+		jstr(o, "pci", pci);
+		juint(o, "bar", i.bar);
+		juint(o, "bar_size", i.bar_size);
+		juint(o, "offset", i.offset);
+		juint(o, "size", i.size);
+		juint(o, "bus_addr", i.bus_addr);
+		juint(o, "alloc_bytes", i.alloc_bytes);
+		juint(o, "alloc_count", i.alloc_count);
+		jbool(o, "published", i.flags & P2PBAR_INFO_F_PUBLISHED);
+		jbool(o, "user_mmap", i.flags & P2PBAR_INFO_F_USER_MMAP);
+		json_print(o);
+	} else {
+		printf("%s: %s BAR %u, %llu MiB p2pmem at offset %llu, bus %#llx\n"
 		       "  allocated: %llu bytes in %u allocations, %spublished\n",
-		       path, i.pci_domain, i.pci_devid >> 8, (i.pci_devid >> 3) & 0x1f,
-		       i.pci_devid & 7, i.bar, (unsigned long long)i.size >> 20,
+		       path, pci, i.bar, (unsigned long long)i.size >> 20,
 		       (unsigned long long)i.offset, (unsigned long long)i.bus_addr,
 		       (unsigned long long)i.alloc_bytes, i.alloc_count,
 		       i.flags & P2PBAR_INFO_F_PUBLISHED ? "" : "not ");
+	}
 	close(fd);
 	return 0;
 }
@@ -302,6 +352,7 @@ static int cmd_list(void)
 	const char *root = "/sys/bus/pci/devices";
 	char *names[1024], dir[600], v[64], drv[64], node[64], sz[32], av[32], pub[8];
 	unsigned int n = 0, i, shown = 0;
+	struct json_object *devs = NULL;
 	struct dirent *e;
 	DIR *d = opendir(root);
 
@@ -313,7 +364,7 @@ static int cmd_list(void)
 	closedir(d);
 	qsort(names, n, sizeof(names[0]), bdf_cmp);
 	if (json)
-		printf("{\"devices\":[");
+		devs = json_object_new_array();
 	else
 		printf("%-13s %-9s %-8s %-11s %10s %10s %s\n", "PCI", "KIND", "DRIVER", "DEVICE",
 		       "P2PMEM", "AVAILABLE", "PUBLISHED");
@@ -350,12 +401,18 @@ static int cmd_list(void)
 			sz[0] = av[0] = pub[0] = 0;
 		}
 		if (json) {
-			printf("%s{\"pci\":\"%s\",\"kind\":\"%s\",\"driver\":\"%s\",\"dev\":\"%s\"",
-			       shown ? "," : "", names[i], kind, drv, node);
-			if (has_p2pmem)
-				printf(",\"p2pmem_size\":%s,\"p2pmem_available\":%s,\"published\":%s",
-				       sz, av, !strcmp(pub, "1") ? "true" : "false");
-			printf("}");
+			struct json_object *o = json_object_new_object();
+
+			jstr(o, "pci", names[i]);
+			jstr(o, "kind", kind);
+			jstr(o, "driver", drv);
+			jstr(o, "dev", node);
+			if (has_p2pmem) {
+				jint(o, "p2pmem_size", strtoll(sz, NULL, 10));
+				jint(o, "p2pmem_available", strtoll(av, NULL, 10));
+				jbool(o, "published", !strcmp(pub, "1"));
+			}
+			json_object_array_add(devs, o);
 		} else {
 			printf("%-13s %-9s %-8s %-11s %10s %10s %s\n", names[i], kind, *drv ? drv : "-",
 			       *node ? node : "-", has_p2pmem ? sz : "-", has_p2pmem ? av : "-",
@@ -363,10 +420,14 @@ static int cmd_list(void)
 		}
 		shown++;
 	}
-	if (json)
-		printf("]}\n");
-	else if (!shown)
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "devices", devs);
+		json_print(o);
+	} else if (!shown) {
 		printf("no p2pmem provider and no NVMe controller: load p2pbar and bind a device (p2pctl --help)\n");
+	}
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	return 0;
@@ -739,16 +800,23 @@ static int cmd_check(int argc, char **argv)
 			close(fd);
 	}
 	if (json) {
-		printf("{\"provider\":\"%s\",\"client\":\"%s\",\"verdict\":\"%s\",\"distance\":%d,"
-		       "\"reason\":\"", argv[0], argv[1], map_name(c.map_type), c.distance);
-		json_escape(stdout, why);
-		printf("\",\"fix\":\"");
-		json_escape(stdout, fix);
-		printf("\"");
-		if (kernel)
-			printf(",\"kernel\":{\"verdict\":\"%s\",\"distance\":%d,\"agrees\":%s}",
-			       map_name(v.map_type), v.distance, agree ? "true" : "false");
-		printf("}\n");
+		struct json_object *o = json_object_new_object();
+
+		jstr(o, "provider", argv[0]);
+		jstr(o, "client", argv[1]);
+		jstr(o, "verdict", map_name(c.map_type));
+		jint(o, "distance", c.distance);
+		jstr(o, "reason", why);
+		jstr(o, "fix", fix);
+		if (kernel) {
+			struct json_object *k = json_object_new_object();
+
+			jstr(k, "verdict", map_name(v.map_type));
+			jint(k, "distance", v.distance);
+			jbool(k, "agrees", agree);
+			json_object_object_add(o, "kernel", k);
+		}
+		json_print(o);
 	} else {
 		printf("%s -> %s: %s", argv[0], argv[1], map_name(c.map_type));
 		if (c.distance >= 0)
@@ -953,13 +1021,21 @@ static int cmd_verdict(const char *client, const char *path)
 	if (ioctl(fd, P2PBAR_IOC_VERDICT, &v))
 		return fail(errno, "P2PBAR_IOC_VERDICT");
 	close(fd);
-	if (json)
-		printf("{\"client\":\"%s\",\"verdict\":\"%s\",\"distance\":%d,\"reason\":%u,"
-		       "\"host_ok\":%u,\"acs_devid\":%u,\"host_id\":%u}\n", client, map_name(v.map_type),
-		       v.distance, v.reason, v.host_ok, v.acs_devid, v.host_id);
-	else
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		jstr(o, "client", client);
+		jstr(o, "verdict", map_name(v.map_type));
+		jint(o, "distance", v.distance);
+		juint(o, "reason", v.reason);
+		juint(o, "host_ok", v.host_ok);
+		juint(o, "acs_devid", v.acs_devid);
+		juint(o, "host_id", v.host_id);
+		json_print(o);
+	} else {
 		printf("%s -> %s: %s (distance %d): %s\n", client, path, map_name(v.map_type),
 		       v.distance, reason_name(v.reason));
+	}
 	return 0;
 }
 
@@ -1174,14 +1250,14 @@ static void sha256_hex(const unsigned char *p, size_t n, char out[65])
 
 static int cmd_dma(int write, int argc, char **argv)
 {
-	const char *blk, *dev = "/dev/p2pbar0", *bdf = NULL;
-	char sha[65];
+	const char *blk, *dev = "/dev/p2pbar0", *bdf;
+	char sha[65], sum[17];
 	unsigned long long off, len;
-	int i, bfd, byte = 0, n = 0;
+	int bfd, byte = 0, n = 0;
 	struct p2pbuf b;
 	ssize_t r;
 
-	if (argc < 3 + write)
+	if (argc != 3 + write)
 		return usage_error("usage: dma-read BLK OFF LEN | dma-write BLK OFF LEN BYTE");
 	blk = argv[0];
 	NUM("dma", "OFF", argv[1], off);
@@ -1191,14 +1267,9 @@ static int cmd_dma(int write, int argc, char **argv)
 		if (byte > 255)
 			return usage_error("dma-write: BYTE: more than 255: '%s'", argv[3]);
 	}
-	for (i = 3 + write; i < argc; i++) {
-		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
-			dev = argv[++i];
-		else if (!strcmp(argv[i], "--sysfs") && i + 1 < argc)
-			bdf = argv[++i];
-		else
-			return usage_error("dma: unknown or incomplete option '%s'", argv[i]);
-	}
+	if (opt[O_DEV])
+		dev = opt[O_DEV];
+	bdf = opt[O_SYSFS];
 	n = get_p2pmem(dev, bdf, len, &b);
 	if (n)
 		return n;
@@ -1216,13 +1287,19 @@ static int cmd_dma(int write, int argc, char **argv)
 	if ((unsigned long long)r != len)
 		return fail(EIO, "short transfer");
 	sha256_hex(b.p, len, sha);
-	if (json)
-		printf("{\"bytes\":%zd,\"bar_offset\":%llu,\"fnv1a\":\"%016llx\",\"sha256\":\"%s\"}\n",
-		       r, (unsigned long long)b.bar_offset, (unsigned long long)fnv1a(b.p, len), sha);
-	else
-		printf("%s %zd bytes, p2pmem at BAR offset %#llx, fnv1a %016llx, sha256 %s\n",
-		       write ? "wrote" : "read", r, (unsigned long long)b.bar_offset,
-		       (unsigned long long)fnv1a(b.p, len), sha);
+	snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)fnv1a(b.p, len));
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		jint(o, "bytes", r);
+		juint(o, "bar_offset", b.bar_offset);
+		jstr(o, "fnv1a", sum);
+		jstr(o, "sha256", sha);
+		json_print(o);
+	} else {
+		printf("%s %zd bytes, p2pmem at BAR offset %#llx, fnv1a %s, sha256 %s\n",
+		       write ? "wrote" : "read", r, (unsigned long long)b.bar_offset, sum, sha);
+	}
 	close(bfd);
 	munmap(b.p, len);
 	close(b.fd);
@@ -1238,6 +1315,7 @@ static const char *path_name(uint32_t p)
 static int cmd_nvme_info(const char *path)
 {
 	struct p2pnvme_info i = { .argsz = sizeof(i) };
+	char model[sizeof(i.model) + 1];
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
@@ -1245,19 +1323,28 @@ static int cmd_nvme_info(const char *path)
 	if (ioctl(fd, P2PNVME_IOC_INFO, &i))
 		return fail(errno, "P2PNVME_IOC_INFO");
 	close(fd);
-	if (json)
-		printf("{\"device\":\"%s\",\"nsid\":%u,\"lba_size\":%u,\"nlb\":%llu,"
-		       "\"max_xfer\":%u,\"io_queues\":%u,\"queue_depth\":%u,\"sgl\":%s,"
-		       "\"polled\":%s,\"model\":\"%.40s\"}\n", path, i.nsid, 1u << i.lba_shift,
-		       (unsigned long long)i.nlb, i.max_xfer, i.nr_io_queues, i.queue_depth,
-		       i.flags & P2PNVME_INFO_F_SGL ? "true" : "false",
-		       i.flags & P2PNVME_INFO_F_POLLED ? "true" : "false", i.model);
-	else
-		printf("%s: %.40s, namespace %u: %llu x %u bytes; %u I/O queues of %u (%s), %u KiB per command%s\n",
-		       path, i.model, i.nsid, (unsigned long long)i.nlb, 1u << i.lba_shift,
+	snprintf(model, sizeof(model), "%.40s", i.model);	/* not NUL terminated */
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		jstr(o, "device", path);
+		juint(o, "nsid", i.nsid);
+		juint(o, "lba_size", 1u << i.lba_shift);
+		juint(o, "nlb", i.nlb);
+		juint(o, "max_xfer", i.max_xfer);
+		juint(o, "io_queues", i.nr_io_queues);
+		juint(o, "queue_depth", i.queue_depth);
+		jbool(o, "sgl", i.flags & P2PNVME_INFO_F_SGL);
+		jbool(o, "polled", i.flags & P2PNVME_INFO_F_POLLED);
+		jstr(o, "model", model);
+		json_print(o);
+	} else {
+		printf("%s: %s, namespace %u: %llu x %u bytes; %u I/O queues of %u (%s), %u KiB per command%s\n",
+		       path, model, i.nsid, (unsigned long long)i.nlb, 1u << i.lba_shift,
 		       i.nr_io_queues, i.queue_depth,
 		       i.flags & P2PNVME_INFO_F_POLLED ? "polled" : "MSI-X", i.max_xfer >> 10,
 		       i.flags & P2PNVME_INFO_F_SGL ? ", SGL" : "");
+	}
 	return 0;
 }
 
@@ -1297,10 +1384,16 @@ static int admin_fail(const char *what, int ret)
 {
 	if (ret < 0)
 		return fail(-ret, what);
-	if (json)
-		printf("{\"error\":\"NVMe status\",\"status\":%d,\"step\":\"%s\"}\n", ret, what);
-	else
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		jstr(o, "error", "NVMe status");
+		jint(o, "status", ret);
+		jstr(o, "step", what);
+		json_print(o);
+	} else {
 		fprintf(stderr, "p2pctl: %s: NVMe status %#x\n", what, ret);
+	}
 	return EIO;
 }
 
@@ -1328,18 +1421,24 @@ static int cmd_nvme_id_ctrl(const char *dev)
 	id_str(mn, id + 24, 40);
 	id_str(fr, id + 64, 8);
 	if (json) {
-		printf("{\"vid\":%llu,\"ssvid\":%llu,\"sn\":\"", (unsigned long long)le(id, 2),
-		       (unsigned long long)le(id + 2, 2));
-		json_escape(stdout, sn);
-		printf("\",\"mn\":\"");
-		json_escape(stdout, mn);
-		printf("\",\"fr\":\"");
-		json_escape(stdout, fr);
-		printf("\",\"mdts\":%u,\"cntlid\":%llu,\"ver\":%llu,\"oacs\":%llu,\"acl\":%u,"
-		       "\"elpe\":%u,\"sqes\":%u,\"cqes\":%u,\"nn\":%llu,\"sgls\":%llu}\n",
-		       id[77], (unsigned long long)le(id + 78, 2), (unsigned long long)le(id + 80, 4),
-		       (unsigned long long)le(id + 256, 2), id[258], id[262], id[512], id[513],
-		       (unsigned long long)le(id + 516, 4), (unsigned long long)le(id + 536, 4));
+		struct json_object *o = json_object_new_object();
+
+		juint(o, "vid", le(id, 2));
+		juint(o, "ssvid", le(id + 2, 2));
+		jstr(o, "sn", sn);
+		jstr(o, "mn", mn);
+		jstr(o, "fr", fr);
+		juint(o, "mdts", id[77]);
+		juint(o, "cntlid", le(id + 78, 2));
+		juint(o, "ver", le(id + 80, 4));
+		juint(o, "oacs", le(id + 256, 2));
+		juint(o, "acl", id[258]);
+		juint(o, "elpe", id[262]);
+		juint(o, "sqes", id[512]);
+		juint(o, "cqes", id[513]);
+		juint(o, "nn", le(id + 516, 4));
+		juint(o, "sgls", le(id + 536, 4));
+		json_print(o);
 	} else {
 		printf("vid     : %#06llx\nssvid   : %#06llx\nsn      : %s\nmn      : %s\nfr      : %s\n"
 		       "mdts    : %u\ncntlid  : %llu\nver     : %#llx\nelpe    : %u\nnn      : %llu\n",
@@ -1367,6 +1466,7 @@ static int cmd_nvme_smart(const char *dev)
 		{ "power_on_hours", 128, 8 }, { "unsafe_shutdowns", 144, 8 },
 		{ "media_errors", 160, 8 }, { "num_err_log_entries", 176, 8 },
 	};
+	struct json_object *o = NULL;
 	uint8_t log[512];
 	unsigned int i;
 	int ret = get_log(dev, 0x02, log, sizeof(log));
@@ -1374,26 +1474,27 @@ static int cmd_nvme_smart(const char *dev)
 	if (ret)
 		return admin_fail("Get Log Page (SMART / Health)", ret);
 	if (json)
-		printf("{");
+		o = json_object_new_object();
 	else
 		printf("SMART / health log of %s\n", dev);
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		unsigned long long v = le(log + f[i].off, f[i].len);
 
 		if (json)
-			printf("%s\"%s\":%llu", i ? "," : "", f[i].name, v);
+			juint(o, f[i].name, v);
 		else if (!strcmp(f[i].name, "temperature"))
 			printf("%-24s: %llu K (%lld C)\n", f[i].name, v, (long long)v - 273);
 		else
 			printf("%-24s: %llu\n", f[i].name, v);
 	}
 	if (json)
-		printf("}\n");
+		json_print(o);
 	return 0;
 }
 
 static int cmd_nvme_error_log(const char *dev)
 {
+	struct json_object *errs = NULL;
 	uint8_t id[4096], log[256 * 64];
 	unsigned int n, i, shown = 0;
 	int ret = admin(dev, 0x06, 0, 1, id, sizeof(id));
@@ -1407,7 +1508,7 @@ static int cmd_nvme_error_log(const char *dev)
 	if (ret)
 		return admin_fail("Get Log Page (Error Information)", ret);
 	if (json)
-		printf("{\"entries\":%u,\"errors\":[", n);
+		errs = json_object_new_array();
 	else
 		printf("Error information log of %s: %u entries\n", dev, n);
 	for (i = 0; i < n; i++) {
@@ -1416,23 +1517,33 @@ static int cmd_nvme_error_log(const char *dev)
 
 		if (!count)
 			continue;
-		if (json)
-			printf("%s{\"error_count\":%llu,\"sqid\":%llu,\"cmdid\":%llu,\"status_field\":%llu,"
-			       "\"lba\":%llu,\"nsid\":%llu}", shown ? "," : "", count,
-			       (unsigned long long)le(e + 8, 2), (unsigned long long)le(e + 10, 2),
-			       (unsigned long long)le(e + 12, 2), (unsigned long long)le(e + 16, 8),
-			       (unsigned long long)le(e + 24, 4));
-		else
+		if (json) {
+			struct json_object *o = json_object_new_object();
+
+			juint(o, "error_count", count);
+			juint(o, "sqid", le(e + 8, 2));
+			juint(o, "cmdid", le(e + 10, 2));
+			juint(o, "status_field", le(e + 12, 2));
+			juint(o, "lba", le(e + 16, 8));
+			juint(o, "nsid", le(e + 24, 4));
+			json_object_array_add(errs, o);
+		} else {
 			printf("  #%llu: sq %llu cid %llu status %#llx lba %llu nsid %llu\n", count,
 			       (unsigned long long)le(e + 8, 2), (unsigned long long)le(e + 10, 2),
 			       (unsigned long long)le(e + 12, 2) >> 1, (unsigned long long)le(e + 16, 8),
 			       (unsigned long long)le(e + 24, 4));
+		}
 		shown++;
 	}
-	if (json)
-		printf("]}\n");
-	else if (!shown)
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		juint(o, "entries", n);
+		json_object_object_add(o, "errors", errs);
+		json_print(o);
+	} else if (!shown) {
 		printf("  no errors logged\n");
+	}
 	return 0;
 }
 
@@ -1525,18 +1636,14 @@ static int cmd_nvme_stats(int argc, char **argv)
 	uint64_t interval = 0;
 	char c[32], file[256], q[512];
 	unsigned int i, d;
-	int k, reset = 0;
+	int k;
 
-	for (k = 0; k < argc; k++) {
-		if (!strcmp(argv[k], "--interval") && k + 1 < argc)
-			NUM("nvme-stats", "--interval", argv[++k], interval);
-		else if (!strcmp(argv[k], "--reset"))
-			reset = 1;
-		else if (argv[k][0] == '-')
-			return usage_error("nvme-stats: unknown or incomplete option '%s'", argv[k]);
-		else
-			dev = argv[k];
-	}
+	if (argc > 1)
+		return usage_error("usage: nvme-stats [NVME] [--interval SEC] [--reset]");
+	if (argc)
+		dev = argv[0];
+	if (opt[O_INTERVAL])
+		NUM("nvme-stats", "--interval", opt[O_INTERVAL], interval);
 	name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
 	snprintf(c, sizeof(c), "reads_%s", paths[0]);
 	if (nvme_stat(name, c) < 0)
@@ -1556,39 +1663,62 @@ static int cmd_nvme_stats(int argc, char **argv)
 	snprintf(file, sizeof(file), "/sys/class/p2pnvme/%s", name);
 	sysfs_line(file, "stats/inflight", q, sizeof(q));
 	if (json) {
-		printf("{\"device\":\"%s\"", dev);
+		struct json_object *o = json_object_new_object(), *a, *lat;
+		const char *p;
+		char *end;
+
+		jstr(o, "device", dev);
 		for (i = 0; i < 4; i++) {
 			snprintf(c, sizeof(c), "reads_%s", paths[i]);
-			printf(",\"%s\":%lld", c, nvme_stat(name, c));
+			jint(o, c, nvme_stat(name, c));
 			snprintf(c, sizeof(c), "writes_%s", paths[i]);
-			printf(",\"%s\":%lld", c, nvme_stat(name, c));
-			printf(",\"bytes_%s\":%lld", paths[i], interval ? b1[i] : b0[i]);
-			if (interval)
-				printf(",\"bytes_per_s_%s\":%.0f", paths[i],
-				       (double)(b1[i] - b0[i]) / interval);
+			jint(o, c, nvme_stat(name, c));
+			snprintf(c, sizeof(c), "bytes_%s", paths[i]);
+			jint(o, c, interval ? b1[i] : b0[i]);
+			if (interval) {
+				double rate = (double)(b1[i] - b0[i]) / interval;
+				char txt[64];
+
+				/* json-c's own doubles print otherwise: this text, as ever */
+				snprintf(txt, sizeof(txt), "%.0f", rate);
+				snprintf(c, sizeof(c), "bytes_per_s_%s", paths[i]);
+				json_object_object_add(o, c, json_object_new_double_s(rate, txt));
+			}
 		}
 		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
-			printf(",\"%s\":%lld", other[i], nvme_stat(name, other[i]));
-		printf(",\"inflight\":[");
-		for (k = 0; q[k]; k++)
-			putchar(q[k] == ' ' ? ',' : q[k]);
-		printf("],\"latency\":{");
+			jint(o, other[i], nvme_stat(name, other[i]));
+		a = json_object_new_array();
+		for (p = q; ; p = end) {	/* "0 3 1": one count per queue */
+			long long v = strtoll(p, &end, 10);
+
+			if (end == p)
+				break;
+			json_object_array_add(a, json_object_new_int64(v));
+		}
+		json_object_object_add(o, "inflight", a);
+		lat = json_object_new_object();
 		for (d = 0; d < 2; d++) {
-			printf("%s\"%s\":{", d ? "," : "", dirs[d]);
+			struct json_object *dir = json_object_new_object();
+
 			for (i = 0; i < 4; i++) {
+				struct json_object *one = json_object_new_object();
+				struct json_object *hist = json_object_new_array();
 				struct lat l = { 0 };
 
 				nvme_lat(name, dirs[d], paths[i], &l);
-				printf("%s\"%s\":{\"count\":%lld,\"mean_ns\":%lld,\"max_ns\":%lld,"
-				       "\"hist_log2_us\":[", i ? "," : "", paths[i], l.count,
-				       l.count ? l.sum / l.count : 0, l.max);
+				jint(one, "count", l.count);
+				jint(one, "mean_ns", l.count ? l.sum / l.count : 0);
+				jint(one, "max_ns", l.max);
 				for (k = 0; k < LAT_BUCKETS; k++)
-					printf("%s%lld", k ? "," : "", l.hist[k]);
-				printf("]}");
+					json_object_array_add(hist,
+							      json_object_new_int64(l.hist[k]));
+				json_object_object_add(one, "hist_log2_us", hist);
+				json_object_object_add(dir, paths[i], one);
 			}
-			printf("}");
+			json_object_object_add(lat, dirs[d], dir);
 		}
-		printf("}}\n");
+		json_object_object_add(o, "latency", lat);
+		json_print(o);
 	} else {
 		printf("%s       reads     writes        bytes%s\n", name, interval ? "      bytes/s" : "");
 		for (i = 0; i < 4; i++) {
@@ -1617,7 +1747,7 @@ static int cmd_nvme_stats(int argc, char **argv)
 			}
 		}
 	}
-	if (reset) {
+	if (opt[O_RESET]) {
 		FILE *f;
 
 		snprintf(file, sizeof(file), "/sys/class/p2pnvme/%s/stats/reset", name);
@@ -1633,14 +1763,14 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	struct p2pnvme_io io = { .argsz = sizeof(io) };
 	const char *dev = "/dev/p2pbar0";
 	unsigned long long boff = 0, off = 0;
-	int i, fd, host = 0, byte = 0, err, dmabuf = 0, udmabuf = 0, dfd = -1;
+	int i, fd, byte = 0, err, dfd = -1;
 	unsigned int batch = 0;
 	unsigned char *buf = NULL;
 	char sum[40] = "", sha[65] = "";
 	size_t maplen;
 	struct p2pbuf b = { .fd = -1 };
 
-	if (argc < 3 + write)
+	if (argc != 3 + write)
 		return usage_error("usage: nvme-read NVME SLBA LEN | nvme-write NVME SLBA LEN BYTE");
 	io.op = write ? P2PNVME_OP_WRITE : P2PNVME_OP_READ;
 	NUM("nvme-io", "SLBA", argv[1], io.slba);
@@ -1650,32 +1780,17 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		if (byte > 255)
 			return usage_error("nvme-write: BYTE: more than 255: '%s'", argv[3]);
 	}
-	for (i = 3 + write; i < argc; i++) {
-		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
-			dev = argv[++i];
-		else if (!strcmp(argv[i], "--host"))
-			host = 1;
-		else if (!strcmp(argv[i], "--dmabuf"))
-			dmabuf = 1;
-		else if (!strcmp(argv[i], "--udmabuf"))
-			udmabuf = 1;
-		else if (!strcmp(argv[i], "--offset") && i + 1 < argc)
-			NUM("nvme-io", "--offset", argv[++i], off);
-		else if (!strcmp(argv[i], "--bounce"))
-			io.flags |= P2PNVME_IO_F_BOUNCE;
-		else if (!strcmp(argv[i], "--no-bounce"))
-			io.flags |= P2PNVME_IO_F_NO_BOUNCE;
-		else if (!strcmp(argv[i], "--prp"))
-			io.flags |= P2PNVME_IO_F_PRP;
-		else if (!strcmp(argv[i], "--sgl"))
-			io.flags |= P2PNVME_IO_F_SGL;
-		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-			NUM("nvme-io", "--batch", argv[++i], batch);
-		else
-			return usage_error("nvme-io: unknown or incomplete option '%s'", argv[i]);
-	}
+	if (opt[O_DEV])
+		dev = opt[O_DEV];
+	if (opt[O_OFFSET])
+		NUM("nvme-io", "--offset", opt[O_OFFSET], off);
+	if (opt[O_BATCH])
+		NUM("nvme-io", "--batch", opt[O_BATCH], batch);
+	io.flags |= (opt[O_BOUNCE] ? P2PNVME_IO_F_BOUNCE : 0) |
+		    (opt[O_NO_BOUNCE] ? P2PNVME_IO_F_NO_BOUNCE : 0) |
+		    (opt[O_PRP] ? P2PNVME_IO_F_PRP : 0) | (opt[O_SGL] ? P2PNVME_IO_F_SGL : 0);
 	maplen = (off + io.len + 4095) & ~4095ULL;
-	if (dmabuf) {
+	if (opt[O_DMABUF]) {
 		i = export_p2pmem(dev, maplen, &dfd, &boff);
 		if (i)
 			return i;
@@ -1683,11 +1798,11 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		buf = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
 		if (buf == MAP_FAILED)
 			return fail(errno, "mmap of the exported dma-buf");
-	} else if (udmabuf) {
+	} else if (opt[O_UDMABUF]) {
 		i = host_dmabuf(maplen, &dfd, &buf);
 		if (i)
 			return i;
-	} else if (host) {
+	} else if (opt[O_HOST]) {
 		buf = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		if (buf == MAP_FAILED)
 			return fail(errno, "mmap host buffer");
@@ -1715,13 +1830,18 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 	else
 		err = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
 	if (err) {
-		if (json)
-			printf("{\"error\":\"%s\",\"errno\":%d,\"status\":%u}\n", strerror(err),
-			       err, io.status);
-		else
+		if (json) {
+			struct json_object *o = json_object_new_object();
+
+			jstr(o, "error", strerror(err));
+			jint(o, "errno", err);
+			juint(o, "status", io.status);
+			json_print(o);
+		} else {
 			fprintf(stderr, "p2pctl: %s: %s (errno %d, NVMe status %#x)\n",
 				batch ? "P2PNVME_IOC_SUBMIT" : "P2PNVME_IOC_IO", strerror(err), err,
 				io.status);
+		}
 		return err;
 	}
 	close(fd);
@@ -1729,16 +1849,23 @@ static int cmd_nvme_io(int write, int argc, char **argv)
 		snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)fnv1a(buf + off, io.len));
 		sha256_hex(buf + off, io.len, sha);
 	}
-	if (json)
-		printf("{\"bytes\":%llu,\"entries\":%u,\"path\":\"%s\",\"bar_offset\":%llu,"
-		       "\"fnv1a\":\"%s\",\"sha256\":\"%s\"}\n", (unsigned long long)io.len,
-		       batch ? batch : 1, path_name(io.path), boff + off, sum, sha);
-	else
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		juint(o, "bytes", io.len);
+		juint(o, "entries", batch ? batch : 1);
+		jstr(o, "path", path_name(io.path));
+		juint(o, "bar_offset", boff + off);
+		jstr(o, "fnv1a", sum);
+		jstr(o, "sha256", sha);
+		json_print(o);
+	} else {
 		printf("%s %llu bytes at LBA %llu via %s (%u request%s)%s%s%s%s\n",
 		       write ? "wrote" : "read", (unsigned long long)io.len,
 		       (unsigned long long)io.slba, path_name(io.path), batch ? batch : 1,
 		       batch > 1 ? "s in one batch" : "", *sum ? ", fnv1a " : "", sum,
 		       *sha ? ", sha256 " : "", sha);
+	}
 	if (buf)
 		munmap(buf, maplen);
 	if (b.fd >= 0)
@@ -1778,10 +1905,10 @@ static int cmd_nvme_copy(int argc, char **argv)
 	struct p2pbuf b = { .fd = -1 };
 	int sfd, dfd, ret;
 
-	if (argc < 5)
+	if (argc != 5)
 		return usage_error("usage: nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]");
-	if (argc > 6 && !strcmp(argv[5], "--dev"))
-		dev = argv[6];
+	if (opt[O_DEV])
+		dev = opt[O_DEV];
 	NUM("nvme-copy", "SLBA", argv[1], rd.slba);
 	NUM("nvme-copy", "LEN", argv[2], rd.len);
 	wr.len = rd.len;
@@ -1798,14 +1925,19 @@ static int cmd_nvme_copy(int argc, char **argv)
 		return fail(errno, "read from the source");
 	if (ioctl(dfd, P2PNVME_IOC_IO, &wr))
 		return fail(errno, "write to the destination");
-	if (json)
-		printf("{\"bytes\":%llu,\"read_path\":\"%s\",\"write_path\":\"%s\",\"bar_offset\":%llu}\n",
-		       (unsigned long long)rd.len, path_name(rd.path), path_name(wr.path),
-		       (unsigned long long)b.bar_offset);
-	else
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		juint(o, "bytes", rd.len);
+		jstr(o, "read_path", path_name(rd.path));
+		jstr(o, "write_path", path_name(wr.path));
+		juint(o, "bar_offset", b.bar_offset);
+		json_print(o);
+	} else {
 		printf("copied %llu bytes %s LBA %llu -> %s LBA %llu through p2pmem (%s, %s)\n",
 		       (unsigned long long)rd.len, argv[0], (unsigned long long)rd.slba, argv[3],
 		       (unsigned long long)wr.slba, path_name(rd.path), path_name(wr.path));
+	}
 	close(sfd);
 	close(dfd);
 	munmap(b.p, b.len);
@@ -1813,30 +1945,40 @@ static int cmd_nvme_copy(int argc, char **argv)
 	return 0;
 }
 
-static const struct {
+#define OPT(o)		(1u << (o))
+#define DMA_MASK	(OPT(O_DEV) | OPT(O_SYSFS))
+#define NVME_IO_MASK	(OPT(O_DEV) | OPT(O_HOST) | OPT(O_DMABUF) | OPT(O_UDMABUF) |	\
+			 OPT(O_OFFSET) | OPT(O_BOUNCE) | OPT(O_NO_BOUNCE) | OPT(O_PRP) |	\
+			 OPT(O_SGL) | OPT(O_BATCH))
+
+static const struct cmd {
 	const char *name, *args, *help;
+	unsigned int opts;	/* OPT(O_x) of each option it takes */
 } cmds[] = {
-	{ "list", "", "p2pmem providers, NVMe controllers, other candidate clients" },
-	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)" },
-	{ "check", "PROVIDER CLIENT", "can CLIENT DMA to PROVIDER's memory? why, and the fix" },
-	{ "topo", "", "the PCI tree with ACS, host bridges, p2pmem; a verdict matrix" },
-	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)" },
+	{ "list", "", "p2pmem providers, NVMe controllers, other candidate clients", 0 },
+	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)", 0 },
+	{ "check", "PROVIDER CLIENT", "can CLIENT DMA to PROVIDER's memory? why, and the fix", 0 },
+	{ "topo", "", "the PCI tree with ACS, host bridges, p2pmem; a verdict matrix", 0 },
+	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)", 0 },
 	{ "dma-read", "BLK OFF LEN [--dev DEV | --sysfs BDF]",
-	  "O_DIRECT read from a block device into p2pmem" },
+	  "O_DIRECT read from a block device into p2pmem", DMA_MASK },
 	{ "dma-write", "BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]",
-	  "fill p2pmem with BYTE, O_DIRECT write to BLK" },
-	{ "nvme-info", "[NVME]", "describe a p2pnvme controller (/dev/p2pnvme0)" },
+	  "fill p2pmem with BYTE, O_DIRECT write to BLK", DMA_MASK },
+	{ "nvme-info", "[NVME]", "describe a p2pnvme controller (/dev/p2pnvme0)", 0 },
 	{ "nvme-stats", "[NVME] [--interval SEC] [--reset]",
-	  "counters by path, latency, bytes/s, queue depth; --reset zeroes them" },
-	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl" },
-	{ "nvme-smart", "[NVME]", "the SMART / health log, as nvme smart-log" },
-	{ "nvme-error-log", "[NVME]", "the error information log, as nvme error-log" },
-	{ "nvme-read", "NVME SLBA LEN [opts]", "namespace -> p2pmem (or --host memory)" },
-	{ "nvme-write", "NVME SLBA LEN BYTE [opts]", "p2pmem filled with BYTE -> namespace" },
-	{ "nvme-zeroes", "NVME SLBA LEN", "Write Zeroes command" },
-	{ "nvme-flush", "NVME", "Flush command" },
+	  "counters by path, latency, bytes/s, queue depth; --reset zeroes them",
+	  OPT(O_INTERVAL) | OPT(O_RESET) },
+	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl", 0 },
+	{ "nvme-smart", "[NVME]", "the SMART / health log, as nvme smart-log", 0 },
+	{ "nvme-error-log", "[NVME]", "the error information log, as nvme error-log", 0 },
+	{ "nvme-read", "NVME SLBA LEN [opts]", "namespace -> p2pmem (or --host memory)",
+	  NVME_IO_MASK },
+	{ "nvme-write", "NVME SLBA LEN BYTE [opts]", "p2pmem filled with BYTE -> namespace",
+	  NVME_IO_MASK },
+	{ "nvme-zeroes", "NVME SLBA LEN", "Write Zeroes command", 0 },
+	{ "nvme-flush", "NVME", "Flush command", 0 },
 	{ "nvme-copy", "SRC SLBA LEN DST DLBA [--dev P2PBAR]",
-	  "controller to controller through p2pmem" },
+	  "controller to controller through p2pmem", OPT(O_DEV) },
 };
 
 #define NVME_IO_OPTS \
@@ -1860,97 +2002,90 @@ static void usage(FILE *f)
 		if (!strcmp(cmds[i].name, "nvme-write"))
 			fputs(NVME_IO_OPTS, f);
 	}
-	fputs("Options go anywhere on the line: -o json (or --json) for machine output,\n"
-	      "-h/--help (after a command: its usage). Numbers: decimal, 0x hex, or with a\n"
-	      "binary suffix (4k, 2M, 1G). --sysfs BDF uses the kernel's p2pmem/allocate.\n"
+	fputs("Options go anywhere on the line (--opt VALUE or --opt=VALUE; -- ends them):\n"
+	      "-o json (or --json) for machine output, -h/--help (after a command: its\n"
+	      "usage). Numbers: decimal, 0x hex, or with a binary suffix (4k, 2M, 1G).\n"
+	      "--sysfs BDF uses the kernel's p2pmem/allocate.\n"
 	      "--hold keeps the p2pmem of a transfer until stdin is closed (p2pbar zeroes\n"
 	      "memory when it is freed): another observer can check the bytes first.\n"
 	      "Exit status: 0, 2 for a usage error, or the errno of the failing step\n"
 	      "(121 = EREMOTEIO: the kernel refuses P2P). See p2pctl(8).\n", f);
 }
 
-/* p2pctl COMMAND --help */
-static int cmd_help(const char *name)
+static const struct cmd *find_cmd(const char *name)
 {
 	unsigned int i;
 
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(cmds[i].name, name))
-			continue;
-		printf("usage: p2pctl %s %s\n  %s\n", name, cmds[i].args, cmds[i].help);
-		if (!strncmp(name, "nvme-read", 9) || !strncmp(name, "nvme-write", 10))
-			fputs(NVME_IO_OPTS, stdout);
-		return 0;
-	}
-	return usage_error("unknown command '%s'", name);
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmds[i].name, name))
+			return &cmds[i];
+	return NULL;
 }
 
-static int run(int argc, char **argv);
-
-static int set_format(const char *f)
+/* p2pctl COMMAND --help */
+static int cmd_help(const char *name)
 {
-	if (!strcmp(f, "json"))
-		json = 1;
-	else if (!strcmp(f, "normal"))
-		json = 0;
-	else
-		return -1;
+	const struct cmd *cmd = find_cmd(name);
+
+	if (!cmd)
+		return usage_error("unknown command '%s'", name);
+	printf("usage: p2pctl %s %s\n  %s\n", name, cmd->args, cmd->help);
+	if (!strncmp(name, "nvme-read", 9) || !strncmp(name, "nvme-write", 10))
+		fputs(NVME_IO_OPTS, stdout);
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* every option, in the order of the O_* values (a command's own ones first) */
+#define O_VAL	0x100	/* getopt_long()'s value for O_x: O_VAL + O_x */
+static const struct option options[] = {
+	[O_DEV]		= { "dev", required_argument, NULL, O_VAL + O_DEV },
+	[O_SYSFS]	= { "sysfs", required_argument, NULL, O_VAL + O_SYSFS },
+	[O_HOST]	= { "host", no_argument, NULL, O_VAL + O_HOST },
+	[O_DMABUF]	= { "dmabuf", no_argument, NULL, O_VAL + O_DMABUF },
+	[O_UDMABUF]	= { "udmabuf", no_argument, NULL, O_VAL + O_UDMABUF },
+	[O_OFFSET]	= { "offset", required_argument, NULL, O_VAL + O_OFFSET },
+	[O_BOUNCE]	= { "bounce", no_argument, NULL, O_VAL + O_BOUNCE },
+	[O_NO_BOUNCE]	= { "no-bounce", no_argument, NULL, O_VAL + O_NO_BOUNCE },
+	[O_PRP]		= { "prp", no_argument, NULL, O_VAL + O_PRP },
+	[O_SGL]		= { "sgl", no_argument, NULL, O_VAL + O_SGL },
+	[O_BATCH]	= { "batch", required_argument, NULL, O_VAL + O_BATCH },
+	[O_INTERVAL]	= { "interval", required_argument, NULL, O_VAL + O_INTERVAL },
+	[O_RESET]	= { "reset", no_argument, NULL, O_VAL + O_RESET },
+	[O_JSON]	= { "json", no_argument, NULL, O_VAL + O_JSON },
+	[O_HOLD]	= { "hold", no_argument, NULL, O_VAL + O_HOLD },
+	[O_FORMAT]	= { "output-format", required_argument, NULL, O_VAL + O_FORMAT },
+	[O_VERSION]	= { "version", no_argument, NULL, O_VAL + O_VERSION },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int set_format(int c, const char *f)
 {
-	int i, j, rc, help = 0;
-	char c;
-
-	/* global options anywhere on the line; the rest keeps its order */
-	for (i = 1, j = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--version")) {
-			printf("p2pctl %s\n", P2P_VERSION);
-			return 0;
-		} else if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output-format")) {
-			if (i + 1 >= argc || set_format(argv[i + 1]))
-				return usage_error("%s takes json or normal", a);
-			i++;
-		} else if (!strncmp(a, "--output-format=", 16)) {
-			if (set_format(a + 16))
-				return usage_error("--output-format takes json or normal");
-		} else if (!strcmp(a, "--hold")) {
-			hold = 1;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			help = 1;
-		} else {
-			argv[j++] = argv[i];
-		}
-	}
-	argc = j;
-	argv[argc] = NULL;
-	if (help) {
-		if (argc > 1)
-			return cmd_help(argv[1]);
-		usage(stdout);
-		return 0;
-	}
-	if (argc < 2) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	rc = run(argc, argv);
-	if (hold) {
-		fflush(stdout);
-		fflush(stderr);
-		while (read(STDIN_FILENO, &c, 1) > 0)
-			;
-	}
-	return rc;
+	if (f && !strcmp(f, "json"))
+		json = 1;
+	else if (f && !strcmp(f, "normal"))
+		json = 0;
+	else
+		return usage_error("%s takes json or normal", c == 'o' ? "-o" : "--output-format");
+	return 0;
 }
 
-static int run(int argc, char **argv)
+/*
+ * The command @argv[1] with its positional arguments @argv[2..]; @bad is
+ * the first unknown option on the line, or NULL.
+ */
+static int run(int argc, char **argv, const char *bad)
 {
+	const struct cmd *cmd = find_cmd(argv[1]);
+	unsigned int k;
+
+	if (!cmd)
+		return usage_error("unknown command '%s'", argv[1]);
+	if (bad)
+		return usage_error("%s: unknown or incomplete option '%s'", argv[1], bad);
+	for (k = 0; k < O_NCMD; k++)
+		if (opt[k] && !(cmd->opts & OPT(k)))
+			return usage_error("%s does not take --%s", argv[1], options[k].name);
 	if (!strcmp(argv[1], "topo"))
 		return argc > 2 ? usage_error("usage: topo") : cmd_topo();
 	if (!strcmp(argv[1], "check"))
@@ -1986,7 +2121,101 @@ static int run(int argc, char **argv)
 		return cmd_nvme_nodata(P2PNVME_OP_WRITE_ZEROES, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "nvme-flush"))
 		return cmd_nvme_nodata(P2PNVME_OP_FLUSH, argc - 2, argv + 2);
-	if (!strcmp(argv[1], "nvme-copy"))
-		return cmd_nvme_copy(argc - 2, argv + 2);
-	return usage_error("unknown command '%s'", argv[1]);
+	return cmd_nvme_copy(argc - 2, argv + 2);
+}
+
+/*
+ * The whole line through getopt_long(), then the command. @args is @argv
+ * as getopt sees it, @pos gets the positional arguments (both argc + 1
+ * long). "-": options and positional arguments are returned in the order
+ * of the line (no permutation, POSIXLY_CORRECT or not), so args[i] is
+ * always argv[i]; ":": a missing argument apart from an unknown option.
+ */
+static int cmdline(int argc, char **argv, char **args, char **pos)
+{
+	char bad_short[3] = "-?", c;
+	const char *bad = NULL;
+	int i, o, npos = 0, help = 0, rc;
+
+	/* "-1" is a (bad) number for the command, not an option: getopt sees "1" */
+	for (i = 0; i < argc; i++)
+		args[i] = argv[i][0] == '-' && isdigit((unsigned char)argv[i][1]) ? argv[i] + 1 :
+			  argv[i];
+	pos[npos++] = argv[0];
+	opterr = 0;
+	while ((o = getopt_long(argc, args, "-:o:h", options, NULL)) != -1) {
+		/* an argument that is an element of its own: as it is on the line */
+		char *arg = optarg && optarg == args[optind - 1] ? argv[optind - 1] : optarg;
+
+		switch (o) {
+		case 1:
+			pos[npos++] = arg;
+			break;
+		case 'h':
+			help = 1;
+			break;
+		case 'o':
+		case O_VAL + O_FORMAT:
+			if (set_format(o, arg))
+				return EXIT_USAGE;
+			break;
+		case O_VAL + O_JSON:
+			json = 1;
+			break;
+		case O_VAL + O_HOLD:
+			hold = 1;
+			break;
+		case O_VAL + O_VERSION:
+			printf("p2pctl %s\n", P2P_VERSION);
+			return 0;
+		case ':':
+			if (optopt == 'o' || optopt == O_VAL + O_FORMAT)
+				return set_format(optopt, NULL);
+			/* fall through */
+		case '?':
+			if (bad)
+				break;
+			if (optopt > 0 && optopt < O_VAL) {
+				bad_short[1] = optopt;
+				bad = bad_short;
+			} else {
+				bad = argv[optind - 1];	/* the whole element */
+			}
+			break;
+		default:
+			opt[o - O_VAL] = arg ? arg : "";
+		}
+	}
+	while (optind < argc)	/* after "--" */
+		pos[npos++] = argv[optind++];
+	if (help) {
+		if (npos > 1)
+			return cmd_help(pos[1]);
+		usage(stdout);
+		return 0;
+	}
+	if (npos < 2) {
+		if (bad)
+			return usage_error("unknown or incomplete option '%s'", bad);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	rc = run(npos, pos, bad);
+	if (hold) {
+		fflush(stdout);
+		fflush(stderr);
+		while (read(STDIN_FILENO, &c, 1) > 0)
+			;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	char **args = calloc(argc + 1, sizeof(*args)), **pos = calloc(argc + 1, sizeof(*pos));
+	int rc = args && pos ? cmdline(argc, argv, args, pos) : fail(ENOMEM, "command line");
+
+	free(args);
+	free(pos);
+	return rc;
 }

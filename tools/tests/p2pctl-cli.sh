@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # p2pctl's command line, no device needed: --help and COMMAND --help exit
 # 0 on stdout, usage errors and bad numbers exit 2 with one line naming
-# what is wrong, options go anywhere, JSON strings are escaped.
+# what is wrong, options go anywhere (getopt_long) and a command refuses
+# the others', JSON strings are escaped (json-c).
 #
 #   tools/tests/p2pctl-cli.sh [P2PCTL]
 P=${1:-$(dirname "$0")/../build/p2pctl}
@@ -47,6 +48,28 @@ expect 2 '"step":"/nonexistent/p2pbar"' dma-read /nonexistent/blk 1k 4k --dev /n
 # options anywhere; JSON strings escaped
 expect 2 '"step":"/nonexistent/\\"q"' info '/nonexistent/"q' --json
 expect 2 'p2pctl: /nonexistent/x: No such file' -o json -o normal info /nonexistent/x
+# getopt_long: --opt=VALUE, abbreviations, "--" ends the options, an
+# option of another command is refused by name, a missing argument too,
+# an argument that looks like a negative number is still an argument
+expect 2 '"step":"/nonexistent/p2pbar"' dma-read /nonexistent/blk 1k 4k --dev=/nonexistent/p2pbar -o json
+expect 2 '"step":"/nonexistent/x"' --output-format=json info /nonexistent/x
+expect 2 "nvme-io: --batch: not a number: 'x'" nvme-read /dev/null 0 4k --bat x
+expect 2 "info does not take --batch (see p2pctl --help)" info --batch 4
+expect 2 "verdict does not take --dev" verdict 0000:00:00.0 --dev /dev/p2pbar0
+expect 2 "nvme-stats does not take --host" nvme-stats --host
+expect 2 '"step":"--frob"' -o json info -- --frob
+expect 2 "info: unknown or incomplete option '-x'" info -x
+expect 2 "unknown or incomplete option '--host=1'" nvme-read /dev/null 0 4k --host=1
+expect 2 "unknown or incomplete option '--frob'" --frob
+expect 2 "nvme-io: --batch: not a number: '-1'" nvme-read /dev/null 0 4k --batch -1
+expect 2 "nvme-stats: unknown or incomplete option '--interval'" nvme-stats --interval
+expect 2 '--output-format takes json or normal' list --output-format
+export POSIXLY_CORRECT=1	# options after the command all the same
+expect 2 "unknown or incomplete option '--frob'" nvme-read /dev/null 0 4k --frob
+unset POSIXLY_CORRECT
+# JSON by json-c: controls escaped, "/" not
+expect 2 '"step":"/nonexistent/a\\tb\\u0001"' -o json info "$(printf '/nonexistent/a\tb\001')"
+expect 2 '"step":"/nonexistent/\\\\"' -o json info '/nonexistent/\'
 
 [ $bad = 0 ] && echo "p2pctl command line: all cases pass"
 exit $bad
