@@ -231,15 +231,26 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 	q->sq = dmam_alloc_coherent(dev, depth * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
 	q->cq = dmam_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
 	q->cmds = devm_kcalloc(dev, depth, sizeof(*q->cmds), GFP_KERNEL);
-	/* admin commands carry at most PRP1: no lists */
-	if (qid)
-		lists = dmam_alloc_coherent(dev, (size_t)depth * P2PNVME_LIST_SIZE, &lists_dma,
-					    GFP_KERNEL);
-	if (!q->sq || !q->cq || !q->cmds || (qid && !lists))
+	if (!q->sq || !q->cq || !q->cmds)
 		return -ENOMEM;
+	/*
+	 * One list page per slot, in chunks: a deep queue's lists (4 MiB at
+	 * 1024 entries) need no large physically contiguous allocation.
+	 * Admin commands carry at most PRP1: no lists.
+	 */
 	for (i = 0; qid && i < depth; i++) {
-		q->cmds[i].list = lists + i * P2PNVME_LIST_SIZE;
-		q->cmds[i].list_dma = lists_dma + i * P2PNVME_LIST_SIZE;
+		unsigned int k = i % P2PNVME_LIST_CHUNK;
+
+		if (!k) {
+			size_t n = min_t(unsigned int, depth - i, P2PNVME_LIST_CHUNK);
+
+			lists = dmam_alloc_coherent(dev, n * P2PNVME_LIST_SIZE, &lists_dma,
+						    GFP_KERNEL);
+			if (!lists)
+				return -ENOMEM;
+		}
+		q->cmds[i].list = lists + k * P2PNVME_LIST_SIZE;
+		q->cmds[i].list_dma = lists_dma + k * P2PNVME_LIST_SIZE;
 	}
 	q->sq_db = c->bar + NVME_REG_DBS + (2 * qid) * c->db_stride * 4;
 	q->cq_db = c->bar + NVME_REG_DBS + (2 * qid + 1) * c->db_stride * 4;
@@ -354,7 +365,9 @@ static void progress(struct p2pnvme *c, unsigned int n)
 	if (!n)
 		return;
 	atomic_add_return(n, &c->progress);	/* ordered after the slots went free */
-	wake_up_all(&c->wq);
+	/* the waiter adds itself before it looks at @progress: no lost wake-up */
+	if (wq_has_sleeper(&c->wq))
+		wake_up_all(&c->wq);
 }
 
 /* Reap new completion entries. Caller holds q->lock. Return: how many. */
@@ -562,14 +575,16 @@ void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b)
 	if (atomic_dec_and_test(&b->pending))
 		return;		/* all done already, nobody completes b */
 	for (;;) {
-		if (batch_polled(c, b)) {
-			batch_poll(c, b);
-			if (try_wait_for_completion(&b->done))
-				return;
-			usleep_range(5, 20);
-		} else if (wait_for_completion_timeout(&b->done, max(HZ / 20, 1))) {
+		bool polled = batch_polled(c, b);
+
+		if (!polled && wait_for_completion_timeout(&b->done, max(HZ / 20, 1)))
 			return;
-		}
+		/* interrupts too: a lost one (its CPUs went offline) costs 50 ms */
+		batch_poll(c, b);
+		if (try_wait_for_completion(&b->done))
+			return;
+		if (polled)
+			usleep_range(5, 20);
 		check_timeouts(c, b);
 	}
 }

@@ -36,14 +36,16 @@
 #define P2PNVME_MAX_DEVS	32
 #define P2PNVME_MAX_IOQ		32
 #define P2PNVME_AQ_DEPTH	32
-#define P2PNVME_IOQ_DEPTH	64
+#define P2PNVME_MAX_DEPTH	4096	/* I/O queue entries, as the CID's slot bits allow */
 #define P2PNVME_MAX_XFER	SZ_512K	/* one list page describes it */
 #define P2PNVME_CTRL_PAGE	4096	/* CC.MPS = 0 */
 #define P2PNVME_LIST_SIZE	4096	/* per-command PRP/SGL list */
 #define P2PNVME_PT_MAX		8192	/* admin passthrough data: PRP1 + PRP2 */
 /* command identifier: slot index in the low bits, a generation above */
-#define P2PNVME_CID_SLOT_BITS	12
+#define P2PNVME_CID_SLOT_BITS	12	/* P2PNVME_MAX_DEPTH */
 #define P2PNVME_CID_SLOT_MASK	((1U << P2PNVME_CID_SLOT_BITS) - 1)
+static_assert(P2PNVME_MAX_DEPTH <= 1U << P2PNVME_CID_SLOT_BITS);
+#define P2PNVME_LIST_CHUNK	16	/* lists per coherent allocation: 64 KiB */
 
 extern unsigned int p2pnvme_io_timeout_ms;
 extern bool p2pnvme_bounce;
@@ -59,8 +61,7 @@ enum p2pnvme_why {
 	P2PNVME_WHY_HOST,	/* host memory: no P2P to decide */
 	P2PNVME_WHY_REACHABLE,	/* p2pmem the controller reaches */
 	P2PNVME_WHY_FORCED,	/* P2PNVME_IO_F_BOUNCE */
-	P2PNVME_WHY_TOPOLOGY,	/* pci_p2pdma_distance() < 0: bounce */
-	P2PNVME_WHY_DMA_LAYER,	/* dma_map_sgtable() said -EREMOTEIO: bounce */
+	P2PNVME_WHY_TOPOLOGY,	/* dma_map_sgtable() said -EREMOTEIO: bounce */
 	P2PNVME_WHY_POLICY,	/* unreachable and bouncing not allowed */
 	P2PNVME_WHY_DMABUF,	/* an imported dma-buf: the exporter maps */
 };
@@ -292,6 +293,8 @@ struct p2pnvme_queue {
  * @pt_dma: its bus address
  * @pt_lock: serialises users of @pt_buf
  * @nr_ioq: I/O queue pairs created
+ * @cpu_queue: per possible CPU, the index of the I/O queue it submits to:
+ *	       the one whose interrupt the CPU takes
  * @adminq: the admin queue (polled)
  * @ioq: the I/O queues
  * @reset_lock: see the top of the file
@@ -338,6 +341,7 @@ struct p2pnvme {
 	dma_addr_t pt_dma;
 	struct mutex pt_lock;	/* see above */
 	unsigned int nr_ioq;
+	u16 *cpu_queue;
 	struct p2pnvme_queue adminq;
 	struct p2pnvme_queue *ioq;
 	struct rw_semaphore reset_lock;
@@ -361,6 +365,12 @@ static inline void p2pnvme_stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 
 static inline enum p2pnvme_state p2pnvme_state(struct p2pnvme *c)
 {
 	return READ_ONCE(c->state);
+}
+
+/* the I/O queue of the CPU this runs on (a hint: it may migrate after) */
+static inline struct p2pnvme_queue *p2pnvme_cpu_queue(struct p2pnvme *c)
+{
+	return &c->ioq[c->cpu_queue[raw_smp_processor_id()]];
 }
 
 /* engine.c */

@@ -7,10 +7,11 @@
  *
  * Two phases, so that a buffer stuck in a page fault (userfaultfd, FUSE)
  * never holds up a reset or a removal:
- *   pin    no lock: pin the user pages, pick the path, allocate and fill
- *          bounce pages, look up and attach dma-bufs
- *   map    reset_lock held for read with the controller LIVE: DMA-map,
- *          check, submit, wait, unmap
+ *   pin    no lock: pin the user pages, allocate and fill bounce pages
+ *          when a bounce is asked for, look up and attach dma-bufs
+ *   map    reset_lock held for read with the controller LIVE: DMA-map
+ *          (which decides P2P against bounce: the kernel's verdict, cached
+ *          per provider and client), check, submit, wait, unmap
  * then, unlocked again, copy bounced reads out and unpin. Bounce writes are
  * filled before they are mapped and bounced reads copied after the unmap,
  * so swiotlb (or any DMA API that copies) sees the right bytes.
@@ -50,7 +51,6 @@ static const char *p2pnvme_why_name(unsigned int why)
 		[P2PNVME_WHY_REACHABLE] = "the controller reaches the provider",
 		[P2PNVME_WHY_FORCED] = "bounce asked for",
 		[P2PNVME_WHY_TOPOLOGY] = "the topology refuses P2P",
-		[P2PNVME_WHY_DMA_LAYER] = "the DMA layer refuses P2P",
 		[P2PNVME_WHY_POLICY] = "the topology refuses P2P and bouncing is not allowed",
 		[P2PNVME_WHY_DMABUF] = "a dma-buf: its exporter decides",
 	};
@@ -135,23 +135,6 @@ static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
 	return 0;
 }
 
-/* The PCI function whose BAR holds @page (a P2PDMA page), with a reference. */
-static struct pci_dev *page_provider(struct page *page)
-{
-	phys_addr_t phys = page_to_phys(page);
-	struct pci_dev *pdev = NULL;
-	int i;
-
-	for_each_pci_dev(pdev) {
-		for (i = 0; i < PCI_STD_NUM_BARS; i++) {
-			if (pci_resource_len(pdev, i) && phys >= pci_resource_start(pdev, i) &&
-			    phys <= pci_resource_end(pdev, i))
-				return pdev;	/* for_each_pci_dev holds the reference */
-		}
-	}
-	return NULL;
-}
-
 /* A transfer that cannot be made: counted, traced, said at debug level. */
 static void path_refused(struct p2pnvme *c, struct p2pnvme_req *r, enum p2pnvme_why why)
 {
@@ -223,8 +206,8 @@ static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
 }
 
 /*
- * Pin the buffer, decide the path (topology and policy), prepare bounce
- * pages or the dma-buf attachment. No lock is held: this may wait for user
+ * Pin the buffer, prepare bounce pages when asked for, or the dma-buf
+ * attachment. No lock is held: this may wait for user
  * memory as long as it likes. On error the caller releases the request.
  */
 static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
@@ -233,7 +216,6 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 	struct p2pnvme_io *io = r->io;
 	bool write = io->op == P2PNVME_OP_WRITE;
 	bool deny = (io->flags & P2PNVME_IO_F_NO_BOUNCE) || !READ_ONCE(p2pnvme_bounce);
-	struct pci_dev *provider;
 	unsigned int pg;
 	int ret;
 
@@ -255,22 +237,14 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 		if (is_pci_p2pdma_page(r->pages[pg]) != r->p2p)
 			return -EINVAL;	/* host memory and p2pmem in one buffer */
 
-	/* Topology first: can this controller reach the provider at all? */
+	/*
+	 * Whether the controller reaches the provider is the DMA layer's
+	 * verdict, taken when the pages are mapped (the kernel computes it
+	 * once per provider and client and caches it): nothing to walk here.
+	 */
 	r->bounce = r->p2p && (io->flags & P2PNVME_IO_F_BOUNCE);
 	r->why = !r->p2p ? P2PNVME_WHY_HOST :
 		 r->bounce ? P2PNVME_WHY_FORCED : P2PNVME_WHY_REACHABLE;
-	if (r->p2p && !r->bounce) {
-		provider = page_provider(r->pages[0]);
-		if (!provider || pci_p2pdma_distance(provider, &c->pdev->dev, false) < 0) {
-			r->bounce = true;
-			r->why = P2PNVME_WHY_TOPOLOGY;
-		}
-		pci_dev_put(provider);
-		if (r->bounce && deny) {
-			path_refused(c, r, P2PNVME_WHY_POLICY);
-			return -EREMOTEIO;
-		}
-	}
 	r->deny = deny;
 	if (r->bounce)
 		return bounce_alloc(c, r);
@@ -361,11 +335,11 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 		path_refused(c, r, P2PNVME_WHY_POLICY);
 		return ret;
 	}
-	/* the DMA layer refuses what the topology check allowed: bounce */
+	/* the topology (the DMA layer's verdict) refuses P2P: bounce */
 	sg_free_table(&r->sgt);
 	memset(&r->sgt, 0, sizeof(r->sgt));
 	r->bounce = true;
-	r->why = P2PNVME_WHY_DMA_LAYER;
+	r->why = P2PNVME_WHY_TOPOLOGY;
 	ret = bounce_alloc(c, r);
 	if (ret)
 		return ret;
@@ -532,8 +506,8 @@ static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
  * @nr: how many, at most P2PNVME_SUBMIT_MAX
  * @failed: out: index of the entry that failed preparation
  *
- * Entry i goes to I/O queue (this CPU's + i) modulo the queues, all of its
- * commands to that queue; nothing orders the entries among themselves.
+ * Every entry goes to the I/O queue of the submitting CPU, whose interrupt
+ * that CPU takes; nothing orders the entries among themselves.
  *
  * Return: 0 when every entry succeeded; -errno of a preparation failure
  * (*@failed says which, and nothing was submitted); -ENODEV when the
@@ -546,7 +520,8 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 {
 	struct p2pnvme_req *reqs;
 	struct p2pnvme_batch b;
-	unsigned int i, pinned, mapped = 0, first;
+	unsigned int i, pinned, mapped = 0;
+	struct p2pnvme_queue *q;
 	__le64 *scratch = NULL;
 	int ret = 0;
 	u64 t0;
@@ -568,11 +543,11 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 	ret = p2pnvme_io_enter(c);
 	if (ret)
 		goto out_release;
-	first = raw_smp_processor_id() % c->nr_ioq;
+	q = p2pnvme_cpu_queue(c);
 	for (mapped = 0; mapped < nr; mapped++) {
 		struct p2pnvme_req *r = &reqs[mapped];
 
-		r->q = &c->ioq[(first + mapped) % c->nr_ioq];
+		r->q = q;
 		ret = req_map(c, r, &scratch);
 		if (ret) {
 			*failed = mapped;
@@ -592,7 +567,6 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 	t0 = ktime_get_ns();
 	for (i = 0; i < nr; i++) {
 		int err = req_submit(c, &b, &reqs[i]);
-		struct p2pnvme_queue *q = reqs[i].q;
 		unsigned long flags;
 
 		if (err) {
@@ -603,8 +577,7 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 			spin_unlock_irqrestore(&q->lock, flags);
 		}
 	}
-	for (i = 0; i < c->nr_ioq; i++)
-		p2pnvme_ring(&c->ioq[i]);
+	p2pnvme_ring(q);
 	p2pnvme_wait_batch(c, &b);
 	t0 = ktime_get_ns() - t0;
 

@@ -8,11 +8,11 @@
  * Identify, I/O queue pairs), and serves transfers between a namespace LBA
  * range and a user buffer (host memory, or a mapping of p2pmem from any
  * provider: /dev/p2pbarN, the kernel's p2pmem/allocate) or an imported
- * dma-buf. For p2pmem it checks the topology first (pci_p2pdma_distance()),
- * maps the pages with dma_map_sgtable() so the controller gets bus
- * addresses, and falls back to host bounce pages when P2P is impossible, or
- * refuses with -EREMOTEIO, by policy. Every I/O is counted by the path it
- * took.
+ * dma-buf. p2pmem is mapped with dma_map_sgtable(), which gives the
+ * controller bus addresses or says -EREMOTEIO when the topology refuses P2P
+ * (the kernel's verdict, cached per provider and client); the transfer then
+ * falls back to host bounce pages, or is refused with -EREMOTEIO, by policy.
+ * Every I/O is counted by the path it took.
  *
  * The queue engine (engine.c) keeps many commands in flight per queue,
  * takes MSI-X interrupts (or polls), and aborts, resets and cancels; io.c
@@ -77,10 +77,15 @@ bool p2pnvme_bounce = true;
 module_param_named(bounce, p2pnvme_bounce, bool, 0644);
 MODULE_PARM_DESC(bounce, "Bounce p2pmem through host memory when P2P is impossible (default true; false: -EREMOTEIO)");
 
-static unsigned int max_io_queues = 4;
+static unsigned int max_io_queues = P2PNVME_MAX_IOQ;
 static struct uint_range max_io_queues_range = { &max_io_queues, 1, P2PNVME_MAX_IOQ };
 module_param_cb(max_io_queues, &uint_range_ops, &max_io_queues_range, 0444);
-MODULE_PARM_DESC(max_io_queues, "I/O queue pairs to ask for, 1 .. 32, at most one per CPU (default 4)");
+MODULE_PARM_DESC(max_io_queues, "I/O queue pairs to ask for, 1 .. 32, at most one per online CPU (default 32)");
+
+static unsigned int io_queue_depth = 1024;
+static struct uint_range io_queue_depth_range = { &io_queue_depth, 16, P2PNVME_MAX_DEPTH };
+module_param_cb(io_queue_depth, &uint_range_ops, &io_queue_depth_range, 0444);
+MODULE_PARM_DESC(io_queue_depth, "Entries of each I/O queue, 16 .. 4096, at most CAP.MQES + 1 (default 1024)");
 
 static bool poll_mode;
 module_param_named(poll, poll_mode, bool, 0444);
@@ -638,22 +643,42 @@ DEFINE_SHOW_ATTRIBUTE(queues);
 
 /* ---- PCI driver -------------------------------------------------------- */
 
-/* MSI-X: vector 0 stays with the (polled) admin queue, I/O queue i gets i. */
+/*
+ * MSI-X: vector 0 stays with the (polled) admin queue, I/O queue i gets
+ * vector i, spread over the CPUs by the IRQ core (managed affinity, as
+ * nvme-pci); each CPU submits to the queue whose interrupt it takes.
+ */
 static int setup_irqs(struct p2pnvme *c)
 {
+	struct irq_affinity affd = { .pre_vectors = 1 };
 	struct pci_dev *pdev = c->pdev;
+	const struct cpumask *mask;
+	unsigned int cpu, i;
 	int nvec;
 
+	c->cpu_queue = devm_kcalloc(&pdev->dev, nr_cpu_ids, sizeof(*c->cpu_queue), GFP_KERNEL);
+	if (!c->cpu_queue)
+		return -ENOMEM;
 	c->polled = poll_mode;
-	if (c->polled)
-		return 0;
-	nvec = pci_alloc_irq_vectors(pdev, 2, c->nr_ioq + 1, PCI_IRQ_MSIX);
-	if (nvec < 0) {
-		pci_info(pdev, "no MSI-X (%d): polling for completions\n", nvec);
-		c->polled = true;
-		return 0;
+	if (!c->polled) {
+		nvec = pci_alloc_irq_vectors_affinity(pdev, 2, c->nr_ioq + 1,
+						      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY, &affd);
+		if (nvec < 0) {
+			pci_info(pdev, "no MSI-X (%d): polling for completions\n", nvec);
+			c->polled = true;
+		} else {
+			c->nr_ioq = min_t(unsigned int, c->nr_ioq, nvec - 1);
+		}
 	}
-	c->nr_ioq = min_t(unsigned int, c->nr_ioq, nvec - 1);
+	for_each_possible_cpu(cpu)
+		c->cpu_queue[cpu] = cpu % c->nr_ioq;
+	for (i = 0; !c->polled && i < c->nr_ioq; i++) {
+		mask = pci_irq_get_affinity(pdev, i + 1);
+		if (!mask)
+			continue;
+		for_each_cpu(cpu, mask)
+			c->cpu_queue[cpu] = i;
+	}
 	return 0;
 }
 
@@ -661,7 +686,7 @@ static int setup_io_queue(struct p2pnvme *c, unsigned int i)
 {
 	struct device *dev = &c->pdev->dev;
 	struct p2pnvme_queue *q = &c->ioq[i];
-	u16 depth = min_t(u32, P2PNVME_IOQ_DEPTH, NVME_CAP_MQES(c->cap) + 1);
+	u16 depth = min_t(u32, READ_ONCE(io_queue_depth), NVME_CAP_MQES(c->cap) + 1);
 	const char *name;
 	int ret;
 

@@ -69,7 +69,6 @@ TRACE_DEFINE_ENUM(P2PNVME_WHY_HOST);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_REACHABLE);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_FORCED);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_TOPOLOGY);
-TRACE_DEFINE_ENUM(P2PNVME_WHY_DMA_LAYER);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_POLICY);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_DMABUF);
 
@@ -112,7 +111,6 @@ TRACE_EVENT(p2pnvme_path,
 				       { P2PNVME_WHY_REACHABLE, "controller reaches the provider" },
 				       { P2PNVME_WHY_FORCED, "bounce asked for" },
 				       { P2PNVME_WHY_TOPOLOGY, "topology refuses P2P" },
-				       { P2PNVME_WHY_DMA_LAYER, "DMA layer refuses P2P" },
 				       { P2PNVME_WHY_POLICY, "P2P refused, bouncing not allowed" },
 				       { P2PNVME_WHY_DMABUF, "dma-buf, the exporter maps" }))
 );

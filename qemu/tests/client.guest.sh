@@ -10,6 +10,7 @@ IVSHMEM=$(find_pci 1af4 1110)
 NVME=$(find_pci 1b36 0010)
 NVME1=$(find_pci 1b36 0010 2)
 N=/dev/p2pnvme0
+NCPU=$(grep -c ^processor /proc/cpuinfo)
 STATS=/sys/class/p2pnvme/p2pnvme0/stats
 js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 
@@ -39,6 +40,7 @@ case "$p2pprofile" in iommu|swiotlb)
 	check "p2pbar still bound after it" test -c /dev/p2pbar0 ;;
 esac
 check "p2pnvme refuses max_io_queues=0" sh -c '! insmod /lib/modules/p2pnvme.ko max_io_queues=0 2>/dev/null'
+check "p2pnvme refuses io_queue_depth=8" sh -c '! insmod /lib/modules/p2pnvme.ko io_queue_depth=8 2>/dev/null'
 check "p2pnvme loads" load p2pnvme
 P=/sys/module/p2pnvme/parameters
 check "io_timeout_ms refuses 0" sh -c "! echo 0 > $P/io_timeout_ms 2>/dev/null"
@@ -47,6 +49,22 @@ check "p2pnvme takes over $NVME from nvme" bind p2pnvme "$NVME"
 check "/dev/p2pnvme0 exists" test -c $N
 info=$(p2pctl --json nvme-info)
 diag "$info"
+# the defaults: a queue per CPU, 1024 entries (QEMU's MQES allows 2048)
+check_eq "one I/O queue per CPU, 1023 commands each" \
+	"$(js io_queues "$info") $(js queue_depth "$info")" "$NCPU 1023"
+if [ "$(js polled "$info")" = false ]; then
+	# each queue's interrupt is managed and spread: a CPU of its own each
+	aff=$(for i in $(awk -v d="p2pnvme:$NVME:" 'index($0, d) { sub(":", "", $1); print $1 }' \
+		/proc/interrupts); do cat /proc/irq/$i/effective_affinity_list; done | sort -u | wc -l)
+	check_eq "the queues' MSI-X vectors are spread over the $NCPU CPUs" "$aff" "$NCPU"
+fi
+# the rest of the test runs at 64 entries, to fill and wrap the rings
+check "unbind and rmmod" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind; rmmod p2pnvme"
+check "p2pnvme loads with io_queue_depth=64" load p2pnvme io_queue_depth=64
+check "p2pnvme takes $NVME again" bind p2pnvme "$NVME"
+info=$(p2pctl --json nvme-info)
+check_eq "$NCPU I/O queues of 63 commands" "$(js io_queues "$info") $(js queue_depth "$info")" \
+	"$NCPU 63"
 check_eq "namespace is 64 MiB of 512-byte LBAs" "$(js nlb "$info") $(js lba_size "$info")" "131072 512"
 BUS=$(p2pctl --json info | sed -n 's/.*"bus_addr":\([0-9]*\).*/\1/p')
 suite_end
@@ -100,15 +118,44 @@ check "Flush" p2pctl nvme-flush $N
 hostcheck dma-none
 suite_end
 
-# Many commands in flight across the queues: one P2PNVME_IOC_SUBMIT of 64
-# requests, each split by nothing, spread over every I/O queue.
+# on_cpu K: this shell and what it starts run on CPU K only; on_cpu: any
+on_cpu() {
+	if [ -n "$1" ]; then _m=$((1 << $1)); else _m=$(((1 << NCPU) - 1)); fi
+	taskset -p "$(printf %x $_m)" $$ >/dev/null
+}
+# irqs_on K: interrupts of this controller's I/O queues CPU K took so far
+irqs_on() {
+	awk -v d="p2pnvme:$NVME:" -v k=$(($1 + 2)) 'index($0, d) { n += $k } END { print n + 0 }' \
+		/proc/interrupts
+}
+
+# Many commands in flight: on each CPU in turn, one P2PNVME_IOC_SUBMIT of
+# 64 requests, each split by nothing, all on that CPU's I/O queue, and
+# completed by interrupts on that CPU (with MSI-X).
 suite_begin client_batch
 Q=/sys/kernel/debug/p2pnvme/$NVME/queues
 hostd check dma-mark >/dev/null
-held p2pctl --json nvme-read $N 32768 4194304 --batch 64; out=$held_out
-hostcheck equal 4194304 "bar0@$(js bar_offset "$out")" nvme0@0x1000000
-released; check_eq "one batch of 64 reads of 64 KiB at 16 MiB" "$?" 0
-check_eq "path is $want_path" "$(js path "$out")" "$want_path"
+cpu=0
+while [ $cpu -lt $NCPU ]; do
+	on_cpu $cpu
+	before=$(for k in $(seq 0 $((NCPU - 1))); do irqs_on $k; done | tr '\n' ' ')
+	held p2pctl --json nvme-read $N 32768 4194304 --batch 64; out=$held_out
+	hostcheck equal 4194304 "bar0@$(js bar_offset "$out")" nvme0@0x1000000
+	released; check_eq "CPU $cpu: one batch of 64 reads of 64 KiB at 16 MiB" "$?" 0
+	check_eq "path is $want_path" "$(js path "$out")" "$want_path"
+	after=$(for k in $(seq 0 $((NCPU - 1))); do irqs_on $k; done | tr '\n' ' ')
+	diag "CPU $cpu: queue interrupts per CPU before: $before after: $after"
+	if [ "$(js polled "$info")" = false ]; then
+		other=$(echo "$before|$after" | awk -F'|' -v c=$cpu '{ split($1, b, " ");
+			split($2, a, " "); for (k in a) if (k - 1 != c && a[k] != b[k]) n++;
+			print n + 0 }')
+		check "CPU $cpu: its completions interrupted CPU $cpu" \
+			[ "$(irqs_on $cpu)" -gt "$(echo $before | cut -d' ' -f$((cpu + 1)))" ]
+		check_eq "CPU $cpu: no other CPU took an interrupt for them" "$other" 0
+	fi
+	cpu=$((cpu + 1))
+done
+on_cpu
 dma_in_bar
 # the device's view: QEMU's trace of commands fetched and completed
 hostcheck dma-inflight 8 "$(js io_queues "$info")"
@@ -123,14 +170,21 @@ hostcheck equal 1105920 "bar0@$(js bar_offset "$out")" nvme0@$((4100 * 512))
 released; check_eq "3 reads of 360 KiB at a 2 KiB offset (odd PRP/SGL boundaries)" "$?" 0
 suite_end
 
-# More than the queues hold. One batch of 256 reads puts 128 on each queue
-# of 63 slots: the submitter rings, waits for slots and reuses them (new
-# command ids) while the rings wrap; every byte must still land. Then 4
-# threads keep batches of 64 reads going at once: nothing fails.
+# More than a queue holds. On each CPU in turn, one batch of 256 reads on
+# that CPU's queue of 63 slots: the submitter rings, waits for slots and
+# reuses them (new command ids) while the ring wraps; every byte must still
+# land. Then 4 threads keep batches of 64 reads going at once: nothing fails.
 suite_begin client_stress
-held p2pctl --json nvme-read $N 0 16777216 --batch 256; out=$held_out
-hostcheck equal 16777216 "bar0@$(js bar_offset "$out")" nvme0@0
-released; check_eq "one batch of 256 reads of 64 KiB, twice what the queues hold" "$?" 0
+cpu=0
+while [ $cpu -lt $NCPU ]; do
+	on_cpu $cpu
+	held p2pctl --json nvme-read $N 0 16777216 --batch 256; out=$held_out
+	hostcheck equal 16777216 "bar0@$(js bar_offset "$out")" nvme0@0
+	released
+	check_eq "CPU $cpu: one batch of 256 reads of 64 KiB, four times what its queue holds" "$?" 0
+	cpu=$((cpu + 1))
+done
+on_cpu
 full=$(awk '$1 ~ /^[0-9]+$/ && $1 > 0 && $8 == $2 - 1' $Q | wc -l)
 check_eq "every I/O queue was full ($(js queue_depth "$info") in flight)" "$full" "$(js io_queues "$info")"
 out=$(p2pbench engine $N 65536 2 --threads 4 --qd 64)

@@ -257,7 +257,12 @@ static int faults(volatile unsigned char *p)
 	return hit;
 }
 
-/* Keep batches of reads going into @dfd until one fails; exit with its errno. */
+/*
+ * Keep batches of reads going into @dfd until one fails; exit with its
+ * errno. -EAGAIN (the mapping was invalidated while the batch was being
+ * submitted) means: try again, the next batch maps afresh or learns that
+ * the memory was revoked.
+ */
 static void io_loop(int nvme, int dfd)
 {
 	struct p2pnvme_io ios[16];
@@ -271,7 +276,7 @@ static void io_loop(int nvme, int dfd)
 						      .addr = i * 65536, .dmabuf_fd = dfd,
 						      .flags = P2PNVME_IO_F_DMABUF };
 		sub.failed = 0;
-		if (ioctl(nvme, P2PNVME_IOC_SUBMIT, &sub))
+		if (ioctl(nvme, P2PNVME_IOC_SUBMIT, &sub) && errno != EAGAIN)
 			_exit(errno);
 	}
 }
