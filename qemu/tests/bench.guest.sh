@@ -65,6 +65,9 @@ check "p2pctl topo: the provider with its p2pmem and instance" \
 	has "$t" "$IVSHMEM 1af4:1110 p2pbar \[p2pmem 64 MiB, p2pbar0\]"
 [ "$p2pprofile" = acs ] && check "p2pctl topo: ACS redirect on the slot's root port" \
 	has "$t" "0000:00:04.0 1b36:000c pcieport \[ACS redirect\]"
+[ "$p2pprofile" = nested ] && check "p2pctl topo: the NVMe under the inner switch's port" \
+	has "$t" "^|     |     +- 0000:04:00.0 104c:8233 pcieport$" &&
+	check "p2pctl topo: ... two switch levels down" has "$t" "^|     |     |  \`- $NVME 1b36:0010 nvme$"
 case "$p2pexpect" in direct) cell="D $p2pdistance" ;; host-bridge) cell="H $p2pdistance" ;; *) cell="-" ;; esac
 got=$(echo "$t" | awk -v p="$IVSHMEM" -v c="$NVME" '
 	/^verdicts/ { getline; pos = index($0, c); next }
