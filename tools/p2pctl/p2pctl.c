@@ -1954,31 +1954,32 @@ static int cmd_nvme_copy(int argc, char **argv)
 static const struct cmd {
 	const char *name, *args, *help;
 	unsigned int opts;	/* OPT(O_x) of each option it takes */
+	unsigned int min, max;	/* positional arguments */
 } cmds[] = {
-	{ "list", "", "p2pmem providers, NVMe controllers, other candidate clients", 0 },
-	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)", 0 },
-	{ "check", "PROVIDER CLIENT", "can CLIENT DMA to PROVIDER's memory? why, and the fix", 0 },
-	{ "topo", "", "the PCI tree with ACS, host bridges, p2pmem; a verdict matrix", 0 },
-	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)", 0 },
+	{ "list", "", "p2pmem providers, NVMe controllers, other candidate clients", 0, 0, 0 },
+	{ "info", "[DEV]", "describe a provider (default /dev/p2pbar0)", 0, 0, 1 },
+	{ "check", "PROVIDER CLIENT", "can CLIENT DMA to PROVIDER's memory? why, and the fix", 0, 2, 2 },
+	{ "topo", "", "the PCI tree with ACS, host bridges, p2pmem; a verdict matrix", 0, 0, 0 },
+	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)", 0, 1, 2 },
 	{ "dma-read", "BLK OFF LEN [--dev DEV | --sysfs BDF]",
-	  "O_DIRECT read from a block device into p2pmem", DMA_MASK },
+	  "O_DIRECT read from a block device into p2pmem", DMA_MASK, 3, 3 },
 	{ "dma-write", "BLK OFF LEN BYTE [--dev DEV | --sysfs BDF]",
-	  "fill p2pmem with BYTE, O_DIRECT write to BLK", DMA_MASK },
-	{ "nvme-info", "[NVME]", "describe a p2pnvme controller (/dev/p2pnvme0)", 0 },
+	  "fill p2pmem with BYTE, O_DIRECT write to BLK", DMA_MASK, 4, 4 },
+	{ "nvme-info", "[NVME]", "describe a p2pnvme controller (/dev/p2pnvme0)", 0, 0, 1 },
 	{ "nvme-stats", "[NVME] [--interval SEC] [--reset]",
 	  "counters by path, latency, bytes/s, queue depth; --reset zeroes them",
-	  OPT(O_INTERVAL) | OPT(O_RESET) },
-	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl", 0 },
-	{ "nvme-smart", "[NVME]", "the SMART / health log, as nvme smart-log", 0 },
-	{ "nvme-error-log", "[NVME]", "the error information log, as nvme error-log", 0 },
+	  OPT(O_INTERVAL) | OPT(O_RESET), 0, 1 },
+	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl", 0, 0, 1 },
+	{ "nvme-smart", "[NVME]", "the SMART / health log, as nvme smart-log", 0, 0, 1 },
+	{ "nvme-error-log", "[NVME]", "the error information log, as nvme error-log", 0, 0, 1 },
 	{ "nvme-read", "NVME SLBA LEN [opts]", "namespace -> p2pmem (or --host memory)",
-	  NVME_IO_MASK },
+	  NVME_IO_MASK, 3, 3 },
 	{ "nvme-write", "NVME SLBA LEN BYTE [opts]", "p2pmem filled with BYTE -> namespace",
-	  NVME_IO_MASK },
-	{ "nvme-zeroes", "NVME SLBA LEN", "Write Zeroes command", 0 },
-	{ "nvme-flush", "NVME", "Flush command", 0 },
+	  NVME_IO_MASK, 4, 4 },
+	{ "nvme-zeroes", "NVME SLBA LEN", "Write Zeroes command", 0, 3, 3 },
+	{ "nvme-flush", "NVME", "Flush command", 0, 1, 1 },
 	{ "nvme-copy", "SRC SLBA LEN DST DLBA [--dev P2PBAR]",
-	  "controller to controller through p2pmem", OPT(O_DEV) },
+	  "controller to controller through p2pmem", OPT(O_DEV), 5, 5 },
 };
 
 #define NVME_IO_OPTS \
@@ -2086,6 +2087,8 @@ static int run(int argc, char **argv, const char *bad)
 	for (k = 0; k < O_NCMD; k++)
 		if (opt[k] && !(cmd->opts & OPT(k)))
 			return usage_error("%s does not take --%s", argv[1], options[k].name);
+	if ((unsigned int)argc - 2 < cmd->min || (unsigned int)argc - 2 > cmd->max)
+		return usage_error("usage: %s%s%s", cmd->name, *cmd->args ? " " : "", cmd->args);
 	if (!strcmp(argv[1], "topo"))
 		return argc > 2 ? usage_error("usage: topo") : cmd_topo();
 	if (!strcmp(argv[1], "check"))

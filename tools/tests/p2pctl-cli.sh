@@ -71,5 +71,25 @@ unset POSIXLY_CORRECT
 expect 2 '"step":"/nonexistent/a\\tb\\u0001"' -o json info "$(printf '/nonexistent/a\tb\001')"
 expect 2 '"step":"/nonexistent/\\\\"' -o json info '/nonexistent/\'
 
+# every command: its --help, too many arguments, too few (where it needs some)
+for c in $("$P" --help | awk '/^  [a-z]/ { print $1 }'); do
+	expect 0 "^usage: p2pctl $c " "$c" --help
+	expect 2 "usage: $c" "$c" a b c d e f g
+done
+for c in check verdict dma-read dma-write nvme-read nvme-write nvme-zeroes nvme-flush nvme-copy; do
+	expect 2 "usage: $c" "$c"
+done
+# every number of every command refuses garbage, naming it
+for n in "dma: OFF|dma-read /dev/null 1q 4k" "dma: LEN|dma-read /dev/null 0 1q" \
+	 "dma-write: BYTE|dma-write /dev/null 0 4k 1q" "SLBA|nvme-read /dev/null 1q 4k" \
+	 "LEN|nvme-read /dev/null 0 1q" "nvme-write: BYTE|nvme-write /dev/null 0 4k 1q" \
+	 "--offset|nvme-read /dev/null 0 4k --offset 1q" "--batch|nvme-write /dev/null 0 4k 1 --batch 1q" \
+	 "nvme-zeroes: SLBA|nvme-zeroes /dev/null 1q 4k" "nvme-zeroes: LEN|nvme-zeroes /dev/null 0 1q" \
+	 "nvme-copy: SLBA|nvme-copy a 1q 4k b 0" "nvme-copy: LEN|nvme-copy a 0 1q b 0" \
+	 "nvme-copy: DLBA|nvme-copy a 0 4k b 1q" "nvme-stats: --interval|nvme-stats --interval 1q"; do
+	# shellcheck disable=SC2086
+	expect 2 "${n%%|*}: not a number: '1q'" ${n#*|}
+done
+
 [ $bad = 0 ] && echo "p2pctl command line: all cases pass"
 exit $bad
