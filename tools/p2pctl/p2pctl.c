@@ -114,17 +114,40 @@ static void jbool(struct json_object *o, const char *key, int v)
 	json_object_object_add(o, key, json_object_new_boolean(v));
 }
 
+/* What to do when a device node of the suite is missing, or NULL. */
+static const char *missing_hint(int err, const char *what)
+{
+	if (err != ENOENT)
+		return NULL;
+	if (!strncmp(what, "/dev/p2pbar", 11))
+		return "load p2pbar and bind a device to it: modprobe p2pbar; "
+		       "echo p2pbar > /sys/bus/pci/devices/BDF/driver_override; "
+		       "echo BDF > /sys/bus/pci/drivers_probe (p2pctl list shows the candidates)";
+	if (!strncmp(what, "/dev/p2pnvme", 12))
+		return "load p2pnvme and give it a controller: modprobe p2pnvme; "
+		       "echo BDF > /sys/bus/pci/devices/BDF/driver/unbind; "
+		       "echo p2pnvme > /sys/bus/pci/devices/BDF/driver_override; "
+		       "echo BDF > /sys/bus/pci/drivers_probe (p2pctl list shows the NVMe controllers)";
+	return NULL;
+}
+
 static int fail(int err, const char *what)
 {
+	const char *hint = missing_hint(err, what);
+
 	if (json) {
 		struct json_object *o = json_object_new_object();
 
 		jstr(o, "error", strerror(err));
 		jint(o, "errno", err);
 		jstr(o, "step", what);
+		if (hint)
+			jstr(o, "hint", hint);
 		json_print(o);
 	} else {
 		fprintf(stderr, "p2pctl: %s: %s (errno %d)\n", what, strerror(err), err);
+		if (hint)
+			fprintf(stderr, "  %s\n", hint);
 	}
 	return err;
 }
@@ -366,7 +389,7 @@ static int cmd_list(void)
 	if (json)
 		devs = json_object_new_array();
 	else
-		printf("%-13s %-9s %-8s %-11s %10s %10s %s\n", "PCI", "KIND", "DRIVER", "DEVICE",
+		printf("%-13s %-9s %-10s %-11s %10s %10s %s\n", "PCI", "KIND", "DRIVER", "DEVICE",
 		       "P2PMEM", "AVAILABLE", "PUBLISHED");
 	for (i = 0; i < n; i++) {
 		const char *kind = NULL, *client;
@@ -414,7 +437,7 @@ static int cmd_list(void)
 			}
 			json_object_array_add(devs, o);
 		} else {
-			printf("%-13s %-9s %-8s %-11s %10s %10s %s\n", names[i], kind, *drv ? drv : "-",
+			printf("%-13s %-9s %-10s %-11s %10s %10s %s\n", names[i], kind, *drv ? drv : "-",
 			       *node ? node : "-", has_p2pmem ? sz : "-", has_p2pmem ? av : "-",
 			       has_p2pmem ? (!strcmp(pub, "1") ? "yes" : "no") : "-");
 		}

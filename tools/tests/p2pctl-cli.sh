@@ -71,6 +71,11 @@ unset POSIXLY_CORRECT
 expect 2 '"step":"/nonexistent/a\\tb\\u0001"' -o json info "$(printf '/nonexistent/a\tb\001')"
 expect 2 '"step":"/nonexistent/\\\\"' -o json info '/nonexistent/\'
 
+# a missing device node says what to load and bind
+expect 2 'load p2pbar and bind a device to it' info /dev/p2pbar99
+expect 2 '"hint":"load p2pnvme and give it a controller' nvme-info /dev/p2pnvme99 -o json
+expect 2 '^p2pctl: /nonexistent/x: No such file or directory (errno 2)$' info /nonexistent/x
+
 # every command: its --help, too many arguments, too few (where it needs some)
 for c in $("$P" --help | awk '/^  [a-z]/ { print $1 }'); do
 	expect 0 "^usage: p2pctl $c " "$c" --help
