@@ -150,6 +150,8 @@ struct p2pbar {
  *		 or skipped)
  * @state: enum p2pbar_mem_state (pb->lock)
  * @revoking: a revocation was queued (pb->lock)
+ * @revoke_deadline: jiffies by which the revocation must be over; how long
+ *		     p2pbar_free() waits for a running callback (pb->lock)
  * @freed: p2pbar_free() was called: no revoke callback from now on
  *	   (pb->lock)
  * @revoker: the task running the revoke callback (pb->lock)
@@ -169,6 +171,7 @@ struct p2pbar_mem {
 	struct completion revoke_done;
 	enum p2pbar_mem_state state;
 	bool revoking;
+	unsigned long revoke_deadline;
 	bool freed;
 	struct task_struct *revoker;
 };
