@@ -92,4 +92,44 @@ else
 	off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
 	hostcheck equal 65536 "bar0@${off:-0}" nvme0@0x100000 "limit=${p2plimit:-none}"
 fi
+suite_end
+
+# NVMe-oF: nvmet's namespace attribute p2pmem names the provider; enabling
+# the namespace runs the kernel's own check (pci_p2pdma_distance() between
+# the provider and the NVMe behind the namespace). The transports that would
+# stage data there (RDMA, with a NIC that reaches the BAR) need hardware.
+suite_begin bench_nvmet
+CFG=/sys/kernel/config
+grep -qw configfs /proc/filesystems && ! grep -q " $CFG configfs" /proc/mounts &&
+	mount -t configfs configfs $CFG
+if [ ! -d $CFG/nvmet ]; then
+	skip "nvmet takes the p2pbar provider for a namespace" \
+		"no CONFIG_NVME_TARGET in this kernel (the debug kernel has it)"
+else
+	S=$CFG/nvmet/subsystems/p2pbench NS=$CFG/nvmet/subsystems/p2pbench/namespaces/1
+	check "nvmet: a subsystem and a namespace on $BLK" \
+		sh -c "mkdir $S && mkdir $NS && echo -n $BLK > $NS/device_path"
+	check "nvmet: p2pmem refuses a function without p2pmem ($NVME)" \
+		sh -c "! echo $NVME > $NS/p2pmem 2>/dev/null"
+	check "nvmet: p2pmem takes the p2pbar provider $IVSHMEM" sh -c "echo $IVSHMEM > $NS/p2pmem"
+	check_eq "nvmet: p2pmem names it" "$(cat $NS/p2pmem)" "$IVSHMEM"
+	if [ "$p2pexpect" = refused ]; then
+		check "nvmet: the namespace is refused (the topology refuses P2P)" \
+			sh -c "! echo 1 > $NS/enable 2>/dev/null"
+	else
+		check "nvmet: the namespace enables with the provider's p2pmem" \
+			sh -c "echo 1 > $NS/enable"
+		check_eq "nvmet: enabled" "$(cat $NS/enable)" 1
+	fi
+	# the provider goes while nvmet names it: nvmet holds only the function
+	t0=$(date +%s)
+	echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
+	check "nvmet: unbinding p2pbar under the namespace returns ($(($(date +%s) - t0)) s)" \
+		[ $(($(date +%s) - t0)) -lt 5 ]
+	check "nvmet: the namespace disables" sh -c "echo 0 > $NS/enable"
+	check "nvmet: p2pmem refuses the function without its provider" \
+		sh -c "! echo $IVSHMEM > $NS/p2pmem 2>/dev/null"
+	check "nvmet: namespace and subsystem go" sh -c "rmdir $NS && rmdir $S"
+	check "p2pbar binds $IVSHMEM again" bind p2pbar "$IVSHMEM"
+fi
 suite_end; exit $_any_failed
