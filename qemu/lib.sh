@@ -67,11 +67,12 @@ need_pkgs() {
 		die "apt-get install ${missing[*]} failed"
 }
 
-# libjson-c-dev: p2pctl's JSON (static libjson-c.a); run.sh builds the tools too
+# libjson-c-dev: p2pctl's JSON, liburing-dev: p2puring-test (static
+# libraries both); run.sh builds the tools too
 host_build_deps() {
 	need_pkgs build-essential flex bison bc libelf-dev libssl-dev cpio xz-utils kmod \
-		rsync python3 debian-archive-keyring libjson-c-dev
+		rsync python3 debian-archive-keyring libjson-c-dev liburing-dev
 }
 bench_run_deps() {
-	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev
+	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev liburing-dev
 }

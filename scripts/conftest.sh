@@ -51,6 +51,16 @@ probe HAVE_DMA_BUF_VMAP_UNLOCKED '#include <linux/dma-buf.h>' \
 probe HAVE_KUNIT_DEVICE_REGISTER '#include <kunit/device.h>' \
 	'struct device *d = kunit_device_register(NULL, "x"); (void)d;'
 
+# io_uring passthrough (.uring_cmd): 6.6+ <linux/io_uring/cmd.h> with a
+# 4-argument io_uring_cmd_done(); 7.x splits off io_uring_cmd_done32() and
+# reads the command with io_uring_sqe128_cmd()
+probe HAVE_IO_URING_CMD_DONE4 '#include <linux/io_uring/cmd.h>' \
+	'io_uring_cmd_done(NULL, 0, 0, 0);'
+probe HAVE_IO_URING_CMD_DONE32 '#include <linux/io_uring/cmd.h>' \
+	'io_uring_cmd_done32(NULL, 0, 0, 0);'
+probe HAVE_IO_URING_SQE128_CMD '#include <linux/io_uring/cmd.h>' \
+	'struct io_uring_cmd *c = NULL; const u64 *p = io_uring_sqe128_cmd(c->sqe, u64); (void)p;'
+
 probe HAVE_PCIM_REQUEST_REGION '#include <linux/pci.h>' \
 	'int r = pcim_request_region(NULL, 0, "x"); (void)r;'
 

@@ -317,11 +317,47 @@ void p2pnvme_ring(struct p2pnvme_queue *q)
 	spin_unlock_irqrestore(&q->lock, flags);
 }
 
-/* One command of @b is over; the last one wakes the batch's waiter. */
+/* The doorbell, unless a reset or removal stopped the queue meanwhile. */
+void p2pnvme_ring_live(struct p2pnvme_queue *q)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (!q->stopped)
+		queue_ring_locked(q);
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/*
+ * One command of @b is over; the last one wakes the batch's waiter, or
+ * ends an asynchronous batch.
+ */
 static void batch_put(struct p2pnvme_batch *b)
 {
-	if (atomic_dec_and_test(&b->pending))
+	if (!atomic_dec_and_test(&b->pending))
+		return;
+	if (b->end)
+		b->end(b);
+	else
 		complete(&b->done);	/* b may be gone right after this */
+}
+
+/* Is @cmd one of @b's (or, for the watchdog's batch, of any async one's)? */
+static bool batch_has(const struct p2pnvme_batch *b, const struct p2pnvme_cmd *cmd)
+{
+	return b->any_async ? cmd->batch && cmd->batch->end : cmd->batch == b;
+}
+
+/**
+ * p2pnvme_batch_launch - an asynchronous batch is submitted: let it end
+ * @b: the batch, every command submitted (or failed to be)
+ *
+ * Drops the submitter's count; when every command is over already, @b->end
+ * runs here.
+ */
+void p2pnvme_batch_launch(struct p2pnvme_batch *b)
+{
+	batch_put(b);
 }
 
 /*
@@ -483,7 +519,9 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin)
 	atomic_set(&b->pending, 1);	/* the submitter's, see the struct */
 	init_completion(&b->done);
 	b->admin = admin;
+	b->any_async = false;
 	b->next_check = jiffies + max(HZ / 20, 1);
+	b->end = NULL;
 }
 
 /**
@@ -642,7 +680,7 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 	for (i = 0; i < q->depth; i++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[i];
 
-		if (!cmd->busy || cmd->batch != b)
+		if (!cmd->busy || !batch_has(b, cmd))
 			continue;
 		if (expired_only && !time_after(jiffies, cmd->deadline))
 			continue;
@@ -672,7 +710,7 @@ static bool queue_expired(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
 	for (j = 0; j < q->depth && !found; j++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[j];
 
-		if (!cmd->busy || cmd->batch != b || !time_after(jiffies, cmd->deadline))
+		if (!cmd->busy || !batch_has(b, cmd) || !time_after(jiffies, cmd->deadline))
 			continue;
 		if (cmd->aborted) {
 			*reset = true;	/* aborted and still not back */
@@ -782,6 +820,18 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 		return;
 	if (reset)
 		p2pnvme_schedule_reset(c);
+}
+
+/**
+ * p2pnvme_check_async_timeouts - abort or reset for expired io_uring commands
+ * @c: the controller
+ *
+ * The asynchronous batches have no waiter: the watchdog looks for them,
+ * at most every 50 ms, as a waiter looks for its batch's. Sleeps (Abort).
+ */
+void p2pnvme_check_async_timeouts(struct p2pnvme *c)
+{
+	check_timeouts(c, &c->async_any);
 }
 
 /**

@@ -6,8 +6,9 @@
  * Locking, outermost first:
  *   p2pnvme.reset_lock (rwsem)  I/O ioctls for read while their batch is
  *                                mapped and in flight (never while pinning
- *                                or waiting for user memory); the reset
- *                                worker and remove() for write
+ *                                or waiting for user memory), io_uring
+ *                                submissions while they map and queue; the
+ *                                reset worker and remove() for write
  *   p2pnvme_queue.lock (spin)   everything of one queue: SQ tail, CQ head
  *                                and phase, the slots, @stopped; taken from
  *                                the MSI-X handler too (so _irqsave)
@@ -22,6 +23,7 @@
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/kref.h>
+#include <linux/llist.h>
 #include <linux/nvme.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
@@ -29,6 +31,7 @@
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
+#include <p2p_compat.h>
 #include <uapi/linux/p2pnvme.h>
 
 #include "p2pnvme.h"
@@ -182,13 +185,20 @@ struct p2pnvme_req {
  *	  batch no more); the waiter returns only after taking it, so an
  *	  on-stack batch is safe and a completion wakes just its own waiter
  * @admin: the commands go to the admin queue (always polled)
+ * @any_async: matches the commands of every asynchronous batch (the
+ *	       watchdog's: see p2pnvme_async_watch())
  * @next_check: jiffies of the waiter's next look for expired commands
+ * @end: for an asynchronous batch (io_uring), called instead of completing
+ *	 @done by whoever drops @pending to 0, possibly in hard interrupt
+ *	 context and under a queue lock
  */
 struct p2pnvme_batch {
 	atomic_t pending;
 	struct completion done;
 	bool admin;
+	bool any_async;
 	unsigned long next_check;
+	void (*end)(struct p2pnvme_batch *b);
 };
 
 /**
@@ -315,6 +325,15 @@ struct p2pnvme_queue {
  * @kref: held by the driver binding, each open file and a queued reset, so
  *	  that an ioctl on a file that outlived the device finds DEAD
  * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
+ * @async_live: io_uring requests submitted and not yet released (unmapped,
+ *		unpinned, answered); remove() waits for 0
+ * @async_done: their batches that ended, for @async_work
+ * @async_work: releases them in process context, many per run
+ * @async_watch: looks for their expired commands while @async_live
+ * @async_any: the batch the watchdog's timeout checks match them with
+ * @async_plugged: doorbells an io_uring submitter left to its block plug
+ *		   (rung when the submission batch ends); remove() waits
+ *		   for 0 before the queues go
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -355,6 +374,23 @@ struct p2pnvme {
 	struct p2pnvme_lat lat[2][LAT_PATHS];
 	struct kref kref;
 	struct dentry *debugfs;
+	atomic_t async_live;
+	struct llist_head async_done;
+	struct work_struct async_work;
+	struct delayed_work async_watch;
+	struct p2pnvme_batch async_any;
+	atomic_t async_plugged;
+};
+
+/**
+ * struct p2pnvme_file - one open() of /dev/p2pnvmeN
+ * @c: the controller, with a reference
+ * @inflight: bytes of the file's transfers under way now (pinned user
+ *	      memory or bounce pages), bounded by max_inflight_mb
+ */
+struct p2pnvme_file {
+	struct p2pnvme *c;
+	atomic64_t inflight;
 };
 
 static inline void p2pnvme_stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 v)
@@ -388,8 +424,11 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
 int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
 		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
 void p2pnvme_ring(struct p2pnvme_queue *q);
+void p2pnvme_ring_live(struct p2pnvme_queue *q);
 void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n);
 void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
+void p2pnvme_batch_launch(struct p2pnvme_batch *b);
+void p2pnvme_check_async_timeouts(struct p2pnvme *c);
 irqreturn_t p2pnvme_irq(int irq, void *data);
 void p2pnvme_schedule_reset(struct p2pnvme *c);
 void p2pnvme_reset_work(struct work_struct *work);
@@ -400,6 +439,9 @@ int p2pnvme_error_resume(struct p2pnvme *c);
 /* main.c */
 int p2pnvme_io_enter(struct p2pnvme *c);
 void p2pnvme_io_exit(struct p2pnvme *c);
+int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
+int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
+			 u64 *bytes);
 
 /* dmabuf.c: the importer; without dma-buf support such requests are refused */
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
@@ -433,5 +475,17 @@ static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 /* io.c */
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,
 		      unsigned int *failed);
+int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_req *r);
+int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r);
+int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r);
+void p2pnvme_req_finish(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns);
+void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r);
+
+/* uring.c: io_uring passthrough */
+#if P2P_HAVE_URING_CMD
+int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+#endif
+void p2pnvme_async_init(struct p2pnvme *c);
+void p2pnvme_async_drain(struct p2pnvme *c);
 
 #endif /* P2PNVME_INTERNAL_H */

@@ -603,3 +603,71 @@ out_release:
 	kvfree(reqs);
 	return ret;
 }
+
+/* ---- one request on its own: the io_uring path (uring.c) ------------- */
+
+/**
+ * p2pnvme_req_prepare - pin one request's buffer (no lock held)
+ * @c: the controller
+ * @r: the request, @r->io checked with p2pnvme_check_io() and without
+ *     P2PNVME_IO_F_DMABUF
+ *
+ * Return: 0 or the -errno of pinning; on error p2pnvme_req_abandon().
+ */
+int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	if (WARN_ON_ONCE(r->io->flags & P2PNVME_IO_F_DMABUF))
+		return -EOPNOTSUPP;
+	return req_pin(c, r, 0);
+}
+
+/**
+ * p2pnvme_req_map - DMA-map a prepared request for @r->q
+ * @c: the controller, entered with p2pnvme_io_enter()
+ * @r: the request
+ *
+ * Return: 0, -EREMOTEIO (refused by policy), or another -errno.
+ */
+int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	return req_map(c, r, NULL);
+}
+
+/**
+ * p2pnvme_req_submit - queue a mapped request's commands on @r->q
+ * @c: the controller, entered with p2pnvme_io_enter()
+ * @b: the batch its commands end
+ * @r: the request
+ *
+ * The caller rings the doorbell. Return: 0 or the -errno that stopped the
+ * submission (commands queued before it still complete).
+ */
+int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r)
+{
+	return req_submit(c, b, r);
+}
+
+/**
+ * p2pnvme_req_finish - a request's commands are over: account, unmap, unpin
+ * @c: the controller (process context, no lock held)
+ * @r: the request; @r->io's result, path and status are set
+ * @ns: its time from submission to the end
+ */
+void p2pnvme_req_finish(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
+{
+	req_complete(c, r, ns);
+	req_unmap(c, r);
+	req_release(c, r, !r->error && r->io->result == 0);
+}
+
+/**
+ * p2pnvme_req_abandon - undo p2pnvme_req_prepare() (and _map()) of a
+ *	request that never reached the controller
+ * @c: the controller
+ * @r: the request
+ */
+void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	req_unmap(c, r);
+	req_release(c, r, false);
+}

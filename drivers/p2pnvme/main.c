@@ -96,17 +96,6 @@ static struct uint_range max_inflight_range = { &max_inflight_mb, 1, 65536 };
 module_param_cb(max_inflight_mb, &uint_range_ops, &max_inflight_range, 0644);
 MODULE_PARM_DESC(max_inflight_mb, "MiB of data one open file may have pinned or bounced at once, 1 .. 65536 (default 256)");
 
-/**
- * struct p2pnvme_file - one open() of /dev/p2pnvmeN
- * @c: the controller, with a reference
- * @inflight: bytes of the file's batches being transferred now (pinned user
- *	      memory or bounce pages), bounded by max_inflight_mb
- */
-struct p2pnvme_file {
-	struct p2pnvme *c;
-	atomic64_t inflight;
-};
-
 static dev_t p2pnvme_devt;
 static struct cdev p2pnvme_cdev;
 static struct class *p2pnvme_class;
@@ -306,7 +295,7 @@ void p2pnvme_io_exit(struct p2pnvme *c)
  * May this file do @io? Writes need an fd opened for writing, as
  * nvme_cmd_allowed() has it for nvme-pci's passthrough (-EACCES).
  */
-static int io_allowed(struct file *filp, const struct p2pnvme_io *io)
+int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io)
 {
 	if ((io->op == P2PNVME_OP_WRITE || io->op == P2PNVME_OP_WRITE_ZEROES) &&
 	    !(filp->f_mode & FMODE_WRITE))
@@ -318,8 +307,8 @@ static int io_allowed(struct file *filp, const struct p2pnvme_io *io)
  * Account @ios against the file's max_inflight_mb: -E2BIG for a batch that
  * can never fit, -EAGAIN while the file's other batches hold the room.
  */
-static int inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
-			unsigned int nr, u64 *bytes)
+int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
+			 unsigned int nr, u64 *bytes)
 {
 	u64 limit = (u64)READ_ONCE(max_inflight_mb) << 20, sum = 0;
 	unsigned int i;
@@ -349,9 +338,9 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 		return ret;
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
 	if (!ret)
-		ret = io_allowed(filp, &io);
+		ret = p2pnvme_io_allowed(filp, &io);
 	if (!ret)
-		ret = inflight_get(f, &io, 1, &bytes);
+		ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
 	if (ret)
 		return ret;
 	ret = p2pnvme_run_batch(c, &io, 1, &failed);
@@ -387,13 +376,13 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 		if (!ret)
 			ret = p2pnvme_check_io(&ios[i], c->lba_shift, c->nlb);
 		if (!ret)
-			ret = io_allowed(filp, &ios[i]);
+			ret = p2pnvme_io_allowed(filp, &ios[i]);
 		if (ret) {
 			sub.failed = i;
 			goto out_failed;
 		}
 	}
-	ret = inflight_get(f, ios, sub.nr, &bytes);
+	ret = p2pnvme_inflight_get(f, ios, sub.nr, &bytes);
 	if (ret)
 		goto out_free;
 	sub.failed = sub.nr;
@@ -494,6 +483,9 @@ static const struct file_operations p2pnvme_fops = {
 	.open = p2pnvme_open,
 	.release = p2pnvme_release,
 	.unlocked_ioctl = p2pnvme_ioctl,
+#if P2P_HAVE_URING_CMD
+	.uring_cmd = p2pnvme_uring_cmd,
+#endif
 	.compat_ioctl = compat_ptr_ioctl,
 };
 
@@ -746,6 +738,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
+	p2pnvme_async_init(c);
 	/* what one segment may hold: swiotlb, for one, maps 256 KiB at most */
 	c->max_seg = max_t(size_t, PAGE_SIZE,
 			   min_t(size_t, dma_max_mapping_size(dev), dma_get_max_seg_size(dev)) &
@@ -861,6 +854,8 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 		kref_put(&c->kref, p2pnvme_free);
 	if (p2pnvme_state(c) == P2PNVME_DELETING)
 		p2pnvme_quiesce(c);
+	/* every command is over: the io_uring requests are released now */
+	p2pnvme_async_drain(c);
 
 	/* every I/O ioctl has returned; later ones on open files see DEAD */
 	down_write(&c->reset_lock);

@@ -125,4 +125,30 @@ static inline bool p2p_dma_buf_attach_revocable(struct dma_buf_attachment *attac
  */
 #define P2P_IMPORT_NS(ns)	MODULE_INFO(import_ns, ns)
 
+/*
+ * io_uring passthrough: compiled in where the kernel has io_uring and the
+ * command interface of 6.6+; the reply is a 32-byte CQE's res and res2.
+ */
+#if IS_ENABLED(CONFIG_IO_URING) && \
+	(defined(HAVE_IO_URING_CMD_DONE4) || defined(HAVE_IO_URING_CMD_DONE32))
+#define P2P_HAVE_URING_CMD	1
+#include <linux/io_uring/cmd.h>
+static inline void p2p_uring_cmd_done(struct io_uring_cmd *ioucmd, s32 ret, u64 res2)
+{
+#ifdef HAVE_IO_URING_CMD_DONE32
+	io_uring_cmd_done32(ioucmd, ret, res2, 0);
+#else
+	io_uring_cmd_done(ioucmd, ret, res2, 0);
+#endif
+}
+
+#ifdef HAVE_IO_URING_SQE128_CMD
+#define p2p_uring_cmd_payload(ioucmd, type)	io_uring_sqe128_cmd((ioucmd)->sqe, type)
+#else
+#define p2p_uring_cmd_payload(ioucmd, type)	((const type *)io_uring_sqe_cmd((ioucmd)->sqe))
+#endif
+#else
+#define P2P_HAVE_URING_CMD	0
+#endif
+
 #endif /* P2P_COMPAT_H */

@@ -319,6 +319,16 @@ p2pnvme-test $N || _any_failed=1
 echo "<<<KTAP-END>>>"
 hostcheck dma-none
 
+# io_uring passthrough: many commands in flight from one thread into
+# p2pmem and host memory, writes, the bad-SQE table, a ring torn down with
+# commands in flight (the host checks bytes and QEMU's queue depth)
+if [ "$p2pexpect" != refused ]; then
+	echo "<<<KTAP-BEGIN guest.client_uring>>>"
+	p2puring-test $N /dev/p2pbar0 || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	hostd check dma-mark >/dev/null	# it read into host memory too
+fi
+
 # The dma-buf bridge: p2pmem exported by p2pbar, imported by p2pnvme.
 suite_begin client_dmabuf
 held p2pctl --json nvme-read $N 2048 262144 --dmabuf --offset 65536; out=$held_out
@@ -377,6 +387,13 @@ diag "queues: $(tr '\n' ';' < $Q)"
 check_eq "debugfs shows the admin queue and every I/O queue" \
 	"$(grep -c '^[0-9]' $Q)" "$(($(js io_queues "$info") + 1))"
 check_eq "interrupts took the completions (MSI-X)" "$(js polled "$info") $(($(cat $STATS/irqs) > 0))" "false 1"
+# the unbind with io_uring commands in flight: each is answered
+if [ "$p2pexpect" != refused ]; then
+	echo "<<<KTAP-BEGIN guest.client_uring_unbind>>>"
+	p2puring-test --unbind $N /dev/p2pbar0 "$NVME" || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	check "p2pnvme takes nvme0 again" bind p2pnvme "$NVME"
+fi
 # the unbind: while an ioctl's buffer is stuck in a userfaultfd fault
 echo "<<<KTAP-BEGIN guest.client_stuck_unbind>>>"
 p2pnvme-test --stuck-unbind $N "$NVME" || _any_failed=1
@@ -397,6 +414,8 @@ held p2pctl --json nvme-read $N 2048 2097152 --batch 16; out=$held_out
 hostcheck equal 2097152 "bar0@$(js bar_offset "$out")" nvme0@0x100000
 released; check_eq "a batch of 16 reads, polled" "$?" 0
 check_eq "no interrupt counted" "$(cat $STATS/irqs)" 0
+check "io_uring passthrough refuses a polled controller (EOPNOTSUPP)" \
+	sh -c "p2puring-test --polled $N /dev/p2pbar0 >/dev/null"
 # A dma-buf p2pnvme read into keeps p2pnvme's fence in its reservation
 # object. Before 7.x the fence calls its ops for as long as it lives, so it
 # holds the module; 7.x detaches a signalled fence from its ops.

@@ -141,4 +141,18 @@ struct p2pnvme_submit {
 #define P2PNVME_IOC_IO		_IO(P2PNVME_IOC_MAGIC, 0x11)	/* struct p2pnvme_io */
 #define P2PNVME_IOC_SUBMIT	_IO(P2PNVME_IOC_MAGIC, 0x12)	/* struct p2pnvme_submit */
 
+/*
+ * io_uring passthrough: IORING_OP_URING_CMD on /dev/p2pnvmeN with cmd_op
+ * P2PNVME_URING_CMD_IO, on a ring set up with IORING_SETUP_SQE128 (the
+ * 80-byte command area of the SQE holds one struct p2pnvme_io, checked as
+ * for P2PNVME_IOC_IO; its result, path and status are not written back).
+ * The CQE's res is 0 or the -errno P2PNVME_IOC_IO would return; with
+ * IORING_SETUP_CQE32 the first extra word is path | status << 16. One
+ * io_uring_enter() submits many, each completes on its own. Not (yet):
+ * P2PNVME_IO_F_DMABUF (-EOPNOTSUPP), polled controllers (poll=1:
+ * -EOPNOTSUPP).
+ */
+#define P2PNVME_URING_CMD_IO	_IO(P2PNVME_IOC_MAGIC, 0x20)	/* struct p2pnvme_io */
+#define P2PNVME_URING_RES2(path, status)	((__u64)(path) | (__u64)(status) << 16)
+
 #endif /* _UAPI_LINUX_P2PNVME_H */

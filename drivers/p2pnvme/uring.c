@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme's io_uring passthrough: IORING_OP_URING_CMD with cmd_op
+ * P2PNVME_URING_CMD_IO carries one struct p2pnvme_io in a 128-byte SQE.
+ * One io_uring_enter() submits many; none waits for its completion.
+ *
+ * Life of a request:
+ *   submit  in the submitter's context: check, pin (may fault: no lock
+ *           held), then under p2pnvme_io_enter() map, queue its commands on
+ *           the submitting CPU's queue, leave; -EIOCBQUEUED. The doorbell
+ *           waits for the end of io_uring's submission batch (its block
+ *           plug), so the controller sees the batch's commands at once
+ *   end     the last command completes (interrupt, reset, removal): the
+ *           batch's end callback puts the request on c->async_done and
+ *           kicks c->async_work, possibly from hard interrupt context
+ *   release c->async_work, in process context and for every request that
+ *           ended since it last ran: unmap, copy bounced reads, unpin,
+ *           count, answer with io_uring_cmd_done()
+ * A request with no waiter has its commands' deadlines watched by
+ * c->async_watch (abort, then reset, as for a batch's waiter). Removal
+ * cancels every command and then waits for the releases: bounded, because
+ * a release waits for nothing userspace controls.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/fs.h>
+#include <linux/ktime.h>
+#include <linux/llist.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <p2p_compat.h>
+
+#include "internal.h"
+
+#define P2PNVME_WATCH_PERIOD	max(HZ / 20, 1)
+
+#if P2P_HAVE_URING_CMD
+/**
+ * struct p2pnvme_async - one io_uring request
+ * @b: its batch; @b.end is async_end()
+ * @r: its transfer
+ * @io: the SQE's struct p2pnvme_io, kernel copy
+ * @c: the controller
+ * @f: the file it came through (io_uring holds it open until the answer)
+ * @ioucmd: what is answered
+ * @bytes: charged to @f->inflight
+ * @t0: ktime_get_ns() at submission
+ * @node: on c->async_done once @b ended
+ */
+struct p2pnvme_async {
+	struct p2pnvme_batch b;
+	struct p2pnvme_req r;
+	struct p2pnvme_io io;
+	struct p2pnvme *c;
+	struct p2pnvme_file *f;
+	struct io_uring_cmd *ioucmd;
+	u64 bytes;
+	u64 t0;
+	struct llist_node node;
+};
+
+/* Every command of the request is over (any context, maybe a queue lock). */
+static void async_end(struct p2pnvme_batch *b)
+{
+	struct p2pnvme_async *a = container_of(b, struct p2pnvme_async, b);
+	struct p2pnvme *c = a->c;
+
+	if (llist_add(&a->node, &c->async_done))
+		queue_work(system_highpri_wq, &c->async_work);
+}
+
+/* Release and answer @a, which is not on any list; frees it. */
+static void async_answer(struct p2pnvme_async *a, u64 ns)
+{
+	struct p2pnvme *c = a->c;
+	struct p2pnvme_io *io = &a->io;
+
+	p2pnvme_req_finish(c, &a->r, ns);
+	atomic64_sub(a->bytes, &a->f->inflight);
+	p2p_uring_cmd_done(a->ioucmd, io->result,
+			   P2PNVME_URING_RES2(io->path, io->status));
+	kfree(a);
+	if (atomic_dec_and_test(&c->async_live))
+		wake_up_all(&c->wq);
+}
+
+static void async_work(struct work_struct *work)
+{
+	struct p2pnvme *c = container_of(work, struct p2pnvme, async_work);
+	struct llist_node *done = llist_reverse_order(llist_del_all(&c->async_done));
+	struct p2pnvme_async *a, *tmp;
+	u64 now = ktime_get_ns();
+
+	llist_for_each_entry_safe(a, tmp, done, node)
+		async_answer(a, now - a->t0);
+}
+
+/* While requests are out: their deadlines, as a batch's waiter checks its own. */
+static void async_watch(struct work_struct *work)
+{
+	struct p2pnvme *c = container_of(to_delayed_work(work), struct p2pnvme, async_watch);
+
+	if (!atomic_read(&c->async_live))
+		return;
+	p2pnvme_check_async_timeouts(c);
+	queue_delayed_work(system_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
+}
+
+/**
+ * struct p2pnvme_plug - a doorbell left to the submitter's block plug
+ * @cb: the plug's callback entry (first: blk_check_plugged() allocates it)
+ * @c: the controller
+ * @armed: counted in @c->async_plugged
+ */
+struct p2pnvme_plug {
+	struct blk_plug_cb cb;
+	struct p2pnvme *c;
+	bool armed;
+};
+
+/* The submission batch ended (or its task sleeps): ring once for all. */
+static void async_unplug(struct blk_plug_cb *cb, bool from_schedule)
+{
+	struct p2pnvme_plug *p = container_of(cb, struct p2pnvme_plug, cb);
+	struct p2pnvme *c = p->c;
+
+	p2pnvme_ring_live(cb->data);
+	kfree(p);
+	if (atomic_dec_and_test(&c->async_plugged))
+		wake_up_all(&c->wq);
+}
+
+/*
+ * Ring @q now, or when the submitter's plug ends. The queue lives until
+ * remove() has seen @c->async_plugged drop to 0.
+ */
+static void async_ring(struct p2pnvme *c, struct p2pnvme_queue *q)
+{
+	struct blk_plug_cb *cb = blk_check_plugged(async_unplug, q, sizeof(struct p2pnvme_plug));
+	struct p2pnvme_plug *p;
+
+	if (!cb) {
+		p2pnvme_ring(q);
+		return;
+	}
+	p = container_of(cb, struct p2pnvme_plug, cb);
+	if (!p->armed) {
+		p->armed = true;
+		p->c = c;
+		atomic_inc(&c->async_plugged);
+	}
+}
+
+/* A request that failed before any command: answered at once, by return. */
+static int async_fail(struct p2pnvme_async *a, int ret)
+{
+	p2pnvme_req_abandon(a->c, &a->r);
+	atomic64_sub(a->bytes, &a->f->inflight);
+	kfree(a);
+	return ret;
+}
+
+static int async_submit(struct p2pnvme_async *a)
+{
+	struct p2pnvme *c = a->c;
+	struct p2pnvme_req *r = &a->r;
+	struct p2pnvme_queue *q;
+	unsigned long flags;
+	int ret;
+
+	ret = p2pnvme_req_prepare(c, r);
+	if (ret)
+		return async_fail(a, ret);
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		return async_fail(a, ret);
+	q = p2pnvme_cpu_queue(c);
+	r->q = q;
+	ret = p2pnvme_req_map(c, r);
+	if (ret) {
+		p2pnvme_io_exit(c);
+		return async_fail(a, ret);
+	}
+	p2pnvme_batch_init(&a->b, false);
+	a->b.end = async_end;
+	atomic_inc(&c->async_live);
+	a->t0 = ktime_get_ns();
+	ret = p2pnvme_req_submit(c, &a->b, r);
+	if (ret) {
+		/* commands already queued for it still complete */
+		spin_lock_irqsave(&q->lock, flags);
+		if (!r->error || r->error == -ECANCELED)
+			r->error = ret;
+		spin_unlock_irqrestore(&q->lock, flags);
+	}
+	async_ring(c, q);
+	p2pnvme_io_exit(c);
+	if (!delayed_work_pending(&c->async_watch))
+		queue_delayed_work(system_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
+	/* from here on @a belongs to its end: async_end() may run right now */
+	p2pnvme_batch_launch(&a->b);
+	return -EIOCBQUEUED;
+}
+
+/**
+ * p2pnvme_uring_cmd - file_operations.uring_cmd of /dev/p2pnvmeN
+ * @ioucmd: the command; its SQE holds a struct p2pnvme_io
+ * @issue_flags: IO_URING_F_*
+ *
+ * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
+ * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
+ * bad request), -ERANGE, -EOPNOTSUPP (dma-buf, polled controller), -EACCES
+ * (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb), -ENOMEM,
+ * -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
+ */
+int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_file *f = ioucmd->file->private_data;
+	struct p2pnvme *c = f->c;
+	struct p2pnvme_async *a;
+	struct p2pnvme_io io;
+	u64 bytes;
+	int ret;
+
+	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO)
+		return -ENOTTY;
+	if (!(issue_flags & IO_URING_F_SQE128))
+		return -EINVAL;
+	/* one copy: the SQE may be rewritten by userspace meanwhile */
+	memcpy(&io, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_io), sizeof(io));
+	if (io.argsz != sizeof(io))
+		return -EINVAL;
+	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
+	if (ret)
+		return ret;
+	if (io.flags & P2PNVME_IO_F_DMABUF)
+		return -EOPNOTSUPP;
+	/* no waiter would reap a polled queue; IOPOLL rings are not served yet */
+	if (c->polled)
+		return -EOPNOTSUPP;
+	ret = p2pnvme_io_allowed(ioucmd->file, &io);
+	if (ret)
+		return ret;
+	ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
+	if (ret)
+		return ret;
+	a = kzalloc_obj(*a, GFP_KERNEL);
+	if (!a) {
+		atomic64_sub(bytes, &f->inflight);
+		return -ENOMEM;
+	}
+	a->io = io;
+	a->r.io = &a->io;
+	a->c = c;
+	a->f = f;
+	a->ioucmd = ioucmd;
+	a->bytes = bytes;
+	return async_submit(a);
+}
+#else
+static void async_work(struct work_struct *work)
+{
+}
+
+static void async_watch(struct work_struct *work)
+{
+}
+#endif /* P2P_HAVE_URING_CMD */
+
+/**
+ * p2pnvme_async_init - the io_uring side of a new controller
+ * @c: the controller
+ */
+void p2pnvme_async_init(struct p2pnvme *c)
+{
+	atomic_set(&c->async_live, 0);
+	atomic_set(&c->async_plugged, 0);
+	init_llist_head(&c->async_done);
+	INIT_WORK(&c->async_work, async_work);
+	INIT_DELAYED_WORK(&c->async_watch, async_watch);
+	p2pnvme_batch_init(&c->async_any, false);
+	c->async_any.any_async = true;
+}
+
+/**
+ * p2pnvme_async_drain - wait until every io_uring request is answered
+ * @c: the controller, every command cancelled (removal, after quiesce)
+ *
+ * Their batches have ended, so only releases are left, and those wait
+ * for nothing userspace controls; a doorbell left to a submitter's block
+ * plug is rung (or skipped: the queue is stopped) when its submission
+ * batch ends or its task sleeps.
+ */
+void p2pnvme_async_drain(struct p2pnvme *c)
+{
+	wait_event(c->wq, !atomic_read(&c->async_live) && !atomic_read(&c->async_plugged));
+	flush_work(&c->async_work);
+	cancel_delayed_work_sync(&c->async_watch);
+}

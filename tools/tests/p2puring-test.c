@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2puring-test: p2pnvme's io_uring passthrough (P2PNVME_URING_CMD_IO),
+ * KTAP on stdout, bytes checked by the host (fd 7, see ktap.h).
+ *
+ *   p2puring-test /dev/p2pnvmeN /dev/p2pbarN
+ *	many commands in flight from one thread (reads into p2pmem and host
+ *	memory, one submission), writes from p2pmem, the bad-SQE table, a
+ *	ring torn down with I/O in flight
+ *   p2puring-test --unbind /dev/p2pnvmeN /dev/p2pbarN BDF
+ *	unbind the controller with commands in flight: every one is
+ *	answered, the unbind returns
+ *   p2puring-test --polled /dev/p2pnvmeN /dev/p2pbarN
+ *	exit 0 if the (polled) controller refuses with EOPNOTSUPP
+ *
+ * The namespace is the bench's 64 MiB image of 512-byte LBAs; the host
+ * compares the BAR's backing file (bar0) with the image (nvme0).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/p2pbar.h>
+#include <linux/p2pnvme.h>
+
+#include "ktap.h"
+
+#define CHUNK	65536ULL
+#define NR	64		/* commands of each kind in flight at once */
+#define PLAN	24		/* cases of the main run */
+#define PLAN_UNBIND	3
+
+struct p2pmem {
+	unsigned char *p;
+	uint64_t bar_off;	/* offset into the BAR (the host's bar0 file) */
+};
+
+/* An allocation of @len from the provider at @bar, mapped. */
+static int p2pmem_get(int bar, size_t len, struct p2pmem *m)
+{
+	struct p2pbar_info info = { .argsz = sizeof(info) };
+	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = len, .align = 4096 };
+
+	if (ioctl(bar, P2PBAR_IOC_INFO, &info) || ioctl(bar, P2PBAR_IOC_ALLOC, &a))
+		return -errno;
+	m->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bar, a.mmap_offset);
+	if (m->p == MAP_FAILED)
+		return -errno;
+	m->bar_off = a.bus_addr - info.bus_addr + info.offset;
+	return 0;
+}
+
+static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_io *io, uint64_t tag)
+{
+	if (!sqe) {	/* every ring here is larger than what is queued on it */
+		printf("    # the submission ring is full\n");
+		exit(1);
+	}
+	memset(sqe, 0, 2 * sizeof(*sqe));	/* SQE128 */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = P2PNVME_URING_CMD_IO;
+	sqe->user_data = tag;
+	memcpy(sqe->cmd, io, sizeof(*io));
+}
+
+static struct p2pnvme_io rw(uint32_t op, uint64_t slba, uint64_t len, void *buf)
+{
+	return (struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io), .op = op, .slba = slba,
+				    .len = len, .addr = (uintptr_t)buf };
+}
+
+/* Reap @nr completions into res[tag] and res2[tag]; 0 or -errno. */
+static int reap(struct io_uring *ring, unsigned int nr, int *res, uint64_t *res2)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < nr; i++) {
+		ret = io_uring_wait_cqe(ring, &cqe);
+		if (ret)
+			return ret;
+		res[cqe->user_data] = cqe->res;
+		if (res2)
+			res2[cqe->user_data] = cqe->big_cqe[0];
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return 0;
+}
+
+/* One command alone; its CQE's res. */
+static int one(struct io_uring *ring, int fd, const struct p2pnvme_io *io, uint32_t cmd_op)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	int res = -EIO;
+
+	prep(sqe, fd, io, 0);
+	sqe->cmd_op = cmd_op;
+	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, NULL))
+		return -EIO;
+	return res;
+}
+
+/* The bad-SQE table: each answered with its errno, nothing transferred. */
+static void bad_sqes(struct io_uring *ring, int fd, int rofd, unsigned char *buf)
+{
+	static const struct {
+		const char *what;
+		struct p2pnvme_io io;
+		int err;
+	} t[] = {
+		{ "argsz 0", { .op = P2PNVME_OP_READ, .len = 4096 }, EINVAL },
+		{ "argsz too large", { .argsz = 64, .op = P2PNVME_OP_READ, .len = 4096 }, EINVAL },
+		{ "unknown operation", { .argsz = 56, .op = 9, .len = 4096 }, EOPNOTSUPP },
+		{ "length not a multiple of the LBA", { .argsz = 56, .len = 1000 }, EINVAL },
+		{ "length 0", { .argsz = 56 }, EINVAL },
+		{ "beyond the namespace", { .argsz = 56, .slba = 131071, .len = 4096 }, ERANGE },
+		{ "LBA overflow", { .argsz = 56, .slba = ~0ULL, .len = 4096 }, ERANGE },
+		{ "unknown flag", { .argsz = 56, .flags = 1U << 31, .len = 4096 }, EINVAL },
+		{ "PRP and SGL at once", { .argsz = 56, .len = 4096,
+			.flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, EINVAL },
+		{ "result not zero", { .argsz = 56, .len = 4096, .result = 1 }, EINVAL },
+		{ "a dma-buf (not through io_uring yet)", { .argsz = 56, .len = 4096,
+			.flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = 0 }, EOPNOTSUPP },
+		{ "no buffer", { .argsz = 56, .len = 4096 }, EINVAL },
+		{ "an unmapped buffer", { .argsz = 56, .len = 4096, .addr = 4096 }, EFAULT },
+	};
+	struct p2pnvme_io io;
+	unsigned int i;
+	char what[96];
+	int res;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		io = t[i].io;
+		if (io.argsz == 56 && !io.addr && !(io.flags & P2PNVME_IO_F_DMABUF) &&
+		    strcmp(t[i].what, "no buffer"))
+			io.addr = (uintptr_t)buf;
+		res = one(ring, fd, &io, P2PNVME_URING_CMD_IO);
+		snprintf(what, sizeof(what), "bad SQE: %s", t[i].what);
+		result(res == -t[i].err, what, t[i].err, -res);
+	}
+	io = rw(P2PNVME_OP_READ, 0, 4096, buf);
+	res = one(ring, fd, &io, _IO(P2PNVME_IOC_MAGIC, 0x2f));
+	result(res == -ENOTTY, "bad SQE: unknown cmd_op", ENOTTY, -res);
+	io = rw(P2PNVME_OP_WRITE, 0, 4096, buf);
+	res = one(ring, rofd, &io, P2PNVME_URING_CMD_IO);
+	result(res == -EACCES, "bad SQE: a write through a read-only fd", EACCES, -res);
+	io = rw(P2PNVME_OP_WRITE_ZEROES, 0, 4096, NULL);
+	res = one(ring, rofd, &io, P2PNVME_URING_CMD_IO);
+	result(res == -EACCES, "bad SQE: write zeroes through a read-only fd", EACCES, -res);
+}
+
+/* A ring of 64-byte SQEs cannot carry the command: -EINVAL. */
+static void small_sqe(int fd, unsigned char *buf)
+{
+	struct p2pnvme_io io = rw(P2PNVME_OP_READ, 0, 4096, buf);
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	int res = -EIO;
+
+	if (io_uring_queue_init(4, &ring, 0)) {
+		result(0, "a ring without SQE128 is refused", EINVAL, errno);
+		return;
+	}
+	sqe = io_uring_get_sqe(&ring);
+	if (!sqe)
+		exit(1);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = P2PNVME_URING_CMD_IO;
+	memcpy(sqe->cmd, &io, 16);	/* all a 64-byte SQE has room for */
+	if (io_uring_submit(&ring) == 1 && !io_uring_wait_cqe(&ring, &cqe)) {
+		res = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
+	result(res == -EINVAL, "a ring without SQE128 is refused", EINVAL, -res);
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * One submission of NR reads into p2pmem and NR into host memory, all in
+ * flight at once, from this one thread; then NR writes from p2pmem.
+ */
+static void many(struct io_uring *ring, int fd, int bar)
+{
+	static int res[2 * NR];
+	static uint64_t res2[2 * NR];
+	struct io_uring_sqe *sqe;
+	struct p2pmem m;
+	struct p2pnvme_io io;
+	unsigned char *host;
+	int i, bad = 0, got, ret;
+
+	ret = p2pmem_get(bar, NR * CHUNK, &m);
+	host = mmap(NULL, NR * CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ret || host == MAP_FAILED) {
+		result(0, "p2pmem and host memory for the reads", 0, ret ? -ret : errno);
+		return;
+	}
+	hostcheck("dma-mark");
+	/* reads from LBA 8192 (4 MiB) on, the host's side: nvme0@0x400000 */
+	for (i = 0; i < 2 * NR; i++) {
+		void *buf = i < NR ? m.p + i * CHUNK : host + (i - NR) * CHUNK;
+
+		io = rw(P2PNVME_OP_READ, 8192 + (i % NR) * (CHUNK / 512), CHUNK, buf);
+		sqe = io_uring_get_sqe(ring);
+		prep(sqe, fd, &io, i);
+	}
+	got = io_uring_submit(ring);
+	printf("    # one io_uring_submit(): %d commands\n", got);
+	tap(got == 2 * NR, "one io_uring_enter() submits %d commands", 2 * NR);
+	if (reap(ring, got > 0 ? got : 0, res, res2)) {
+		tap(0, "their completions are reaped");
+		return;
+	}
+	for (i = 0; i < 2 * NR; i++) {
+		uint32_t path = res2[i] & 0xffff;
+
+		if (res[i] || path != (i < NR ? P2PNVME_PATH_P2P : P2PNVME_PATH_HOST)) {
+			if (bad++ < 4)
+				printf("    # command %d: res %d, path %u\n", i, res[i], path);
+		}
+	}
+	tap(!bad, "%d reads into p2pmem (path p2p) and %d into host memory (path host) succeed",
+	    NR, NR);
+	hostcheck("equal %llu bar0@%llu nvme0@%u", NR * CHUNK, (unsigned long long)m.bar_off,
+		  8192 * 512);
+	/* the host's view of the host-memory reads: the same bytes */
+	tap(!memcmp(host, m.p, NR * CHUNK), "host memory got the bytes p2pmem got");
+	hostcheck("dma-inflight 32 1");
+
+	/* writes from p2pmem: a pattern to LBA 16384 (8 MiB) on */
+	memset(m.p, 0xa5, NR * CHUNK);
+	for (i = 0; i < NR; i++) {
+		io = rw(P2PNVME_OP_WRITE, 16384 + i * (CHUNK / 512), CHUNK, m.p + i * CHUNK);
+		prep(io_uring_get_sqe(ring), fd, &io, i);
+	}
+	got = io_uring_submit(ring);
+	bad = got != NR || reap(ring, NR, res, res2);
+	for (i = 0; !bad && i < NR; i++)
+		bad = res[i] || (res2[i] & 0xffff) != P2PNVME_PATH_P2P;
+	tap(!bad, "%d writes from p2pmem in one submission succeed", NR);
+	hostcheck("fill %llu nvme0@%u 0xa5", NR * CHUNK, 16384 * 512);
+
+	/* a flush and write zeroes through the ring too */
+	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_FLUSH };
+	ret = one(ring, fd, &io, P2PNVME_URING_CMD_IO);
+	result(!ret, "flush", 0, -ret);
+	io = rw(P2PNVME_OP_WRITE_ZEROES, 16384, CHUNK, NULL);
+	ret = one(ring, fd, &io, P2PNVME_URING_CMD_IO);
+	result(!ret, "write zeroes over the first 64 KiB of the pattern", 0, -ret);
+	hostcheck("fill %llu nvme0@%u 0x00", CHUNK, 16384 * 512);
+	munmap(m.p, NR * CHUNK);
+	munmap(host, NR * CHUNK);
+}
+
+/* Commands in flight when the ring goes: it waits for them, nothing leaks. */
+static void teardown(int fd, int bar)
+{
+	struct io_uring ring;
+	struct p2pmem m;
+	double t0;
+	int i, ret;
+
+	ret = io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	if (!ret)
+		ret = p2pmem_get(bar, NR * CHUNK, &m);
+	if (ret) {
+		result(0, "a second ring", 0, -ret);
+		return;
+	}
+	for (i = 0; i < 4 * NR; i++) {
+		struct p2pnvme_io io = rw(P2PNVME_OP_READ, (i % NR) * (CHUNK / 512), CHUNK,
+					  m.p + (i % NR) * CHUNK);
+
+		prep(io_uring_get_sqe(&ring), fd, &io, i);
+	}
+	ret = io_uring_submit(&ring);
+	t0 = now();
+	io_uring_queue_exit(&ring);	/* not one completion reaped */
+	munmap(m.p, NR * CHUNK);
+	printf("    # %d submitted, ring gone after %.3f s\n", ret, now() - t0);
+	tap(ret == 4 * NR && now() - t0 < 10, "a ring torn down with %d reads in flight goes",
+	    4 * NR);
+}
+
+struct unbinder {
+	const char *bdf;
+	int err;
+	double took;
+};
+
+static void *unbind_fn(void *arg)
+{
+	struct unbinder *u = arg;
+	double t0 = now();
+	int fd = open("/sys/bus/pci/drivers/p2pnvme/unbind", O_WRONLY);
+
+	u->err = fd < 0 || write(fd, u->bdf, strlen(u->bdf)) < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	u->took = now() - t0;
+	return NULL;
+}
+
+/* Unbind with 4 * NR reads in flight: each answered, the unbind returns. */
+static int unbind_case(int fd, int bar, const char *bdf)
+{
+	static int res[4 * NR];
+	struct unbinder u = { .bdf = bdf };
+	struct io_uring ring;
+	struct p2pmem m;
+	pthread_t t;
+	int i, ok = 0, gone = 0, other = 0, ret;
+
+	ret = io_uring_queue_init(512, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	if (!ret)
+		ret = p2pmem_get(bar, NR * CHUNK, &m);
+	if (ret) {
+		result(0, "a ring and p2pmem", 0, -ret);
+		return 1;
+	}
+	for (i = 0; i < 4 * NR; i++) {
+		struct p2pnvme_io io = rw(P2PNVME_OP_READ, (i % NR) * (CHUNK / 512), CHUNK,
+					  m.p + (i % NR) * CHUNK);
+
+		prep(io_uring_get_sqe(&ring), fd, &io, i);
+	}
+	ret = io_uring_submit(&ring);
+	pthread_create(&t, NULL, unbind_fn, &u);
+	if (reap(&ring, ret > 0 ? ret : 0, res, NULL))
+		other = -1;
+	pthread_join(t, NULL);
+	for (i = 0; i < ret; i++) {
+		if (!res[i])
+			ok++;
+		else if (res[i] == -ENODEV || res[i] == -ECANCELED)
+			gone++;
+		else if (other++ < 4)
+			printf("    # command %d: %s\n", i, strerror(-res[i]));
+	}
+	printf("    # %d submitted: %d done, %d ENODEV/ECANCELED, unbind took %.2f s\n", ret, ok,
+	       gone, u.took);
+	tap(ret == 4 * NR && ok + gone == ret && !other,
+	    "unbind with %d reads in flight: each answered, done or ENODEV/ECANCELED", 4 * NR);
+	result(!u.err && u.took < 10, "the unbind returns", 0, u.err);
+	ret = one(&ring, fd, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
+						     .op = P2PNVME_OP_FLUSH }, P2PNVME_URING_CMD_IO);
+	result(ret == -ENODEV, "a command after the unbind", ENODEV, -ret);
+	io_uring_queue_exit(&ring);
+	munmap(m.p, NR * CHUNK);
+	return 0;
+}
+
+/* p2puring-test --polled NVME BAR: exit 0 if a read is refused, EOPNOTSUPP */
+static int polled(const char *dev)
+{
+	struct io_uring ring;
+	struct p2pnvme_io io;
+	void *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int fd = open(dev, O_RDWR | O_CLOEXEC), res;
+
+	if (fd < 0 || buf == MAP_FAILED ||
+	    io_uring_queue_init(4, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
+		return 1;
+	io = rw(P2PNVME_OP_READ, 0, 4096, buf);
+	res = one(&ring, fd, &io, P2PNVME_URING_CMD_IO);
+	printf("polled controller: %s\n", strerror(-res));
+	return res == -EOPNOTSUPP ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	int unbind = argc > 1 && !strcmp(argv[1], "--unbind");
+	const char *name = unbind ? "client_uring_unbind" : "client_uring";
+	int plan = unbind ? PLAN_UNBIND : PLAN;
+	struct io_uring ring;
+	unsigned char *buf;
+	int fd, rofd, bar;
+
+	if (argc == 4 && !strcmp(argv[1], "--polled"))
+		return polled(argv[2]);
+
+	if (argc != 3 + 2 * unbind) {
+		fprintf(stderr, "usage: p2puring-test [--unbind] /dev/p2pnvmeN /dev/p2pbarN%s\n",
+			unbind ? " BDF" : "");
+		return 2;
+	}
+	fd = open(argv[1 + unbind], O_RDWR | O_CLOEXEC);
+	rofd = open(argv[1 + unbind], O_RDONLY | O_CLOEXEC);
+	bar = open(argv[2 + unbind], O_RDWR | O_CLOEXEC);
+	buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..%d\n", name, plan);
+	if (fd < 0 || rofd < 0 || bar < 0 || buf == MAP_FAILED ||
+	    io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32)) {
+		printf("    # setup: %s\n", strerror(errno));
+		printf("not ok 1 %s\n", name);
+		return 1;
+	}
+	if (unbind) {
+		unbind_case(fd, bar, argv[4]);
+	} else {
+		many(&ring, fd, bar);
+		bad_sqes(&ring, fd, rofd, buf);
+		small_sqe(fd, buf);
+		teardown(fd, bar);
+	}
+	if (n != plan)
+		printf("    # ran %d cases, planned %d\n", n, plan);
+	printf("%s 1 %s\n", failed || n != plan ? "not ok" : "ok", name);
+	return failed || n != plan ? 1 : 0;
+}
