@@ -13,6 +13,9 @@
  *                                and phase, the slots, @stopped; taken from
  *                                the MSI-X handler too (so _irqsave)
  *   p2pnvme.state_lock (spin)   @state transitions
+ *   p2pnvme.async_lock (spin)   the io_uring requests' list and flags;
+ *                                inside a queue lock when a completion
+ *                                ends a request (so _irqsave)
  * No queue lock is held while another queue's lock is taken.
  */
 #ifndef P2PNVME_INTERNAL_H
@@ -23,7 +26,7 @@
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/kref.h>
-#include <linux/llist.h>
+#include <linux/list.h>
 #include <linux/nvme.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
@@ -326,9 +329,10 @@ struct p2pnvme_queue {
  *	  that an ioctl on a file that outlived the device finds DEAD
  * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
  * @async_live: io_uring requests submitted and not yet released (unmapped,
- *		unpinned, answered); remove() waits for 0
- * @async_done: their batches that ended, for @async_work
- * @async_work: releases them in process context, many per run
+ *		unpinned); remove() waits for 0
+ * @async_lock: protects @async_list and the requests' ended/taken flags;
+ *		taken in interrupt context (irqsave)
+ * @async_list: the requests not released yet (see uring.c)
  * @async_watch: looks for their expired commands while @async_live
  * @async_any: the batch the watchdog's timeout checks match them with
  * @async_plugged: doorbells an io_uring submitter left to its block plug
@@ -375,8 +379,8 @@ struct p2pnvme {
 	struct kref kref;
 	struct dentry *debugfs;
 	atomic_t async_live;
-	struct llist_head async_done;
-	struct work_struct async_work;
+	spinlock_t async_lock;	/* see above */
+	struct list_head async_list;
 	struct delayed_work async_watch;
 	struct p2pnvme_batch async_any;
 	atomic_t async_plugged;

@@ -11,23 +11,26 @@
  *           waits for the end of io_uring's submission batch (its block
  *           plug), so the controller sees the batch's commands at once
  *   end     the last command completes (interrupt, reset, removal): the
- *           batch's end callback puts the request on c->async_done and
- *           kicks c->async_work, possibly from hard interrupt context
- *   release c->async_work, in process context and for every request that
- *           ended since it last ran: unmap, copy bounced reads, unpin,
- *           count, answer with io_uring_cmd_done()
+ *           batch's end callback, possibly in hard interrupt context,
+ *           marks it ended and hands it to the submitter's task
+ *           (io_uring task work, as nvme-pci's passthrough does)
+ *   release in that task: unmap, copy bounced reads, unpin, count; then
+ *           answer with io_uring_cmd_done() and free
  * A request with no waiter has its commands' deadlines watched by
  * c->async_watch (abort, then reset, as for a batch's waiter). Removal
- * cancels every command and then waits for the releases: bounded, because
- * a release waits for nothing userspace controls.
+ * cancels every command, then releases itself every ended request whose
+ * task work has not run yet (a ring set up with DEFER_TASKRUN runs it only
+ * when its task asks for completions): bounded, whatever userspace does;
+ * that task work then only answers.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/blkdev.h>
 #include <linux/fs.h>
 #include <linux/ktime.h>
-#include <linux/llist.h>
+#include <linux/list.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <p2p_compat.h>
 
@@ -46,7 +49,9 @@
  * @ioucmd: what is answered
  * @bytes: charged to @f->inflight
  * @t0: ktime_get_ns() at submission
- * @node: on c->async_done once @b ended
+ * @link: on c->async_list until it is released (c->async_lock)
+ * @ended: every command is over (c->async_lock)
+ * @taken: removal released it, its task work only answers (c->async_lock)
  */
 struct p2pnvme_async {
 	struct p2pnvme_batch b;
@@ -57,43 +62,61 @@ struct p2pnvme_async {
 	struct io_uring_cmd *ioucmd;
 	u64 bytes;
 	u64 t0;
-	struct llist_node node;
+	struct list_head link;
+	bool ended;
+	bool taken;
 };
+
+static struct p2pnvme_async **async_of(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct p2pnvme_async *) > sizeof(ioucmd->pdu));
+	return (struct p2pnvme_async **)ioucmd->pdu;
+}
+
+/* Unmap, unpin, count: @a's commands are over and nobody else releases it. */
+static void async_release(struct p2pnvme_async *a)
+{
+	struct p2pnvme *c = a->c;
+
+	p2pnvme_req_finish(c, &a->r, ktime_get_ns() - a->t0);
+	atomic64_sub(a->bytes, &a->f->inflight);
+	if (atomic_dec_and_test(&c->async_live))
+		wake_up_all(&c->wq);
+}
+
+/* In the submitter's task: release (unless removal did) and answer. */
+static P2P_URING_TW(async_tw)
+{
+	struct io_uring_cmd *ioucmd = P2P_URING_TW_CMD;
+	struct p2pnvme_async *a = *async_of(ioucmd);
+	struct p2pnvme *c = a->c;
+	bool mine;
+
+	spin_lock_irq(&c->async_lock);
+	mine = !a->taken;
+	if (mine)
+		list_del(&a->link);
+	spin_unlock_irq(&c->async_lock);
+	if (mine)
+		async_release(a);
+	p2p_uring_cmd_done(ioucmd, a->io.result, P2PNVME_URING_RES2(a->io.path, a->io.status),
+			   P2P_URING_TW_FLAGS);
+	kfree(a);
+}
 
 /* Every command of the request is over (any context, maybe a queue lock). */
 static void async_end(struct p2pnvme_batch *b)
 {
 	struct p2pnvme_async *a = container_of(b, struct p2pnvme_async, b);
 	struct p2pnvme *c = a->c;
+	unsigned long flags;
 
-	if (llist_add(&a->node, &c->async_done))
-		queue_work(system_highpri_wq, &c->async_work);
-}
-
-/* Release and answer @a, which is not on any list; frees it. */
-static void async_answer(struct p2pnvme_async *a, u64 ns)
-{
-	struct p2pnvme *c = a->c;
-	struct p2pnvme_io *io = &a->io;
-
-	p2pnvme_req_finish(c, &a->r, ns);
-	atomic64_sub(a->bytes, &a->f->inflight);
-	p2p_uring_cmd_done(a->ioucmd, io->result,
-			   P2PNVME_URING_RES2(io->path, io->status));
-	kfree(a);
-	if (atomic_dec_and_test(&c->async_live))
-		wake_up_all(&c->wq);
-}
-
-static void async_work(struct work_struct *work)
-{
-	struct p2pnvme *c = container_of(work, struct p2pnvme, async_work);
-	struct llist_node *done = llist_reverse_order(llist_del_all(&c->async_done));
-	struct p2pnvme_async *a, *tmp;
-	u64 now = ktime_get_ns();
-
-	llist_for_each_entry_safe(a, tmp, done, node)
-		async_answer(a, now - a->t0);
+	spin_lock_irqsave(&c->async_lock, flags);
+	a->ended = true;
+	spin_unlock_irqrestore(&c->async_lock, flags);
+	io_uring_cmd_do_in_task_lazy(a->ioucmd, async_tw);
+	if (p2pnvme_state(c) >= P2PNVME_DELETING)
+		wake_up_all(&c->wq);	/* removal waits for the ends */
 }
 
 /* While requests are out: their deadlines, as a batch's waiter checks its own. */
@@ -185,6 +208,9 @@ static int async_submit(struct p2pnvme_async *a)
 	p2pnvme_batch_init(&a->b, false);
 	a->b.end = async_end;
 	atomic_inc(&c->async_live);
+	spin_lock_irq(&c->async_lock);
+	list_add_tail(&a->link, &c->async_list);
+	spin_unlock_irq(&c->async_lock);
 	a->t0 = ktime_get_ns();
 	ret = p2pnvme_req_submit(c, &a->b, r);
 	if (ret) {
@@ -256,14 +282,48 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	a->f = f;
 	a->ioucmd = ioucmd;
 	a->bytes = bytes;
+	*async_of(ioucmd) = a;
 	return async_submit(a);
 }
+
+/* Removal: release an ended request whose task work has not run; or NULL. */
+static struct p2pnvme_async *async_take_ended(struct p2pnvme *c, bool *more)
+{
+	struct p2pnvme_async *a, *found = NULL;
+
+	spin_lock_irq(&c->async_lock);
+	list_for_each_entry(a, &c->async_list, link) {
+		if (a->ended) {
+			found = a;
+			list_del(&a->link);
+			a->taken = true;
+			break;
+		}
+	}
+	*more = !list_empty(&c->async_list);
+	spin_unlock_irq(&c->async_lock);
+	return found;
+}
+
+static void async_release_all(struct p2pnvme *c)
+{
+	struct p2pnvme_async *a;
+	bool more = true;
+
+	while (more) {
+		a = async_take_ended(c, &more);
+		if (a)
+			async_release(a);
+		else if (more)	/* a submitter is between its submission and launch */
+			wait_event_timeout(c->wq, false, max(HZ / 100, 1));
+	}
+}
 #else
-static void async_work(struct work_struct *work)
+static void async_watch(struct work_struct *work)
 {
 }
 
-static void async_watch(struct work_struct *work)
+static void async_release_all(struct p2pnvme *c)
 {
 }
 #endif /* P2P_HAVE_URING_CMD */
@@ -276,25 +336,26 @@ void p2pnvme_async_init(struct p2pnvme *c)
 {
 	atomic_set(&c->async_live, 0);
 	atomic_set(&c->async_plugged, 0);
-	init_llist_head(&c->async_done);
-	INIT_WORK(&c->async_work, async_work);
+	spin_lock_init(&c->async_lock);
+	INIT_LIST_HEAD(&c->async_list);
 	INIT_DELAYED_WORK(&c->async_watch, async_watch);
 	p2pnvme_batch_init(&c->async_any, false);
 	c->async_any.any_async = true;
 }
 
 /**
- * p2pnvme_async_drain - wait until every io_uring request is answered
+ * p2pnvme_async_drain - release every io_uring request before the device goes
  * @c: the controller, every command cancelled (removal, after quiesce)
  *
- * Their batches have ended, so only releases are left, and those wait
- * for nothing userspace controls; a doorbell left to a submitter's block
- * plug is rung (or skipped: the queue is stopped) when its submission
- * batch ends or its task sleeps.
+ * Their batches have ended (or end as soon as their submitters launch
+ * them): each is released here unless its task work got to it first; the
+ * answers follow in the submitters' tasks. A doorbell left to a
+ * submitter's block plug is rung (or skipped: the queue is stopped) when
+ * its submission batch ends or its task sleeps.
  */
 void p2pnvme_async_drain(struct p2pnvme *c)
 {
+	async_release_all(c);
 	wait_event(c->wq, !atomic_read(&c->async_live) && !atomic_read(&c->async_plugged));
-	flush_work(&c->async_work);
 	cancel_delayed_work_sync(&c->async_watch);
 }

@@ -133,14 +133,30 @@ static inline bool p2p_dma_buf_attach_revocable(struct dma_buf_attachment *attac
 	(defined(HAVE_IO_URING_CMD_DONE4) || defined(HAVE_IO_URING_CMD_DONE32))
 #define P2P_HAVE_URING_CMD	1
 #include <linux/io_uring/cmd.h>
-static inline void p2p_uring_cmd_done(struct io_uring_cmd *ioucmd, s32 ret, u64 res2)
+static inline void p2p_uring_cmd_done(struct io_uring_cmd *ioucmd, s32 ret, u64 res2,
+				      unsigned int issue_flags)
 {
 #ifdef HAVE_IO_URING_CMD_DONE32
-	io_uring_cmd_done32(ioucmd, ret, res2, 0);
+	io_uring_cmd_done32(ioucmd, ret, res2, issue_flags);
 #else
-	io_uring_cmd_done(ioucmd, ret, res2, 0);
+	io_uring_cmd_done(ioucmd, ret, res2, issue_flags);
 #endif
 }
+
+/*
+ * A task-work callback (io_uring_cmd_do_in_task_lazy()): P2P_URING_TW(name)
+ * defines it, P2P_URING_TW_CMD its command, P2P_URING_TW_FLAGS the issue
+ * flags to answer with; 7.x passes a struct io_tw_req.
+ */
+#ifdef HAVE_IO_URING_CMD_FROM_TW
+#define P2P_URING_TW(name)	void name(struct io_tw_req tw_req, io_tw_token_t tw)
+#define P2P_URING_TW_CMD	io_uring_cmd_from_tw(tw_req)
+#define P2P_URING_TW_FLAGS	IO_URING_CMD_TASK_WORK_ISSUE_FLAGS
+#else
+#define P2P_URING_TW(name)	void name(struct io_uring_cmd *tw_cmd, unsigned int tw_flags)
+#define P2P_URING_TW_CMD	tw_cmd
+#define P2P_URING_TW_FLAGS	tw_flags
+#endif
 
 #ifdef HAVE_IO_URING_SQE128_CMD
 #define p2p_uring_cmd_payload(ioucmd, type)	io_uring_sqe128_cmd((ioucmd)->sqe, type)

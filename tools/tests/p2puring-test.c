@@ -324,7 +324,12 @@ static void *unbind_fn(void *arg)
 	return NULL;
 }
 
-/* Unbind with 4 * NR reads in flight: each answered, the unbind returns. */
+/*
+ * Unbind with 4 * NR reads in flight on a DEFER_TASKRUN ring, whose task
+ * work runs only when this thread asks for completions, which it does not
+ * before the unbind has returned: removal must release the requests
+ * itself. Then each is answered.
+ */
 static int unbind_case(int fd, int bar, const char *bdf)
 {
 	static int res[4 * NR];
@@ -334,7 +339,8 @@ static int unbind_case(int fd, int bar, const char *bdf)
 	pthread_t t;
 	int i, ok = 0, gone = 0, other = 0, ret;
 
-	ret = io_uring_queue_init(512, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	ret = io_uring_queue_init(512, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
+				  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
 	if (!ret)
 		ret = p2pmem_get(bar, NR * CHUNK, &m);
 	if (ret) {
@@ -349,9 +355,9 @@ static int unbind_case(int fd, int bar, const char *bdf)
 	}
 	ret = io_uring_submit(&ring);
 	pthread_create(&t, NULL, unbind_fn, &u);
+	pthread_join(t, NULL);	/* no completion reaped meanwhile */
 	if (reap(&ring, ret > 0 ? ret : 0, res, NULL))
 		other = -1;
-	pthread_join(t, NULL);
 	for (i = 0; i < ret; i++) {
 		if (!res[i])
 			ok++;
