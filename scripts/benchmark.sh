@@ -15,7 +15,7 @@ for a in "$@"; do
 	case "$a" in --update-doc) update=1 ;; *) secs=$a ;; esac
 done
 run=$top/out/runs/switch.benchmark.base
-echo "benchmark: booting the switch profile, $secs s per point (about $((secs * 13 + 40)) s)" >&2
+echo "benchmark: booting the switch profile, $secs s per point (about $((secs * 27 + 60)) s)" >&2
 P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet switch benchmark ||
 	{ echo "benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" <<'PY'
@@ -48,6 +48,45 @@ for size, qd in ((4096, 1), (131072, 1), (131072, 32)):
     p, b = get('engine', size, qd), get('engine', size, qd, path='bounce')
     out.append(f"| {kib(size)} | {qd} | {p['mib_s']:.1f} | {b['mib_s']:.1f} | {p['mib_s']/b['mib_s']:.2f} | "
                f"{p['cpu_s_per_gib']:.2f} | {b['cpu_s_per_gib']:.2f} | {p['cpu_s_per_gib']/b['cpu_s_per_gib']:.2f} |")
+
+# io_uring: (c) the engine against the best of (a) nvme-pci O_DIRECT and
+# (b) nvme-pci passthrough, one thread, QD kept full
+out += ['', '### io_uring, one thread: engine (c) vs nvme-pci O_DIRECT (a) and nvme-pci passthrough (b)', '',
+        '| size | QD | (c) IOPS | (a) IOPS | (b) IOPS | IOPS (c)/best | (c) lat µs mean/p99 | best lat µs mean/p99 | (c) CPU µs/IO | best CPU µs/IO | CPU (c)/best |',
+        '|---|---|---|---|---|---|---|---|---|---|---|']
+ratio = {}
+for size in (4096, 131072):
+    for qd in (1, 32):
+        c, a, b = get('engine-uring', size, qd), get('nvme-pci-uring', size, qd), get('nvme-pci-ng', size, qd)
+        best_iops = max(a['iops'], b['iops'])
+        best_lat = min((a, b), key=lambda r: r['lat_us'])
+        best_cpu = min((a, b), key=lambda r: r['cpu_us_per_io'])
+        ratio[size, qd] = dict(iops=c['iops'] / best_iops, lat=c['lat_us'] / best_lat['lat_us'],
+                               cpu=c['cpu_us_per_io'] / best_cpu['cpu_us_per_io'],
+                               gib=c['cpu_s_per_gib'] / min(a['cpu_s_per_gib'], b['cpu_s_per_gib']))
+        out.append(f"| {kib(size)} | {qd} | {c['iops']:.0f} | {a['iops']:.0f} | {b['iops']:.0f} | {ratio[size, qd]['iops']:.2f} | "
+                   f"{c['lat_us']:.0f}/{c['p99_us']:.0f} | {best_lat['lat_us']:.0f}/{best_lat['p99_us']:.0f} | "
+                   f"{c['cpu_us_per_io']:.0f} | {best_cpu['cpu_us_per_io']:.0f} | {ratio[size, qd]['cpu']:.2f} |")
+pb = {}
+for size in (4096, 131072):
+    p, b = get('engine-uring', size, 32), get('engine-uring', size, 32, path='bounce')
+    pb[size] = (p['mib_s'] / b['mib_s'], p['cpu_s_per_gib'] / b['cpu_s_per_gib'])
+
+def verdict(ok):
+    return 'met' if ok else 'missed'
+r4, r4q1, r128 = ratio[4096, 32], ratio[4096, 1], ratio[131072, 32]
+out += ['', '### Targets (issue 10), this run', '',
+        '| target | wanted | got | |', '|---|---|---|---|',
+        f"| 4 KiB QD32 IOPS vs best of (a), (b) | >= 1.1x | {r4['iops']:.2f}x | {verdict(r4['iops'] >= 1.1)} |",
+        f"| 4 KiB QD32 guest CPU per I/O | <= 0.6x | {r4['cpu']:.2f}x | {verdict(r4['cpu'] <= 0.6)} |",
+        f"| 4 KiB QD1 mean latency | <= 0.9x | {r4q1['lat']:.2f}x | {verdict(r4q1['lat'] <= 0.9)} |",
+        f"| 128 KiB QD32 throughput | >= 1.0x | {r128['iops']:.2f}x | {verdict(r128['iops'] >= 1.0)} |",
+        f"| 128 KiB QD32 CPU per GiB | <= 0.7x | {r128['gib']:.2f}x | {verdict(r128['gib'] <= 0.7)} |",
+        f"| engine P2P vs bounce, 4 KiB QD32: throughput | >= 1.0x | {pb[4096][0]:.2f}x | {verdict(pb[4096][0] >= 1.0)} |",
+        f"| engine P2P vs bounce, 4 KiB QD32: CPU per GiB | <= 0.9x | {pb[4096][1]:.2f}x | {verdict(pb[4096][1] <= 0.9)} |",
+        f"| engine P2P vs bounce, 128 KiB QD32: throughput | >= 3x | {pb[131072][0]:.2f}x | {verdict(pb[131072][0] >= 3)} |",
+        f"| engine P2P vs bounce, 128 KiB QD32: CPU per GiB | <= 0.3x | {pb[131072][1]:.2f}x | {verdict(pb[131072][1] <= 0.3)} |",
+        '| map cost, alloc+free flatness | | not measured yet | |']
 print('\n'.join(out))
 PY
 )

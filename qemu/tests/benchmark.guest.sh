@@ -39,4 +39,20 @@ done
 run engine /dev/p2pnvme0 131072 "$SECS" --bounce
 run engine /dev/p2pnvme0 4096 "$SECS" --bounce
 run engine /dev/p2pnvme0 131072 "$SECS" --qd 32 --bounce
+# io_uring, one submitting thread keeping QD in flight: the engine's
+# passthrough against nvme-pci's O_DIRECT reads and its own passthrough
+# (/dev/ngXnY), all into p2pmem of the same BAR
+NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+check "nvme-pci's generic char device $NG1" test -c "$NG1"
+p2pbench uring engine /dev/p2pnvme0 4096 1 32 >/dev/null
+p2pbench uring blk "$BLK1" 4096 1 32 >/dev/null
+p2pbench uring ng "$NG1" 4096 1 32 >/dev/null
+for size in 4096 131072; do
+	for qd in 1 32; do
+		run uring engine /dev/p2pnvme0 $size "$SECS" $qd
+		run uring blk "$BLK1" $size "$SECS" $qd
+		run uring ng "$NG1" $size "$SECS" $qd
+	done
+	run uring engine /dev/p2pnvme0 $size "$SECS" 32 --bounce
+done
 suite_end; exit $_any_failed

@@ -8,6 +8,11 @@
  *        T threads, each does that on its own buffer (T x N in flight)
  *   p2pbench blk BLKDEV SIZE SECONDS QD [--host]
  *        O_DIRECT reads through the kernel's nvme driver (Linux AIO, depth QD)
+ *   p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce | --host]
+ *        one thread keeps QD reads in flight through io_uring: the engine's
+ *        P2PNVME_URING_CMD_IO on /dev/p2pnvmeN, O_DIRECT IORING_OP_READ on
+ *        nvme-pci's /dev/nvmeXnY (non-fixed buffers), or nvme-pci's
+ *        passthrough NVME_URING_CMD_IO on /dev/ngXnY; adds p99 latency
  *
  * Buffers are p2pmem from /dev/p2pbar0 unless --host. Prints one JSON line:
  * ops, IOPS, MiB/s, mean latency, and guest CPU time (all CPUs, from
@@ -28,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <liburing.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
@@ -72,15 +79,22 @@ static void *buffer(size_t len, int host)
 	return p == MAP_FAILED ? NULL : p;	/* fd stays open for the run */
 }
 
+static void report_p99(const char *what, const char *dev, size_t size, int qd,
+		       const char *path, long ops, double secs, double lat_sum, double cpu,
+		       double p99)
+{
+	printf("{\"bench\":\"%s\",\"dev\":\"%s\",\"size\":%zu,\"qd\":%d,\"path\":\"%s\","
+	       "\"ops\":%ld,\"iops\":%.1f,\"mib_s\":%.2f,\"lat_us\":%.1f,\"p99_us\":%.1f,"
+	       "\"cpu_us_per_io\":%.1f,\"cpu_s_per_gib\":%.3f}\n",
+	       what, dev, size, qd, path, ops, ops / secs, ops * (double)size / secs / (1 << 20),
+	       ops ? lat_sum / ops * 1e6 : 0, p99 * 1e6, ops ? cpu / ops * 1e6 : 0,
+	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0);
+}
+
 static void report(const char *what, const char *dev, size_t size, int qd, const char *path,
 		   long ops, double secs, double lat_sum, double cpu)
 {
-	printf("{\"bench\":\"%s\",\"dev\":\"%s\",\"size\":%zu,\"qd\":%d,\"path\":\"%s\","
-	       "\"ops\":%ld,\"iops\":%.1f,\"mib_s\":%.2f,\"lat_us\":%.1f,"
-	       "\"cpu_us_per_io\":%.1f,\"cpu_s_per_gib\":%.3f}\n",
-	       what, dev, size, qd, path, ops, ops / secs, ops * (double)size / secs / (1 << 20),
-	       ops ? lat_sum / ops * 1e6 : 0, ops ? cpu / ops * 1e6 : 0,
-	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0);
+	report_p99(what, dev, size, qd, path, ops, secs, lat_sum, cpu, 0);
 }
 
 /* One thread of the engine benchmark: synchronous batches of @qd reads. */
@@ -264,14 +278,183 @@ static int blk(int argc, char **argv)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+enum { U_ENGINE, U_BLK, U_NG };
+
+/* One read at a random 4 KiB-aligned offset into slot @i of @buf. */
+static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid,
+		       unsigned char *buf, size_t size, uint64_t blocks, int i, int flags)
+{
+	uint64_t off = ((uint64_t)rand() % blocks) * 4096;
+
+	if (kind == U_BLK) {
+		io_uring_prep_read(sqe, fd, buf + i * size, size, off);
+	} else if (kind == U_NG) {
+		struct nvme_uring_cmd *cmd = (struct nvme_uring_cmd *)sqe->cmd;
+
+		memset(sqe, 0, 2 * sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = fd;
+		sqe->cmd_op = NVME_URING_CMD_IO;
+		cmd->opcode = 0x02;	/* Read */
+		cmd->nsid = nsid;
+		cmd->addr = (uintptr_t)(buf + i * size);
+		cmd->data_len = size;
+		cmd->cdw10 = (off / 512) & 0xffffffff;
+		cmd->cdw11 = (off / 512) >> 32;
+		cmd->cdw12 = size / 512 - 1;
+	} else {
+		struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ,
+					 .slba = off / 512, .len = size,
+					 .addr = (uintptr_t)(buf + i * size), .flags = flags };
+
+		memset(sqe, 0, 2 * sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = fd;
+		sqe->cmd_op = P2PNVME_URING_CMD_IO;
+		memcpy(sqe->cmd, &io, sizeof(io));
+	}
+	sqe->user_data = i;
+}
+
+/*
+ * p2pbench uring KIND DEV SIZE SECONDS QD: one thread keeps QD reads in
+ * flight, refilling as completions are reaped (many per io_uring_enter()).
+ */
+static int uring(int argc, char **argv)
+{
+	static const char * const names[] = { "engine-uring", "nvme-pci-uring", "nvme-pci-ng" };
+	int kind = !strcmp(argv[0], "engine") ? U_ENGINE : !strcmp(argv[0], "blk") ? U_BLK :
+		   !strcmp(argv[0], "ng") ? U_NG : -1;
+	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22;
+	double secs = atof(argv[3]), t0, t1, c0, lat = 0, *start, *lats;
+	int qd = atoi(argv[4]), host = 0, flags = 0, fd, i, ret;
+	unsigned int setup = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
+	long ops = 0, inflight = 0;
+	uint32_t nsid = 1, path = 0;
+	struct io_uring ring;
+	unsigned char *buf;
+	uint64_t blocks;
+	off_t devsize;
+
+	for (i = 5; i < argc; i++) {
+		if (!strcmp(argv[i], "--host"))
+			host = 1;
+		else if (!strcmp(argv[i], "--bounce"))
+			flags |= P2PNVME_IO_F_BOUNCE;
+		else
+			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
+	}
+	if (kind < 0 || qd < 1 || qd > 256)
+		return fprintf(stderr, "uring engine|blk|ng DEV SIZE SECONDS QD (1..256)\n"), 2;
+	fd = open(argv[1], kind == U_BLK ? O_RDONLY | O_DIRECT : O_RDWR);
+	if (fd < 0)
+		return perror(argv[1]), 1;
+	if (kind == U_ENGINE) {
+		struct p2pnvme_info info = { .argsz = sizeof(info) };
+
+		if (ioctl(fd, P2PNVME_IOC_INFO, &info))
+			return perror("P2PNVME_IOC_INFO"), 1;
+		devsize = (off_t)info.nlb << info.lba_shift;
+	} else if (kind == U_NG) {
+		const char *tail = strstr(argv[1], "/ng");
+		int id = ioctl(fd, NVME_IOCTL_ID), bfd;
+		char blkdev[64];
+
+		if (id <= 0 || !tail)
+			return perror("NVME_IOCTL_ID"), 1;
+		nsid = id;
+		/* the block device of the same namespace (ngXnY: nvmeXnY) says how big */
+		snprintf(blkdev, sizeof(blkdev), "/dev/nvme%s", tail + 3);
+		bfd = open(blkdev, O_RDONLY);
+		devsize = bfd < 0 ? 0 : lseek(bfd, 0, SEEK_END);
+		if (bfd >= 0)
+			close(bfd);
+		if (devsize <= (off_t)size)
+			return fprintf(stderr, "%s: no size\n", blkdev), 1;
+	} else {
+		devsize = lseek(fd, 0, SEEK_END);
+		setup = 0;
+	}
+	blocks = (devsize - size) / 4096;
+	buf = buffer(size * qd, host);
+	start = calloc(qd, sizeof(*start));
+	lats = calloc(maxlat, sizeof(*lats));
+	if (!buf || !start || !lats || io_uring_queue_init(qd, &ring, setup))
+		return perror("setup"), 1;
+	srand(1);
+	c0 = cpu_busy();
+	t0 = t1 = now();
+	for (i = 0; i < qd; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+		if (!sqe)
+			return fprintf(stderr, "ring full\n"), 1;
+		uring_prep(sqe, kind, fd, nsid, buf, size, blocks, i, flags);
+		start[i] = now();
+	}
+	inflight = io_uring_submit(&ring);
+	while (inflight) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, n = 0;
+
+		ret = io_uring_wait_cqe(&ring, &cqe);
+		if (ret)
+			return fprintf(stderr, "wait: %s\n", strerror(-ret)), 1;
+		t1 = now();
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			int slot = cqe->user_data;
+			double l = t1 - start[slot];
+
+			if (cqe->res < 0 || (kind == U_BLK && cqe->res != (int)size))
+				return fprintf(stderr, "read failed: %s\n", strerror(-cqe->res)), 1;
+			if (kind == U_ENGINE)
+				path = cqe->big_cqe[0] & 0xffff;
+			lat += l;
+			if (nlat < maxlat)
+				lats[nlat++] = l;
+			ops++;
+			inflight--;
+			n++;
+			if (t1 - t0 < secs) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+				if (!sqe)
+					return fprintf(stderr, "ring full\n"), 1;
+				uring_prep(sqe, kind, fd, nsid, buf, size, blocks, slot, flags);
+				start[slot] = t1;
+				inflight++;
+			}
+		}
+		io_uring_cq_advance(&ring, n);
+		if (io_uring_sq_ready(&ring) && io_uring_submit(&ring) < 0)
+			return perror("io_uring_submit"), 1;
+	}
+	qsort(lats, nlat, sizeof(*lats), cmp_double);
+	report_p99(names[kind], argv[1], size, qd,
+		   host ? "host" : kind != U_ENGINE ? "p2p" :
+		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" : "host",
+		   ops, t1 - t0, lat, cpu_busy() - c0, nlat ? lats[nlat * 99 / 100] : 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 7 && !strcmp(argv[1], "uring"))
+		return uring(argc - 2, argv + 2);
 	if (argc >= 5 && !strcmp(argv[1], "engine"))
 		return engine(argc - 2, argv + 2);
 	if (argc >= 6 && !strcmp(argv[1], "blk"))
 		return blk(argc - 2, argv + 2);
 	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--qd N] [--threads T] [--bounce|--host]\n"
-		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n");
+		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n"
+		"       p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce|--host]\n");
 	return 2;
 }
