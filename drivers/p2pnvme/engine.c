@@ -42,6 +42,7 @@ void p2pnvme_free(struct kref *kref)
 	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
 
 	pci_dev_put(c->pdev);
+	free_percpu(c->pcpu);
 	kfree(c);
 }
 

@@ -27,6 +27,9 @@
 #include <linux/interrupt.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <asm/local64.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/nvme.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
@@ -89,10 +92,27 @@ enum p2pnvme_stat {
 enum { LAT_P2P, LAT_BOUNCE, LAT_HOST, LAT_DMABUF, LAT_PATHS };
 
 struct p2pnvme_lat {
-	atomic64_t count;
-	atomic64_t sum_ns;
-	atomic64_t max_ns;
-	atomic64_t hist[P2PNVME_LAT_BUCKETS];
+	u64 count;
+	u64 sum_ns;
+	u64 hist[P2PNVME_LAT_BUCKETS];
+};
+
+/* What the counters say, summed over the CPUs (see p2pnvme_counts()). */
+struct p2pnvme_counts {
+	u64 stats[ST_NR];
+	struct p2pnvme_lat lat[2][LAT_PATHS];
+};
+
+/*
+ * One CPU's share of the counters: added to on that CPU only (local64,
+ * safe against its interrupts), read from any CPU. No cache line is
+ * shared between CPUs on the I/O path.
+ */
+struct p2pnvme_pcpu {
+	local64_t stats[ST_NR];
+	local64_t lat_count[2][LAT_PATHS];
+	local64_t lat_sum[2][LAT_PATHS];
+	local64_t lat_hist[2][LAT_PATHS][P2PNVME_LAT_BUCKETS];
 };
 
 /* Controller state; see struct p2pnvme for who moves it where. */
@@ -323,8 +343,11 @@ struct p2pnvme_queue {
  *	waiting for the queues to drain) or @state changes
  * @progress: completions so far (any queue), for waiters that need to know
  *	      whether something happened since they last looked
- * @stats: counters (enum p2pnvme_stat), atomic, read by sysfs
- * @lat: latency by [write][path], atomic, read by sysfs
+ * @pcpu: per CPU counters and latency sums, read by sysfs
+ * @lat_max: the longest latency by [write][path], ns (atomic: it changes
+ *	     only when a new maximum is seen)
+ * @stats_lock: serialises a reset with the readers of @base
+ * @base: what the counters said at the last reset; readers subtract it
  * @kref: held by the driver binding, each open file and a queued reset, so
  *	  that an ioctl on a file that outlived the device finds DEAD
  * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
@@ -374,8 +397,10 @@ struct p2pnvme {
 	struct work_struct reset_work;
 	wait_queue_head_t wq;
 	atomic_t progress;
-	atomic64_t stats[ST_NR];
-	struct p2pnvme_lat lat[2][LAT_PATHS];
+	struct p2pnvme_pcpu __percpu *pcpu;
+	atomic64_t lat_max[2][LAT_PATHS];
+	struct mutex stats_lock;	/* see above */
+	struct p2pnvme_counts base;
 	struct kref kref;
 	struct dentry *debugfs;
 	atomic_t async_live;
@@ -397,9 +422,11 @@ struct p2pnvme_file {
 	atomic64_t inflight;
 };
 
+/* Any context: this CPU's counter, no cache line shared with others. */
 static inline void p2pnvme_stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 v)
 {
-	atomic64_add(v, &c->stats[s]);
+	local64_add(v, &get_cpu_ptr(c->pcpu)->stats[s]);
+	put_cpu_ptr(c->pcpu);
 }
 
 static inline enum p2pnvme_state p2pnvme_state(struct p2pnvme *c)
@@ -441,6 +468,7 @@ void p2pnvme_error_stop(struct p2pnvme *c, int err);
 int p2pnvme_error_resume(struct p2pnvme *c);
 
 /* main.c */
+void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
 int p2pnvme_io_enter(struct p2pnvme *c);
 void p2pnvme_io_exit(struct p2pnvme *c);
 int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);

@@ -426,19 +426,23 @@ static void lat_add(struct p2pnvme *c, bool write, unsigned int path, u64 ns)
 		[P2PNVME_PATH_HOST] = LAT_HOST, [P2PNVME_PATH_DMABUF] = LAT_DMABUF,
 	};
 	u64 us = div_u64(ns, NSEC_PER_USEC), max;
-	struct p2pnvme_lat *l;
-	unsigned int bucket;
+	struct p2pnvme_pcpu *pc;
+	unsigned int bucket, p;
+	atomic64_t *m;
 
 	if (path == P2PNVME_PATH_NONE || path >= ARRAY_SIZE(idx))
 		return;
-	l = &c->lat[write][idx[path]];
-	atomic64_inc(&l->count);
-	atomic64_add(ns, &l->sum_ns);
-	max = atomic64_read(&l->max_ns);
-	while (ns > max && !atomic64_try_cmpxchg(&l->max_ns, &max, ns))
-		;
+	p = idx[path];
 	bucket = us < 2 ? 0 : min_t(unsigned int, ilog2(us), P2PNVME_LAT_BUCKETS - 1);
-	atomic64_inc(&l->hist[bucket]);
+	pc = get_cpu_ptr(c->pcpu);
+	local64_inc(&pc->lat_count[write][p]);
+	local64_add(ns, &pc->lat_sum[write][p]);
+	local64_inc(&pc->lat_hist[write][p][bucket]);
+	put_cpu_ptr(c->pcpu);
+	m = &c->lat_max[write][p];
+	max = atomic64_read(m);
+	while (ns > max && !atomic64_try_cmpxchg(m, &max, ns))
+		;
 }
 
 /*

@@ -507,11 +507,60 @@ static struct device_attribute stat_attrs[ST_NR] = {
 	STAT_ATTR(bytes_dmabuf),
 };
 
+/* The counters as of now, minus what they were at the last reset. */
+static void counts_raw(struct p2pnvme *c, struct p2pnvme_counts *out)
+{
+	unsigned int cpu, i, w, p, b;
+
+	memset(out, 0, sizeof(*out));
+	for_each_possible_cpu(cpu) {
+		struct p2pnvme_pcpu *pc = per_cpu_ptr(c->pcpu, cpu);
+
+		for (i = 0; i < ST_NR; i++)
+			out->stats[i] += local64_read(&pc->stats[i]);
+		for (w = 0; w < 2; w++) {
+			for (p = 0; p < LAT_PATHS; p++) {
+				struct p2pnvme_lat *l = &out->lat[w][p];
+
+				l->count += local64_read(&pc->lat_count[w][p]);
+				l->sum_ns += local64_read(&pc->lat_sum[w][p]);
+				for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
+					l->hist[b] += local64_read(&pc->lat_hist[w][p][b]);
+			}
+		}
+	}
+}
+
+/**
+ * p2pnvme_counts - the counters since the last reset, summed over the CPUs
+ * @c: the controller
+ * @out: filled in
+ */
+void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out)
+{
+	u64 *o = (u64 *)out, *base = (u64 *)&c->base;
+	size_t i;
+
+	BUILD_BUG_ON(sizeof(*out) % sizeof(u64));
+	mutex_lock(&c->stats_lock);
+	counts_raw(c, out);
+	for (i = 0; i < sizeof(*out) / sizeof(u64); i++)
+		o[i] -= base[i];
+	mutex_unlock(&c->stats_lock);
+}
+
 static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct p2pnvme *c = dev_get_drvdata(dev);
+	struct p2pnvme_counts *n = kzalloc_obj(*n, GFP_KERNEL);
+	ssize_t ret;
 
-	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(&c->stats[attr - stat_attrs]));
+	if (!n)
+		return -ENOMEM;
+	p2pnvme_counts(c, n);
+	ret = sysfs_emit(buf, "%llu\n", n->stats[attr - stat_attrs]);
+	kfree(n);
+	return ret;
 }
 
 /*
@@ -534,15 +583,20 @@ static struct device_attribute lat_attrs[2 * LAT_PATHS] = {
 static ssize_t lat_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct p2pnvme *c = dev_get_drvdata(dev);
+	struct p2pnvme_counts *n = kzalloc_obj(*n, GFP_KERNEL);
 	unsigned int i = attr - lat_attrs, b;
-	struct p2pnvme_lat *l = &c->lat[i / LAT_PATHS][i % LAT_PATHS];
+	struct p2pnvme_lat *l;
 	int len;
 
-	len = sysfs_emit(buf, "%lld %lld %lld", (long long)atomic64_read(&l->count),
-			 (long long)atomic64_read(&l->sum_ns),
-			 (long long)atomic64_read(&l->max_ns));
+	if (!n)
+		return -ENOMEM;
+	p2pnvme_counts(c, n);
+	l = &n->lat[i / LAT_PATHS][i % LAT_PATHS];
+	len = sysfs_emit(buf, "%llu %llu %lld", l->count, l->sum_ns,
+			 (long long)atomic64_read(&c->lat_max[i / LAT_PATHS][i % LAT_PATHS]));
 	for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
-		len += sysfs_emit_at(buf, len, " %lld", (long long)atomic64_read(&l->hist[b]));
+		len += sysfs_emit_at(buf, len, " %llu", l->hist[b]);
+	kfree(n);
 	return len + sysfs_emit_at(buf, len, "\n");
 }
 
@@ -566,7 +620,7 @@ static ssize_t reset_store(struct device *dev, struct device_attribute *attr, co
 			   size_t count)
 {
 	struct p2pnvme *c = dev_get_drvdata(dev);
-	unsigned int i, j, b;
+	unsigned int i, j;
 	bool val;
 	int ret = kstrtobool(buf, &val);
 
@@ -574,19 +628,13 @@ static ssize_t reset_store(struct device *dev, struct device_attribute *attr, co
 		return ret;
 	if (!val)
 		return -EINVAL;
-	for (i = 0; i < ST_NR; i++)
-		atomic64_set(&c->stats[i], 0);
-	for (i = 0; i < 2; i++) {
-		for (j = 0; j < LAT_PATHS; j++) {
-			struct p2pnvme_lat *l = &c->lat[i][j];
-
-			atomic64_set(&l->count, 0);
-			atomic64_set(&l->sum_ns, 0);
-			atomic64_set(&l->max_ns, 0);
-			for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
-				atomic64_set(&l->hist[b], 0);
-		}
-	}
+	/* the per CPU counters are not touched: readers subtract @base */
+	mutex_lock(&c->stats_lock);
+	counts_raw(c, &c->base);
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < LAT_PATHS; j++)
+			atomic64_set(&c->lat_max[i][j], 0);
+	mutex_unlock(&c->stats_lock);
 	pci_dbg(c->pdev, "counters reset by %s\n", current->comm);
 	return count;
 }
@@ -730,6 +778,12 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	c = kzalloc_obj(*c, GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
+	c->pcpu = alloc_percpu(struct p2pnvme_pcpu);
+	if (!c->pcpu) {
+		kfree(c);
+		return -ENOMEM;
+	}
+	mutex_init(&c->stats_lock);
 	kref_init(&c->kref);
 	c->pdev = pci_dev_get(pdev);
 	init_rwsem(&c->reset_lock);
