@@ -168,66 +168,6 @@ static bool rebind(struct live_ctx *ctx)
 }
 
 /*
- * A revoke callback that frees from a work item and flushes it: the work's
- * p2pbar_free() waits for the callback, the callback for the work. The
- * wait ends at the revocation's deadline: the unbind returns at once (the
- * free already counted), the two threads go on after the bound, the memory
- * is not quarantined.
- */
-struct flusher {
-	struct p2pbar_mem *mem;
-	struct work_struct work;
-	struct completion freed;	/* the work's p2pbar_free() returned */
-	struct completion returned;	/* the callback returned */
-};
-
-static void flusher_work(struct work_struct *work)
-{
-	struct flusher *f = container_of(work, struct flusher, work);
-
-	p2pbar_free(f->mem);
-	complete(&f->freed);
-}
-
-static void flusher_revoke(struct p2pbar_mem *mem, void *priv)
-{
-	struct flusher *f = priv;
-
-	schedule_work(&f->work);
-	flush_work(&f->work);
-	complete(&f->returned);
-}
-
-static const struct p2pbar_user_ops flusher_ops = { .revoke = flusher_revoke };
-
-static void revoke_free_from_flushed_work(struct kunit *test)
-{
-	struct live_ctx *ctx = test->priv;
-	struct flusher *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
-	unsigned long t0, took;
-
-	KUNIT_ASSERT_NOT_NULL(test, f);
-	INIT_WORK(&f->work, flusher_work);
-	init_completion(&f->freed);
-	init_completion(&f->returned);
-	f->mem = p2pbar_alloc(ctx->pb, PAGE_SIZE, &flusher_ops, f);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(f->mem));
-	t0 = jiffies;
-	device_release_driver(&ctx->pdev->dev);
-	KUNIT_EXPECT_LT_MSG(test, jiffies - t0, 5 * HZ, "the unbind waited for the stuck pair");
-	KUNIT_EXPECT_NULL(test, rcu_access_pointer(ctx->pdev->p2pdma));
-	/* the pair is bounded: freed and returned by the deadline, plus slack */
-	KUNIT_ASSERT_TRUE_MSG(test, wait_for_completion_timeout(&f->freed, 20 * HZ),
-			      "p2pbar_free() from the flushed work never returned (deadlock)");
-	KUNIT_ASSERT_TRUE_MSG(test, wait_for_completion_timeout(&f->returned, 5 * HZ),
-			      "the revoke callback never returned");
-	took = jiffies - t0;
-	KUNIT_EXPECT_GE(test, took, 9 * HZ);
-	KUNIT_EXPECT_LT(test, took, 15 * HZ);
-	KUNIT_EXPECT_TRUE_MSG(test, rebind(ctx), "the freed memory was quarantined");
-}
-
-/*
  * While remove() waits for an in-kernel user (below), the instance is
  * REMOVING and already unpublished: an administrator who opened published
  * before and writes 1 now must get -ENODEV, and the kernel must not have
@@ -499,7 +439,6 @@ static struct kunit_case live_cases[] = {
 	KUNIT_CASE(find_for_nvme),
 	KUNIT_CASE(revoke_on_unbind),
 	KUNIT_CASE(revoke_ignored_is_bounded),
-	KUNIT_CASE(revoke_free_from_flushed_work),
 	KUNIT_CASE(bar_taken_probe_fails),
 	KUNIT_CASE(rebind_works),
 	KUNIT_CASE(dmabuf_revoke_on_unbind),

@@ -150,8 +150,8 @@ struct p2pbar {
  *		 or skipped)
  * @state: enum p2pbar_mem_state (pb->lock)
  * @revoking: a revocation was queued (pb->lock)
- * @revoke_deadline: jiffies by which the revocation must be over; how long
- *		     p2pbar_free() waits for a running callback (pb->lock)
+ * @revoke_deadline: jiffies by which the revocation must be over; a
+ *		     p2pbar_free() that waits longer says so (pb->lock)
  * @freed: p2pbar_free() was called: no revoke callback from now on
  *	   (pb->lock)
  * @revoker: the task running the revoke callback (pb->lock)

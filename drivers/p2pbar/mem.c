@@ -34,6 +34,24 @@
 #define P2PBAR_ZERO_CHUNK	SZ_1M
 #define P2PBAR_DRAIN_PERIOD	max(HZ / 50, 1)
 
+#ifdef CONFIG_LOCKDEP
+/*
+ * The revoke callback runs "inside" this map, and p2pbar_free() from
+ * another task, which may wait for the callback, "takes" it: lockdep then
+ * reports a callback that waits for its own p2pbar_free() (say, by flushing
+ * a work item that frees) the first time it happens, not only when it
+ * deadlocks.
+ */
+static struct lock_class_key p2pbar_revoke_key;
+static struct lockdep_map p2pbar_revoke_map =
+	STATIC_LOCKDEP_MAP_INIT("p2pbar_revoke", &p2pbar_revoke_key);
+#define revoke_map_acquire()	lock_map_acquire(&p2pbar_revoke_map)
+#define revoke_map_release()	lock_map_release(&p2pbar_revoke_map)
+#else
+#define revoke_map_acquire()	do { } while (0)
+#define revoke_map_release()	do { } while (0)
+#endif
+
 /* ---- pool pages ------------------------------------------------------ */
 
 #if P2P_HAVE_USER_PAGES
@@ -368,18 +386,16 @@ EXPORT_SYMBOL_GPL(p2pbar_alloc);
  * revoke callback. Called from another task while the callback runs (or is
  * about to), it waits for the callback to return: afterwards the callback
  * is neither running nor going to be called, so the user may free what it
- * passed as @priv. That wait is bounded by the revocation's deadline
- * (P2PBAR_REVOKE_TIMEOUT after it began): a callback that waits for this
- * very p2pbar_free() (it flushes a work item that frees, or takes a lock
- * the freeing task holds) costs its own threads that long, is named in the
- * log, and deadlocks nothing; the provider's removal does not wait for it.
- * Sleeps.
+ * passed as @priv. Hence the one rule: do not call p2pbar_free() from a
+ * context the revoke callback waits for (a work item it flushes, a lock it
+ * takes); lockdep reports it, and a wait that outlasts the revocation's
+ * deadline names the callback in the log. Sleeps.
  */
 void p2pbar_free(struct p2pbar_mem *mem)
 {
 	struct p2pbar *pb = mem->pb;
+	bool wait, in_callback;
 	long left = 0;
-	bool wait;
 
 	might_sleep();
 	mutex_lock(&pb->lock);
@@ -388,15 +404,23 @@ void p2pbar_free(struct p2pbar_mem *mem)
 		return;
 	}
 	mem->freed = true;
-	wait = mem->revoking && mem->revoker != current;
+	in_callback = mem->revoker == current;
+	wait = mem->revoking && !in_callback;
 	if (wait)
 		left = max_t(long, (long)(mem->revoke_deadline - jiffies), 0);
 	if (!--pb->kernel_users && !p2pbar_live(pb))
 		complete(&pb->kernel_users_gone);
 	mutex_unlock(&pb->lock);
-	if (wait && !wait_for_completion_timeout(&mem->revoke_done, left))
-		pci_err(pb->pdev, "%s() of %zu bytes at bus address %#llx gave up waiting for revoke callback %ps at the revocation's deadline: does the callback wait for this free?\n",
-			__func__, mem->size, (u64)mem->bus, mem->ops->revoke);
+	/* every call teaches lockdep, not only the one that would wait */
+	if (!in_callback) {
+		revoke_map_acquire();
+		revoke_map_release();
+	}
+	if (wait && !wait_for_completion_timeout(&mem->revoke_done, left)) {
+		pci_err(pb->pdev, "%s() still waits for revoke callback %ps past the revocation's deadline; if the callback waits for this free (a work item it flushes, a lock it takes), this is a deadlock\n",
+			__func__, mem->ops->revoke);
+		wait_for_completion(&mem->revoke_done);
+	}
 	p2pbar_mem_put(mem);
 }
 EXPORT_SYMBOL_GPL(p2pbar_free);
@@ -454,7 +478,9 @@ static void p2pbar_revoke_one(struct work_struct *work)
 	mutex_unlock(&pb->lock);
 	if (run) {
 		/* unlocked: the callback calls p2pbar_free() */
+		revoke_map_acquire();
 		mem->ops->revoke(mem, mem->priv);
+		revoke_map_release();
 		mutex_lock(&pb->lock);
 		mem->revoker = NULL;
 		mutex_unlock(&pb->lock);
