@@ -827,11 +827,17 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
  * p2pnvme_check_async_timeouts - abort or reset for expired io_uring commands
  * @c: the controller
  *
- * The asynchronous batches have no waiter: the watchdog looks for them,
- * at most every 50 ms, as a waiter looks for its batch's. Sleeps (Abort).
+ * The asynchronous batches have no waiter: the watchdog reaps what a lost
+ * interrupt left and looks for expired commands, at most every 50 ms, as a
+ * waiter does for its batch. Sleeps (Abort).
  */
 void p2pnvme_check_async_timeouts(struct p2pnvme *c)
 {
+	unsigned int i;
+
+	/* completions whose interrupt was lost (its CPUs went offline) */
+	for (i = 0; !c->polled && i < c->nr_ioq; i++)
+		queue_poll(&c->ioq[i]);
 	check_timeouts(c, &c->async_any);
 }
 

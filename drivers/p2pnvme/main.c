@@ -681,6 +681,17 @@ static int queues_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(queues);
 
+/* debugfs uring: io_uring requests not released yet, doorbells left to plugs */
+static int uring_show(struct seq_file *s, void *unused)
+{
+	struct p2pnvme *c = s->private;
+
+	seq_printf(s, "requests %d plugged %d\n", atomic_read(&c->async_live),
+		   atomic_read(&c->async_plugged));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(uring);
+
 /* ---- PCI driver -------------------------------------------------------- */
 
 /*
@@ -863,6 +874,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
+	debugfs_create_file("uring", 0400, c->debugfs, c, &uring_fops);
 	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
 	/* last: an early opener of the minor saw RESETTING and waited */
 	spin_lock(&c->state_lock);
@@ -908,13 +920,16 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 		kref_put(&c->kref, p2pnvme_free);
 	if (p2pnvme_state(c) == P2PNVME_DELETING)
 		p2pnvme_quiesce(c);
-	/* every command is over: the io_uring requests are released now */
-	p2pnvme_async_drain(c);
 
 	/* every I/O ioctl has returned; later ones on open files see DEAD */
 	down_write(&c->reset_lock);
 	c->state = P2PNVME_DEAD;
 	up_write(&c->reset_lock);
+	/*
+	 * Every command is over and no submitter is inside the I/O guard any
+	 * more: the io_uring requests are released now, before the queues go.
+	 */
+	p2pnvme_async_drain(c);
 	free_irqs(c);
 	kref_put(&c->kref, p2pnvme_free);	/* the binding's reference */
 }

@@ -51,7 +51,9 @@
  * @t0: ktime_get_ns() at submission
  * @link: on c->async_list until it is released (c->async_lock)
  * @ended: every command is over (c->async_lock)
- * @taken: removal released it, its task work only answers (c->async_lock)
+ * @taken: removal releases it, its task work only answers, once @released
+ *	   (c->async_lock)
+ * @released: removal is done with it (c->async_lock)
  */
 struct p2pnvme_async {
 	struct p2pnvme_batch b;
@@ -65,6 +67,7 @@ struct p2pnvme_async {
 	struct list_head link;
 	bool ended;
 	bool taken;
+	bool released;
 };
 
 static struct p2pnvme_async **async_of(struct io_uring_cmd *ioucmd)
@@ -84,6 +87,16 @@ static void async_release(struct p2pnvme_async *a)
 		wake_up_all(&c->wq);
 }
 
+static bool async_released(struct p2pnvme_async *a)
+{
+	bool done;
+
+	spin_lock_irq(&a->c->async_lock);
+	done = a->released;
+	spin_unlock_irq(&a->c->async_lock);
+	return done;
+}
+
 /* In the submitter's task: release (unless removal did) and answer. */
 static P2P_URING_TW(async_tw)
 {
@@ -99,6 +112,8 @@ static P2P_URING_TW(async_tw)
 	spin_unlock_irq(&c->async_lock);
 	if (mine)
 		async_release(a);
+	else	/* removal is releasing it: the answer needs its result */
+		wait_event(c->wq, async_released(a));
 	p2p_uring_cmd_done(ioucmd, a->io.result, P2PNVME_URING_RES2(a->io.path, a->io.status),
 			   P2P_URING_TW_FLAGS);
 	kfree(a);
@@ -124,10 +139,11 @@ static void async_watch(struct work_struct *work)
 {
 	struct p2pnvme *c = container_of(to_delayed_work(work), struct p2pnvme, async_watch);
 
-	if (!atomic_read(&c->async_live))
+	/* removal cancels every command itself, then stops the watchdog */
+	if (!atomic_read(&c->async_live) || p2pnvme_state(c) >= P2PNVME_DELETING)
 		return;
 	p2pnvme_check_async_timeouts(c);
-	queue_delayed_work(system_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
+	queue_delayed_work(system_unbound_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
 }
 
 /**
@@ -220,10 +236,11 @@ static int async_submit(struct p2pnvme_async *a)
 			r->error = ret;
 		spin_unlock_irqrestore(&q->lock, flags);
 	}
+	/* before leaving the guard: removal cancels the watchdog after it */
+	if (!delayed_work_pending(&c->async_watch))
+		queue_delayed_work(system_unbound_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
 	async_ring(c, q);
 	p2pnvme_io_exit(c);
-	if (!delayed_work_pending(&c->async_watch))
-		queue_delayed_work(system_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
 	/* from here on @a belongs to its end: async_end() may run right now */
 	p2pnvme_batch_launch(&a->b);
 	return -EIOCBQUEUED;
@@ -251,7 +268,8 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO)
 		return -ENOTTY;
-	if (!(issue_flags & IO_URING_F_SQE128))
+	/* registered buffers (IORING_URING_CMD_FIXED) are not taken yet */
+	if (!(issue_flags & IO_URING_F_SQE128) || ioucmd->flags)
 		return -EINVAL;
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
 	memcpy(&io, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_io), sizeof(io));
@@ -312,10 +330,16 @@ static void async_release_all(struct p2pnvme *c)
 
 	while (more) {
 		a = async_take_ended(c, &more);
-		if (a)
+		if (a) {
+			/* @a lives until its task work, which waits for this */
 			async_release(a);
-		else if (more)	/* a submitter is between its submission and launch */
+			spin_lock_irq(&c->async_lock);
+			a->released = true;
+			spin_unlock_irq(&c->async_lock);
+			wake_up_all(&c->wq);
+		} else if (more) {	/* a submitter is between submission and launch */
 			wait_event_timeout(c->wq, false, max(HZ / 100, 1));
+		}
 	}
 }
 #else

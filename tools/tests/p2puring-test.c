@@ -38,7 +38,7 @@
 #define CHUNK	65536ULL
 #define NR	64		/* commands of each kind in flight at once */
 #define PLAN	24		/* cases of the main run */
-#define PLAN_UNBIND	3
+#define PLAN_UNBIND	7
 
 struct p2pmem {
 	unsigned char *p;
@@ -275,15 +275,61 @@ static void many(struct io_uring *ring, int fd, int bar)
 	munmap(host, NR * CHUNK);
 }
 
-/* Commands in flight when the ring goes: it waits for them, nothing leaks. */
-static void teardown(int fd, int bar)
+/* Commands the controller holds now (stats/inflight of @dev), -1 if unknown. */
+static long inflight_now(const char *dev)
+{
+	char path[128];
+	long n, sum = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/inflight", strrchr(dev, '/') + 1);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%ld", &n) == 1)
+		sum += n;
+	fclose(f);
+	return sum;
+}
+
+/* io_uring requests p2pnvme has not released (debugfs uring), -1 if unknown */
+static long unreleased(const char *dev)
+{
+	char link[256], path[320];
+	long n = -1;
+	ssize_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/device", strrchr(dev, '/') + 1);
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len < 0)
+		return -1;
+	link[len] = 0;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/uring", strrchr(link, '/') + 1);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "requests %ld", &n) != 1)
+		n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * Requests in flight when the ring goes: closing it returns at once (the
+ * kernel tears the ring down in the background). On a DEFER_TASKRUN ring
+ * none is answered before that (this thread never asks): afterwards every
+ * one is released and the controller holds no command, within the timeout.
+ */
+static void teardown(const char *dev, int fd, int bar)
 {
 	struct io_uring ring;
+	long held, left;
 	struct p2pmem m;
 	double t0;
 	int i, ret;
 
-	ret = io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	ret = io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
+				  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
 	if (!ret)
 		ret = p2pmem_get(bar, NR * CHUNK, &m);
 	if (ret) {
@@ -298,11 +344,15 @@ static void teardown(int fd, int bar)
 	}
 	ret = io_uring_submit(&ring);
 	t0 = now();
+	held = unreleased(dev);
 	io_uring_queue_exit(&ring);	/* not one completion reaped */
 	munmap(m.p, NR * CHUNK);
-	printf("    # %d submitted, ring gone after %.3f s\n", ret, now() - t0);
-	tap(ret == 4 * NR && now() - t0 < 10, "a ring torn down with %d reads in flight goes",
-	    4 * NR);
+	while (((left = unreleased(dev)) > 0 || inflight_now(dev) > 0) && now() - t0 < 10)
+		usleep(10000);
+	printf("    # %d submitted, %ld requests unreleased at the close, %ld after %.3f s\n",
+	       ret, held, left, now() - t0);
+	tap(ret == 4 * NR && held > 0 && left == 0 && !inflight_now(dev),
+	    "a ring torn down with %d reads in flight: every request released", 4 * NR);
 }
 
 struct unbinder {
@@ -325,22 +375,26 @@ static void *unbind_fn(void *arg)
 }
 
 /*
- * Unbind with 4 * NR reads in flight on a DEFER_TASKRUN ring, whose task
- * work runs only when this thread asks for completions, which it does not
- * before the unbind has returned: removal must release the requests
- * itself. Then each is answered.
+ * Unbind with 4 * NR reads in flight. On a plain ring this thread reaps
+ * while the unbind runs (removal and the answers race). On a DEFER_TASKRUN
+ * ring task work runs only when this thread asks for completions, which it
+ * does not before the unbind has returned: removal must release the
+ * requests itself. Either way each is answered, the unbind returns.
  */
-static int unbind_case(int fd, int bar, const char *bdf)
+static int unbind_case(const char *dev, int fd, int bar, const char *bdf, int defer)
 {
 	static int res[4 * NR];
 	struct unbinder u = { .bdf = bdf };
+	const char *kind = defer ? "DEFER_TASKRUN ring" : "plain ring";
 	struct io_uring ring;
 	struct p2pmem m;
 	pthread_t t;
 	int i, ok = 0, gone = 0, other = 0, ret;
+	long held;
 
 	ret = io_uring_queue_init(512, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
-				  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+				  (defer ? IORING_SETUP_SINGLE_ISSUER |
+					   IORING_SETUP_DEFER_TASKRUN : 0));
 	if (!ret)
 		ret = p2pmem_get(bar, NR * CHUNK, &m);
 	if (ret) {
@@ -354,10 +408,14 @@ static int unbind_case(int fd, int bar, const char *bdf)
 		prep(io_uring_get_sqe(&ring), fd, &io, i);
 	}
 	ret = io_uring_submit(&ring);
+	held = inflight_now(dev);
 	pthread_create(&t, NULL, unbind_fn, &u);
-	pthread_join(t, NULL);	/* no completion reaped meanwhile */
+	if (defer)
+		pthread_join(t, NULL);	/* no completion reaped meanwhile */
 	if (reap(&ring, ret > 0 ? ret : 0, res, NULL))
 		other = -1;
+	if (!defer)
+		pthread_join(t, NULL);
 	for (i = 0; i < ret; i++) {
 		if (!res[i])
 			ok++;
@@ -366,14 +424,17 @@ static int unbind_case(int fd, int bar, const char *bdf)
 		else if (other++ < 4)
 			printf("    # command %d: %s\n", i, strerror(-res[i]));
 	}
-	printf("    # %d submitted: %d done, %d ENODEV/ECANCELED, unbind took %.2f s\n", ret, ok,
-	       gone, u.took);
+	printf("    # %s: %d submitted, %ld at the controller when the unbind began: %d done, %d ENODEV/ECANCELED, unbind took %.2f s\n",
+	       kind, ret, held, ok, gone, u.took);
 	tap(ret == 4 * NR && ok + gone == ret && !other,
-	    "unbind with %d reads in flight: each answered, done or ENODEV/ECANCELED", 4 * NR);
-	result(!u.err && u.took < 10, "the unbind returns", 0, u.err);
+	    "%s: unbind with %d reads in flight: each answered, done or ENODEV/ECANCELED",
+	    kind, 4 * NR);
+	result(!u.err && u.took < 10, defer ? "DEFER_TASKRUN ring: the unbind returns" :
+	       "plain ring: the unbind returns", 0, u.err);
 	ret = one(&ring, fd, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
 						     .op = P2PNVME_OP_FLUSH }, P2PNVME_URING_CMD_IO);
-	result(ret == -ENODEV, "a command after the unbind", ENODEV, -ret);
+	result(ret == -ENODEV, defer ? "DEFER_TASKRUN ring: a command after the unbind" :
+	       "plain ring: a command after the unbind", ENODEV, -ret);
 	io_uring_queue_exit(&ring);
 	munmap(m.p, NR * CHUNK);
 	return 0;
@@ -403,7 +464,7 @@ int main(int argc, char **argv)
 	int plan = unbind ? PLAN_UNBIND : PLAN;
 	struct io_uring ring;
 	unsigned char *buf;
-	int fd, rofd, bar;
+	int fd, rofd, bar, i, ret;
 
 	if (argc == 4 && !strcmp(argv[1], "--polled"))
 		return polled(argv[2]);
@@ -425,12 +486,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (unbind) {
-		unbind_case(fd, bar, argv[4]);
+		unbind_case(argv[2], fd, bar, argv[4], 0);
+		/* bind the controller again (driver_override still names p2pnvme) */
+		close(fd);
+		close(rofd);
+		i = open("/sys/bus/pci/drivers_probe", O_WRONLY);
+		ret = i < 0 || write(i, argv[4], strlen(argv[4])) < 0 ? errno : 0;
+		if (i >= 0)
+			close(i);
+		fd = open(argv[2], O_RDWR | O_CLOEXEC);
+		result(!ret && fd >= 0, "p2pnvme takes the controller again", 0,
+		       ret ? ret : fd < 0 ? errno : 0);
+		if (fd >= 0)
+			unbind_case(argv[2], fd, bar, argv[4], 1);
 	} else {
 		many(&ring, fd, bar);
 		bad_sqes(&ring, fd, rofd, buf);
 		small_sqe(fd, buf);
-		teardown(fd, bar);
+		teardown(argv[1], fd, bar);
 	}
 	if (n != plan)
 		printf("    # ran %d cases, planned %d\n", n, plan);
