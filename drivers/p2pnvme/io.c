@@ -643,8 +643,10 @@ int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r)
  * @b: the batch its commands end
  * @r: the request
  *
- * The caller rings the doorbell. Return: 0 or the -errno that stopped the
- * submission (commands queued before it still complete).
+ * The caller rings the doorbell.
+ *
+ * Return: 0 or the -errno that stopped the submission (commands queued
+ * before it still complete).
  */
 int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r)
 {
