@@ -13,6 +13,7 @@ suite_begin() {
 	_suite=$1
 	_n=0
 	_failed=0
+	read -r _t0 _ < /proc/uptime
 	: > "/tmp/ktap.$_suite"
 }
 
@@ -39,6 +40,8 @@ check_eq() {
 }
 
 suite_end() {
+	read -r _t1 _ < /proc/uptime
+	diag "$_suite took $(awk -v a="$_t0" -v b="$_t1" 'BEGIN { printf "%.1f", b - a }') s"
 	echo "<<<KTAP-BEGIN guest.$_suite>>>"
 	echo "KTAP version 1"
 	echo "1..1"
