@@ -16,6 +16,8 @@ memory):
     dma-none                              no NVMe data DMA at all since the mark
     io-none                               no NVMe I/O command at all since the mark
                                           (admin commands may have run)
+    setfeat FID CDW11                     since the mark, QEMU's nvme got a Set
+                                          Features of FID with dword 11 CDW11
     dma-inflight MIN QUEUES               since the mark, on at least QUEUES I/O
                                           queues QEMU's nvme held MIN or more
                                           commands at once (submitted, not yet
@@ -65,6 +67,7 @@ def read_at(run, ref, length):
 
 DMA_RE = re.compile(r'pci_nvme_map_addr addr (0x[0-9a-f]+) len (\d+)')
 CMD_RE = re.compile(r'pci_nvme_(io_cmd|enqueue_req_completion) cid (\d+) (?:nsid \S+ sqid|cqid) (\d+)')
+SETFEAT_RE = re.compile(r'pci_nvme_setfeat cid \d+ nsid \S+ fid (0x[0-9a-f]+) save \S+ cdw11 (0x[0-9a-f]+)')
 
 
 def inflight_max(trace):
@@ -106,6 +109,14 @@ def do_check(run, words):
             mark = int(f.read())
         n = sum(1 for kind, _, _ in CMD_RE.findall(dma_trace(run)[mark:]) if kind == 'io_cmd')
         return ('ok' if n == 0 else 'not ok'), 'QEMU nvme got no I/O command since the mark', f'{n} commands'
+    if words and words[0] == 'setfeat':
+        fid, cdw11 = int(words[1], 0), int(words[2], 0)
+        with open(os.path.join(run, 'dma.mark')) as f:
+            mark = int(f.read())
+        seen = [(int(a, 16), int(b, 16)) for a, b in SETFEAT_RE.findall(dma_trace(run)[mark:])]
+        desc = f'QEMU nvme got Set Features {fid:#x} with dword 11 {cdw11:#x}'
+        note = ', '.join(f'{a:#x}:{b:#x}' for a, b in seen) or 'no Set Features'
+        return ('ok' if (fid, cdw11) in seen else 'not ok'), desc, note
     if words and words[0] == 'dma-inflight':
         least, queues = int(words[1]), int(words[2])
         with open(os.path.join(run, 'dma.mark')) as f:

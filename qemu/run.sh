@@ -92,7 +92,8 @@ mem=1G
 [ -n "$timeout" ] || { [ "$flavour" = debug ] && timeout=1800 || timeout=600; }
 # QEMU's nvme trace, the host's view of the controllers: data DMA addresses,
 # commands fetched and completed (qemu/hostcheck.py reads it)
-printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_enqueue_req_completion > "$RUN/trace-events"
+printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_enqueue_req_completion pci_nvme_setfeat \
+	> "$RUN/trace-events"
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-nodefaults -display none -no-reboot
 	-serial "file:$RUN/serial.log"

@@ -1112,6 +1112,34 @@ int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q)
 	return p2pnvme_admin_exec(c, &cmd, NULL);
 }
 
+/*
+ * Interrupt Coalescing (Feature 08h) as the module parameters ask, after
+ * every enable (a reset forgets it). A controller that refuses it keeps
+ * interrupting per completion: said, not fatal.
+ */
+static int set_coalescing(struct p2pnvme *c)
+{
+	unsigned int entries = READ_ONCE(p2pnvme_coalesce_entries);
+	unsigned int time = READ_ONCE(p2pnvme_coalesce_time_us) / 100;
+	struct nvme_command cmd = {};
+	u16 status;
+	int ret;
+
+	if (c->polled || (!entries && !time))
+		return 0;
+	cmd.features.opcode = nvme_admin_set_features;
+	cmd.features.fid = cpu_to_le32(NVME_FEAT_IRQ_COALESCE);
+	/* THR is 0's based; TIME in 100 us units */
+	cmd.features.dword11 = cpu_to_le32((entries ? entries - 1 : 0) | time << 8);
+	ret = p2pnvme_admin_exec_status(c, &cmd, NULL, &status);
+	if (ret == -EIO) {
+		pci_warn(c->pdev, "interrupt coalescing refused (status %#x): an interrupt per completion\n",
+			 status);
+		return 0;
+	}
+	return ret;
+}
+
 /**
  * p2pnvme_ctrl_enable - enable the controller and create its I/O queues
  * @c: the controller, with no command in flight
@@ -1147,5 +1175,5 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 		if (ret)
 			return ret;
 	}
-	return 0;
+	return set_coalescing(c);
 }

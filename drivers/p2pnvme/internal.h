@@ -58,6 +58,8 @@ static_assert(P2PNVME_MAX_DEPTH <= 1U << P2PNVME_CID_SLOT_BITS);
 
 extern unsigned int p2pnvme_io_timeout_ms;
 extern bool p2pnvme_bounce;
+extern unsigned int p2pnvme_coalesce_entries;
+extern unsigned int p2pnvme_coalesce_time_us;
 
 /* the command timeout in jiffies, at least one */
 static inline unsigned long p2pnvme_io_timeout(void)

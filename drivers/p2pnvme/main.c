@@ -96,6 +96,17 @@ static struct uint_range max_inflight_range = { &max_inflight_mb, 1, 65536 };
 module_param_cb(max_inflight_mb, &uint_range_ops, &max_inflight_range, 0644);
 MODULE_PARM_DESC(max_inflight_mb, "MiB of data one open file may have pinned or bounced at once, 1 .. 65536 (default 256)");
 
+/* Interrupt Coalescing (Feature 08h), set at probe and after each reset */
+unsigned int p2pnvme_coalesce_entries;
+static struct uint_range coalesce_entries_range = { &p2pnvme_coalesce_entries, 0, 256 };
+module_param_cb(coalesce_entries, &uint_range_ops, &coalesce_entries_range, 0444);
+MODULE_PARM_DESC(coalesce_entries, "Completions per interrupt the controller may gather, 0 .. 256 (default 0: its own setting)");
+
+unsigned int p2pnvme_coalesce_time_us;
+static struct uint_range coalesce_time_range = { &p2pnvme_coalesce_time_us, 0, 25500 };
+module_param_cb(coalesce_time_us, &uint_range_ops, &coalesce_time_range, 0444);
+MODULE_PARM_DESC(coalesce_time_us, "Longest an interrupt may wait for more completions, 0 .. 25500 us in steps of 100 (default 0)");
+
 static dev_t p2pnvme_devt;
 static struct cdev p2pnvme_cdev;
 static struct class *p2pnvme_class;
