@@ -11,6 +11,7 @@
 #include "../drivers/p2pnvme/p2pnvme.h"
 
 #define R P2PNVME_OP_READ
+#define W P2PNVME_OP_WRITE
 #define BUF 0x10000ULL
 
 struct io_case {
@@ -63,6 +64,26 @@ static const struct io_case io_cases[] = {
 	{ "flush with a dma-buf", { .op = P2PNVME_OP_FLUSH, .flags = P2PNVME_IO_F_DMABUF },
 	  -EINVAL },
 	{ "reserved tail set", { .op = R, .len = 512, .addr = BUF, .reserved = 1 }, -EINVAL },
+	{ "registered at offset 0", { .op = R, .len = 512, .flags = P2PNVME_IO_F_REGISTERED },
+	  0 },
+	{ "registered, any id", { .op = W, .len = 4096, .addr = 4096, .buf_id = 0xffffffff,
+				  .flags = P2PNVME_IO_F_REGISTERED }, 0 },
+	{ "registered offset not dword aligned", { .op = R, .len = 512, .addr = 2,
+						   .flags = P2PNVME_IO_F_REGISTERED }, -EINVAL },
+	{ "registered offset wraps", { .op = R, .len = 1024, .addr = ~0ULL - 511,
+				       .flags = P2PNVME_IO_F_REGISTERED }, -EINVAL },
+	{ "registered and dma-buf", { .op = R, .len = 512,
+				      .flags = P2PNVME_IO_F_REGISTERED | P2PNVME_IO_F_DMABUF },
+	  -EINVAL },
+	{ "registered with bounce forced",
+	  { .op = R, .len = 512, .flags = P2PNVME_IO_F_REGISTERED | P2PNVME_IO_F_BOUNCE },
+	  -EINVAL },
+	{ "registered, no bounce",
+	  { .op = R, .len = 512, .flags = P2PNVME_IO_F_REGISTERED | P2PNVME_IO_F_NO_BOUNCE }, 0 },
+	{ "flush with a registered buffer", { .op = P2PNVME_OP_FLUSH,
+					      .flags = P2PNVME_IO_F_REGISTERED }, -EINVAL },
+	{ "write zeroes with a registered buffer", { .op = P2PNVME_OP_WRITE_ZEROES, .len = 512,
+						     .flags = P2PNVME_IO_F_REGISTERED }, -EINVAL },
 };
 
 static void io_case_desc(const struct io_case *c, char *desc)

@@ -15,7 +15,7 @@ for a in "$@"; do
 	case "$a" in --update-doc) update=1 ;; *) secs=$a ;; esac
 done
 run=$top/out/runs/switch.benchmark.base
-echo "benchmark: booting the switch profile, $secs s per point (about $((secs * 27 + 60)) s)" >&2
+echo "benchmark: booting the switch profile, $secs s per point (about $((secs * 31 + 90)) s)" >&2
 P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet switch benchmark ||
 	{ echo "benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" <<'PY'
@@ -24,6 +24,8 @@ rows = [json.loads(l.split(' ', 1)[1]) for l in open(sys.argv[1], errors='replac
         if l.startswith('P2P-BENCH {')]
 def get(bench, size, qd=1, path='p2p'):
     return next(r for r in rows if r['bench'] == bench and r['size'] == size and r['qd'] == qd and r['path'] == path)
+def one(bench):
+    return next(r for r in rows if r['bench'] == bench)
 def kib(s): return f'{s // 1024} KiB'
 out = ['### p2pnvme engine vs kernel nvme-pci (both reading into p2pmem of the same BAR)', '',
        '| size | QD | engine IOPS | nvme-pci IOPS | IOPS ratio | engine lat µs | nvme-pci lat µs | engine CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |',
@@ -51,22 +53,25 @@ for size, qd in ((4096, 1), (131072, 1), (131072, 32)):
 
 # io_uring: (c) the engine against the best of (a) nvme-pci O_DIRECT and
 # (b) nvme-pci passthrough, one thread, QD kept full
-out += ['', '### io_uring, one thread: engine (c) vs nvme-pci O_DIRECT (a) and nvme-pci passthrough (b)', '',
-        '| size | QD | (c) IOPS | (a) IOPS | (b) IOPS | IOPS (c)/best | (c) lat µs mean/p99 | best lat µs mean/p99 | (c) CPU µs/IO | best CPU µs/IO | CPU (c)/best |',
-        '|---|---|---|---|---|---|---|---|---|---|---|']
+# (c) reads into a registered p2pmem dma-buf; (c') is the same engine with
+# the buffer pinned and mapped per I/O (no registration), for reference
+out += ['', '### io_uring, one thread: engine with a registered buffer (c) vs nvme-pci O_DIRECT (a) and nvme-pci passthrough (b)', '',
+        "| size | QD | (c) IOPS | (c') IOPS unregistered | (a) IOPS | (b) IOPS | IOPS (c)/best | (c) lat µs mean/p99 | best lat µs mean/p99 | (c) CPU µs/IO | (c') CPU µs/IO | best CPU µs/IO | CPU (c)/best |",
+        '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
 ratio = {}
 for size in (4096, 131072):
     for qd in (1, 32):
-        c, a, b = get('engine-uring', size, qd), get('nvme-pci-uring', size, qd), get('nvme-pci-ng', size, qd)
+        c, a, b = get('engine-uring-reg', size, qd, path='dmabuf'), get('nvme-pci-uring', size, qd), get('nvme-pci-ng', size, qd)
+        u = get('engine-uring', size, qd)
         best_iops = max(a['iops'], b['iops'])
         best_lat = min((a, b), key=lambda r: r['lat_us'])
         best_cpu = min((a, b), key=lambda r: r['cpu_us_per_io'])
         ratio[size, qd] = dict(iops=c['iops'] / best_iops, lat=c['lat_us'] / best_lat['lat_us'],
                                cpu=c['cpu_us_per_io'] / best_cpu['cpu_us_per_io'],
                                gib=c['cpu_s_per_gib'] / min(a['cpu_s_per_gib'], b['cpu_s_per_gib']))
-        out.append(f"| {kib(size)} | {qd} | {c['iops']:.0f} | {a['iops']:.0f} | {b['iops']:.0f} | {ratio[size, qd]['iops']:.2f} | "
+        out.append(f"| {kib(size)} | {qd} | {c['iops']:.0f} | {u['iops']:.0f} | {a['iops']:.0f} | {b['iops']:.0f} | {ratio[size, qd]['iops']:.2f} | "
                    f"{c['lat_us']:.0f}/{c['p99_us']:.0f} | {best_lat['lat_us']:.0f}/{best_lat['p99_us']:.0f} | "
-                   f"{c['cpu_us_per_io']:.0f} | {best_cpu['cpu_us_per_io']:.0f} | {ratio[size, qd]['cpu']:.2f} |")
+                   f"{c['cpu_us_per_io']:.0f} | {u['cpu_us_per_io']:.0f} | {best_cpu['cpu_us_per_io']:.0f} | {ratio[size, qd]['cpu']:.2f} |")
 pb = {}
 for size in (4096, 131072):
     p, b = get('engine-uring', size, 32), get('engine-uring', size, 32, path='bounce')
@@ -74,6 +79,7 @@ for size in (4096, 131072):
 
 def verdict(ok):
     return 'met' if ok else 'missed'
+rc, af = one('regcost'), one('allocflat')
 r4, r4q1, r128 = ratio[4096, 32], ratio[4096, 1], ratio[131072, 32]
 out += ['', '### Targets (issue 10), this run', '',
         '| target | wanted | got | |', '|---|---|---|---|',
@@ -86,7 +92,8 @@ out += ['', '### Targets (issue 10), this run', '',
         f"| engine P2P vs bounce, 4 KiB QD32: CPU per GiB | <= 0.9x | {pb[4096][1]:.2f}x | {verdict(pb[4096][1] <= 0.9)} |",
         f"| engine P2P vs bounce, 128 KiB QD32: throughput | >= 3x | {pb[131072][0]:.2f}x | {verdict(pb[131072][0] >= 3)} |",
         f"| engine P2P vs bounce, 128 KiB QD32: CPU per GiB | <= 0.3x | {pb[131072][1]:.2f}x | {verdict(pb[131072][1] <= 0.3)} |",
-        '| map cost, alloc+free flatness | | not measured yet | |']
+        f"| map cost: registering p2pmem vs host memory, per page | <= 1.1x | {rc['ratio']:.2f}x ({rc['p2pmem_us_per_page']:.2f} vs {rc['host_us_per_page']:.2f} µs) | {verdict(rc['ratio'] <= 1.1)} |",
+        f"| p2pbar alloc+free, 0 -> 10000 live allocations | <= 2x | {af['ratio']:.2f}x ({af['us_per_pair_0']:.0f}/{af['us_per_pair_1000']:.0f}/{af['us_per_pair_10000']:.0f} µs at 0/1000/10000) | {verdict(af['ratio'] <= 2)} |"]
 print('\n'.join(out))
 PY
 )

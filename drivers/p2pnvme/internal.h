@@ -9,6 +9,10 @@
  *                                or waiting for user memory), io_uring
  *                                submissions while they map and queue; the
  *                                reset worker and remove() for write
+ *   p2pnvme.reg_lock (mutex)    the registered buffers' list and mappings
+ *                                (reg.c): inside reset_lock (read) when a
+ *                                registration lists its buffer, outside
+ *                                a dma-buf's reservation lock
  *   p2pnvme_queue.lock (spin)   everything of one queue: SQ tail, CQ head
  *                                and phase, the slots, @stopped; taken from
  *                                the MSI-X handler too (so _irqsave)
@@ -37,6 +41,7 @@
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 #include <p2p_compat.h>
 #include <uapi/linux/p2pnvme.h>
 
@@ -126,6 +131,74 @@ enum p2pnvme_state {
 };
 
 struct p2pnvme_batch;
+struct p2pnvme_file;
+
+/* what a registered buffer is (struct p2pnvme_reg.kind) */
+enum p2pnvme_reg_kind {
+	P2PNVME_REG_HOST,	/* pinned host pages, mapped by us */
+	P2PNVME_REG_DMABUF,	/* an imported dma-buf, mapped by its exporter */
+};
+
+/**
+ * struct p2pnvme_reg - a registered buffer (P2PNVME_IOC_BUF_REGISTER)
+ * @kref: held by the file's table while registered and by each request
+ *	  that names it; the last put tears it down (process context)
+ * @c: the controller (alive: the file that owns the buffer holds it)
+ * @node: on @c->reg_list (@c->reg_lock)
+ * @kind: enum p2pnvme_reg_kind
+ * @writable: the controller may write into it (reads of the namespace)
+ * @len: bytes a transfer may address, from offset 0
+ * @start: where byte 0 is in the mapping (the dma-buf offset; 0 for host)
+ * @busy: requests whose commands may be at the controller now
+ * @revoked: no new commands (the exporter's invalidation, or removal):
+ *	     later transfers fail with -ENODEV
+ * @wq: woken when @busy drops to 0 after @revoked
+ * @pages: host: the pinned pages
+ * @nr_pages: host: how many
+ * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
+ * @sgt: host: their table, DMA-mapped while @mapped
+ * @mapped: host: @sgt is mapped (@c->reg_lock)
+ * @dmabuf: dma-buf: the buffer, with a reference, until removal or
+ *	    teardown (@c->reg_lock)
+ * @attach: dma-buf: our dynamic attachment (@c->reg_lock)
+ * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
+ *	  invalidated (the dma-buf's reservation lock)
+ * @nseg: DMA segments of the mapping, indexed in @seg and @seg_pos
+ * @seg: each segment's scatterlist entry
+ * @seg_pos: each segment's byte position in the mapping, ascending
+ * @rcu: the table's lookups are RCU: the memory goes after a grace period
+ *
+ * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
+ * @busy right before its commands are queued (p2pnvme_reg_arm()); it drops
+ * @busy once none of its commands can reach the controller any more, and
+ * @kref when it is released. An invalidation waits for @busy to drain
+ * before it unmaps, so the controller never sees a mapping the exporter
+ * was told is gone.
+ */
+struct p2pnvme_reg {
+	struct kref kref;
+	struct p2pnvme *c;
+	struct list_head node;
+	u8 kind;
+	bool writable;
+	u64 len;
+	u64 start;
+	atomic_t busy;
+	bool revoked;
+	wait_queue_head_t wq;
+	struct page **pages;
+	unsigned int nr_pages;
+	struct mm_struct *mm;
+	struct sg_table sgt;
+	bool mapped;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *dsgt;
+	unsigned int nseg;
+	struct scatterlist **seg;
+	u64 *seg_pos;
+	struct rcu_head rcu;
+};
 
 /**
  * struct p2pnvme_fence - a batch's fence in an imported dma-buf's
@@ -149,6 +222,10 @@ struct p2pnvme_fence {
  * @sgt: DMA-mapped table the commands describe: @pages, or @bpages
  * @bpages: host bounce pages when the request bounces
  * @bnr: how many
+ * @reg: the registered buffer it names (P2PNVME_IO_F_REGISTERED), with a
+ *	 reference
+ * @reg_busy: counted in @reg->busy
+ * @reg_synced: @reg's range was synced for the controller
  * @dmabuf: imported dma-buf (P2PNVME_IO_F_DMABUF), with a reference
  * @owner: the entry of the batch whose attachment and mapping of @dmabuf
  *	   this one uses (itself, or an earlier entry for the same dma-buf)
@@ -181,6 +258,9 @@ struct p2pnvme_req {
 	struct sg_table sgt;
 	struct page **bpages;
 	unsigned int bnr;
+	struct p2pnvme_reg *reg;
+	bool reg_busy;
+	bool reg_synced;
 	struct dma_buf *dmabuf;
 	struct p2pnvme_req *owner;
 	struct dma_buf_attachment *attach;
@@ -363,6 +443,8 @@ struct p2pnvme_queue {
  * @async_plugged: doorbells an io_uring submitter left to its block plug
  *		   (rung when the submission batch ends); remove() waits
  *		   for 0 before the queues go
+ * @reg_lock: protects @reg_list and the buffers' mappings (see reg.c)
+ * @reg_list: every registered buffer of every file, for removal
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -411,6 +493,8 @@ struct p2pnvme {
 	struct delayed_work async_watch;
 	struct p2pnvme_batch async_any;
 	atomic_t async_plugged;
+	struct mutex reg_lock;	/* see above */
+	struct list_head reg_list;
 };
 
 /**
@@ -418,10 +502,12 @@ struct p2pnvme {
  * @c: the controller, with a reference
  * @inflight: bytes of the file's transfers under way now (pinned user
  *	      memory or bounce pages), bounded by max_inflight_mb
+ * @regs: its registered buffers by id (XA_FLAGS_ALLOC; RCU lookups)
  */
 struct p2pnvme_file {
 	struct p2pnvme *c;
 	atomic64_t inflight;
+	struct xarray regs;
 };
 
 /* Any context: this CPU's counter, no cache line shared with others. */
@@ -507,13 +593,26 @@ static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 #endif
 
 /* io.c */
-int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,
-		      unsigned int *failed);
-int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_req *r);
+int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
+		      unsigned int nr, unsigned int *failed);
+int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *r);
 int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r);
 int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r);
 void p2pnvme_req_finish(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns);
 void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r);
+
+/* reg.c: registered buffers */
+void p2pnvme_reg_init(struct p2pnvme *c);
+long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
+long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
+void p2pnvme_reg_file_release(struct p2pnvme_file *f);
+void p2pnvme_reg_remove(struct p2pnvme *c);
+int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r);
+int p2pnvme_reg_arm(struct p2pnvme_req *r);
+void p2pnvme_reg_idle(struct p2pnvme_req *r);
+void p2pnvme_reg_put(struct p2pnvme_req *r);
+void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
+void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
 
 /* uring.c: io_uring passthrough */
 #if P2P_HAVE_URING_CMD

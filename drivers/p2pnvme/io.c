@@ -65,21 +65,31 @@ static const char *p2pnvme_why_name(unsigned int why)
  * @nlb: namespace size in LBAs
  *
  * Return: 0 or -EINVAL (malformed, longer than P2PNVME_IO_MAX_LEN, a
- * dma-buf with bounce forced),
+ * dma-buf with bounce forced, a registered buffer with a dma-buf, a forced
+ * bounce or no data),
  * -ERANGE (LBA range outside the namespace), -EOPNOTSUPP (unknown
  * operation).
  */
 int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
 {
 	const u32 known = P2PNVME_IO_F_NO_BOUNCE | P2PNVME_IO_F_BOUNCE |
-			  P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL | P2PNVME_IO_F_DMABUF;
-	bool dmabuf = io->flags & P2PNVME_IO_F_DMABUF;
+			  P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL | P2PNVME_IO_F_DMABUF |
+			  P2PNVME_IO_F_REGISTERED;
+	bool reg = io->flags & P2PNVME_IO_F_REGISTERED;
+	/* both name their buffer by an offset, not an address */
+	bool dmabuf = io->flags & (P2PNVME_IO_F_DMABUF | P2PNVME_IO_F_REGISTERED);
 	u64 end;
 
 	if ((io->flags & ~known) || io->result || io->path || io->status || io->reserved)
 		return -EINVAL;
-	if (dmabuf ? io->dmabuf_fd < 0 || (io->flags & P2PNVME_IO_F_BOUNCE) : io->dmabuf_fd)
+	if (reg) {
+		/* buf_id takes any value; the buffer is never bounced */
+		if (io->flags & (P2PNVME_IO_F_DMABUF | P2PNVME_IO_F_BOUNCE))
+			return -EINVAL;
+	} else if (dmabuf ? io->dmabuf_fd < 0 || (io->flags & P2PNVME_IO_F_BOUNCE) :
+		   io->dmabuf_fd) {
 		return -EINVAL;
+	}
 	if ((io->flags & P2PNVME_IO_F_PRP) && (io->flags & P2PNVME_IO_F_SGL))
 		return -EINVAL;
 	if ((io->flags & P2PNVME_IO_F_NO_BOUNCE) && (io->flags & P2PNVME_IO_F_BOUNCE))
@@ -206,11 +216,12 @@ static int bounce_alloc(struct p2pnvme *c, struct p2pnvme_req *r)
 }
 
 /*
- * Pin the buffer, prepare bounce pages when asked for, or the dma-buf
- * attachment. No lock is held: this may wait for user
+ * Pin the buffer, prepare bounce pages when asked for, the dma-buf
+ * attachment, or look up the registered buffer. No lock is held: this may wait for user
  * memory as long as it likes. On error the caller releases the request.
  */
-static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
+static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *reqs,
+		   unsigned int i)
 {
 	struct p2pnvme_req *r = &reqs[i];
 	struct p2pnvme_io *io = r->io;
@@ -225,6 +236,13 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i)
 	if (!has_data(io))
 		return 0;
 	r->dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	if (io->flags & P2PNVME_IO_F_REGISTERED) {
+		ret = p2pnvme_reg_get(f, r);
+		if (r->reg)
+			r->why = r->reg->kind == P2PNVME_REG_DMABUF ? P2PNVME_WHY_DMABUF :
+								      P2PNVME_WHY_HOST;
+		return ret;
+	}
 	if (io->flags & P2PNVME_IO_F_DMABUF) {
 		r->why = P2PNVME_WHY_DMABUF;
 		return p2pnvme_dmabuf_attach(c, reqs, i);
@@ -312,6 +330,12 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 
 	if (!has_data(r->io))
 		return 0;
+	if (r->reg) {
+		/* mapped at registration; its bytes to the controller now */
+		p2pnvme_reg_sync(c, r, true);
+		r->reg_synced = true;
+		return 0;
+	}
 	if (r->dmabuf) {
 		if (r->owner == r) {
 			ret = p2pnvme_dmabuf_map(c, r);
@@ -349,6 +373,9 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 /* Undo req_map(): every command of the batch is over. */
 static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 {
+	if (r->reg_synced && r->dir == DMA_FROM_DEVICE)
+		p2pnvme_reg_sync(c, r, false);	/* what the controller wrote */
+	r->reg_synced = false;
 	if (r->dmabuf)
 		p2pnvme_dmabuf_unmap(r);
 	if (r->mapped) {
@@ -366,6 +393,7 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 
 	if (ok && r->bounce && r->dir == DMA_FROM_DEVICE)
 		bounce_copy(c, r, true);	/* after the unmap: what the device wrote */
+	p2pnvme_reg_put(r);
 	if (r->dmabuf)
 		p2pnvme_dmabuf_release(r);
 	sg_free_table(&r->sgt);
@@ -399,6 +427,8 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 		 io->op == P2PNVME_OP_WRITE ? nvme_cmd_write : nvme_cmd_write_zeroes;
 	if (dsgt)
 		p2pnvme_cursor_advance(&cur, io->addr);	/* the offset into the dma-buf */
+	else if (r->reg && has_data(io))
+		p2pnvme_reg_cursor(r, &cur);	/* armed: the mapping stays */
 	for (done = 0; done < io->len; ) {
 		u64 n = min_t(u64, io->len - done, c->max_xfer);
 		struct nvme_command cmd = {};
@@ -459,7 +489,11 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
 	io->status = r->status;
 	io->path = P2PNVME_PATH_NONE;
 	if (!err && has_data(io)) {
-		if (r->dmabuf) {
+		if (r->reg && r->reg->kind == P2PNVME_REG_HOST) {
+			io->path = P2PNVME_PATH_HOST;
+			p2pnvme_stat_add(c, write ? ST_WRITES_HOST : ST_READS_HOST, 1);
+			p2pnvme_stat_add(c, ST_BYTES_HOST, io->len);
+		} else if (r->dmabuf || r->reg) {
 			io->path = P2PNVME_PATH_DMABUF;
 			p2pnvme_stat_add(c, write ? ST_WRITES_DMABUF : ST_READS_DMABUF, 1);
 			p2pnvme_stat_add(c, ST_BYTES_DMABUF, io->len);
@@ -505,6 +539,7 @@ static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
 /**
  * p2pnvme_run_batch - prepare, submit and wait for a batch of requests
  * @c: the controller (no lock held: this takes reset_lock itself)
+ * @f: the file they came through (its registered buffers)
  * @ios: requests, checked with p2pnvme_check_io(); @result, @path and
  *	 @status of each are written
  * @nr: how many, at most P2PNVME_SUBMIT_MAX
@@ -519,8 +554,8 @@ static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
  * *@failed == @nr, nothing submitted); else the -errno of the first failed
  * entry.
  */
-int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr,
-		      unsigned int *failed)
+int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
+		      unsigned int nr, unsigned int *failed)
 {
 	struct p2pnvme_req *reqs;
 	struct p2pnvme_batch b;
@@ -535,7 +570,7 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 		return -ENOMEM;
 	for (pinned = 0; pinned < nr; pinned++) {
 		reqs[pinned].io = &ios[pinned];
-		ret = req_pin(c, reqs, pinned);
+		ret = req_pin(c, f, reqs, pinned);
 		if (ret) {
 			*failed = pinned;
 			ios[pinned].result = ret;
@@ -567,6 +602,17 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 		*failed = nr;
 		goto out_unmap;
 	}
+	/* no reservation lock held any more: registered buffers go busy */
+	for (i = 0; i < nr; i++) {
+		if (!reqs[i].reg)
+			continue;
+		ret = p2pnvme_reg_arm(&reqs[i]);
+		if (ret) {
+			*failed = i;
+			ios[i].result = ret;
+			goto out_unmap;
+		}
+	}
 	p2pnvme_batch_init(&b, false);
 	t0 = ktime_get_ns();
 	for (i = 0; i < nr; i++) {
@@ -584,6 +630,8 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_io *ios, unsigned int nr
 	p2pnvme_ring(q);
 	p2pnvme_wait_batch(c, &b);
 	t0 = ktime_get_ns() - t0;
+	for (i = 0; i < nr; i++)
+		p2pnvme_reg_idle(&reqs[i]);
 
 	for (i = 0; i < nr; i++)
 		req_complete(c, &reqs[i], t0);
@@ -611,30 +659,39 @@ out_release:
 /* ---- one request on its own: the io_uring path (uring.c) ------------- */
 
 /**
- * p2pnvme_req_prepare - pin one request's buffer (no lock held)
+ * p2pnvme_req_prepare - pin one request's buffer, or look up its registered
+ *	one (no lock held)
  * @c: the controller
+ * @f: the file it came through
  * @r: the request, @r->io checked with p2pnvme_check_io() and without
  *     P2PNVME_IO_F_DMABUF
  *
- * Return: 0 or the -errno of pinning; on error p2pnvme_req_abandon().
+ * Return: 0 or the -errno of pinning or the lookup; on error
+ * p2pnvme_req_abandon().
  */
-int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_req *r)
+int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *r)
 {
 	if (WARN_ON_ONCE(r->io->flags & P2PNVME_IO_F_DMABUF))
 		return -EOPNOTSUPP;
-	return req_pin(c, r, 0);
+	return req_pin(c, f, r, 0);
 }
 
 /**
- * p2pnvme_req_map - DMA-map a prepared request for @r->q
+ * p2pnvme_req_map - DMA-map a prepared request for @r->q (a registered
+ *	buffer: sync it and count the request busy on it)
  * @c: the controller, entered with p2pnvme_io_enter()
  * @r: the request
  *
- * Return: 0, -EREMOTEIO (refused by policy), or another -errno.
+ * Return: 0, -EREMOTEIO (refused by policy), -ENODEV (a revoked registered
+ * buffer), or another -errno.
  */
 int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r)
 {
-	return req_map(c, r, NULL);
+	int ret = req_map(c, r, NULL);
+
+	if (!ret && r->reg)
+		ret = p2pnvme_reg_arm(r);
+	return ret;
 }
 
 /**

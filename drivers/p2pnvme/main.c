@@ -226,6 +226,7 @@ static int p2pnvme_open(struct inode *inode, struct file *filp)
 		return -ENODEV;
 	}
 	f->c = c;
+	xa_init_flags(&f->regs, XA_FLAGS_ALLOC);
 	filp->private_data = f;
 	return nonseekable_open(inode, filp);
 }
@@ -234,6 +235,7 @@ static int p2pnvme_release(struct inode *inode, struct file *filp)
 {
 	struct p2pnvme_file *f = filp->private_data;
 
+	p2pnvme_reg_file_release(f);
 	kref_put(&f->c->kref, p2pnvme_free);
 	kfree(f);
 	return 0;
@@ -324,8 +326,10 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
 	u64 limit = (u64)READ_ONCE(max_inflight_mb) << 20, sum = 0;
 	unsigned int i;
 
+	/* registered buffers pin nothing per transfer: not counted */
 	for (i = 0; i < nr; i++)
-		if (ios[i].op == P2PNVME_OP_READ || ios[i].op == P2PNVME_OP_WRITE)
+		if ((ios[i].op == P2PNVME_OP_READ || ios[i].op == P2PNVME_OP_WRITE) &&
+		    !(ios[i].flags & P2PNVME_IO_F_REGISTERED))
 			sum += ios[i].len;	/* each at most P2PNVME_IO_MAX_LEN */
 	if (sum > limit)
 		return -E2BIG;
@@ -354,7 +358,7 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 		ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
 	if (ret)
 		return ret;
-	ret = p2pnvme_run_batch(c, &io, 1, &failed);
+	ret = p2pnvme_run_batch(c, f, &io, 1, &failed);
 	atomic64_sub(bytes, &f->inflight);
 	if (copy_to_user((void __user *)uarg, &io, sizeof(io)))
 		return -EFAULT;
@@ -397,7 +401,7 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 	if (ret)
 		goto out_free;
 	sub.failed = sub.nr;
-	ret = p2pnvme_run_batch(c, ios, sub.nr, &sub.failed);
+	ret = p2pnvme_run_batch(c, f, ios, sub.nr, &sub.failed);
 	atomic64_sub(bytes, &f->inflight);
 	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
 		ret = -EFAULT;
@@ -484,6 +488,10 @@ static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uar
 		return ioc_io(f, filp, uarg);
 	case P2PNVME_IOC_SUBMIT:
 		return ioc_submit(f, filp, uarg);
+	case P2PNVME_IOC_BUF_REGISTER:
+		return p2pnvme_ioc_buf_register(f, uarg);
+	case P2PNVME_IOC_BUF_UNREGISTER:
+		return p2pnvme_ioc_buf_unregister(f, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -815,6 +823,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
 	p2pnvme_async_init(c);
+	p2pnvme_reg_init(c);
 	/* what one segment may hold: swiotlb, for one, maps 256 KiB at most */
 	c->max_seg = max_t(size_t, PAGE_SIZE,
 			   min_t(size_t, dma_max_mapping_size(dev), dma_get_max_seg_size(dev)) &
@@ -941,6 +950,7 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	 * more: the io_uring requests are released now, before the queues go.
 	 */
 	p2pnvme_async_drain(c);
+	p2pnvme_reg_remove(c);	/* no mapping outlives the binding */
 	free_irqs(c);
 	kref_put(&c->kref, p2pnvme_free);	/* the binding's reference */
 }

@@ -126,6 +126,7 @@ static void async_end(struct p2pnvme_batch *b)
 	struct p2pnvme *c = a->c;
 	unsigned long flags;
 
+	p2pnvme_reg_idle(&a->r);	/* an invalidation may go on now */
 	spin_lock_irqsave(&c->async_lock, flags);
 	a->ended = true;
 	spin_unlock_irqrestore(&c->async_lock, flags);
@@ -208,7 +209,7 @@ static int async_submit(struct p2pnvme_async *a)
 	unsigned long flags;
 	int ret;
 
-	ret = p2pnvme_req_prepare(c, r);
+	ret = p2pnvme_req_prepare(c, a->f, r);
 	if (ret)
 		return async_fail(a, ret);
 	ret = p2pnvme_io_enter(c);
@@ -253,7 +254,8 @@ static int async_submit(struct p2pnvme_async *a)
  *
  * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
  * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
- * bad request), -ERANGE, -EOPNOTSUPP (dma-buf, polled controller), -EACCES
+ * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, polled
+ * controller), -ENOENT (no such registered buffer), -EACCES
  * (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb), -ENOMEM,
  * -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
  */
@@ -268,7 +270,7 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO)
 		return -ENOTTY;
-	/* registered buffers (IORING_URING_CMD_FIXED) are not taken yet */
+	/* io_uring's own registered buffers (IORING_URING_CMD_FIXED): ours instead */
 	if (!(issue_flags & IO_URING_F_SQE128) || ioucmd->flags)
 		return -EINVAL;
 	/* one copy: the SQE may be rewritten by userspace meanwhile */

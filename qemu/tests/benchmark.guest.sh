@@ -45,14 +45,20 @@ run engine /dev/p2pnvme0 131072 "$SECS" --qd 32 --bounce
 NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
 check "nvme-pci's generic char device $NG1" test -c "$NG1"
 p2pbench uring engine /dev/p2pnvme0 4096 1 32 >/dev/null
+p2pbench uring engine-reg /dev/p2pnvme0 4096 1 32 >/dev/null
 p2pbench uring blk "$BLK1" 4096 1 32 >/dev/null
 p2pbench uring ng "$NG1" 4096 1 32 >/dev/null
 for size in 4096 131072; do
 	for qd in 1 32; do
+		run uring engine-reg /dev/p2pnvme0 $size "$SECS" $qd
 		run uring engine /dev/p2pnvme0 $size "$SECS" $qd
 		run uring blk "$BLK1" $size "$SECS" $qd
 		run uring ng "$NG1" $size "$SECS" $qd
 	done
 	run uring engine /dev/p2pnvme0 $size "$SECS" 32 --bounce
 done
+# what registering costs per page (host memory vs a p2pmem dma-buf), and
+# p2pbar's allocator with 0 .. 10000 live allocations
+run regcost /dev/p2pnvme0 1048576 200
+run allocflat /dev/p2pbar0 2000
 suite_end; exit $_any_failed

@@ -329,6 +329,17 @@ if [ "$p2pexpect" != refused ]; then
 	hostd check dma-mark >/dev/null	# it read into host memory too
 fi
 
+# Registered buffers: host memory and p2pmem exported as a dma-buf, pinned
+# and mapped once, named by id in P2PNVME_IOC_IO, P2PNVME_IOC_SUBMIT and
+# io_uring commands; the bad-input tables, P2PNVME_BUF_MAX, unregistering
+# and closing with commands in flight (it writes LBA 49152..58495)
+if [ "$p2pexpect" != refused ]; then
+	echo "<<<KTAP-BEGIN guest.client_reg>>>"
+	p2preg-test $N /dev/p2pbar0 || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	hostd check dma-mark >/dev/null	# it read into host memory too
+fi
+
 # The dma-buf bridge: p2pmem exported by p2pbar, imported by p2pnvme.
 suite_begin client_dmabuf
 held p2pctl --json nvme-read $N 2048 262144 --dmabuf --offset 65536; out=$held_out
@@ -363,6 +374,15 @@ if [ "$p2pexpect" != refused ]; then
 	check "p2pbar binds to ivshmem again after the revoke" bind p2pbar "$IVSHMEM"
 	check "/dev/p2pbar0 is back" test -c /dev/p2pbar0
 	suite_end
+	# a registered dma-buf whose exporter goes: p2pbar unbound while reads
+	# into it are in flight; it leaves p2pbar unbound
+	echo "<<<KTAP-BEGIN guest.client_reg_revoke>>>"
+	p2preg-test --revoke $N /dev/p2pbar0 "$IVSHMEM" || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	suite_begin client_reg_revoke_after
+	check "p2pbar binds to ivshmem again after the registered revoke" bind p2pbar "$IVSHMEM"
+	check "/dev/p2pbar0 is back" test -c /dev/p2pbar0
+	suite_end
 fi
 
 if [ -n "$NVME1" ]; then
@@ -393,6 +413,11 @@ if [ "$p2pexpect" != refused ]; then
 	p2puring-test --unbind $N /dev/p2pbar0 "$NVME" || _any_failed=1
 	echo "<<<KTAP-END>>>"
 	check "p2pnvme takes nvme0 again" bind p2pnvme "$NVME"
+	# ... and with registered host memory and a registered dma-buf
+	echo "<<<KTAP-BEGIN guest.client_reg_unbind>>>"
+	p2preg-test --unbind $N /dev/p2pbar0 "$NVME" || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	check "p2pnvme takes nvme0 again after the registered-buffer unbind" bind p2pnvme "$NVME"
 fi
 # the unbind: while an ioctl's buffer is stuck in a userfaultfd fault
 echo "<<<KTAP-BEGIN guest.client_stuck_unbind>>>"

@@ -13,6 +13,22 @@
  *        P2PNVME_URING_CMD_IO on /dev/p2pnvmeN, O_DIRECT IORING_OP_READ on
  *        nvme-pci's /dev/nvmeXnY (non-fixed buffers), or nvme-pci's
  *        passthrough NVME_URING_CMD_IO on /dev/ngXnY; adds p99 latency
+ *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host]
+ *        the engine's io_uring path with a registered buffer: the p2pmem,
+ *        exported by p2pbar as a dma-buf (P2PBAR_IOC_EXPORT), or the host
+ *        memory, is registered once (P2PNVME_IOC_BUF_REGISTER) and every
+ *        read names it (P2PNVME_IO_F_REGISTERED): nothing is pinned or
+ *        mapped per I/O
+ *
+ *   p2pbench regcost NVME SIZE N
+ *        what registering costs (P2PNVME_IOC_BUF_REGISTER + _UNREGISTER, N
+ *        times each): SIZE bytes of faulted-in host memory (pinned and
+ *        mapped) against a p2pbar dma-buf of SIZE (attached and mapped);
+ *        microseconds per 4 KiB page of each and their ratio
+ *   p2pbench allocflat BAR N
+ *        P2PBAR_IOC_ALLOC + _FREE of 4 KiB, N pairs, with 0, 1000 and 10000
+ *        other allocations live on the same file: microseconds per pair at
+ *        each and the ratio of the worst to the one at 0
  *
  * Buffers are p2pmem from /dev/p2pbar0 unless --host. Prints one JSON line:
  * ops, IOPS, MiB/s, mean latency, and guest CPU time (all CPUs, from
@@ -285,11 +301,15 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum { U_ENGINE, U_BLK, U_NG };
+enum { U_ENGINE, U_BLK, U_NG, U_ENGINE_REG };
 
-/* One read at a random 4 KiB-aligned offset into slot @i of @buf. */
+/*
+ * One read at a random 4 KiB-aligned offset into slot @i of @buf (for
+ * U_ENGINE_REG: of registered buffer @buf_id, at offset i * size).
+ */
 static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid,
-		       unsigned char *buf, size_t size, uint64_t blocks, int i, int flags)
+		       unsigned char *buf, uint32_t buf_id, size_t size, uint64_t blocks, int i,
+		       int flags)
 {
 	uint64_t off = ((uint64_t)rand() % blocks) * 4096;
 
@@ -311,9 +331,15 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 		cmd->cdw12 = size / 512 - 1;
 	} else {
 		struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ,
-					 .slba = off / 512, .len = size,
-					 .addr = (uintptr_t)(buf + i * size), .flags = flags };
+					 .slba = off / 512, .len = size, .flags = flags };
 
+		if (kind == U_ENGINE_REG) {
+			io.flags |= P2PNVME_IO_F_REGISTERED;
+			io.buf_id = buf_id;
+			io.addr = (uint64_t)i * size;
+		} else {
+			io.addr = (uintptr_t)(buf + i * size);
+		}
 		memset(sqe, 0, 2 * sizeof(*sqe));
 		sqe->opcode = IORING_OP_URING_CMD;
 		sqe->fd = fd;
@@ -324,22 +350,61 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 }
 
 /*
+ * The buffer of engine-reg, registered once on @fd: @len bytes of p2pmem
+ * exported by p2pbar as a dma-buf (whose fd can go: the registration holds
+ * it), or of host memory. Its id, or -errno.
+ */
+static long register_buffer(int fd, size_t len, int host)
+{
+	struct p2pnvme_buf_reg r = { .argsz = sizeof(r), .len = len };
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = len,
+				   .flags = P2PBAR_EXPORT_F_CLOEXEC };
+	int bar = -1, ret;
+
+	if (host) {
+		void *p = buffer(len, 1);
+
+		if (!p)
+			return -ENOMEM;
+		r.addr = (uintptr_t)p;
+	} else {
+		bar = open("/dev/p2pbar0", O_RDWR | O_CLOEXEC);
+		if (bar < 0 || ioctl(bar, P2PBAR_IOC_EXPORT, &e)) {
+			ret = -errno;
+			if (bar >= 0)
+				close(bar);
+			return ret;
+		}
+		r.flags = P2PNVME_BUF_F_DMABUF;
+		r.dmabuf_fd = e.fd;
+	}
+	ret = ioctl(fd, P2PNVME_IOC_BUF_REGISTER, &r) ? -errno : 0;
+	if (!host) {
+		close(e.fd);
+		close(bar);
+	}
+	return ret ? ret : (long)r.id;
+}
+
+/*
  * p2pbench uring KIND DEV SIZE SECONDS QD: one thread keeps QD reads in
  * flight, refilling as completions are reaped (many per io_uring_enter()).
  */
 static int uring(int argc, char **argv)
 {
-	static const char * const names[] = { "engine-uring", "nvme-pci-uring", "nvme-pci-ng" };
+	static const char * const names[] = { "engine-uring", "nvme-pci-uring", "nvme-pci-ng",
+					      "engine-uring-reg" };
 	int kind = !strcmp(argv[0], "engine") ? U_ENGINE : !strcmp(argv[0], "blk") ? U_BLK :
-		   !strcmp(argv[0], "ng") ? U_NG : -1;
+		   !strcmp(argv[0], "ng") ? U_NG : !strcmp(argv[0], "engine-reg") ? U_ENGINE_REG :
+		   -1;
 	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22;
 	double secs = atof(argv[3]), t0, t1, c0, lat = 0, *start, *lats;
 	int qd = atoi(argv[4]), host = 0, flags = 0, fd, i, ret;
 	unsigned int setup = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
-	long ops = 0, inflight = 0;
+	long ops = 0, inflight = 0, buf_id = 0;
 	uint32_t nsid = 1, path = 0;
 	struct io_uring ring;
-	unsigned char *buf;
+	unsigned char *buf = NULL;
 	uint64_t blocks;
 	off_t devsize;
 
@@ -352,11 +417,14 @@ static int uring(int argc, char **argv)
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
 	if (kind < 0 || qd < 1 || qd > 256)
-		return fprintf(stderr, "uring engine|blk|ng DEV SIZE SECONDS QD (1..256)\n"), 2;
+		return fprintf(stderr, "uring engine|engine-reg|blk|ng DEV SIZE SECONDS QD (1..256)\n"),
+		       2;
+	if (kind == U_ENGINE_REG && (flags & P2PNVME_IO_F_BOUNCE))
+		return fprintf(stderr, "engine-reg: registered buffers are never bounced\n"), 2;
 	fd = open(argv[1], kind == U_BLK ? O_RDONLY | O_DIRECT : O_RDWR);
 	if (fd < 0)
 		return perror(argv[1]), 1;
-	if (kind == U_ENGINE) {
+	if (kind == U_ENGINE || kind == U_ENGINE_REG) {
 		struct p2pnvme_info info = { .argsz = sizeof(info) };
 
 		if (ioctl(fd, P2PNVME_IOC_INFO, &info))
@@ -383,10 +451,18 @@ static int uring(int argc, char **argv)
 		setup = 0;
 	}
 	blocks = (devsize - size) / 4096;
-	buf = buffer(size * qd, host);
+	if (kind == U_ENGINE_REG) {
+		/* a dma-buf is a whole number of pages */
+		buf_id = register_buffer(fd, (size * qd + 4095) & ~(size_t)4095, host);
+		if (buf_id < 0)
+			return fprintf(stderr, "register: %s\n", strerror(-buf_id)), 1;
+	} else {
+		buf = buffer(size * qd, host);
+	}
 	start = calloc(qd, sizeof(*start));
 	lats = calloc(maxlat, sizeof(*lats));
-	if (!buf || !start || !lats || io_uring_queue_init(qd, &ring, setup))
+	if ((!buf && kind != U_ENGINE_REG) || !start || !lats ||
+	    io_uring_queue_init(qd, &ring, setup))
 		return perror("setup"), 1;
 	srand(1);
 	c0 = cpu_busy();
@@ -396,7 +472,7 @@ static int uring(int argc, char **argv)
 
 		if (!sqe)
 			return fprintf(stderr, "ring full\n"), 1;
-		uring_prep(sqe, kind, fd, nsid, buf, size, blocks, i, flags);
+		uring_prep(sqe, kind, fd, nsid, buf, buf_id, size, blocks, i, flags);
 		start[i] = now();
 	}
 	inflight = io_uring_submit(&ring);
@@ -414,7 +490,7 @@ static int uring(int argc, char **argv)
 
 			if (cqe->res < 0 || (kind == U_BLK && cqe->res != (int)size))
 				return fprintf(stderr, "read failed: %s\n", strerror(-cqe->res)), 1;
-			if (kind == U_ENGINE)
+			if (kind == U_ENGINE || kind == U_ENGINE_REG)
 				path = cqe->big_cqe[0] & 0xffff;
 			lat += l;
 			if (nlat < maxlat)
@@ -427,7 +503,8 @@ static int uring(int argc, char **argv)
 
 				if (!sqe)
 					return fprintf(stderr, "ring full\n"), 1;
-				uring_prep(sqe, kind, fd, nsid, buf, size, blocks, slot, flags);
+				uring_prep(sqe, kind, fd, nsid, buf, buf_id, size, blocks, slot,
+					   flags);
 				start[slot] = t1;
 				inflight++;
 			}
@@ -438,9 +515,125 @@ static int uring(int argc, char **argv)
 	}
 	qsort(lats, nlat, sizeof(*lats), cmp_double);
 	report_p99(names[kind], argv[1], size, qd,
-		   host ? "host" : kind != U_ENGINE ? "p2p" :
-		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" : "host",
+		   host ? "host" : kind == U_BLK || kind == U_NG ? "p2p" :
+		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" :
+		   path == P2PNVME_PATH_DMABUF ? "dmabuf" : "host",
 		   ops, t1 - t0, lat, cpu_busy() - c0, nlat ? lats[nlat * 99 / 100] : 0);
+	return 0;
+}
+
+/* Register and unregister @r on @fd @n times: seconds per cycle, or -1. */
+static double reg_cycles(int fd, struct p2pnvme_buf_reg *r, long n)
+{
+	struct p2pnvme_buf_unreg u = { .argsz = sizeof(u) };
+	double t0 = now();
+	long i;
+
+	for (i = 0; i < n; i++) {
+		r->id = 0;
+		if (ioctl(fd, P2PNVME_IOC_BUF_REGISTER, r))
+			return perror("register"), -1;
+		u.id = r->id;
+		if (ioctl(fd, P2PNVME_IOC_BUF_UNREGISTER, &u))
+			return perror("unregister"), -1;
+	}
+	return (now() - t0) / n;
+}
+
+static int regcost(char **argv)
+{
+	size_t size = strtoul(argv[1], NULL, 0);
+	long n = atol(argv[2]), pages = size / 4096;
+	struct p2pnvme_buf_reg host = { .argsz = sizeof(host), .len = size };
+	struct p2pnvme_buf_reg dbuf = { .argsz = sizeof(dbuf), .len = size,
+					.flags = P2PNVME_BUF_F_DMABUF };
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = size };
+	double th, tp;
+	int fd, bar;
+	void *p;
+
+	if (!pages || size % 4096 || n < 1)
+		return fprintf(stderr, "regcost NVME SIZE N: SIZE a multiple of 4096, N >= 1\n"), 2;
+	fd = open(argv[0], O_RDWR);
+	bar = open("/dev/p2pbar0", O_RDWR);
+	if (fd < 0 || bar < 0)
+		return perror("open"), 1;
+	p = buffer(size, 1);
+	if (!p)
+		return perror("mmap"), 1;
+	memset(p, 0x5a, size);	/* faulted in: the cost measured is the pin and map */
+	if (ioctl(bar, P2PBAR_IOC_EXPORT, &e))
+		return perror("P2PBAR_IOC_EXPORT"), 1;
+	host.addr = (uintptr_t)p;
+	dbuf.dmabuf_fd = e.fd;
+	/* one of each first: TCG translates the code paths on first use */
+	if (reg_cycles(fd, &host, 1) < 0 || reg_cycles(fd, &dbuf, 1) < 0)
+		return 1;
+	th = reg_cycles(fd, &host, n);
+	tp = reg_cycles(fd, &dbuf, n);
+	if (th <= 0 || tp <= 0)
+		return 1;
+	printf("{\"bench\":\"regcost\",\"size\":%zu,\"n\":%ld,\"host_us_per_page\":%.3f,"
+	       "\"p2pmem_us_per_page\":%.3f,\"ratio\":%.3f}\n", size, n, th * 1e6 / pages,
+	       tp * 1e6 / pages, tp / th);
+	return 0;
+}
+
+/* @n pairs of a 4 KiB P2PBAR_IOC_ALLOC and its _FREE: seconds per pair, or -1 */
+static double alloc_pairs(int bar, long n)
+{
+	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = 4096 };
+	struct p2pbar_free f = { .argsz = sizeof(f) };
+	double t0 = now();
+	long i;
+
+	for (i = 0; i < n; i++) {
+		a.handle = 0;
+		a.mmap_offset = 0;
+		a.bus_addr = 0;
+		if (ioctl(bar, P2PBAR_IOC_ALLOC, &a))
+			return perror("P2PBAR_IOC_ALLOC"), -1;
+		f.handle = a.handle;
+		if (ioctl(bar, P2PBAR_IOC_FREE, &f))
+			return perror("P2PBAR_IOC_FREE"), -1;
+	}
+	return (now() - t0) / n;
+}
+
+static int allocflat(char **argv)
+{
+	static const long lives[] = { 0, 1000, 10000 };
+	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = 4096 };
+	long n = atol(argv[1]), held = 0;
+	double t[3], worst = 0;
+	unsigned int k;
+	int bar;
+
+	if (n < 1)
+		return fprintf(stderr, "allocflat BAR N: N >= 1\n"), 2;
+	bar = open(argv[0], O_RDWR);
+	if (bar < 0)
+		return perror(argv[0]), 1;
+	if (alloc_pairs(bar, n) < 0)	/* warm up */
+		return 1;
+	for (k = 0; k < 3; k++) {
+		for (; held < lives[k]; held++) {
+			a.handle = 0;
+			a.mmap_offset = 0;
+			a.bus_addr = 0;
+			if (ioctl(bar, P2PBAR_IOC_ALLOC, &a))
+				return perror("P2PBAR_IOC_ALLOC (live)"), 1;
+		}
+		t[k] = alloc_pairs(bar, n);
+		if (t[k] < 0)
+			return 1;
+		if (t[k] > worst)
+			worst = t[k];
+	}
+	printf("{\"bench\":\"allocflat\",\"n\":%ld,\"us_per_pair_0\":%.2f,\"us_per_pair_1000\":%.2f,"
+	       "\"us_per_pair_10000\":%.2f,\"ratio\":%.3f}\n", n, t[0] * 1e6, t[1] * 1e6,
+	       t[2] * 1e6, worst / t[0]);
+	close(bar);	/* frees the live ones */
 	return 0;
 }
 
@@ -453,8 +646,15 @@ int main(int argc, char **argv)
 		return engine(argc - 2, argv + 2);
 	if (argc >= 6 && !strcmp(argv[1], "blk"))
 		return blk(argc - 2, argv + 2);
+	if (argc == 5 && !strcmp(argv[1], "regcost"))
+		return regcost(argv + 2);
+	if (argc == 4 && !strcmp(argv[1], "allocflat"))
+		return allocflat(argv + 2);
 	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--qd N] [--threads T] [--bounce|--host]\n"
 		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n"
-		"       p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce|--host]\n");
+		"       p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce|--host]\n"
+		"       p2pbench uring engine-reg NVME SIZE SECONDS QD [--host]\n"
+		"       p2pbench regcost NVME SIZE N\n"
+		"       p2pbench allocflat BAR N\n");
 	return 2;
 }

@@ -34,6 +34,7 @@
 #include <linux/p2pnvme.h>
 
 #include "ktap.h"
+#include "p2pnvme-state.h"
 
 #define CHUNK	65536ULL
 #define NR	64		/* commands of each kind in flight at once */
@@ -273,45 +274,6 @@ static void many(struct io_uring *ring, int fd, int bar)
 	hostcheck("fill %llu nvme0@%u 0x00", CHUNK, 16384 * 512);
 	munmap(m.p, NR * CHUNK);
 	munmap(host, NR * CHUNK);
-}
-
-/* Commands the controller holds now (stats/inflight of @dev), -1 if unknown. */
-static long inflight_now(const char *dev)
-{
-	char path[128];
-	long n, sum = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/inflight", strrchr(dev, '/') + 1);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fscanf(f, "%ld", &n) == 1)
-		sum += n;
-	fclose(f);
-	return sum;
-}
-
-/* io_uring requests p2pnvme has not released (debugfs uring), -1 if unknown */
-static long unreleased(const char *dev)
-{
-	char link[256], path[320];
-	long n = -1;
-	ssize_t len;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/device", strrchr(dev, '/') + 1);
-	len = readlink(path, link, sizeof(link) - 1);
-	if (len < 0)
-		return -1;
-	link[len] = 0;
-	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/uring", strrchr(link, '/') + 1);
-	f = fopen(path, "r");
-	if (f && fscanf(f, "requests %ld", &n) != 1)
-		n = -1;
-	if (f)
-		fclose(f);
-	return n;
 }
 
 /*

@@ -78,7 +78,8 @@ enum p2pnvme_path {
  *	 P2PNVME_IO_MAX_LEN
  * @addr: user address of the buffer, 4-byte aligned: host memory or a
  *	  mapping of p2pmem (/dev/p2pbarN, the kernel's p2pmem/allocate);
- *	  with P2PNVME_IO_F_DMABUF the byte offset into the dma-buf
+ *	  with P2PNVME_IO_F_DMABUF the byte offset into the dma-buf; with
+ *	  P2PNVME_IO_F_REGISTERED the byte offset into the registered buffer
  * @path: out: enum p2pnvme_path
  * @status: out: NVMe status (SCT << 8 | SC, without the CRD, More and DNR
  *	    bits) of a failed command (0x371, host aborted, when a reset or
@@ -86,6 +87,11 @@ enum p2pnvme_path {
  * @dmabuf_fd: with P2PNVME_IO_F_DMABUF, a dma-buf file descriptor (p2pmem
  *	       exported by P2PBAR_IOC_EXPORT, GPU memory, udmabuf, ...);
  *	       otherwise 0
+ * @buf_id: with P2PNVME_IO_F_REGISTERED (instead of @dmabuf_fd), the id
+ *	    P2PNVME_IOC_BUF_REGISTER returned on this file (-ENOENT if none;
+ *	    -EINVAL for a range past its end, -ENODEV once its exporter
+ *	    revoked it, -EBADF for a read into a dma-buf registered from a
+ *	    read-only fd)
  * @reserved: must be zero
  */
 struct p2pnvme_io {
@@ -96,6 +102,7 @@ struct p2pnvme_io {
 #define P2PNVME_IO_F_PRP	(1U << 2)	/* describe data with PRPs ... */
 #define P2PNVME_IO_F_SGL	(1U << 3)	/* ... or SGLs (default: SGL if supported) */
 #define P2PNVME_IO_F_DMABUF	(1U << 4)	/* the buffer is dmabuf_fd at offset addr */
+#define P2PNVME_IO_F_REGISTERED	(1U << 5)	/* the buffer is buf_id at offset addr */
 	__u32 op;
 	__s32 result;
 	__u64 slba;
@@ -103,7 +110,10 @@ struct p2pnvme_io {
 	__u64 addr;
 	__u32 path;
 	__u32 status;
-	__s32 dmabuf_fd;
+	union {
+		__s32 dmabuf_fd;
+		__u32 buf_id;
+	};
 	__u32 reserved;
 };
 
@@ -136,10 +146,76 @@ struct p2pnvme_submit {
 
 #define P2PNVME_SUBMIT_MAX	256
 
+/**
+ * struct p2pnvme_buf_reg - P2PNVME_IOC_BUF_REGISTER: a buffer pinned and
+ *	mapped for the controller once, for any number of transfers
+ * @argsz: sizeof(struct p2pnvme_buf_reg)
+ * @flags: P2PNVME_BUF_F_*
+ * @addr: host memory: its user address, 4-byte aligned, writable (pinned
+ *	  for as long as it is registered and charged to RLIMIT_MEMLOCK
+ *	  unless the caller has CAP_IPC_LOCK); with P2PNVME_BUF_F_DMABUF the
+ *	  byte offset into the dma-buf, 4-byte aligned
+ * @len: bytes, 1 .. P2PNVME_BUF_MAX_LEN
+ * @dmabuf_fd: with P2PNVME_BUF_F_DMABUF, a dma-buf file descriptor (p2pmem
+ *	       exported by P2PBAR_IOC_EXPORT, GPU memory, udmabuf, ...), which
+ *	       need not stay open; otherwise 0
+ * @id: in: 0; out: the buffer's id, for P2PNVME_IO_F_REGISTERED (on this
+ *	open file only, the lowest free one)
+ *
+ * A transfer that names a registered buffer pins, maps and decides nothing:
+ * its PRPs or SGLs come from the addresses taken here. A dma-buf is attached
+ * as a dynamic importer and mapped once (after the exporter's kernel
+ * fences); when its exporter moves or revokes it, the commands at the
+ * controller finish (or are cancelled at their timeout) before the exporter
+ * hears back, and the buffer's later transfers fail with -ENODEV: register
+ * it again. p2pmem is registered as a dma-buf: a mapping of it is refused
+ * with -EREMOTEIO (a long-term pin would hold up the provider's removal).
+ * Registered buffers are never bounced. Unregistering, closing the file and
+ * removing the controller release everything; transfers already under way
+ * keep their buffer until they end.
+ *
+ * Return: 0; -EINVAL (bad fields, zero or too long, a dma-buf range past its
+ * end), -EBADF (not a dma-buf), -EFAULT/-ENOMEM and the errors of pinning,
+ * -EREMOTEIO (p2pmem by address), -ENOMEM (RLIMIT_MEMLOCK), -ENOSPC
+ * (P2PNVME_BUF_MAX buffers on the file), -ENODEV (controller gone), or what
+ * the exporter or the DMA layer says (-EREMOTEIO: the controller cannot
+ * reach the dma-buf's memory).
+ */
+struct p2pnvme_buf_reg {
+	__u32 argsz;
+	__u32 flags;
+#define P2PNVME_BUF_F_DMABUF	(1U << 0)	/* dmabuf_fd at offset addr */
+	__u64 addr;
+	__u64 len;
+	__s32 dmabuf_fd;
+	__u32 id;
+};
+
+#define P2PNVME_BUF_MAX		1024
+#define P2PNVME_BUF_MAX_LEN	(1ULL << 30)
+
+/**
+ * struct p2pnvme_buf_unreg - P2PNVME_IOC_BUF_UNREGISTER
+ * @argsz: sizeof(struct p2pnvme_buf_unreg)
+ * @flags: must be zero
+ * @id: what P2PNVME_IOC_BUF_REGISTER returned
+ * @reserved: must be zero
+ *
+ * Return: 0, -EINVAL (bad fields), -ENOENT (no such buffer on this file).
+ */
+struct p2pnvme_buf_unreg {
+	__u32 argsz;
+	__u32 flags;
+	__u32 id;
+	__u32 reserved;
+};
+
 /* no size in the numbers: argsz is the one extension scheme (see the top) */
 #define P2PNVME_IOC_INFO	_IO(P2PNVME_IOC_MAGIC, 0x10)	/* struct p2pnvme_info */
 #define P2PNVME_IOC_IO		_IO(P2PNVME_IOC_MAGIC, 0x11)	/* struct p2pnvme_io */
 #define P2PNVME_IOC_SUBMIT	_IO(P2PNVME_IOC_MAGIC, 0x12)	/* struct p2pnvme_submit */
+#define P2PNVME_IOC_BUF_REGISTER   _IO(P2PNVME_IOC_MAGIC, 0x13) /* struct p2pnvme_buf_reg */
+#define P2PNVME_IOC_BUF_UNREGISTER _IO(P2PNVME_IOC_MAGIC, 0x14) /* struct p2pnvme_buf_unreg */
 
 /*
  * io_uring passthrough: IORING_OP_URING_CMD on /dev/p2pnvmeN with cmd_op
@@ -148,9 +224,10 @@ struct p2pnvme_submit {
  * for P2PNVME_IOC_IO; its result, path and status are not written back).
  * The CQE's res is 0 or the -errno P2PNVME_IOC_IO would return; with
  * IORING_SETUP_CQE32 the first extra word is path | status << 16. One
- * io_uring_enter() submits many, each completes on its own. Not (yet):
- * P2PNVME_IO_F_DMABUF (-EOPNOTSUPP), polled controllers (poll=1:
- * -EOPNOTSUPP).
+ * io_uring_enter() submits many, each completes on its own. Registered
+ * buffers (P2PNVME_IO_F_REGISTERED, host memory or a dma-buf) are the
+ * fast way; not (yet): P2PNVME_IO_F_DMABUF (-EOPNOTSUPP: register the
+ * dma-buf instead), polled controllers (poll=1: -EOPNOTSUPP).
  */
 #define P2PNVME_URING_CMD_IO	_IO(P2PNVME_IOC_MAGIC, 0x20)	/* struct p2pnvme_io */
 #define P2PNVME_URING_RES2(path, status)	((__u64)(path) | (__u64)(status) << 16)

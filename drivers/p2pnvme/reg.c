@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme's registered buffers (P2PNVME_IOC_BUF_REGISTER): host memory
+ * pinned and DMA-mapped once, or a dma-buf attached and mapped once, so
+ * that a transfer naming one pins, maps, allocates and decides nothing: its
+ * PRPs or SGLs come from the mapping's segments, found by binary search.
+ *
+ * Lifetime: the file's table holds a reference, each request naming the
+ * buffer another; the last put unmaps, unpins, detaches and frees (process
+ * context). Removal of the controller unmaps every buffer of every file
+ * (no DMA mapping outlives the binding); later transfers fail with -ENODEV
+ * as every I/O on a removed controller does.
+ *
+ * Invalidation (a dma-buf's exporter moves or revokes it): the callback,
+ * under the dma-buf's reservation lock, marks the buffer revoked, waits
+ * until no request of it can have commands at the controller (they
+ * complete, or time out and are cancelled by the abort/reset path, which
+ * takes no reservation lock), then unmaps. A request counts itself busy
+ * only after its batch let go of every reservation lock
+ * (p2pnvme_reg_arm()), so that wait cannot close a cycle with a batch that
+ * also maps the same dma-buf unregistered.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
+#include <linux/mm.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/p2p_ioctl.h>
+#include <p2p_compat.h>
+
+#include "internal.h"
+
+/**
+ * p2pnvme_reg_init - the registered buffers' side of a new controller
+ * @c: the controller
+ */
+void p2pnvme_reg_init(struct p2pnvme *c)
+{
+	mutex_init(&c->reg_lock);
+	INIT_LIST_HEAD(&c->reg_list);
+}
+
+/*
+ * Index the mapping's DMA segments. Inside the registered range every
+ * segment but the first starts on a controller page and every one but the
+ * last ends on one, and the range starts dword aligned: then any transfer
+ * of it can be described with PRPs as well as SGLs, and a batch never fails
+ * halfway through its submission.
+ */
+static int reg_index(struct p2pnvme_reg *b, struct sg_table *sgt)
+{
+	const u64 mask = P2PNVME_CTRL_PAGE - 1, end = b->start + b->len;
+	struct scatterlist *sg;
+	unsigned int i;
+	u64 pos = 0;
+
+	b->seg = kvmalloc_array(sgt->nents, sizeof(*b->seg), GFP_KERNEL_ACCOUNT);
+	b->seg_pos = kvmalloc_array(sgt->nents, sizeof(*b->seg_pos), GFP_KERNEL_ACCOUNT);
+	if (!b->seg || !b->seg_pos)
+		return -ENOMEM;
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		dma_addr_t a = sg_dma_address(sg);
+		u64 l = sg_dma_len(sg);
+
+		if (pos < end && pos + l > b->start) {
+			if (pos <= b->start && ((a + (b->start - pos)) & 3))
+				return -EINVAL;
+			if (pos > b->start && (a & mask))
+				return -EINVAL;
+			if (pos + l < end && ((a + l) & mask))
+				return -EINVAL;
+		}
+		b->seg[i] = sg;
+		b->seg_pos[i] = pos;
+		pos += l;
+	}
+	b->nseg = sgt->nents;
+	return pos < end ? -EINVAL : 0;
+}
+
+/**
+ * p2pnvme_reg_cursor - where a registered request's data starts
+ * @r: the request, armed (p2pnvme_reg_arm()) or about to sync host memory
+ * @cur: out: the segment and the offset into it
+ */
+void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur)
+{
+	const struct p2pnvme_reg *b = r->reg;
+	u64 pos = b->start + r->io->addr;
+	unsigned int lo = 0, hi = b->nseg - 1;
+
+	/* the last segment that starts at or before @pos */
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo + 1) / 2;
+
+		if (b->seg_pos[mid] <= pos)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	cur->sg = b->seg[lo];
+	cur->off = pos - b->seg_pos[lo];
+}
+
+/**
+ * p2pnvme_reg_sync - hand a registered host buffer's range to the
+ *	controller (before the commands) or back to the CPU (after a read)
+ * @c: the controller
+ * @r: the request
+ * @for_device: which way
+ *
+ * The buffer is mapped without CPU syncs once; each transfer syncs just
+ * its bytes (nothing on a coherent machine, a copy under swiotlb). A
+ * dma-buf's exporter does its own: nothing here.
+ */
+void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
+{
+	struct device *dev = &c->pdev->dev;
+	struct p2pnvme_cursor cur;
+	u64 left = r->io->len;
+
+	if (r->reg->kind != P2PNVME_REG_HOST)
+		return;
+	p2pnvme_reg_cursor(r, &cur);
+	while (left && cur.sg) {
+		u64 n = min_t(u64, left, sg_dma_len(cur.sg) - cur.off);
+
+		if (for_device)
+			dma_sync_single_range_for_device(dev, sg_dma_address(cur.sg), cur.off, n,
+							 r->dir);
+		else
+			dma_sync_single_range_for_cpu(dev, sg_dma_address(cur.sg), cur.off, n,
+						      r->dir);
+		left -= n;
+		cur.sg = sg_next(cur.sg);
+		cur.off = 0;
+	}
+}
+
+static void reg_busy_put(struct p2pnvme_reg *b)
+{
+	/* a full barrier when it drops to 0: pairs with reg_revoke() */
+	if (atomic_dec_and_test(&b->busy) && READ_ONCE(b->revoked))
+		wake_up_all(&b->wq);
+}
+
+/* No new commands from @b; wait until none of its requests has any out. */
+static void reg_revoke(struct p2pnvme_reg *b)
+{
+	WRITE_ONCE(b->revoked, true);
+	smp_mb();	/* revoked before busy is read: pairs with p2pnvme_reg_arm() */
+	wait_event(b->wq, !atomic_read(&b->busy));
+}
+
+/**
+ * p2pnvme_reg_arm - count a request busy on its buffer, right before its
+ *	commands are queued (no reservation lock held)
+ * @r: the request, with @r->reg
+ *
+ * Return: 0, or -ENODEV when the buffer was revoked.
+ */
+int p2pnvme_reg_arm(struct p2pnvme_req *r)
+{
+	struct p2pnvme_reg *b = r->reg;
+
+	atomic_inc(&b->busy);
+	smp_mb__after_atomic();	/* busy before revoked is read */
+	if (READ_ONCE(b->revoked)) {
+		reg_busy_put(b);
+		return -ENODEV;
+	}
+	r->reg_busy = true;
+	return 0;
+}
+
+/**
+ * p2pnvme_reg_idle - none of the request's commands can reach the
+ *	controller any more (any context)
+ * @r: the request; nothing happens unless it was armed
+ */
+void p2pnvme_reg_idle(struct p2pnvme_req *r)
+{
+	if (r->reg_busy) {
+		r->reg_busy = false;
+		reg_busy_put(r->reg);
+	}
+}
+
+/* Take the mappings away (removal, invalidation raced, teardown). */
+static void reg_unmap_locked(struct p2pnvme_reg *b)
+{
+	struct p2pnvme *c = b->c;
+
+	lockdep_assert_held(&c->reg_lock);
+	WRITE_ONCE(b->revoked, true);
+	if (b->mapped) {
+		dma_unmap_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL,
+				  DMA_ATTR_SKIP_CPU_SYNC);
+		b->mapped = false;
+	}
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+	if (b->attach) {
+		dma_resv_lock(b->dmabuf->resv, NULL);
+		if (b->dsgt)
+			dma_buf_unmap_attachment(b->attach, b->dsgt, DMA_BIDIRECTIONAL);
+		b->dsgt = NULL;
+		dma_resv_unlock(b->dmabuf->resv);
+		dma_buf_detach(b->dmabuf, b->attach);
+		b->attach = NULL;
+	}
+#endif
+}
+
+/* The last reference: nothing can name @b or have commands from it. */
+static void reg_free(struct kref *kref)
+{
+	struct p2pnvme_reg *b = container_of(kref, struct p2pnvme_reg, kref);
+	struct p2pnvme *c = b->c;
+
+	mutex_lock(&c->reg_lock);
+	list_del(&b->node);
+	reg_unmap_locked(b);
+	mutex_unlock(&c->reg_lock);
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+	if (b->dmabuf)
+		dma_buf_put(b->dmabuf);
+#endif
+	if (b->nr_pages)
+		unpin_user_pages_dirty_lock(b->pages, b->nr_pages, b->writable);
+	sg_free_table(&b->sgt);
+	if (b->mm) {
+		/* an mm that exited has nobody left to give the pages back to */
+		if (mmget_not_zero(b->mm)) {
+			account_locked_vm(b->mm, b->nr_pages, false);
+			mmput(b->mm);
+		}
+		mmdrop(b->mm);
+	}
+	kvfree(b->pages);
+	kvfree(b->seg);
+	kvfree(b->seg_pos);
+	kfree_rcu(b, rcu);
+}
+
+/**
+ * p2pnvme_reg_put - drop a request's reference to its buffer
+ * @r: the request (process context); nothing happens without @r->reg
+ */
+void p2pnvme_reg_put(struct p2pnvme_req *r)
+{
+	if (!r->reg)
+		return;
+	p2pnvme_reg_idle(r);
+	kref_put(&r->reg->kref, reg_free);
+	r->reg = NULL;
+}
+
+/**
+ * p2pnvme_reg_get - look up the buffer a request names and check it
+ * @f: the file the request came through
+ * @r: the request, P2PNVME_IO_F_REGISTERED, checked with
+ *     p2pnvme_check_io(), @r->dir set
+ *
+ * Return: 0 (@r->reg holds a reference), -ENOENT (no such buffer), -EINVAL
+ * (the range runs past its end), -EBADF (a read into a dma-buf registered
+ * without write access); on error the caller still releases @r.
+ */
+int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
+{
+	const struct p2pnvme_io *io = r->io;
+	struct p2pnvme_reg *b;
+
+	rcu_read_lock();
+	b = xa_load(&f->regs, io->buf_id);
+	if (b && !kref_get_unless_zero(&b->kref))
+		b = NULL;
+	rcu_read_unlock();
+	if (!b)
+		return -ENOENT;
+	r->reg = b;
+	if (io->addr + io->len > b->len)	/* no overflow: p2pnvme_check_io() */
+		return -EINVAL;
+	if (r->dir == DMA_FROM_DEVICE && !b->writable)
+		return -EBADF;
+	return 0;
+}
+
+/* Pin and map host memory; the mm is charged (RLIMIT_MEMLOCK). */
+static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
+{
+	unsigned int off = offset_in_page(addr);
+	unsigned int n = DIV_ROUND_UP(off + b->len, PAGE_SIZE);	/* len <= 1 GiB */
+	int got, ret;
+
+	b->kind = P2PNVME_REG_HOST;
+	b->writable = true;
+	b->pages = kvmalloc_array(n, sizeof(*b->pages), GFP_KERNEL_ACCOUNT);
+	if (!b->pages)
+		return -ENOMEM;
+	ret = account_locked_vm(current->mm, n, true);
+	if (ret)
+		return ret;
+	/* p2pmem refuses without FOLL_PCI_P2PDMA: -EREMOTEIO, as documented */
+	got = pin_user_pages_fast(addr & PAGE_MASK, n, FOLL_WRITE | FOLL_LONGTERM, b->pages);
+	if (got != n) {
+		if (got > 0)
+			unpin_user_pages(b->pages, got);
+		account_locked_vm(current->mm, n, false);
+		return got < 0 ? got : -EFAULT;
+	}
+	b->nr_pages = n;
+	b->mm = current->mm;
+	mmgrab(b->mm);
+	ret = sg_alloc_table_from_pages_segment(&b->sgt, b->pages, n, off, b->len, c->max_seg,
+						GFP_KERNEL_ACCOUNT);
+	if (ret)
+		return ret;
+
+	/* mapped and listed while the controller is LIVE: removal unmaps it */
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		return ret;
+	ret = dma_map_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL, DMA_ATTR_SKIP_CPU_SYNC);
+	if (!ret) {
+		ret = reg_index(b, &b->sgt);
+		mutex_lock(&c->reg_lock);
+		b->mapped = true;
+		if (!ret)
+			list_add(&b->node, &c->reg_list);
+		mutex_unlock(&c->reg_lock);
+	}
+	p2pnvme_io_exit(c);
+	return ret;
+}
+
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/*
+ * The exporter moves or revokes the buffer (its reservation lock held):
+ * the commands at the controller end first, then the mapping goes. The
+ * buffer stays registered and fails its transfers with -ENODEV.
+ */
+static void reg_invalidate(struct dma_buf_attachment *attach)
+{
+	struct p2pnvme_reg *b = attach->importer_priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	reg_revoke(b);
+	if (b->dsgt)
+		dma_buf_unmap_attachment(attach, b->dsgt, DMA_BIDIRECTIONAL);
+	b->dsgt = NULL;
+}
+
+static const struct dma_buf_attach_ops reg_importer_ops = {
+	.allow_peer2peer = true,
+	.P2P_DMA_BUF_INVALIDATE_OP = reg_invalidate,
+};
+
+/* Attach to and map a dma-buf, after the exporter's kernel fences. */
+static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
+{
+	struct dma_buf_attachment *attach;
+	struct dma_buf *dmabuf;
+	struct sg_table *sgt;
+	long left;
+	int ret;
+
+	b->kind = P2PNVME_REG_DMABUF;
+	b->start = off;
+	dmabuf = dma_buf_get(fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf) == -EINVAL ? -EBADF : PTR_ERR(dmabuf);
+	b->dmabuf = dmabuf;
+	/* the controller writes into it on a read: a writable fd for those */
+	b->writable = dmabuf->file->f_mode & FMODE_WRITE;
+	if (off > dmabuf->size || b->len > dmabuf->size - off)
+		return -EINVAL;
+
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		return ret;
+	attach = dma_buf_dynamic_attach(dmabuf, &c->pdev->dev, &reg_importer_ops, b);
+	if (IS_ERR(attach)) {
+		ret = PTR_ERR(attach);
+		goto out_exit;
+	}
+	b->attach = attach;
+	dma_resv_lock(dmabuf->resv, NULL);
+	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		if (ret == -EREMOTEIO)
+			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		goto out_unlock;
+	}
+	b->dsgt = sgt;
+	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
+				     p2pnvme_io_timeout());
+	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
+	if (!ret)
+		ret = reg_index(b, sgt);
+out_unlock:
+	dma_resv_unlock(dmabuf->resv);
+	if (!ret) {
+		mutex_lock(&c->reg_lock);
+		list_add(&b->node, &c->reg_list);
+		mutex_unlock(&c->reg_lock);
+	}
+out_exit:
+	p2pnvme_io_exit(c);
+	return ret;
+}
+#else
+static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
+/**
+ * p2pnvme_ioc_buf_register - P2PNVME_IOC_BUF_REGISTER
+ * @f: the file the buffer will belong to
+ * @uarg: user address of a struct p2pnvme_buf_reg
+ *
+ * The id is reserved first (a full table costs no pinning), published
+ * only after it reached userspace (a failed copy leaves nothing behind).
+ *
+ * Return: 0 or -errno, see struct p2pnvme_buf_reg.
+ */
+long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
+{
+	struct p2pnvme_buf_reg __user *ureg = (void __user *)uarg;
+	struct p2pnvme *c = f->c;
+	struct p2pnvme_buf_reg reg;
+	struct p2pnvme_reg *b;
+	bool dmabuf;
+	u32 id;
+	int ret = p2p_ioctl_copy_in(&reg, sizeof(reg), uarg);
+
+	if (ret)
+		return ret;
+	dmabuf = reg.flags & P2PNVME_BUF_F_DMABUF;
+	if ((reg.flags & ~P2PNVME_BUF_F_DMABUF) || reg.id)
+		return -EINVAL;
+	if (!reg.len || reg.len > P2PNVME_BUF_MAX_LEN || (reg.addr & 3))
+		return -EINVAL;
+	if (!dmabuf && (reg.dmabuf_fd || !reg.addr || reg.addr + reg.len < reg.addr))
+		return -EINVAL;
+
+	ret = xa_alloc(&f->regs, &id, NULL, XA_LIMIT(0, P2PNVME_BUF_MAX - 1), GFP_KERNEL);
+	if (ret)
+		return ret == -EBUSY ? -ENOSPC : ret;
+	b = kzalloc_obj(*b, GFP_KERNEL_ACCOUNT);
+	if (!b) {
+		ret = -ENOMEM;
+		goto out_unreserve;
+	}
+	kref_init(&b->kref);
+	b->c = c;
+	INIT_LIST_HEAD(&b->node);
+	init_waitqueue_head(&b->wq);
+	b->len = reg.len;
+	ret = dmabuf ? reg_dmabuf(c, b, reg.dmabuf_fd, reg.addr) : reg_host(c, b, reg.addr);
+	if (!ret && put_user(id, &ureg->id))
+		ret = -EFAULT;
+	if (ret)
+		goto out_put;
+	/* a reserved slot: storing allocates nothing; unregister skips it */
+	xa_store(&f->regs, id, b, GFP_KERNEL);
+	return 0;
+
+out_put:
+	kref_put(&b->kref, reg_free);
+out_unreserve:
+	xa_erase(&f->regs, id);
+	return ret;
+}
+
+/**
+ * p2pnvme_ioc_buf_unregister - P2PNVME_IOC_BUF_UNREGISTER
+ * @f: the file
+ * @uarg: user address of a struct p2pnvme_buf_unreg
+ *
+ * Requests under way keep the buffer until they end.
+ *
+ * Return: 0, -EINVAL, -ENOENT.
+ */
+long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg)
+{
+	struct p2pnvme_buf_unreg u;
+	struct p2pnvme_reg *b;
+	int ret = p2p_ioctl_copy_in(&u, sizeof(u), uarg);
+
+	if (ret)
+		return ret;
+	if (u.flags || u.reserved)
+		return -EINVAL;
+	/* an id still being registered reads as NULL and stays reserved */
+	xa_lock(&f->regs);
+	b = xa_load(&f->regs, u.id);
+	if (b)
+		__xa_erase(&f->regs, u.id);
+	xa_unlock(&f->regs);
+	if (!b)
+		return -ENOENT;
+	kref_put(&b->kref, reg_free);
+	return 0;
+}
+
+/**
+ * p2pnvme_reg_file_release - the file is closed: release its buffers
+ * @f: the file (no ioctl can run on it any more)
+ */
+void p2pnvme_reg_file_release(struct p2pnvme_file *f)
+{
+	struct p2pnvme_reg *b;
+	unsigned long id;
+
+	xa_for_each(&f->regs, id, b) {
+		xa_erase(&f->regs, id);
+		kref_put(&b->kref, reg_free);
+	}
+	xa_destroy(&f->regs);
+}
+
+/**
+ * p2pnvme_reg_remove - the controller goes: unmap every registered buffer
+ * @c: the controller, DEAD, every command over, every io_uring request
+ *     released (p2pnvme_async_drain())
+ *
+ * The buffers stay in their files' tables (transfers naming them fail with
+ * -ENODEV, as all do now) until unregistered or closed.
+ */
+void p2pnvme_reg_remove(struct p2pnvme *c)
+{
+	struct p2pnvme_reg *b;
+
+	mutex_lock(&c->reg_lock);
+	list_for_each_entry(b, &c->reg_list, node)
+		reg_unmap_locked(b);
+	mutex_unlock(&c->reg_lock);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What a /dev/p2pnvmeN controller holds right now, read from sysfs and
+ * debugfs: for tests that check nothing is left behind.
+ */
+#ifndef P2PNVME_STATE_H
+#define P2PNVME_STATE_H
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Commands the controller holds now (stats/inflight of @dev), -1 if unknown. */
+static inline long inflight_now(const char *dev)
+{
+	char path[128];
+	long n, sum = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/inflight", strrchr(dev, '/') + 1);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%ld", &n) == 1)
+		sum += n;
+	fclose(f);
+	return sum;
+}
+
+/* io_uring requests p2pnvme has not released (debugfs uring), -1 if unknown */
+static inline long unreleased(const char *dev)
+{
+	char link[256], path[320];
+	long n = -1;
+	ssize_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/device", strrchr(dev, '/') + 1);
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len < 0)
+		return -1;
+	link[len] = 0;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/uring", strrchr(link, '/') + 1);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "requests %ld", &n) != 1)
+		n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+#endif /* P2PNVME_STATE_H */
