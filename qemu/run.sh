@@ -30,7 +30,10 @@ done
 profile=${1:?profile}
 test=${2:?test}
 [ -f "$P2P_TOP/qemu/profiles/$profile.sh" ] || die "no profile $profile (see qemu/profiles/)"
-[ -x "$P2P_TOP/qemu/tests/$test.guest.sh" ] || die "no guest test $test (see qemu/tests/)"
+# TEST may be A+B+...: those guest tests one after the other in one boot
+for t in ${test//+/ }; do
+	[ -x "$P2P_TOP/qemu/tests/$t.guest.sh" ] || die "no guest test $t (see qemu/tests/)"
+done
 
 OUT=$P2P_TOP/out
 tag=$flavour
@@ -87,7 +90,7 @@ append+=" p2pexpect=$P_EXPECT p2pdistance=$P_DISTANCE${P_LIMIT:+ p2plimit=$P_LIM
 append+="${P2P_FAILNTH_STEP:+ p2pfailnth_step=$P2P_FAILNTH_STEP}"
 append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
 mem=1G
-[ "$flavour" = debug ] && mem=3G
+[ "$flavour" = debug ] && mem=${P2P_DEBUG_MEM:-1536M}
 # KASAN + lockdep under TCG run a test 10-20 times slower
 [ -n "$timeout" ] || { [ "$flavour" = debug ] && timeout=1800 || timeout=600; }
 # QEMU's nvme trace, the host's view of the controllers: data DMA addresses,
