@@ -563,6 +563,13 @@ int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
 int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
 			 u64 *bytes);
 
+/* give back what p2pnvme_inflight_get() took */
+static inline void p2pnvme_inflight_put(struct p2pnvme_file *f, u64 bytes)
+{
+	if (bytes)
+		atomic64_sub(bytes, &f->inflight);
+}
+
 /* dmabuf.c: the importer; without dma-buf support such requests are refused */
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
@@ -607,6 +614,8 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
 long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
 void p2pnvme_reg_file_release(struct p2pnvme_file *f);
 void p2pnvme_reg_remove(struct p2pnvme *c);
+struct seq_file;
+int p2pnvme_reg_show(struct seq_file *s, void *unused);
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r);
 int p2pnvme_reg_arm(struct p2pnvme_req *r);
 void p2pnvme_reg_idle(struct p2pnvme_req *r);

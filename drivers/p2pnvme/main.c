@@ -333,6 +333,9 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
 			sum += ios[i].len;	/* each at most P2PNVME_IO_MAX_LEN */
 	if (sum > limit)
 		return -E2BIG;
+	*bytes = 0;
+	if (!sum)	/* no shared cache line for what pins nothing */
+		return 0;
 	if (atomic64_add_return(sum, &f->inflight) > limit) {
 		atomic64_sub(sum, &f->inflight);
 		return -EAGAIN;
@@ -359,7 +362,7 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 	if (ret)
 		return ret;
 	ret = p2pnvme_run_batch(c, f, &io, 1, &failed);
-	atomic64_sub(bytes, &f->inflight);
+	p2pnvme_inflight_put(f, bytes);
 	if (copy_to_user((void __user *)uarg, &io, sizeof(io)))
 		return -EFAULT;
 	return ret;
@@ -402,7 +405,7 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 		goto out_free;
 	sub.failed = sub.nr;
 	ret = p2pnvme_run_batch(c, f, ios, sub.nr, &sub.failed);
-	atomic64_sub(bytes, &f->inflight);
+	p2pnvme_inflight_put(f, bytes);
 	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
 		ret = -EFAULT;
 out_failed:
@@ -711,6 +714,12 @@ static int uring_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(uring);
 
+static int buffers_show(struct seq_file *s, void *unused)
+{
+	return p2pnvme_reg_show(s, unused);
+}
+DEFINE_SHOW_ATTRIBUTE(buffers);
+
 /* ---- PCI driver -------------------------------------------------------- */
 
 /*
@@ -895,6 +904,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
 	debugfs_create_file("uring", 0400, c->debugfs, c, &uring_fops);
+	debugfs_create_file("buffers", 0400, c->debugfs, c, &buffers_fops);
 	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
 	/* last: an early opener of the minor saw RESETTING and waited */
 	spin_lock(&c->state_lock);

@@ -28,6 +28,7 @@
 #include <linux/mm.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/p2p_ioctl.h>
@@ -525,6 +526,29 @@ void p2pnvme_reg_file_release(struct p2pnvme_file *f)
 		kref_put(&b->kref, reg_free);
 	}
 	xa_destroy(&f->regs);
+}
+
+/**
+ * p2pnvme_reg_show - debugfs "buffers": every registered buffer of every file
+ * @s: the seq_file, @s->private the controller
+ * @unused: -
+ *
+ * Return: 0.
+ */
+int p2pnvme_reg_show(struct seq_file *s, void *unused)
+{
+	struct p2pnvme *c = s->private;
+	struct p2pnvme_reg *b;
+
+	seq_puts(s, "kind    bytes       start       segments busy revoked mapped\n");
+	mutex_lock(&c->reg_lock);
+	list_for_each_entry(b, &c->reg_list, node)
+		seq_printf(s, "%-7s %-11llu %-11llu %-8u %-4d %-7d %d\n",
+			   b->kind == P2PNVME_REG_DMABUF ? "dmabuf" : "host", b->len, b->start,
+			   b->nseg, atomic_read(&b->busy), READ_ONCE(b->revoked),
+			   b->mapped || b->attach);
+	mutex_unlock(&c->reg_lock);
+	return 0;
 }
 
 /**

@@ -82,7 +82,7 @@ static void async_release(struct p2pnvme_async *a)
 	struct p2pnvme *c = a->c;
 
 	p2pnvme_req_finish(c, &a->r, ktime_get_ns() - a->t0);
-	atomic64_sub(a->bytes, &a->f->inflight);
+	p2pnvme_inflight_put(a->f, a->bytes);
 	if (atomic_dec_and_test(&c->async_live))
 		wake_up_all(&c->wq);
 }
@@ -196,7 +196,7 @@ static void async_ring(struct p2pnvme *c, struct p2pnvme_queue *q)
 static int async_fail(struct p2pnvme_async *a, int ret)
 {
 	p2pnvme_req_abandon(a->c, &a->r);
-	atomic64_sub(a->bytes, &a->f->inflight);
+	p2pnvme_inflight_put(a->f, a->bytes);
 	kfree(a);
 	return ret;
 }
@@ -293,7 +293,7 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		return ret;
 	a = kzalloc_obj(*a, GFP_KERNEL);
 	if (!a) {
-		atomic64_sub(bytes, &f->inflight);
+		p2pnvme_inflight_put(f, bytes);
 		return -ENOMEM;
 	}
 	a->io = io;

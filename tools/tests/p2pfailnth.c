@@ -256,6 +256,70 @@ static int nvme_submit(void **u __attribute__((unused)))
 	return ioctl(nvme, P2PNVME_IOC_SUBMIT, &s) ? -errno : 0;
 }
 
+/* a registered buffer (host memory, or a dma-buf of p2pmem), then unregistered */
+static int nvme_register(uint32_t flags, uint64_t addr, int dfd, uint32_t *id)
+{
+	struct p2pnvme_buf_reg r = { .argsz = sizeof(r), .flags = flags, .addr = addr,
+				     .len = 64 << 10, .dmabuf_fd = dfd };
+
+	if (ioctl(nvme, P2PNVME_IOC_BUF_REGISTER, &r))
+		return -errno;
+	*id = r.id;
+	return 0;
+}
+
+static void nvme_unregister(uint32_t id)
+{
+	struct p2pnvme_buf_unreg u = { .argsz = sizeof(u), .id = id };
+
+	ioctl(nvme, P2PNVME_IOC_BUF_UNREGISTER, &u);
+}
+
+static int nvme_reg_host(void **u)
+{
+	uint32_t id = 0;
+	int ret = nvme_register(0, (uintptr_t)host, 0, &id);
+
+	*u = (void *)(uintptr_t)id;
+	return ret;
+}
+
+static void nvme_reg_undo(void *u)
+{
+	nvme_unregister((uint32_t)(uintptr_t)u);
+}
+
+static int nvme_reg_dmabuf(void **u __attribute__((unused)))
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = 64 << 10 };
+	uint32_t id = 0;
+	int ret;
+
+	if (ioctl(bar, P2PBAR_IOC_EXPORT, &e))
+		return -errno;
+	ret = nvme_register(P2PNVME_BUF_F_DMABUF, 0, e.fd, &id);
+	close(e.fd);
+	if (!ret)
+		nvme_unregister(id);
+	return ret;
+}
+
+/* register host memory, read into it by id, unregister */
+static int nvme_read_registered(void **u __attribute__((unused)))
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = 64 << 10,
+				 .flags = P2PNVME_IO_F_REGISTERED };
+	uint32_t id = 0;
+	int ret = nvme_register(0, (uintptr_t)host, 0, &id);
+
+	if (ret)
+		return ret;
+	io.buf_id = id;
+	ret = ioctl(nvme, P2PNVME_IOC_IO, &io) ? -errno : 0;
+	nvme_unregister(id);
+	return ret;
+}
+
 static const struct op ops[] = {
 	{ "p2pbar INFO", bar_info, NULL },
 	{ "p2pbar ALLOC", bar_alloc, bar_alloc_undo },
@@ -268,6 +332,9 @@ static const struct op ops[] = {
 	{ "p2pnvme IO read bounced into p2pmem", nvme_read_bounce, NULL },
 	{ "p2pnvme IO read into an exported dma-buf", nvme_read_dmabuf, NULL },
 	{ "p2pnvme SUBMIT of 4 reads", nvme_submit, NULL },
+	{ "p2pnvme BUF_REGISTER of host memory", nvme_reg_host, nvme_reg_undo },
+	{ "p2pnvme BUF_REGISTER of a p2pmem dma-buf, UNREGISTER", nvme_reg_dmabuf, NULL },
+	{ "p2pnvme IO read into a registered buffer", nvme_read_registered, NULL },
 };
 
 static int same(struct state a, struct state b)

@@ -69,7 +69,7 @@
 #define DOFF		CHUNK		/* ... its registered range (id 1) starts here */
 #define D2OFF		(5 * MIB)	/* ... the range unregistered in flight */
 
-#define PLAN		77
+#define PLAN		78
 #define PLAN_REVOKE	9
 #define PLAN_UNBIND	8
 
@@ -553,6 +553,40 @@ static void unreg_table(unsigned char *buf)
 
 /* ---- (b) P2PNVME_IOC_IO ------------------------------------------------ */
 
+/*
+ * debugfs "buffers" of the controller lists a mapped host buffer of
+ * @hlen bytes and a mapped dma-buf of @dlen bytes.
+ */
+static int debugfs_buffers(uint64_t hlen, uint64_t dlen)
+{
+	char link[256], path[320], line[256], kind[16];
+	unsigned long long bytes, start;
+	int seg, busy, revoked, mapped, host = 0, dmabuf = 0;
+	ssize_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/device", strrchr(dev, '/') + 1);
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len < 0)
+		return 0;
+	link[len] = 0;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/buffers", strrchr(link, '/') + 1);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%15s %llu %llu %d %d %d %d", kind, &bytes, &start, &seg, &busy,
+			   &revoked, &mapped) != 7 || revoked || !mapped || seg < 1)
+			continue;
+		host += !strcmp(kind, "host") && bytes == hlen;
+		dmabuf += !strcmp(kind, "dmabuf") && bytes == dlen;
+	}
+	fclose(f);
+	printf("    # debugfs buffers: %d host of %llu bytes, %d dma-buf of %llu bytes\n", host,
+	       (unsigned long long)hlen, dmabuf, (unsigned long long)dlen);
+	return host >= 1 && dmabuf >= 1;
+}
+
 static void io_cases(unsigned char *h, unsigned char *u, const struct dbuf *d, uint32_t *hid,
 		     uint32_t *dbid)
 {
@@ -569,6 +603,8 @@ static void io_cases(unsigned char *h, unsigned char *u, const struct dbuf *d, u
 	       strerror(-r2), *dbid);
 	tap(!r1 && !r2 && *hid == 0 && *dbid == 1,
 	    "register 4 MiB of host memory and 4 MiB of a p2pbar dma-buf: ids 0 and 1");
+	ok = debugfs_buffers(HLEN, REF_LEN);
+	tap(ok, "debugfs buffers lists both (kind, bytes, mapped)");
 
 	io = hio(P2PNVME_OP_READ, REF_LBA, REF_LEN, ref);
 	ret = xfer(nvme, &io);
