@@ -9,8 +9,9 @@
 #   qemu/kernel.sh key     <series> [flavour]  print the cache key
 #   qemu/kernel.sh stock   <series>            Debian's stock config of it, prepared
 #
-# flavour: base (qemu/configs/base.config), debug (base + debug.config) or
-# minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only).
+# flavour: base (qemu/configs/base.config), debug (base + debug.config),
+# minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only)
+# or iov (base + SR-IOV, for the sriov profile).
 # Results are cached under $P2P_CACHE keyed by Debian version + fragment hash;
 # an entry counts only once its .complete/.prepared stamp exists, and the stamp
 # is the last thing written, so an interrupted build is resumed, never trusted.
@@ -24,6 +25,7 @@ fragments() {
 	echo "$P2P_TOP/qemu/configs/base.config"
 	[ "$1" = debug ] && echo "$P2P_TOP/qemu/configs/debug.config"
 	[ "$1" = minimal ] && echo "$P2P_TOP/qemu/configs/minimal.config"
+	[ "$1" = iov ] && echo "$P2P_TOP/qemu/configs/iov.config"
 	return 0
 }
 
