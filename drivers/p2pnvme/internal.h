@@ -13,6 +13,15 @@
  *                                (reg.c): inside reset_lock (read) when a
  *                                registration lists its buffer, outside
  *                                a dma-buf's reservation lock
+ *   dma_resv (ww_mutex)         a dma-buf's reservation lock: inside
+ *                                reset_lock (read) when a batch or a
+ *                                registration maps one (a registration
+ *                                may wait there for the exporter's fences,
+ *                                up to io_timeout_ms); its holder may wait
+ *                                for a registered buffer's busy requests
+ *                                (reg_invalidate()), so a request busy on
+ *                                a buffer takes no reservation lock and
+ *                                not reg_lock before it is idle again
  *   p2pnvme_queue.lock (spin)   everything of one queue: SQ tail, CQ head
  *                                and phase, the slots, @stopped; taken from
  *                                the MSI-X handler too (so _irqsave)
@@ -20,7 +29,9 @@
  *   p2pnvme.async_lock (spin)   the io_uring requests' list and flags;
  *                                inside a queue lock when a completion
  *                                ends a request (so _irqsave)
- * No queue lock is held while another queue's lock is taken.
+ * No queue lock is held while another queue's lock is taken. A registered
+ * buffer's wait queue lock may be taken inside a queue lock (a completion
+ * idles a request).
  */
 #ifndef P2PNVME_INTERNAL_H
 #define P2PNVME_INTERNAL_H
@@ -158,8 +169,10 @@ enum p2pnvme_reg_kind {
  * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
  * @sgt: host: their table, DMA-mapped while @mapped
  * @mapped: host: @sgt is mapped (@c->reg_lock)
- * @dmabuf: dma-buf: the buffer, with a reference, until removal or
- *	    teardown (@c->reg_lock)
+ * @need_sync: host: the DMA layer syncs this mapping (swiotlb, a
+ *	       non-coherent device): each transfer syncs its range
+ * @dmabuf: dma-buf: the buffer, with a reference, until the buffer is
+ *	    freed (unregistered or its file closed; removal only unmaps)
  * @attach: dma-buf: our dynamic attachment (@c->reg_lock)
  * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
  *	  invalidated (the dma-buf's reservation lock)
@@ -191,6 +204,7 @@ struct p2pnvme_reg {
 	struct mm_struct *mm;
 	struct sg_table sgt;
 	bool mapped;
+	bool need_sync;
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
@@ -225,7 +239,6 @@ struct p2pnvme_fence {
  * @reg: the registered buffer it names (P2PNVME_IO_F_REGISTERED), with a
  *	 reference
  * @reg_busy: counted in @reg->busy
- * @reg_synced: @reg's range was synced for the controller
  * @dmabuf: imported dma-buf (P2PNVME_IO_F_DMABUF), with a reference
  * @owner: the entry of the batch whose attachment and mapping of @dmabuf
  *	   this one uses (itself, or an earlier entry for the same dma-buf)
@@ -260,7 +273,6 @@ struct p2pnvme_req {
 	unsigned int bnr;
 	struct p2pnvme_reg *reg;
 	bool reg_busy;
-	bool reg_synced;
 	struct dma_buf *dmabuf;
 	struct p2pnvme_req *owner;
 	struct dma_buf_attachment *attach;

@@ -333,7 +333,6 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 	if (r->reg) {
 		/* mapped at registration; its bytes to the controller now */
 		p2pnvme_reg_sync(c, r, true);
-		r->reg_synced = true;
 		return 0;
 	}
 	if (r->dmabuf) {
@@ -373,9 +372,6 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 /* Undo req_map(): every command of the batch is over. */
 static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 {
-	if (r->reg_synced && r->dir == DMA_FROM_DEVICE)
-		p2pnvme_reg_sync(c, r, false);	/* what the controller wrote */
-	r->reg_synced = false;
 	if (r->dmabuf)
 		p2pnvme_dmabuf_unmap(r);
 	if (r->mapped) {
@@ -511,6 +507,13 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
 			p2pnvme_stat_add(c, ST_BYTES_P2P, io->len);
 		}
 	}
+	/*
+	 * What the controller wrote into a registered host buffer, to the CPU;
+	 * a read that failed or never ran leaves the buffer as it was (its
+	 * mapping's bounce slots, if any, hold older bytes).
+	 */
+	if (!err && r->reg && r->dir == DMA_FROM_DEVICE)
+		p2pnvme_reg_sync(c, r, false);
 	if (!err && has_data(io)) {
 		lat_add(c, write, io->path, ns);
 		trace_p2pnvme_path(c->pdev, write, io->slba, io->len, io->path, r->why);
@@ -645,6 +648,9 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 	return ret;
 
 out_unmap:
+	/* first: an invalidation waiting for these holds a reservation lock */
+	for (i = 0; i < nr; i++)
+		p2pnvme_reg_idle(&reqs[i]);
 	reqs_unmap(c, reqs, mapped);
 	p2pnvme_io_exit(c);
 out_release:

@@ -68,6 +68,8 @@ static int reg_index(struct p2pnvme_reg *b, struct sg_table *sgt)
 		dma_addr_t a = sg_dma_address(sg);
 		u64 l = sg_dma_len(sg);
 
+		if (!l && pos >= b->start && pos < end)
+			return -EINVAL;		/* a cursor would stop on it */
 		if (pos < end && pos + l > b->start) {
 			if (pos <= b->start && ((a + (b->start - pos)) & 3))
 				return -EINVAL;
@@ -116,8 +118,9 @@ void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur)
  * @for_device: which way
  *
  * The buffer is mapped without CPU syncs once; each transfer syncs just
- * its bytes (nothing on a coherent machine, a copy under swiotlb). A
- * dma-buf's exporter does its own: nothing here.
+ * its bytes when the mapping needs it at all (a copy under swiotlb; each
+ * DMA segment is then one physical run, see reg_host()). A dma-buf needs
+ * none (registration refuses one that would).
  */
 void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 {
@@ -125,7 +128,7 @@ void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 	struct p2pnvme_cursor cur;
 	u64 left = r->io->len;
 
-	if (r->reg->kind != P2PNVME_REG_HOST)
+	if (r->reg->kind != P2PNVME_REG_HOST || !r->reg->need_sync)
 		return;
 	p2pnvme_reg_cursor(r, &cur);
 	while (left && cur.sg) {
@@ -145,17 +148,9 @@ void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 
 static void reg_busy_put(struct p2pnvme_reg *b)
 {
-	/* a full barrier when it drops to 0: pairs with reg_revoke() */
+	/* a full barrier when it drops to 0: pairs with reg_revoke() (dma-bufs) */
 	if (atomic_dec_and_test(&b->busy) && READ_ONCE(b->revoked))
 		wake_up_all(&b->wq);
-}
-
-/* No new commands from @b; wait until none of its requests has any out. */
-static void reg_revoke(struct p2pnvme_reg *b)
-{
-	WRITE_ONCE(b->revoked, true);
-	smp_mb();	/* revoked before busy is read: pairs with p2pnvme_reg_arm() */
-	wait_event(b->wq, !atomic_read(&b->busy));
 }
 
 /**
@@ -192,7 +187,19 @@ void p2pnvme_reg_idle(struct p2pnvme_req *r)
 	}
 }
 
-/* Take the mappings away (removal, invalidation raced, teardown). */
+/* Does the DMA layer want syncs for any segment of @sgt? */
+static bool reg_need_sync(struct device *dev, struct sg_table *sgt)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sgtable_dma_sg(sgt, sg, i)
+		if (dma_need_sync(dev, sg_dma_address(sg)))
+			return true;
+	return false;
+}
+
+/* Take the mappings away (removal, a failed registration, teardown). */
 static void reg_unmap_locked(struct p2pnvme_reg *b)
 {
 	struct p2pnvme *c = b->c;
@@ -296,6 +303,7 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 {
 	unsigned int off = offset_in_page(addr);
 	unsigned int n = DIV_ROUND_UP(off + b->len, PAGE_SIZE);	/* len <= 1 GiB */
+	unsigned int done;
 	int got, ret;
 
 	b->kind = P2PNVME_REG_HOST;
@@ -306,13 +314,18 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 	ret = account_locked_vm(current->mm, n, true);
 	if (ret)
 		return ret;
-	/* p2pmem refuses without FOLL_PCI_P2PDMA: -EREMOTEIO, as documented */
-	got = pin_user_pages_fast(addr & PAGE_MASK, n, FOLL_WRITE | FOLL_LONGTERM, b->pages);
-	if (got != n) {
-		if (got > 0)
-			unpin_user_pages(b->pages, got);
-		account_locked_vm(current->mm, n, false);
-		return got < 0 ? got : -EFAULT;
+	/*
+	 * p2pmem refuses without FOLL_PCI_P2PDMA: -EREMOTEIO, as documented.
+	 * A short pin is retried from the page that stopped it, for its errno.
+	 */
+	for (done = 0; done < n; done += got) {
+		got = pin_user_pages_fast((addr & PAGE_MASK) + (u64)done * PAGE_SIZE, n - done,
+					  FOLL_WRITE | FOLL_LONGTERM, b->pages + done);
+		if (got <= 0) {
+			unpin_user_pages(b->pages, done);
+			account_locked_vm(current->mm, n, false);
+			return got ?: -EFAULT;
+		}
 	}
 	b->nr_pages = n;
 	b->mm = current->mm;
@@ -327,19 +340,37 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 	if (ret)
 		return ret;
 	ret = dma_map_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL, DMA_ATTR_SKIP_CPU_SYNC);
-	if (!ret) {
-		ret = reg_index(b, &b->sgt);
-		mutex_lock(&c->reg_lock);
-		b->mapped = true;
-		if (!ret)
-			list_add(&b->node, &c->reg_list);
-		mutex_unlock(&c->reg_lock);
-	}
+	if (ret)
+		goto out_exit;
+	mutex_lock(&c->reg_lock);
+	b->mapped = true;
+	b->need_sync = reg_need_sync(&c->pdev->dev, &b->sgt);
+	/*
+	 * Range syncs need each DMA segment to be one physical run: an IOMMU
+	 * that merged pages into one IOVA segment on a device that wants
+	 * syncs (non-coherent) would have them maintain the wrong pages.
+	 */
+	ret = b->need_sync && b->sgt.nents != b->sgt.orig_nents ? -EOPNOTSUPP :
+	      reg_index(b, &b->sgt);
+	if (!ret)
+		list_add(&b->node, &c->reg_list);
+	else	/* before leaving the guard: no mapping outlives the binding */
+		reg_unmap_locked(b);
+	mutex_unlock(&c->reg_lock);
+out_exit:
 	p2pnvme_io_exit(c);
 	return ret;
 }
 
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/* No new commands from @b; wait until none of its requests has any out. */
+static void reg_revoke(struct p2pnvme_reg *b)
+{
+	WRITE_ONCE(b->revoked, true);
+	smp_mb();	/* revoked before busy is read: pairs with p2pnvme_reg_arm() */
+	wait_event(b->wq, !atomic_read(&b->busy));
+}
+
 /*
  * The exporter moves or revokes the buffer (its reservation lock held):
  * the commands at the controller end first, then the mapping goes. The
@@ -399,18 +430,28 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		goto out_unlock;
 	}
 	b->dsgt = sgt;
+	/* an invalidation before this mapping was about none: nothing was busy */
+	WRITE_ONCE(b->revoked, false);
 	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
 				     p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
+	/*
+	 * The exporter syncs its own mapping for its own CPU accesses, never
+	 * for our transfers: one that needs syncs (host memory under swiotlb,
+	 * a non-coherent device) cannot be registered.
+	 */
+	if (!ret && reg_need_sync(&c->pdev->dev, sgt))
+		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = reg_index(b, sgt);
 out_unlock:
 	dma_resv_unlock(dmabuf->resv);
-	if (!ret) {
-		mutex_lock(&c->reg_lock);
+	mutex_lock(&c->reg_lock);
+	if (!ret)
 		list_add(&b->node, &c->reg_list);
-		mutex_unlock(&c->reg_lock);
-	}
+	else	/* before leaving the guard: no mapping outlives the binding */
+		reg_unmap_locked(b);
+	mutex_unlock(&c->reg_lock);
 out_exit:
 	p2pnvme_io_exit(c);
 	return ret;

@@ -255,7 +255,8 @@ static int async_submit(struct p2pnvme_async *a)
  * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
  * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
  * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, polled
- * controller), -ENOENT (no such registered buffer), -EACCES
+ * controller), -ENOENT (no such registered buffer), -EBADF (a read into a
+ * read-only registered dma-buf), -EACCES
  * (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb), -ENOMEM,
  * -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
  */

@@ -70,7 +70,7 @@
 #define D2OFF		(5 * MIB)	/* ... the range unregistered in flight */
 
 #define PLAN		78
-#define PLAN_REVOKE	9
+#define PLAN_REVOKE	10
 #define PLAN_UNBIND	8
 
 static const char *dev;
@@ -1367,6 +1367,27 @@ static void revoke_mode(const char *bdf)
 	say("host buffer", ret, hq.path);
 	tap(!ret && hq.path == P2PNVME_PATH_HOST && pattern_ok(h, REF_LBA, CHUNK),
 	    "the host buffer on the same file still works (path host)");
+	/*
+	 * A batch whose second entry names the revoked buffer fails before
+	 * anything is submitted; the first entry's read, synced for the
+	 * controller already, must leave its buffer as the CPU wrote it (under
+	 * swiotlb a sync for the CPU would copy the bounce slot's old bytes in)
+	 */
+	{
+		struct p2pnvme_io b2[2] = { rio(P2PNVME_OP_READ, REF_LBA, CHUNK, hid, 0, 0),
+					    rio(P2PNVME_OP_READ, REF_LBA, CHUNK, dbid, 0, 0) };
+		unsigned int at = ~0U;
+		size_t k, bad = 0;
+
+		memset(h, 0x3c, CHUNK);
+		ret = submit(nvme, b2, 2, &at);
+		for (k = 0; k < CHUNK; k++)
+			bad += h[k] != 0x3c;
+		printf("    # batch: %s, failed %u; %zu bytes of the host buffer changed\n",
+		       strerror(-ret), at, bad);
+		tap(ret == -ENODEV && at == 1 && !bad,
+		    "a batch naming the revoked buffer second: ENODEV, failed 1, the first's buffer untouched");
+	}
 	ret = unreg(nvme, dbid);
 	io = rio(P2PNVME_OP_READ, REF_LBA, CHUNK, dbid, 0, 0);
 	ret2 = xfer(nvme, &io);

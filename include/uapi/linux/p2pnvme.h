@@ -170,16 +170,24 @@ struct p2pnvme_submit {
  * hears back, and the buffer's later transfers fail with -ENODEV: register
  * it again. p2pmem is registered as a dma-buf: a mapping of it is refused
  * with -EREMOTEIO (a long-term pin would hold up the provider's removal).
- * Registered buffers are never bounced. Unregistering, closing the file and
- * removing the controller release everything; transfers already under way
- * keep their buffer until they end.
+ * Registered buffers are never bounced. Unregistering and closing the file
+ * release everything, removing the controller unmaps everything; transfers
+ * already under way keep their buffer until they end. A buffer belongs to
+ * the open file: whoever holds the file (a child after fork(), a receiver
+ * of SCM_RIGHTS) can move data into and out of it, as with io_uring's own
+ * registered buffers.
  *
  * Return: 0; -EINVAL (bad fields, zero or too long, a dma-buf range past its
- * end), -EBADF (not a dma-buf), -EFAULT/-ENOMEM and the errors of pinning,
- * -EREMOTEIO (p2pmem by address), -ENOMEM (RLIMIT_MEMLOCK), -ENOSPC
- * (P2PNVME_BUF_MAX buffers on the file), -ENODEV (controller gone), or what
- * the exporter or the DMA layer says (-EREMOTEIO: the controller cannot
- * reach the dma-buf's memory).
+ * end, a dma-buf whose mapping is not in whole 4 KiB pages inside the
+ * range), -EBADF (not a dma-buf), -EFAULT/-ENOMEM and the errors of
+ * pinning, -EREMOTEIO (the range holds p2pmem), -ENOMEM (RLIMIT_MEMLOCK),
+ * -ENOSPC (P2PNVME_BUF_MAX buffers on the file), -ENODEV (controller gone),
+ * -EINTR (a signal while a reset was waited out), -ETIMEDOUT (the exporter's
+ * fences did not signal within io_timeout_ms), -EOPNOTSUPP (no dma-buf
+ * support; a mapping that needs CPU syncs p2pnvme cannot do: a dma-buf of
+ * host memory under swiotlb or on a non-coherent device, host memory merged
+ * by an IOMMU on such a device), or what the exporter says (-EREMOTEIO: the
+ * controller cannot reach the dma-buf's memory, -ENODEV: revoked).
  */
 struct p2pnvme_buf_reg {
 	__u32 argsz;
