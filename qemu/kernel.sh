@@ -133,6 +133,21 @@ configure() {
 	check_config "$src" "$out" "$flavour"
 }
 
+# The iov flavour only adds options to base: it starts as a copy of base's
+# finished build, and kbuild (which tracks each object's CONFIG_ symbols)
+# recompiles just what they touch: CONFIG_PCI_IOV is in <linux/pci.h>, so
+# that is still 1200 of 1700 objects, 5 minutes here instead of 8-9.
+seed_from_base() {
+	local mode=$1 series=$2 flavour=$3 out=$4 base
+	[ "$mode" = build ] && [ "$flavour" = iov ] && [ ! -e "$out/.config" ] || return 0
+	base="$P2P_CACHE/build/$(cache_key "$series" base)"
+	[ -e "$base/.complete" ] || return 0
+	say "build: $(basename "$out") starts from $(basename "$base")"
+	rm -rf "$out"
+	cp -a "$base" "$out"
+	rm -f "$out/.complete" "$out/.prepared" "$out/.config" "$out/.fragment"
+}
+
 do_build() {
 	local mode=$1 series=$2 flavour=${3:-base} src key out stamp jobs
 	src=$(src_tree "$series")
@@ -146,6 +161,7 @@ do_build() {
 	flock -n 9 || { say "waiting for another run building $key"; flock 9; }
 	if [ -e "$out/.complete" ] || [ -e "$out/$stamp" ]; then exec 9>&-; echo "$out"; return; fi
 	host_build_deps
+	seed_from_base "$mode" "$series" "$flavour" "$out"
 	[ -e "$out/.config" ] && [ -e "$out/.fragment" ] || configure "$series" "$flavour" "$src" "$out"
 	jobs=$(( $(nproc) + 1 ))
 	if [ "$mode" = build ]; then
