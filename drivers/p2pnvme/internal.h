@@ -168,12 +168,12 @@ enum p2pnvme_reg_kind {
  * @nr_pages: host: how many
  * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
  * @sgt: host: their table, DMA-mapped while @mapped
- * @mapped: host: @sgt is mapped (@c->reg_lock)
+ * @mapped: host: @sgt is mapped (@c->reg_lock once listed)
  * @need_sync: host: the DMA layer syncs this mapping (swiotlb, a
  *	       non-coherent device): each transfer syncs its range
  * @dmabuf: dma-buf: the buffer, with a reference, until the buffer is
  *	    freed (unregistered or its file closed; removal only unmaps)
- * @attach: dma-buf: our dynamic attachment (@c->reg_lock)
+ * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
  * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
  *	  invalidated (the dma-buf's reservation lock)
  * @nseg: DMA segments of the mapping, indexed in @seg and @seg_pos

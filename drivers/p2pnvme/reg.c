@@ -224,6 +224,24 @@ static void reg_unmap_locked(struct p2pnvme_reg *b)
 #endif
 }
 
+/*
+ * The end of a registration, inside the I/O guard: list the buffer for
+ * removal, or unmap a failed one before the guard is left (removal cannot
+ * see it, and no mapping may outlive the binding). Returns @ret.
+ */
+static int reg_list_or_unmap(struct p2pnvme_reg *b, int ret)
+{
+	struct p2pnvme *c = b->c;
+
+	mutex_lock(&c->reg_lock);
+	if (!ret)
+		list_add(&b->node, &c->reg_list);
+	else
+		reg_unmap_locked(b);
+	mutex_unlock(&c->reg_lock);
+	return ret;
+}
+
 /* The last reference: nothing can name @b or have commands from it. */
 static void reg_free(struct kref *kref)
 {
@@ -342,7 +360,6 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 	ret = dma_map_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL, DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret)
 		goto out_exit;
-	mutex_lock(&c->reg_lock);
 	b->mapped = true;
 	b->need_sync = reg_need_sync(&c->pdev->dev, &b->sgt);
 	/*
@@ -352,11 +369,7 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 	 */
 	ret = b->need_sync && b->sgt.nents != b->sgt.orig_nents ? -EOPNOTSUPP :
 	      reg_index(b, &b->sgt);
-	if (!ret)
-		list_add(&b->node, &c->reg_list);
-	else	/* before leaving the guard: no mapping outlives the binding */
-		reg_unmap_locked(b);
-	mutex_unlock(&c->reg_lock);
+	ret = reg_list_or_unmap(b, ret);
 out_exit:
 	p2pnvme_io_exit(c);
 	return ret;
@@ -446,12 +459,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		ret = reg_index(b, sgt);
 out_unlock:
 	dma_resv_unlock(dmabuf->resv);
-	mutex_lock(&c->reg_lock);
-	if (!ret)
-		list_add(&b->node, &c->reg_list);
-	else	/* before leaving the guard: no mapping outlives the binding */
-		reg_unmap_locked(b);
-	mutex_unlock(&c->reg_lock);
+	ret = reg_list_or_unmap(b, ret);
 out_exit:
 	p2pnvme_io_exit(c);
 	return ret;
