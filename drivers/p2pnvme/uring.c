@@ -83,7 +83,13 @@ static void async_release(struct p2pnvme_async *a)
 
 	p2pnvme_req_finish(c, &a->r, ktime_get_ns() - a->t0);
 	p2pnvme_inflight_put(a->f, a->bytes);
-	if (atomic_dec_and_test(&c->async_live))
+	/*
+	 * Only removal waits for none left (p2pnvme_async_drain(), once the
+	 * state is DELETING or DEAD): no wait queue lock per drained queue
+	 * otherwise. The decrement is a full barrier before the state is read;
+	 * removal sets the state before its wait_event() reads the count.
+	 */
+	if (atomic_dec_and_test(&c->async_live) && p2pnvme_state(c) >= P2PNVME_DELETING)
 		wake_up_all(&c->wq);
 }
 
