@@ -161,6 +161,112 @@ static void revoke_on_unbind(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, rcu_access_pointer(ctx->pdev->p2pdma));	/* torn down */
 }
 
+/*
+ * A user whose revoke callback hands the free to a work item and flushes it
+ * (a common shape: the free path takes locks the callback's context must
+ * not). p2pbar_free() from that work item must not wait for the callback,
+ * or neither ever returns. The callback's argument is released only after
+ * the callback returned. The case waits in bounded steps, so a deadlock
+ * fails it instead of hanging the bench; its state is then leaked on
+ * purpose (the stuck threads still use it).
+ */
+struct flusher {
+	struct p2pbar_mem *mem;
+	struct work_struct free_work;
+	atomic_t in_callback;
+	atomic_t revoked;
+	atomic_t released;
+	atomic_t released_in_callback;
+	struct completion callback_done;
+	struct completion unbound;
+	struct pci_dev *pdev;
+};
+
+static void flusher_free_fn(struct work_struct *work)
+{
+	struct flusher *f = container_of(work, struct flusher, free_work);
+
+	p2pbar_free(f->mem);
+}
+
+static void flusher_revoke(struct p2pbar_mem *mem, void *priv)
+{
+	struct flusher *f = priv;
+
+	atomic_set(&f->in_callback, 1);
+	atomic_inc(&f->revoked);
+	queue_work(system_unbound_wq, &f->free_work);
+	flush_work(&f->free_work);
+	msleep(100);	/* a slow callback: its argument must outlive it */
+	atomic_set(&f->in_callback, 0);
+	complete(&f->callback_done);
+}
+
+static void flusher_release(void *priv)
+{
+	struct flusher *f = priv;
+
+	atomic_add(atomic_read(&f->in_callback), &f->released_in_callback);
+	atomic_inc(&f->released);
+}
+
+static const struct p2pbar_user_ops flusher_ops = {
+	.revoke = flusher_revoke,
+	.release = flusher_release,
+};
+
+static int unbind_fn(void *arg)
+{
+	struct flusher *f = arg;
+
+	device_release_driver(&f->pdev->dev);
+	complete(&f->unbound);
+	return 0;
+}
+
+static void revoke_frees_from_flushed_work(struct kunit *test)
+{
+	struct live_ctx *ctx = test->priv;
+	struct task_struct *t;
+	struct flusher *f;
+	int i;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);	/* not kunit's: may outlive the case */
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	INIT_WORK(&f->free_work, flusher_free_fn);
+	init_completion(&f->callback_done);
+	init_completion(&f->unbound);
+	f->pdev = ctx->pdev;
+	f->mem = p2pbar_alloc(ctx->pb, PAGE_SIZE, &flusher_ops, f);
+	if (IS_ERR(f->mem)) {
+		kfree(f);
+		KUNIT_FAIL(test, "p2pbar_alloc: %ld", PTR_ERR(f->mem));
+		return;
+	}
+	t = kthread_run(unbind_fn, f, "p2pbar-unbind");
+	if (IS_ERR(t)) {
+		p2pbar_free(f->mem);
+		kfree(f);
+		KUNIT_FAIL(test, "kthread_run: %ld", PTR_ERR(t));
+		return;
+	}
+	if (!wait_for_completion_timeout(&f->callback_done, 15 * HZ) ||
+	    !wait_for_completion_timeout(&f->unbound, 15 * HZ)) {
+		KUNIT_FAIL(test, "revoke callback or unbind stuck for 15 s: %s",
+			   "p2pbar_free() from the flushed work waits for the callback");
+		return;		/* f leaked: the stuck threads use it */
+	}
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->revoked), 1);
+	/* released by the revocation's work item once the callback returned */
+	for (i = 0; i < 100 && !atomic_read(&f->released); i++)
+		msleep(20);
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->released), 1);
+	KUNIT_EXPECT_EQ_MSG(test, atomic_read(&f->released_in_callback), 0,
+			    "release called while the revoke callback still ran");
+	KUNIT_EXPECT_NULL(test, rcu_access_pointer(ctx->pdev->p2pdma));	/* torn down */
+	kfree(f);
+}
+
 /* Bind the provider again; true if p2pbar took it. */
 static bool rebind(struct live_ctx *ctx)
 {
@@ -438,6 +544,7 @@ static struct kunit_case live_cases[] = {
 	KUNIT_CASE(alloc_bad_args),
 	KUNIT_CASE(find_for_nvme),
 	KUNIT_CASE(revoke_on_unbind),
+	KUNIT_CASE(revoke_frees_from_flushed_work),
 	KUNIT_CASE(revoke_ignored_is_bounded),
 	KUNIT_CASE(bar_taken_probe_fails),
 	KUNIT_CASE(rebind_works),

@@ -71,6 +71,8 @@
  * @unmapped: completed when @maps drops to 0 after @revoked
  * @free_work: frees abandoned memory once nothing maps it and every fence
  *	       signalled, polling (not under resv)
+ * @released: completed by p2pbar_user_ops.release: the memory was freed
+ *	      and the revoke callback, which uses @dmabuf, is not running
  */
 struct p2pbar_dmabuf {
 	struct dma_buf *dmabuf;
@@ -84,6 +86,7 @@ struct p2pbar_dmabuf {
 	unsigned int pins;
 	struct completion unmapped;
 	struct delayed_work free_work;
+	struct completion released;
 };
 
 static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
@@ -423,17 +426,29 @@ static void p2pbar_dmabuf_free_work(struct work_struct *work)
 	}
 }
 
+/*
+ * Free the memory if nobody else did, then wait until the revoke callback,
+ * which uses d and the dma-buf, cannot be running. Only the dma-buf's
+ * release and the export's error path wait: the callback waits for neither.
+ */
+static void p2pbar_dmabuf_free_mem(struct p2pbar_dmabuf *d)
+{
+	struct p2pbar_mem *mem = p2pbar_dmabuf_take_mem(d);
+
+	/* whoever took it before frees it at once: release follows */
+	if (mem)
+		p2pbar_free(mem);
+	wait_for_completion(&d->released);
+}
+
 static void p2pbar_dmabuf_release(struct dma_buf *dmabuf)
 {
 	struct p2pbar_dmabuf *d = dmabuf->priv;
-	struct p2pbar_mem *mem;
 
 	/* the last reference: no importer is attached any more */
+	p2pbar_dmabuf_free_mem(d);
+	/* the callback may have queued it before it returned */
 	cancel_delayed_work_sync(&d->free_work);
-	mem = p2pbar_dmabuf_take_mem(d);
-	/* after p2pbar_free() the revoke callback cannot be running on d */
-	if (mem)
-		p2pbar_free(mem);
 	pci_dev_put(d->pdev);
 	kfree(d);
 }
@@ -517,8 +532,16 @@ static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 		p2pbar_free(mem);
 }
 
+static void p2pbar_dmabuf_user_release(void *priv)
+{
+	struct p2pbar_dmabuf *d = priv;
+
+	complete(&d->released);
+}
+
 static const struct p2pbar_user_ops p2pbar_dmabuf_user_ops = {
 	.revoke = p2pbar_dmabuf_revoke,
+	.release = p2pbar_dmabuf_user_release,
 };
 
 /**
@@ -548,6 +571,7 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&d->lock);
 	init_completion(&d->unmapped);
+	init_completion(&d->released);
 	INIT_DELAYED_WORK(&d->free_work, p2pbar_dmabuf_free_work);
 	d->size = size;
 	d->pdev = pci_dev_get(p2pbar_pci_dev(pb));
@@ -567,9 +591,9 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 	exp.priv = d;
 	dmabuf = dma_buf_export(&exp);
 	if (IS_ERR(dmabuf)) {
-		d->mem = NULL;
 		mutex_unlock(&d->lock);
-		p2pbar_free(mem);	/* waits out a revoke callback that found no dma-buf */
+		/* waits out a revoke callback that found no dma-buf */
+		p2pbar_dmabuf_free_mem(d);
 		goto err_free;
 	}
 	d->dmabuf = dmabuf;

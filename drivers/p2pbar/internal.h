@@ -146,15 +146,13 @@ struct p2pbar {
  * @priv: argument of @ops; the owning struct p2pbar_file for user ones
  * @owner_pid: who allocated it (for the debugfs listing)
  * @revoke_work: runs @ops->revoke when the provider goes away
- * @revoke_done: completed when the revocation is over (callback returned
- *		 or skipped)
  * @state: enum p2pbar_mem_state (pb->lock)
  * @revoking: a revocation was queued (pb->lock)
- * @revoke_deadline: jiffies by which the revocation must be over; a
- *		     p2pbar_free() that waits longer says so (pb->lock)
+ * @ops_refs: who may still call into @ops: the owner until p2pbar_free(),
+ *	      a queued revocation until its callback returned; the last one
+ *	      calls @ops->release (pb->lock)
  * @freed: p2pbar_free() was called: no revoke callback from now on
  *	   (pb->lock)
- * @revoker: the task running the revoke callback (pb->lock)
  */
 struct p2pbar_mem {
 	struct p2pbar *pb;
@@ -168,12 +166,10 @@ struct p2pbar_mem {
 	void *priv;
 	pid_t owner_pid;
 	struct work_struct revoke_work;
-	struct completion revoke_done;
 	enum p2pbar_mem_state state;
 	bool revoking;
-	unsigned long revoke_deadline;
+	unsigned int ops_refs;
 	bool freed;
-	struct task_struct *revoker;
 };
 
 /**

@@ -19,7 +19,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/io.h>
-#include <linux/lockdep.h>
 #include <linux/memremap.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -33,24 +32,6 @@
 
 #define P2PBAR_ZERO_CHUNK	SZ_1M
 #define P2PBAR_DRAIN_PERIOD	max(HZ / 50, 1)
-
-#ifdef CONFIG_LOCKDEP
-/*
- * The revoke callback runs "inside" this map, and p2pbar_free() from
- * another task, which may wait for the callback, "takes" it: lockdep then
- * reports a callback that waits for its own p2pbar_free() (say, by flushing
- * a work item that frees) the first time it happens, not only when it
- * deadlocks.
- */
-static struct lock_class_key p2pbar_revoke_key;
-static struct lockdep_map p2pbar_revoke_map =
-	STATIC_LOCKDEP_MAP_INIT("p2pbar_revoke", &p2pbar_revoke_key);
-#define revoke_map_acquire()	lock_map_acquire(&p2pbar_revoke_map)
-#define revoke_map_release()	lock_map_release(&p2pbar_revoke_map)
-#else
-#define revoke_map_acquire()	do { } while (0)
-#define revoke_map_release()	do { } while (0)
-#endif
 
 /* ---- pool pages ------------------------------------------------------ */
 
@@ -319,7 +300,7 @@ struct p2pbar_mem *p2pbar_mem_create(struct p2pbar *pb, size_t len, size_t align
 	p2pbar_zero(vaddr, len);
 
 	kref_init(&mem->kref);
-	init_completion(&mem->revoke_done);
+	mem->ops_refs = 1;	/* the owner's, until p2pbar_free() */
 	mem->pb = pb;
 	mem->vaddr = vaddr;
 	mem->size = len;
@@ -378,24 +359,34 @@ struct p2pbar_mem *p2pbar_alloc(struct p2pbar *pb, size_t size,
 }
 EXPORT_SYMBOL_GPL(p2pbar_alloc);
 
+/*
+ * The last of the two that may call into the user's ops is done with them:
+ * the owner (p2pbar_free()) or the revocation (its callback returned, or it
+ * found the memory freed). Release the user's argument.
+ */
+static void p2pbar_mem_ops_done(struct p2pbar_mem *mem)
+{
+	if (mem->ops->release)
+		mem->ops->release(mem->priv);
+}
+
 /**
  * p2pbar_free - free memory from p2pbar_alloc()
  * @mem: the allocation; must not be used afterwards
  *
- * The user must have stopped all DMA to @mem. May be called from the
- * revoke callback. Called from another task while the callback runs (or is
- * about to), it waits for the callback to return: afterwards the callback
- * is neither running nor going to be called, so the user may free what it
- * passed as @priv. Hence the one rule: do not call p2pbar_free() from a
- * context the revoke callback waits for (a work item it flushes, a lock it
- * takes); lockdep reports it, and a wait that outlasts the revocation's
- * deadline names the callback in the log. Sleeps.
+ * The user must have stopped all DMA to @mem. May be called from any
+ * context that may sleep: the revoke callback, a work item the callback
+ * flushes, a thread holding a lock the callback takes. It never waits for
+ * the revoke callback, so it cannot deadlock with it; the callback is not
+ * called any more once p2pbar_free() has begun, but one already running
+ * in another thread may still be running when it returns. What the
+ * callback uses (@priv of p2pbar_alloc()) is the user's until
+ * @ops->release: see struct p2pbar_user_ops. Sleeps.
  */
 void p2pbar_free(struct p2pbar_mem *mem)
 {
 	struct p2pbar *pb = mem->pb;
-	bool wait, in_callback;
-	long left = 0;
+	bool last;
 
 	might_sleep();
 	mutex_lock(&pb->lock);
@@ -404,23 +395,12 @@ void p2pbar_free(struct p2pbar_mem *mem)
 		return;
 	}
 	mem->freed = true;
-	in_callback = mem->revoker == current;
-	wait = mem->revoking && !in_callback;
-	if (wait)
-		left = max_t(long, (long)(mem->revoke_deadline - jiffies), 0);
 	if (!--pb->kernel_users && !p2pbar_live(pb))
 		complete(&pb->kernel_users_gone);
+	last = !--mem->ops_refs;
 	mutex_unlock(&pb->lock);
-	/* every call teaches lockdep, not only the one that would wait */
-	if (!in_callback) {
-		revoke_map_acquire();
-		revoke_map_release();
-	}
-	if (wait && !wait_for_completion_timeout(&mem->revoke_done, left)) {
-		pci_err(pb->pdev, "%s() still waits for revoke callback %ps past the revocation's deadline; if the callback waits for this free (a work item it flushes, a lock it takes), this is a deadlock\n",
-			__func__, mem->ops->revoke);
-		wait_for_completion(&mem->revoke_done);
-	}
+	if (last)
+		p2pbar_mem_ops_done(mem);
 	p2pbar_mem_put(mem);
 }
 EXPORT_SYMBOL_GPL(p2pbar_free);
@@ -469,23 +449,19 @@ static void p2pbar_revoke_one(struct work_struct *work)
 {
 	struct p2pbar_mem *mem = container_of(work, struct p2pbar_mem, revoke_work);
 	struct p2pbar *pb = mem->pb;
-	bool run;
+	bool run, last;
 
 	mutex_lock(&pb->lock);
 	run = !mem->freed;
-	if (run)
-		mem->revoker = current;
 	mutex_unlock(&pb->lock);
-	if (run) {
-		/* unlocked: the callback calls p2pbar_free() */
-		revoke_map_acquire();
+	/* unlocked: the callback calls p2pbar_free(), here or elsewhere */
+	if (run)
 		mem->ops->revoke(mem, mem->priv);
-		revoke_map_release();
-		mutex_lock(&pb->lock);
-		mem->revoker = NULL;
-		mutex_unlock(&pb->lock);
-	}
-	complete_all(&mem->revoke_done);
+	mutex_lock(&pb->lock);
+	last = !--mem->ops_refs;
+	mutex_unlock(&pb->lock);
+	if (last)
+		p2pbar_mem_ops_done(mem);
 	p2pbar_mem_put(mem);	/* the revocation's reference */
 }
 
@@ -510,7 +486,7 @@ void p2pbar_revoke_kernel_users(struct p2pbar *pb)
 		if (!mem->ops || mem->freed || mem->revoking)
 			continue;
 		mem->revoking = true;
-		mem->revoke_deadline = t0 + P2PBAR_REVOKE_TIMEOUT;
+		mem->ops_refs++;	/* the revocation's, until its callback returned */
 		kref_get(&mem->kref);
 		INIT_WORK(&mem->revoke_work, p2pbar_revoke_one);
 		queue_work(p2pbar_wq, &mem->revoke_work);

@@ -22,12 +22,23 @@ struct p2pbar_mem;
  * struct p2pbar_user_ops - callbacks of an in-kernel p2pmem user
  * @revoke: the provider is going away. Stop DMA to @mem and call
  *	    p2pbar_free() on it, from this callback or soon after (another
- *	    thread may do it). Called without provider locks held, in process
- *	    context, at most once per allocation, and never after
- *	    p2pbar_free() has returned.
+ *	    thread or a work item, which the callback may flush: p2pbar_free()
+ *	    never waits for the callback). Called without provider locks
+ *	    held, in process context, at most once per allocation, and not
+ *	    any more once p2pbar_free() has begun; one that began may run
+ *	    on while another thread frees @mem, so the user frees it once
+ *	    (taken under its own lock, as the dma-buf exporter does);
+ *	    mandatory.
+ * @release: optional. p2pbar is done with @priv: p2pbar_free() was called
+ *	     and no revoke callback runs or will run. Called once, from
+ *	     p2pbar_free() or, if the callback still ran then, from the
+ *	     revocation's work item right after it returned. A user that
+ *	     frees @priv, or lets its module go, does it here; without
+ *	     @release, @priv must outlive any revoke callback.
  */
 struct p2pbar_user_ops {
 	void (*revoke)(struct p2pbar_mem *mem, void *priv);
+	void (*release)(void *priv);
 };
 
 /* A PCI function's identity in the verdict: domain (all 32 bits) and devid. */
