@@ -461,6 +461,20 @@ static unsigned int queue_poll(struct p2pnvme_queue *q)
 	return n;
 }
 
+/**
+ * p2pnvme_queue_reap - reap a queue's completions from process context
+ * @q: an I/O queue of a LIVE controller, entered with p2pnvme_io_enter()
+ *     or with reset_lock held for read
+ *
+ * For io_uring's IOPOLL rings, polled controller or not.
+ *
+ * Return: completions found.
+ */
+unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q)
+{
+	return queue_poll(q);
+}
+
 irqreturn_t p2pnvme_irq(int irq, void *data)
 {
 	struct p2pnvme_queue *q = data;
@@ -828,15 +842,19 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
  * @c: the controller
  *
  * The asynchronous batches have no waiter: the watchdog reaps what a lost
- * interrupt left and looks for expired commands, at most every 50 ms, as a
- * waiter does for its batch. Sleeps (Abort).
+ * interrupt or an idle IOPOLL ring left and looks for expired commands, at
+ * most every 50 ms, as a waiter does for its batch. Sleeps (Abort).
  */
 void p2pnvme_check_async_timeouts(struct p2pnvme *c)
 {
 	unsigned int i;
 
-	/* completions whose interrupt was lost (its CPUs went offline) */
-	for (i = 0; !c->polled && i < c->nr_ioq; i++)
+	/*
+	 * Completions whose interrupt was lost (its CPUs went offline), or
+	 * that a polled queue's IOPOLL ring has not come back for: a command
+	 * the controller completed is never a timeout.
+	 */
+	for (i = 0; i < c->nr_ioq; i++)
 		queue_poll(&c->ioq[i]);
 	check_timeouts(c, &c->async_any);
 }

@@ -560,6 +560,7 @@ void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n);
 void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
 void p2pnvme_batch_launch(struct p2pnvme_batch *b);
 void p2pnvme_check_async_timeouts(struct p2pnvme *c);
+unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q);
 irqreturn_t p2pnvme_irq(int irq, void *data);
 void p2pnvme_schedule_reset(struct p2pnvme *c);
 void p2pnvme_reset_work(struct work_struct *work);
@@ -638,6 +639,8 @@ void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 /* uring.c: io_uring passthrough */
 #if P2P_HAVE_URING_CMD
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
+			     unsigned int poll_flags);
 #endif
 void p2pnvme_async_init(struct p2pnvme *c);
 void p2pnvme_async_drain(struct p2pnvme *c);

@@ -507,6 +507,7 @@ static const struct file_operations p2pnvme_fops = {
 	.unlocked_ioctl = p2pnvme_ioctl,
 #if P2P_HAVE_URING_CMD
 	.uring_cmd = p2pnvme_uring_cmd,
+	.uring_cmd_iopoll = p2pnvme_uring_cmd_iopoll,
 #endif
 	.compat_ioctl = compat_ptr_ioctl,
 };

@@ -10,10 +10,12 @@
  *           the submitting CPU's queue, leave; -EIOCBQUEUED. The doorbell
  *           waits for the end of io_uring's submission batch (its block
  *           plug), so the controller sees the batch's commands at once
- *   end     the last command completes (interrupt, reset, removal): the
- *           batch's end callback, possibly in hard interrupt context,
- *           marks it ended and hands it to the submitter's task
- *           (io_uring task work, as nvme-pci's passthrough does)
+ *   end     the last command completes (interrupt, a poller, reset,
+ *           removal): the batch's end callback, possibly in hard
+ *           interrupt context, marks it ended and hands it to the
+ *           submitter's task (io_uring task work, as nvme-pci's
+ *           passthrough does); on an IORING_SETUP_IOPOLL ring it only
+ *           marks it: the ring's poller asks (p2pnvme_uring_cmd_iopoll())
  *   release in that task: unmap, copy bounced reads, unpin, count; then
  *           answer with io_uring_cmd_done() and free
  * A request with no waiter has its commands' deadlines watched by
@@ -54,6 +56,8 @@
  * @taken: removal releases it, its task work only answers, once @released
  *	   (c->async_lock)
  * @released: removal is done with it (c->async_lock)
+ * @iopoll: from an IORING_SETUP_IOPOLL ring: its poller answers it, no task
+ *	    work
  */
 struct p2pnvme_async {
 	struct p2pnvme_batch b;
@@ -68,6 +72,7 @@ struct p2pnvme_async {
 	bool ended;
 	bool taken;
 	bool released;
+	bool iopoll;
 };
 
 static struct p2pnvme_async **async_of(struct io_uring_cmd *ioucmd)
@@ -103,11 +108,12 @@ static bool async_released(struct p2pnvme_async *a)
 	return done;
 }
 
-/* In the submitter's task: release (unless removal did) and answer. */
-static P2P_URING_TW(async_tw)
+/*
+ * In the submitter's task (task work, or the IOPOLL ring's poller with the
+ * ring locked): release (unless removal did) and answer.
+ */
+static void async_answer(struct p2pnvme_async *a, unsigned int issue_flags)
 {
-	struct io_uring_cmd *ioucmd = P2P_URING_TW_CMD;
-	struct p2pnvme_async *a = *async_of(ioucmd);
 	struct p2pnvme *c = a->c;
 	bool mine;
 
@@ -120,23 +126,31 @@ static P2P_URING_TW(async_tw)
 		async_release(a);
 	else	/* removal is releasing it: the answer needs its result */
 		wait_event(c->wq, async_released(a));
-	p2p_uring_cmd_done(ioucmd, a->io.result, P2PNVME_URING_RES2(a->io.path, a->io.status),
-			   P2P_URING_TW_FLAGS);
+	p2p_uring_cmd_done(a->ioucmd, a->io.result, P2PNVME_URING_RES2(a->io.path, a->io.status),
+			   issue_flags);
 	kfree(a);
+}
+
+static P2P_URING_TW(async_tw)
+{
+	async_answer(*async_of(P2P_URING_TW_CMD), P2P_URING_TW_FLAGS);
 }
 
 /* Every command of the request is over (any context, maybe a queue lock). */
 static void async_end(struct p2pnvme_batch *b)
 {
 	struct p2pnvme_async *a = container_of(b, struct p2pnvme_async, b);
+	struct io_uring_cmd *ioucmd = a->ioucmd;
 	struct p2pnvme *c = a->c;
+	bool iopoll = a->iopoll;
 	unsigned long flags;
 
 	p2pnvme_reg_idle(&a->r);	/* an invalidation may go on now */
 	spin_lock_irqsave(&c->async_lock, flags);
-	a->ended = true;
+	WRITE_ONCE(a->ended, true);	/* an IOPOLL poller may free @a from here on */
 	spin_unlock_irqrestore(&c->async_lock, flags);
-	io_uring_cmd_do_in_task_lazy(a->ioucmd, async_tw);
+	if (!iopoll)
+		io_uring_cmd_do_in_task_lazy(ioucmd, async_tw);
 	if (p2pnvme_state(c) >= P2PNVME_DELETING)
 		wake_up_all(&c->wq);	/* removal waits for the ends */
 }
@@ -260,11 +274,11 @@ static int async_submit(struct p2pnvme_async *a)
  *
  * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
  * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
- * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, polled
- * controller), -ENOENT (no such registered buffer), -EBADF (a read into a
- * read-only registered dma-buf), -EACCES
- * (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb), -ENOMEM,
- * -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
+ * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, a polled
+ * controller and a ring without IORING_SETUP_IOPOLL), -ENOENT (no such
+ * registered buffer), -EBADF (a read into a read-only registered dma-buf),
+ * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb),
+ * -ENOMEM, -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
@@ -289,8 +303,8 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		return ret;
 	if (io.flags & P2PNVME_IO_F_DMABUF)
 		return -EOPNOTSUPP;
-	/* no waiter would reap a polled queue; IOPOLL rings are not served yet */
-	if (c->polled)
+	/* nothing would reap a polled queue for a ring that does not poll */
+	if (c->polled && !(issue_flags & IO_URING_F_IOPOLL))
 		return -EOPNOTSUPP;
 	ret = p2pnvme_io_allowed(ioucmd->file, &io);
 	if (ret)
@@ -309,8 +323,43 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	a->f = f;
 	a->ioucmd = ioucmd;
 	a->bytes = bytes;
+	a->iopoll = issue_flags & IO_URING_F_IOPOLL;
 	*async_of(ioucmd) = a;
 	return async_submit(a);
+}
+
+/**
+ * p2pnvme_uring_cmd_iopoll - file_operations.uring_cmd_iopoll
+ * @ioucmd: a command of an IORING_SETUP_IOPOLL ring that p2pnvme_uring_cmd()
+ *	    queued
+ * @iob: unused: requests are answered one by one
+ * @poll_flags: unused: one pass, never sleeps to wait
+ *
+ * Called by io_uring, with the ring locked, in the task that polls it (the
+ * submitter, its SQPOLL thread, or the ring's teardown), until the request
+ * is answered. Reaps the request's queue (polled or not; a reset or removal
+ * in progress is not waited for: they end the request themselves), and if
+ * the request has ended, releases and answers it here.
+ *
+ * Return: 1 if the request was answered, else 0.
+ */
+int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
+			     unsigned int poll_flags)
+{
+	struct p2pnvme_async *a = *async_of(ioucmd);
+	struct p2pnvme *c = a->c;
+
+	/* the queue lives while the controller is LIVE under the guard */
+	if (!READ_ONCE(a->ended) && down_read_trylock(&c->reset_lock)) {
+		if (p2pnvme_state(c) == P2PNVME_LIVE)
+			p2pnvme_queue_reap(a->r.q);
+		up_read(&c->reset_lock);
+	}
+	if (!READ_ONCE(a->ended))
+		return 0;
+	/* io_do_iopoll() holds the ring's lock: the answer may recycle in it */
+	async_answer(a, 0);
+	return 1;
 }
 
 /* Removal: release an ended request whose task work has not run; or NULL. */

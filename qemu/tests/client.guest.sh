@@ -418,6 +418,12 @@ if [ "$p2pexpect" != refused ]; then
 	p2preg-test --unbind $N /dev/p2pbar0 "$NVME" || _any_failed=1
 	echo "<<<KTAP-END>>>"
 	check "p2pnvme takes nvme0 again after the registered-buffer unbind" bind p2pnvme "$NVME"
+	# IORING_SETUP_IOPOLL rings on an interrupt-driven controller: the
+	# ring's polling answers (it rebinds the controller at the end)
+	echo "<<<KTAP-BEGIN guest.client_uring_iopoll>>>"
+	p2puring-test --iopoll $N /dev/p2pbar0 "$NVME" || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	hostd check dma-mark >/dev/null	# it read into host memory too
 fi
 # the unbind: while an ioctl's buffer is stuck in a userfaultfd fault
 echo "<<<KTAP-BEGIN guest.client_stuck_unbind>>>"
@@ -439,8 +445,18 @@ held p2pctl --json nvme-read $N 2048 2097152 --batch 16; out=$held_out
 hostcheck equal 2097152 "bar0@$(js bar_offset "$out")" nvme0@0x100000
 released; check_eq "a batch of 16 reads, polled" "$?" 0
 check_eq "no interrupt counted" "$(cat $STATS/irqs)" 0
-check "io_uring passthrough refuses a polled controller (EOPNOTSUPP)" \
+check "a ring that does not poll is refused by a polled controller (EOPNOTSUPP)" \
 	sh -c "p2puring-test --polled $N /dev/p2pbar0 >/dev/null"
+# IORING_SETUP_IOPOLL rings on the polled queues: many commands in flight
+# reaped by the ring's polling, a ring torn down and the controller
+# unbound with commands in flight (it rebinds the controller at the end)
+if [ "$p2pexpect" != refused ]; then
+	echo "<<<KTAP-BEGIN guest.client_polled_iopoll>>>"
+	p2puring-test --iopoll $N /dev/p2pbar0 "$NVME" || _any_failed=1
+	echo "<<<KTAP-END>>>"
+	hostd check dma-mark >/dev/null	# it read into host memory too
+	check_eq "IOPOLL rings: still no interrupt counted" "$(cat $STATS/irqs)" 0
+fi
 # A dma-buf p2pnvme read into keeps p2pnvme's fence in its reservation
 # object. Before 7.x the fence calls its ops for as long as it lives, so it
 # holds the module; 7.x detaches a signalled fence from its ops.

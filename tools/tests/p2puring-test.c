@@ -10,8 +10,13 @@
  *   p2puring-test --unbind /dev/p2pnvmeN /dev/p2pbarN BDF
  *	unbind the controller with commands in flight: every one is
  *	answered, the unbind returns
+ *   p2puring-test --iopoll /dev/p2pnvmeN /dev/p2pbarN BDF
+ *	the same on IORING_SETUP_IOPOLL rings, whose completions the kernel
+ *	reaps when the ring polls (polled controller or not): many commands
+ *	in flight, a ring torn down with I/O in flight, the unbind
  *   p2puring-test --polled /dev/p2pnvmeN /dev/p2pbarN
- *	exit 0 if the (polled) controller refuses with EOPNOTSUPP
+ *	exit 0 if the (polled) controller refuses a ring that does not poll
+ *	with EOPNOTSUPP
  *
  * The namespace is the bench's 64 MiB image of 512-byte LBAs; the host
  * compares the BAR's backing file (bar0) with the image (nvme0).
@@ -40,6 +45,28 @@
 #define NR	64		/* commands of each kind in flight at once */
 #define PLAN	24		/* cases of the main run */
 #define PLAN_UNBIND	7
+#define PLAN_IOPOLL	11
+
+#define RING_FLAGS	(IORING_SETUP_SQE128 | IORING_SETUP_CQE32)
+
+/* the kinds of ring the teardown and unbind cases run on */
+enum ring_kind { PLAIN, DEFER, IOPOLL };
+
+static const char *const kind_name[] = {
+	[PLAIN] = "plain ring", [DEFER] = "DEFER_TASKRUN ring", [IOPOLL] = "IOPOLL ring",
+};
+
+static unsigned int kind_flags(enum ring_kind kind)
+{
+	switch (kind) {
+	case DEFER:
+		return RING_FLAGS | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	case IOPOLL:
+		return RING_FLAGS | IORING_SETUP_IOPOLL;
+	default:
+		return RING_FLAGS;
+	}
+}
 
 struct p2pmem {
 	unsigned char *p;
@@ -279,10 +306,11 @@ static void many(struct io_uring *ring, int fd, int bar)
 /*
  * Requests in flight when the ring goes: closing it returns at once (the
  * kernel tears the ring down in the background). On a DEFER_TASKRUN ring
- * none is answered before that (this thread never asks): afterwards every
- * one is released and the controller holds no command, within the timeout.
+ * none is answered before that (this thread never asks), nor on an IOPOLL
+ * ring (nobody polls until the teardown does): afterwards every one is
+ * released and the controller holds no command, within the timeout.
  */
-static void teardown(const char *dev, int fd, int bar)
+static void teardown(const char *dev, int fd, int bar, enum ring_kind kind)
 {
 	struct io_uring ring;
 	long held, left;
@@ -290,8 +318,7 @@ static void teardown(const char *dev, int fd, int bar)
 	double t0;
 	int i, ret;
 
-	ret = io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
-				  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+	ret = io_uring_queue_init(256, &ring, kind_flags(kind));
 	if (!ret)
 		ret = p2pmem_get(bar, NR * CHUNK, &m);
 	if (ret) {
@@ -314,7 +341,8 @@ static void teardown(const char *dev, int fd, int bar)
 	printf("    # %d submitted, %ld requests unreleased at the close, %ld after %.3f s\n",
 	       ret, held, left, now() - t0);
 	tap(ret == 4 * NR && held > 0 && left == 0 && !inflight_now(dev),
-	    "a ring torn down with %d reads in flight: every request released", 4 * NR);
+	    "%s torn down with %d reads in flight: every request released", kind_name[kind],
+	    4 * NR);
 }
 
 struct unbinder {
@@ -343,20 +371,21 @@ static void *unbind_fn(void *arg)
  * does not before the unbind has returned: removal must release the
  * requests itself. Either way each is answered, the unbind returns.
  */
-static int unbind_case(const char *dev, int fd, int bar, const char *bdf, int defer)
+static int unbind_case(const char *dev, int fd, int bar, const char *bdf, enum ring_kind rk)
 {
 	static int res[4 * NR];
 	struct unbinder u = { .bdf = bdf };
-	const char *kind = defer ? "DEFER_TASKRUN ring" : "plain ring";
+	const char *kind = kind_name[rk];
+	int defer = rk == DEFER;
+	char what[96];
 	struct io_uring ring;
 	struct p2pmem m;
 	pthread_t t;
 	int i, ok = 0, gone = 0, other = 0, ret;
 	long held;
 
-	ret = io_uring_queue_init(512, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
-				  (defer ? IORING_SETUP_SINGLE_ISSUER |
-					   IORING_SETUP_DEFER_TASKRUN : 0));
+	memset(res, 0, sizeof(res));
+	ret = io_uring_queue_init(512, &ring, kind_flags(rk));
 	if (!ret)
 		ret = p2pmem_get(bar, NR * CHUNK, &m);
 	if (ret) {
@@ -391,12 +420,12 @@ static int unbind_case(const char *dev, int fd, int bar, const char *bdf, int de
 	tap(ret == 4 * NR && ok + gone == ret && !other,
 	    "%s: unbind with %d reads in flight: each answered, done or ENODEV/ECANCELED",
 	    kind, 4 * NR);
-	result(!u.err && u.took < 10, defer ? "DEFER_TASKRUN ring: the unbind returns" :
-	       "plain ring: the unbind returns", 0, u.err);
+	snprintf(what, sizeof(what), "%s: the unbind returns", kind);
+	result(!u.err && u.took < 10, what, 0, u.err);
 	ret = one(&ring, fd, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
 						     .op = P2PNVME_OP_FLUSH }, P2PNVME_URING_CMD_IO);
-	result(ret == -ENODEV, defer ? "DEFER_TASKRUN ring: a command after the unbind" :
-	       "plain ring: a command after the unbind", ENODEV, -ret);
+	snprintf(what, sizeof(what), "%s: a command after the unbind", kind);
+	result(ret == -ENODEV, what, ENODEV, -ret);
 	io_uring_queue_exit(&ring);
 	munmap(m.p, NR * CHUNK);
 	return 0;
@@ -410,8 +439,7 @@ static int polled(const char *dev)
 	void *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int fd = open(dev, O_RDWR | O_CLOEXEC), res;
 
-	if (fd < 0 || buf == MAP_FAILED ||
-	    io_uring_queue_init(4, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
+	if (fd < 0 || buf == MAP_FAILED || io_uring_queue_init(4, &ring, RING_FLAGS))
 		return 1;
 	io = rw(P2PNVME_OP_READ, 0, 4096, buf);
 	res = one(&ring, fd, &io, P2PNVME_URING_CMD_IO);
@@ -419,53 +447,72 @@ static int polled(const char *dev)
 	return res == -EOPNOTSUPP ? 0 : 1;
 }
 
+/* Bind the controller again (driver_override still names p2pnvme). */
+static int rebind(const char *dev, const char *bdf)
+{
+	int fd = open("/sys/bus/pci/drivers_probe", O_WRONLY), ret;
+
+	ret = fd < 0 || write(fd, bdf, strlen(bdf)) < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	fd = open(dev, O_RDWR | O_CLOEXEC);
+	result(!ret && fd >= 0, "p2pnvme takes the controller again", 0,
+	       ret ? ret : fd < 0 ? errno : 0);
+	return fd;
+}
+
 int main(int argc, char **argv)
 {
 	int unbind = argc > 1 && !strcmp(argv[1], "--unbind");
-	const char *name = unbind ? "client_uring_unbind" : "client_uring";
-	int plan = unbind ? PLAN_UNBIND : PLAN;
+	int iopoll = argc > 1 && !strcmp(argv[1], "--iopoll");
+	int opt = unbind || iopoll;
+	const char *name = unbind ? "client_uring_unbind" :
+			   iopoll ? "client_uring_iopoll" : "client_uring";
+	int plan = unbind ? PLAN_UNBIND : iopoll ? PLAN_IOPOLL : PLAN;
 	struct io_uring ring;
 	unsigned char *buf;
-	int fd, rofd, bar, i, ret;
+	int fd, rofd, bar;
 
 	if (argc == 4 && !strcmp(argv[1], "--polled"))
 		return polled(argv[2]);
 
-	if (argc != 3 + 2 * unbind) {
-		fprintf(stderr, "usage: p2puring-test [--unbind] /dev/p2pnvmeN /dev/p2pbarN%s\n",
-			unbind ? " BDF" : "");
+	if (argc != 3 + 2 * opt) {
+		fprintf(stderr, "usage: p2puring-test [--unbind | --iopoll] /dev/p2pnvmeN /dev/p2pbarN%s\n",
+			opt ? " BDF" : "");
 		return 2;
 	}
-	fd = open(argv[1 + unbind], O_RDWR | O_CLOEXEC);
-	rofd = open(argv[1 + unbind], O_RDONLY | O_CLOEXEC);
-	bar = open(argv[2 + unbind], O_RDWR | O_CLOEXEC);
+	fd = open(argv[1 + opt], O_RDWR | O_CLOEXEC);
+	rofd = open(argv[1 + opt], O_RDONLY | O_CLOEXEC);
+	bar = open(argv[2 + opt], O_RDWR | O_CLOEXEC);
 	buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..%d\n", name, plan);
 	if (fd < 0 || rofd < 0 || bar < 0 || buf == MAP_FAILED ||
-	    io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32)) {
+	    io_uring_queue_init(256, &ring, iopoll ? kind_flags(IOPOLL) : RING_FLAGS)) {
 		printf("    # setup: %s\n", strerror(errno));
 		printf("not ok 1 %s\n", name);
 		return 1;
 	}
 	if (unbind) {
-		unbind_case(argv[2], fd, bar, argv[4], 0);
-		/* bind the controller again (driver_override still names p2pnvme) */
+		unbind_case(argv[2], fd, bar, argv[4], PLAIN);
 		close(fd);
 		close(rofd);
-		i = open("/sys/bus/pci/drivers_probe", O_WRONLY);
-		ret = i < 0 || write(i, argv[4], strlen(argv[4])) < 0 ? errno : 0;
-		if (i >= 0)
-			close(i);
-		fd = open(argv[2], O_RDWR | O_CLOEXEC);
-		result(!ret && fd >= 0, "p2pnvme takes the controller again", 0,
-		       ret ? ret : fd < 0 ? errno : 0);
+		fd = rebind(argv[2], argv[4]);
 		if (fd >= 0)
-			unbind_case(argv[2], fd, bar, argv[4], 1);
+			unbind_case(argv[2], fd, bar, argv[4], DEFER);
+	} else if (iopoll) {
+		/* every completion below is reaped by this thread's polling */
+		many(&ring, fd, bar);
+		teardown(argv[2], fd, bar, IOPOLL);
+		io_uring_queue_exit(&ring);
+		unbind_case(argv[2], fd, bar, argv[4], IOPOLL);
+		close(fd);
+		close(rofd);
+		fd = rebind(argv[2], argv[4]);
 	} else {
 		many(&ring, fd, bar);
 		bad_sqes(&ring, fd, rofd, buf);
 		small_sqe(fd, buf);
-		teardown(argv[1], fd, bar);
+		teardown(argv[1], fd, bar, DEFER);
 	}
 	if (n != plan)
 		printf("    # ran %d cases, planned %d\n", n, plan);
