@@ -60,6 +60,9 @@ probe HAVE_IO_URING_CMD_DONE32 '#include <linux/io_uring/cmd.h>' \
 	'io_uring_cmd_done32(NULL, 0, 0, 0);'
 probe HAVE_IO_URING_CMD_FROM_TW '#include <linux/io_uring/cmd.h>' \
 	'struct io_tw_req t = {}; struct io_uring_cmd *c = io_uring_cmd_from_tw(t); (void)c;'
+# 7.x: the ring a command came from, as a handle
+probe HAVE_IO_URING_CMD_CTX_HANDLE '#include <linux/io_uring/cmd.h>' \
+	'void *h = io_uring_cmd_ctx_handle(NULL); (void)h;'
 probe HAVE_IO_URING_SQE128_CMD '#include <linux/io_uring/cmd.h>' \
 	'struct io_uring_cmd *c = NULL; const u64 *p = io_uring_sqe128_cmd(c->sqe, u64); (void)p;'
 

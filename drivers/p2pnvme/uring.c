@@ -58,6 +58,7 @@
  * @released: removal is done with it (c->async_lock)
  * @iopoll: from an IORING_SETUP_IOPOLL ring: its poller answers it, no task
  *	    work
+ * @ring: that ring, only compared (p2p_uring_cmd_ring())
  */
 struct p2pnvme_async {
 	struct p2pnvme_batch b;
@@ -73,6 +74,7 @@ struct p2pnvme_async {
 	bool taken;
 	bool released;
 	bool iopoll;
+	void *ring;
 };
 
 static struct p2pnvme_async **async_of(struct io_uring_cmd *ioucmd)
@@ -324,8 +326,42 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	a->ioucmd = ioucmd;
 	a->bytes = bytes;
 	a->iopoll = issue_flags & IO_URING_F_IOPOLL;
+	a->ring = p2p_uring_cmd_ring(ioucmd);
 	*async_of(ioucmd) = a;
 	return async_submit(a);
+}
+
+/*
+ * @a has ended: answer it and every other ended request of its IOPOLL ring,
+ * whose lock the caller holds, so that io_do_iopoll() collects them in one
+ * pass. Requests of other rings are left to their own pollers (answering
+ * recycles into the ring, under its lock). Nothing else answers these:
+ * their ring polls them only under that lock, and removal takes only what
+ * is still on the list.
+ */
+static void async_answer_ring(struct p2pnvme_async *a)
+{
+	struct p2pnvme *c = a->c;
+	struct p2pnvme_async *e, *tmp;
+	LIST_HEAD(ended);
+	bool found = false;
+
+	spin_lock_irq(&c->async_lock);
+	list_for_each_entry_safe(e, tmp, &c->async_list, link) {
+		if (e->ended && e->iopoll && e->ring == a->ring) {
+			found |= e == a;
+			list_move_tail(&e->link, &ended);
+		}
+	}
+	spin_unlock_irq(&c->async_lock);
+	list_for_each_entry_safe(e, tmp, &ended, link) {
+		async_release(e);
+		p2p_uring_cmd_done(e->ioucmd, e->io.result,
+				   P2PNVME_URING_RES2(e->io.path, e->io.status), 0);
+		kfree(e);
+	}
+	if (!found)	/* removal took it: wait for its release, then answer */
+		async_answer(a, 0);
 }
 
 /**
@@ -339,7 +375,8 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
  * submitter, its SQPOLL thread, or the ring's teardown), until the request
  * is answered. Reaps the request's queue (polled or not; a reset or removal
  * in progress is not waited for: they end the request themselves), and if
- * the request has ended, releases and answers it here.
+ * the request has ended, releases and answers it here, with every other
+ * request of the ring that has ended.
  *
  * Return: 1 if the request was answered, else 0.
  */
@@ -358,7 +395,7 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 	if (!READ_ONCE(a->ended))
 		return 0;
 	/* io_do_iopoll() holds the ring's lock: the answer may recycle in it */
-	async_answer(a, 0);
+	async_answer_ring(a);
 	return 1;
 }
 

@@ -158,6 +158,13 @@ static inline void p2p_uring_cmd_done(struct io_uring_cmd *ioucmd, s32 ret, u64 
 #define P2P_URING_TW_FLAGS	tw_flags
 #endif
 
+/* The ring (its context) a command came from, only ever compared. */
+#ifdef HAVE_IO_URING_CMD_CTX_HANDLE
+#define p2p_uring_cmd_ring(ioucmd)	io_uring_cmd_ctx_handle(ioucmd)
+#else
+#define p2p_uring_cmd_ring(ioucmd)	((void *)cmd_to_io_kiocb(ioucmd)->ctx)
+#endif
+
 #ifdef HAVE_IO_URING_SQE128_CMD
 #define p2p_uring_cmd_payload(ioucmd, type)	io_uring_sqe128_cmd((ioucmd)->sqe, type)
 #else
