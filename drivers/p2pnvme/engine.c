@@ -42,6 +42,7 @@ void p2pnvme_free(struct kref *kref)
 	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
 
 	pci_dev_put(c->pdev);
+	percpu_ref_exit(&c->io_ref);
 	free_percpu(c->pcpu);
 	kfree(c);
 }
@@ -463,8 +464,8 @@ static unsigned int queue_poll(struct p2pnvme_queue *q)
 
 /**
  * p2pnvme_queue_reap - reap a queue's completions from process context
- * @q: an I/O queue of a LIVE controller, entered with p2pnvme_io_enter()
- *     or with reset_lock held for read
+ * @q: an I/O queue of a LIVE controller, inside the I/O guard (a
+ *     reference on @q->c->io_ref)
  *
  * For io_uring's IOPOLL rings, polled controller or not.
  *
@@ -973,12 +974,15 @@ void p2pnvme_reset_work(struct work_struct *work)
 	pci_clear_master(c->pdev);
 	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
 
-	down_write(&c->reset_lock);	/* every I/O ioctl has returned */
+	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
+	down_write(&c->reset_lock);	/* and every reader of the queues */
 	spin_lock(&c->state_lock);
 	deleting = c->state != P2PNVME_RESETTING;	/* remove() takes over */
 	spin_unlock(&c->state_lock);
 	if (!ret && !deleting)
 		ret = p2pnvme_ctrl_enable(c);
+	/* before the state leaves RESETTING; remove() freezes it for good */
+	p2pnvme_io_thaw(c);
 	reset_finish(c, ret);
 	trace_p2pnvme_reset(c->pdev, true, ret);
 	if (ret)
@@ -1028,9 +1032,11 @@ int p2pnvme_error_resume(struct p2pnvme *c)
 {
 	int ret = -ENODEV;
 
-	down_write(&c->reset_lock);	/* every I/O ioctl has returned */
+	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
+	down_write(&c->reset_lock);	/* and every reader of the queues */
 	if (p2pnvme_state(c) == P2PNVME_RESETTING)
 		ret = p2pnvme_ctrl_enable(c);
+	p2pnvme_io_thaw(c);		/* before the state leaves RESETTING */
 	reset_finish(c, ret);
 	spin_lock(&c->state_lock);
 	c->pci_error = false;

@@ -4,17 +4,25 @@
  * requests and batches that userspace transfers become.
  *
  * Locking, outermost first:
- *   p2pnvme.reset_lock (rwsem)  I/O ioctls for read while their batch is
- *                                mapped and in flight (never while pinning
- *                                or waiting for user memory), io_uring
- *                                submissions while they map and queue; the
- *                                reset worker and remove() for write
+ *   p2pnvme.io_ref (percpu_ref) the I/O guard (p2pnvme_io_enter()): held by
+ *                                I/O ioctls while their batch is mapped and
+ *                                in flight (never while pinning or waiting
+ *                                for user memory), by io_uring submissions
+ *                                while they map and queue; the reset
+ *                                worker and remove() kill it and wait for
+ *                                it to drain (p2pnvme_io_freeze()). Lockdep
+ *                                sees it as @io_map: taken for read by the
+ *                                holders, for write by a freeze
+ *   p2pnvme.reset_lock (rwsem)  for read by those that look at the queues
+ *                                outside the I/O path (INFO, sysfs); for
+ *                                write by the reset worker and remove()
+ *                                after their freeze
  *   p2pnvme.reg_lock (mutex)    the registered buffers' list and mappings
- *                                (reg.c): inside reset_lock (read) when a
+ *                                (reg.c): inside the I/O guard when a
  *                                registration lists its buffer, outside
  *                                a dma-buf's reservation lock
- *   dma_resv (ww_mutex)         a dma-buf's reservation lock: inside
- *                                reset_lock (read) when a batch or a
+ *   dma_resv (ww_mutex)         a dma-buf's reservation lock: inside the
+ *                                I/O guard when a batch or a
  *                                registration maps one (a registration
  *                                may wait there for the exporter's fences,
  *                                up to io_timeout_ms); its holder may wait
@@ -38,6 +46,8 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/lockdep.h>
+#include <linux/percpu-refcount.h>
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/kref.h>
@@ -424,6 +434,9 @@ struct p2pnvme_queue {
  *	       the one whose interrupt the CPU takes
  * @adminq: the admin queue (polled)
  * @ioq: the I/O queues
+ * @io_ref: the I/O guard, see the top of the file
+ * @io_drained: completed by @io_ref's release: a freeze is over
+ * @io_map: lockdep's view of @io_ref
  * @reset_lock: see the top of the file
  * @state_lock: protects @state
  * @pci_error: PCI error recovery owns the controller, from error_detected
@@ -486,6 +499,9 @@ struct p2pnvme {
 	u16 *cpu_queue;
 	struct p2pnvme_queue adminq;
 	struct p2pnvme_queue *ioq;
+	struct percpu_ref io_ref;
+	struct completion io_drained;
+	struct lockdep_map io_map;
 	struct rw_semaphore reset_lock;
 	spinlock_t state_lock;	/* see above */
 	bool pci_error;
@@ -571,6 +587,8 @@ int p2pnvme_error_resume(struct p2pnvme *c);
 /* main.c */
 void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
 int p2pnvme_io_enter(struct p2pnvme *c);
+void p2pnvme_io_freeze(struct p2pnvme *c);
+void p2pnvme_io_thaw(struct p2pnvme *c);
 void p2pnvme_io_exit(struct p2pnvme *c);
 int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
 int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,

@@ -9,7 +9,7 @@
  * never holds up a reset or a removal:
  *   pin    no lock: pin the user pages, allocate and fill bounce pages
  *          when a bounce is asked for, look up and attach dma-bufs
- *   map    reset_lock held for read with the controller LIVE: DMA-map
+ *   map    inside the I/O guard with the controller LIVE: DMA-map
  *          (which decides P2P against bounce: the kernel's verdict, cached
  *          per provider and client), check, submit, wait, unmap
  * then, unlocked again, copy bounced reads out and unpin. Bounce writes are
@@ -269,7 +269,7 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 	return req_table(c, r, r->pages, r->nr, offset_in_page(io->addr));
 }
 
-/* ---- phase 2: map (reset_lock held for read) -------------------------- */
+/* ---- phase 2: map (inside the I/O guard) ------------------------------ */
 
 /*
  * Can the commands of @r be described with PRPs (or SGLs) at all? Each
@@ -541,7 +541,7 @@ static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
 
 /**
  * p2pnvme_run_batch - prepare, submit and wait for a batch of requests
- * @c: the controller (no lock held: this takes reset_lock itself)
+ * @c: the controller (no lock held: this enters the I/O guard itself)
  * @f: the file they came through (its registered buffers)
  * @ios: requests, checked with p2pnvme_check_io(); @result, @path and
  *	 @status of each are written

@@ -111,6 +111,7 @@ static dev_t p2pnvme_devt;
 static struct cdev p2pnvme_cdev;
 static struct class *p2pnvme_class;
 static struct dentry *p2pnvme_debugfs;
+static struct lock_class_key p2pnvme_io_key;
 /* minor -> controller; the xa_lock pairs open() with remove() */
 static DEFINE_XARRAY_ALLOC(p2pnvme_minors);
 
@@ -273,8 +274,10 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
  * p2pnvme_io_enter - enter the I/O path
  * @c: the controller
  *
- * Holds reset_lock for read with the controller LIVE on success; the
+ * Holds the I/O guard (@c->io_ref) with the controller LIVE on success; the
  * caller leaves with p2pnvme_io_exit(). A reset in progress is waited out.
+ * A per-CPU reference, not a shared lock: the reset worker and remove()
+ * kill it and wait for every holder (p2pnvme_io_freeze()).
  *
  * Return: 0, -ENODEV (the controller is going away or dead) or -EINTR.
  */
@@ -283,12 +286,18 @@ int p2pnvme_io_enter(struct p2pnvme *c)
 	int ret;
 
 	for (;;) {
-		down_read(&c->reset_lock);
-		if (p2pnvme_state(c) == P2PNVME_LIVE)
-			return 0;
-		up_read(&c->reset_lock);
+		/* a reference first, then the state: a freeze waits for us */
+		if (percpu_ref_tryget_live(&c->io_ref)) {
+			if (p2pnvme_state(c) == P2PNVME_LIVE) {
+				/* not recursive: entering inside the guard may wait for a reset */
+				rwsem_acquire_read(&c->io_map, 0, 0, _RET_IP_);
+				return 0;
+			}
+			percpu_ref_put(&c->io_ref);
+		}
 		if (p2pnvme_state(c) >= P2PNVME_DELETING)
 			return -ENODEV;
+		/* the freeze revives the guard before the state leaves RESETTING */
 		ret = wait_event_interruptible(c->wq, p2pnvme_state(c) != P2PNVME_RESETTING);
 		if (ret)
 			return ret;
@@ -301,7 +310,48 @@ int p2pnvme_io_enter(struct p2pnvme *c)
  */
 void p2pnvme_io_exit(struct p2pnvme *c)
 {
-	up_read(&c->reset_lock);
+	rwsem_release(&c->io_map, _RET_IP_);
+	percpu_ref_put(&c->io_ref);
+}
+
+/*
+ * The last holder left a killed guard: possibly from an RCU callback that
+ * holds no reference on @c, so the completion is the last thing touched;
+ * the freeze that waits for it may free @c right after.
+ */
+static void p2pnvme_io_ref_zero(struct percpu_ref *ref)
+{
+	struct p2pnvme *c = container_of(ref, struct p2pnvme, io_ref);
+
+	complete(&c->io_drained);
+}
+
+/**
+ * p2pnvme_io_freeze - wait until nobody is inside the I/O guard
+ * @c: the controller, not LIVE any more (RESETTING, DELETING or DEAD), so
+ *     that whoever enters from now on leaves again at once
+ *
+ * Kills the guard's reference and waits for every holder to leave (each
+ * I/O ioctl's batch is over or cancelled, each io_uring submission has
+ * queued its commands). p2pnvme_io_thaw() revives it. Sleeps.
+ */
+void p2pnvme_io_freeze(struct p2pnvme *c)
+{
+	/* lockdep: a freeze inside the guard, or under what a holder waits for */
+	rwsem_acquire(&c->io_map, 0, 0, _THIS_IP_);
+	rwsem_release(&c->io_map, _THIS_IP_);
+	reinit_completion(&c->io_drained);
+	percpu_ref_kill(&c->io_ref);
+	wait_for_completion(&c->io_drained);
+}
+
+/**
+ * p2pnvme_io_thaw - let the I/O path in again after p2pnvme_io_freeze()
+ * @c: the controller; called before its state leaves RESETTING
+ */
+void p2pnvme_io_thaw(struct p2pnvme *c)
+{
+	percpu_ref_resurrect(&c->io_ref);
 }
 
 /*
@@ -823,10 +873,18 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		kfree(c);
 		return -ENOMEM;
 	}
+	if (percpu_ref_init(&c->io_ref, p2pnvme_io_ref_zero, PERCPU_REF_ALLOW_REINIT,
+			    GFP_KERNEL)) {
+		free_percpu(c->pcpu);
+		kfree(c);
+		return -ENOMEM;
+	}
 	mutex_init(&c->stats_lock);
 	kref_init(&c->kref);
 	c->pdev = pci_dev_get(pdev);
 	init_rwsem(&c->reset_lock);
+	init_completion(&c->io_drained);
+	lockdep_init_map(&c->io_map, "p2pnvme_io", &p2pnvme_io_key, 0);
 	spin_lock_init(&c->state_lock);
 	mutex_init(&c->pt_lock);
 	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
@@ -953,7 +1011,8 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 		p2pnvme_quiesce(c);
 
 	/* every I/O ioctl has returned; later ones on open files see DEAD */
-	down_write(&c->reset_lock);
+	p2pnvme_io_freeze(c);
+	down_write(&c->reset_lock);	/* and every reader of the queues */
 	c->state = P2PNVME_DEAD;
 	up_write(&c->reset_lock);
 	/*

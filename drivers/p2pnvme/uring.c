@@ -334,8 +334,10 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 /*
  * @a has ended: answer it and every other ended request of its IOPOLL ring,
  * whose lock the caller holds, so that io_do_iopoll() collects them in one
- * pass. Requests of other rings are left to their own pollers (answering
- * recycles into the ring, under its lock). Nothing else answers these:
+ * pass. Requests of other rings are left to their own pollers (the answer
+ * puts the command's state into its ring's cache, under that ring's lock).
+ * The scan is of every request in flight, once per answering poll, not
+ * per poll. Nothing else answers these:
  * their ring polls them only under that lock, and removal takes only what
  * is still on the list.
  */
@@ -387,10 +389,10 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 	struct p2pnvme *c = a->c;
 
 	/* the queue lives while the controller is LIVE under the guard */
-	if (!READ_ONCE(a->ended) && down_read_trylock(&c->reset_lock)) {
+	if (!READ_ONCE(a->ended) && percpu_ref_tryget_live(&c->io_ref)) {
 		if (p2pnvme_state(c) == P2PNVME_LIVE)
 			p2pnvme_queue_reap(a->r.q);
-		up_read(&c->reset_lock);
+		percpu_ref_put(&c->io_ref);
 	}
 	if (!READ_ONCE(a->ended))
 		return 0;
