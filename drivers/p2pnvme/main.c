@@ -482,6 +482,7 @@ static long ioc_admin_passthru(struct p2pnvme *c, unsigned long uarg)
 	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
 	struct nvme_passthru_cmd pt;
 	struct nvme_command cmd = {};
+	void *data = NULL;
 	u32 result = 0;
 	u16 status = 0;
 	long ret;
@@ -510,17 +511,29 @@ static long ioc_admin_passthru(struct p2pnvme *c, unsigned long uarg)
 	if (pt.data_len > P2PNVME_CTRL_PAGE)
 		cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
 
+	/*
+	 * The copy-out faults outside the guard: a user buffer stuck in a
+	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
+	 */
+	if (pt.data_len) {
+		data = kmalloc(pt.data_len, GFP_KERNEL);
+		if (!data)
+			return -ENOMEM;
+	}
 	ret = p2pnvme_io_enter(c);
 	if (ret)
-		return ret;
+		goto out_free;
 	mutex_lock(&c->pt_lock);
 	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
 	ret = p2pnvme_admin_exec_status(c, &cmd, &result, &status);
-	if (!ret && pt.data_len &&
-	    copy_to_user(u64_to_user_ptr(pt.addr), c->pt_buf, pt.data_len))
-		ret = -EFAULT;
+	if (!ret && data)
+		memcpy(data, c->pt_buf, pt.data_len);
 	mutex_unlock(&c->pt_lock);
 	p2pnvme_io_exit(c);
+	if (!ret && data && copy_to_user(u64_to_user_ptr(pt.addr), data, pt.data_len))
+		ret = -EFAULT;
+out_free:
+	kfree(data);
 	if (ret == -EIO)
 		ret = status;	/* the controller's answer, not an errno */
 	if (ret >= 0 && put_user(result, &up->result))

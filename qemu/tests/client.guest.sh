@@ -430,6 +430,12 @@ echo "<<<KTAP-BEGIN guest.client_stuck_unbind>>>"
 p2pnvme-test --stuck-unbind $N "$NVME" || _any_failed=1
 echo "<<<KTAP-END>>>"
 check "p2pnvme is unbound from nvme0 (orderly shutdown)" test ! -e "/sys/bus/pci/devices/$NVME/driver"
+# ... and while the admin passthrough's copy-out is stuck in one
+check "p2pnvme takes nvme0 for the admin passthrough's stuck copy-out" bind p2pnvme "$NVME"
+echo "<<<KTAP-BEGIN guest.client_stuck_unbind_admin>>>"
+p2pnvme-test --stuck-unbind-admin $N "$NVME" || _any_failed=1
+echo "<<<KTAP-END>>>"
+check "p2pnvme is unbound from nvme0 again" test ! -e "/sys/bus/pci/devices/$NVME/driver"
 [ -n "$NVME1" ] && bind nvme "$NVME1"
 check "nvme-pci takes the controller back" bind nvme "$NVME"
 check "rmmod p2pnvme" rmmod p2pnvme

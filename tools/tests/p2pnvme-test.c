@@ -6,9 +6,11 @@
  *
  *   p2pnvme-test /dev/p2pnvmeN
  *   p2pnvme-test --stuck-unbind /dev/p2pnvmeN BDF
- *   p2pnvme-test --admin /dev/p2pnvmeN     the admin passthrough's table
  *	unbind the controller while an I/O ioctl's buffer is stuck in a
  *	userfaultfd fault: the unbind must not wait for the fault
+ *   p2pnvme-test --stuck-unbind-admin /dev/p2pnvmeN BDF
+ *	the same with the admin passthrough's copy-out (Identify) stuck
+ *   p2pnvme-test --admin /dev/p2pnvmeN     the admin passthrough's table
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -82,7 +84,7 @@ static double now(void)
 }
 
 struct stuck {
-	int fd, ret;
+	int fd, ret, admin;
 	void *buf;
 };
 
@@ -91,8 +93,14 @@ static void *stuck_io(void *arg)
 	struct stuck *st = arg;
 	struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = 4096,
 				 .addr = (uintptr_t)st->buf };
+	/* Identify Controller: the copy of its 4 KiB to the user faults */
+	struct nvme_admin_cmd id = { .opcode = 0x06, .cdw10 = 1, .data_len = 4096,
+				     .addr = (uintptr_t)st->buf };
 
-	st->ret = ioctl(st->fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	if (st->admin)
+		st->ret = ioctl(st->fd, NVME_IOCTL_ADMIN_CMD, &id) ? errno : 0;
+	else
+		st->ret = ioctl(st->fd, P2PNVME_IOC_IO, &io) ? errno : 0;
 	return NULL;
 }
 
@@ -102,13 +110,17 @@ static void *stuck_io(void *arg)
  * finish at once (it used to wait for the fault, with reset_lock held for
  * read by the ioctl); the fault is resolved after 10 s either way, so the
  * old behaviour shows as a 10 s unbind instead of a hang. The ioctl then
- * finds the controller gone: ENODEV.
+ * finds the controller gone: ENODEV. With @admin, an Identify through the
+ * admin passthrough whose copy-out faults (it used to copy inside the I/O
+ * guard): the command was done before the unbind, so once the fault is
+ * resolved the ioctl succeeds with the controller's data.
  */
-static int stuck_unbind(const char *dev, const char *bdf)
+static int stuck_unbind(const char *dev, const char *bdf, int admin)
 {
+	const char *name = admin ? "client_stuck_unbind_admin" : "client_stuck_unbind";
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	struct stuck st = { .ret = -1 };
+	struct stuck st = { .ret = -1, .admin = admin };
 	struct uffd_msg msg;
 	struct pollfd pfd;
 	char path[256];
@@ -116,7 +128,7 @@ static int stuck_unbind(const char *dev, const char *bdf)
 	pthread_t t;
 	int uffd, ufd, ok;
 
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_stuck_unbind\n    1..4\n");
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..4\n", name);
 	st.fd = open(dev, O_RDWR);
 	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
 	st.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -130,7 +142,8 @@ static int stuck_unbind(const char *dev, const char *bdf)
 	pthread_create(&t, NULL, stuck_io, &st);
 	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
 	ok = poll(&pfd, 1, 10000) == 1 && read(uffd, &msg, sizeof(msg)) == sizeof(msg);
-	result(ok, "the I/O ioctl's buffer is stuck in a fault", 0, ok ? 0 : ETIMEDOUT);
+	result(ok, admin ? "the admin passthrough's copy-out is stuck in a fault" :
+	       "the I/O ioctl's buffer is stuck in a fault", 0, ok ? 0 : ETIMEDOUT);
 
 	/* unbind from a second thread's view: this one resolves after 10 s */
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
@@ -157,11 +170,22 @@ static int stuck_unbind(const char *dev, const char *bdf)
 		ioctl(uffd, UFFDIO_ZEROPAGE, &zp);	/* the new code: resolve now */
 	}
 	pthread_join(t, NULL);
-	result(st.ret == ENODEV, "the stuck ioctl then finds the controller gone", ENODEV, st.ret);
+	if (admin) {
+		/* Identify Controller starts with the PCI vendor: QEMU's 1b36 */
+		uint16_t vid = *(uint16_t *)st.buf;
+
+		printf("    # Identify's VID %#x\n", vid);
+		result(!st.ret && vid == 0x1b36,
+		       "the stuck Identify then completes with the controller's data", 0,
+		       st.ret ? st.ret : vid == 0x1b36 ? 0 : EIO);
+	} else {
+		result(st.ret == ENODEV, "the stuck ioctl then finds the controller gone", ENODEV,
+		       st.ret);
+	}
 	ok = ioctl(st.fd, P2PNVME_IOC_IO, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
 		   .op = P2PNVME_OP_FLUSH }) ? errno : 0;
 	result(ok == ENODEV, "later I/O on the open file: ENODEV", ENODEV, ok);
-	printf("%s 1 client_stuck_unbind\n", failed ? "not ok" : "ok");
+	printf("%s 1 %s\n", failed ? "not ok" : "ok", name);
 	return !!failed;
 }
 
@@ -268,7 +292,9 @@ int main(int argc, char **argv)
 	uint64_t nlb, lba;
 
 	if (argc == 4 && !strcmp(argv[1], "--stuck-unbind"))
-		return stuck_unbind(argv[2], argv[3]);
+		return stuck_unbind(argv[2], argv[3], 0);
+	if (argc == 4 && !strcmp(argv[1], "--stuck-unbind-admin"))
+		return stuck_unbind(argv[2], argv[3], 1);
 	if (argc == 3 && !strcmp(argv[1], "--admin"))
 		return admin_passthru(argv[2]);
 	if (argc != 2)
