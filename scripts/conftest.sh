@@ -66,6 +66,10 @@ probe HAVE_IO_URING_CMD_CTX_HANDLE '#include <linux/io_uring/cmd.h>' \
 probe HAVE_IO_URING_SQE128_CMD '#include <linux/io_uring/cmd.h>' \
 	'struct io_uring_cmd *c = NULL; const u64 *p = io_uring_sqe128_cmd(c->sqe, u64); (void)p;'
 
+# 6.7+: a reference on a file that may be in its last fput
+probe HAVE_GET_FILE_ACTIVE '#include <linux/fs.h>' \
+	'struct file *f = NULL; f = get_file_active(&f); (void)f;'
+
 probe HAVE_PCIM_REQUEST_REGION '#include <linux/pci.h>' \
 	'int r = pcim_request_region(NULL, 0, "x"); (void)r;'
 

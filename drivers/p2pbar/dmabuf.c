@@ -484,11 +484,20 @@ static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 	bool busy, abandoned = false;
 	long left;
 
+	/*
+	 * A reference on the dma-buf's file: its last fput() may be under
+	 * way, which puts the inode (the mapping zapped below) before the
+	 * dma-buf's release waits for this callback. Then nothing maps or
+	 * imports it any more, and the release frees the memory.
+	 */
 	mutex_lock(&d->lock);
 	dmabuf = d->dmabuf;
+	if (dmabuf && !p2p_get_file_active(&dmabuf->file))
+		dmabuf = NULL;
 	mutex_unlock(&d->lock);
+	/* the export failed (its error path frees mem), or the release runs */
 	if (!dmabuf)
-		return;		/* the export failed; its error path frees mem */
+		return;
 
 	dma_resv_lock(dmabuf->resv, NULL);
 	WRITE_ONCE(d->revoked, true);
@@ -525,11 +534,13 @@ static void p2pbar_dmabuf_revoke(struct p2pbar_mem *mem, void *priv)
 	if (abandoned) {
 		/* an unmap, or the poll, frees it once it is idle */
 		queue_delayed_work(p2pbar_wq, &d->free_work, HZ / 10);
-		return;
+	} else {
+		mem = p2pbar_dmabuf_take_mem(d);
+		if (mem)
+			p2pbar_free(mem);
 	}
-	mem = p2pbar_dmabuf_take_mem(d);
-	if (mem)
-		p2pbar_free(mem);
+	/* from a kthread a last reference is released later, by another worker */
+	fput(dmabuf->file);
 }
 
 static void p2pbar_dmabuf_user_release(void *priv)

@@ -126,6 +126,20 @@ static inline bool p2p_dma_buf_attach_revocable(struct dma_buf_attachment *attac
 #define P2P_IMPORT_NS(ns)	MODULE_INFO(import_ns, ns)
 
 /*
+ * A reference on a file whose struct is known to stay allocated (its
+ * release waits for the caller) but whose last fput() may be under way:
+ * the file, or NULL.
+ */
+#ifdef HAVE_GET_FILE_ACTIVE
+#define p2p_get_file_active(f)	get_file_active(f)
+#else
+static inline struct file *p2p_get_file_active(struct file **f)
+{
+	return atomic_long_inc_not_zero(&(*f)->f_count) ? *f : NULL;
+}
+#endif
+
+/*
  * io_uring passthrough: compiled in where the kernel has io_uring and the
  * command interface of 6.6+; the reply is a 32-byte CQE's res and res2.
  */
