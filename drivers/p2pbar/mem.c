@@ -377,9 +377,9 @@ static void p2pbar_mem_ops_done(struct p2pbar_mem *mem)
  * The user must have stopped all DMA to @mem. May be called from any
  * context that may sleep: the revoke callback, a work item the callback
  * flushes, a thread holding a lock the callback takes. It never waits for
- * the revoke callback, so it cannot deadlock with it; the callback is not
- * called any more once p2pbar_free() has begun, but one already running
- * in another thread may still be running when it returns. What the
+ * the revoke callback, so it cannot deadlock with it; a callback the
+ * revocation had already picked (running in another thread, or about to
+ * start) may still run when it returns. What the
  * callback uses (@priv of p2pbar_alloc()) is the user's until
  * @ops->release: see struct p2pbar_user_ops. Sleeps.
  */

@@ -24,11 +24,12 @@ struct p2pbar_mem;
  *	    p2pbar_free() on it, from this callback or soon after (another
  *	    thread or a work item, which the callback may flush: p2pbar_free()
  *	    never waits for the callback). Called without provider locks
- *	    held, in process context, at most once per allocation, and not
- *	    any more once p2pbar_free() has begun; one that began may run
- *	    on while another thread frees @mem, so the user frees it once
- *	    (taken under its own lock, as the dma-buf exporter does);
- *	    mandatory.
+ *	    held, in process context, at most once per allocation; not for
+ *	    an allocation p2pbar_free() had marked freed when the revocation
+ *	    got to it, but the revocation may pick it just before: the
+ *	    callback may then run while, or begin just after, another
+ *	    thread frees @mem. So the user frees it once (taken under its
+ *	    own lock, as the dma-buf exporter does); mandatory.
  * @release: optional. p2pbar is done with @priv: p2pbar_free() was called
  *	     and no revoke callback runs or will run. Called once, from
  *	     p2pbar_free() or, if the callback still ran then, from the
