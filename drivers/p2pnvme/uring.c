@@ -337,9 +337,8 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
  * pass. Requests of other rings are left to their own pollers (the answer
  * puts the command's state into its ring's cache, under that ring's lock).
  * The scan is of every request in flight, once per answering poll, not
- * per poll. Nothing else answers these:
- * their ring polls them only under that lock, and removal takes only what
- * is still on the list.
+ * per poll. Nothing else answers these: their ring polls them only under
+ * that lock, and removal takes only what is still on the list.
  */
 static void async_answer_ring(struct p2pnvme_async *a)
 {
@@ -396,7 +395,7 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 	}
 	if (!READ_ONCE(a->ended))
 		return 0;
-	/* io_do_iopoll() holds the ring's lock: the answer may recycle in it */
+	/* io_do_iopoll() holds the ring's lock, which the answers need */
 	async_answer_ring(a);
 	return 1;
 }
