@@ -13,7 +13,8 @@
  *   p2puring-test --iopoll /dev/p2pnvmeN /dev/p2pbarN BDF
  *	the same on IORING_SETUP_IOPOLL rings, whose completions the kernel
  *	reaps when the ring polls (polled controller or not): many commands
- *	in flight, a ring torn down with I/O in flight, the unbind
+ *	in flight, a ring torn down with I/O in flight, the unbind; and the
+ *	unbind with commands in flight on every queue (a ring per CPU)
  *   p2puring-test --polled /dev/p2pnvmeN /dev/p2pbarN
  *	exit 0 if the (polled) controller refuses a ring that does not poll
  *	with EOPNOTSUPP
@@ -26,6 +27,7 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +47,9 @@
 #define NR	64		/* commands of each kind in flight at once */
 #define PLAN	24		/* cases of the main run */
 #define PLAN_UNBIND	7
-#define PLAN_IOPOLL	11
+#define PLAN_IOPOLL	15
+#define MAX_CPUS	16
+#define CPU_NR		32	/* reads per CPU: below the bench's depth of 64 */
 
 #define RING_FLAGS	(IORING_SETUP_SQE128 | IORING_SETUP_CQE32)
 
@@ -457,6 +461,156 @@ static int polled(const char *dev)
 	return res == -EOPNOTSUPP ? 0 : 1;
 }
 
+/* One submitter per CPU, for unbind_every_queue(). */
+struct cpu_sub {
+	pthread_t t;
+	int cpu, fd, bar, submitted, ok, gone, other, err;
+	pthread_barrier_t *ready, *go;
+};
+
+/*
+ * On CPU @s->cpu (so on its queue): NR reads on an IOPOLL ring of its own,
+ * submitted without polling; once the unbind has begun, reap them all.
+ */
+static void *cpu_sub_fn(void *arg)
+{
+	struct cpu_sub *s = arg;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	struct p2pmem m;
+	cpu_set_t set;
+	int i, up = 0;
+
+	CPU_ZERO(&set);
+	CPU_SET(s->cpu, &set);
+	s->err = sched_setaffinity(0, sizeof(set), &set) ? errno : 0;
+	if (!s->err) {
+		s->err = -io_uring_queue_init(2 * CPU_NR, &ring, kind_flags(IOPOLL));
+		up = !s->err;
+	}
+	if (!s->err)
+		s->err = -p2pmem_get(s->bar, NR * CHUNK, &m);
+	if (!s->err) {
+		for (i = 0; i < CPU_NR; i++) {
+			struct p2pnvme_io io = rw(P2PNVME_OP_READ, i * (CHUNK / 512), CHUNK,
+						  m.p + i * CHUNK);
+
+			prep(io_uring_get_sqe(&ring), s->fd, &io, i);
+		}
+		/* no GETEVENTS: nothing is reaped before the unbind */
+		io_uring_smp_store_release(ring.sq.ktail, ring.sq.sqe_tail);
+		s->submitted = io_uring_enter(ring.ring_fd, CPU_NR, 0, 0, NULL);
+	}
+	pthread_barrier_wait(s->ready);
+	pthread_barrier_wait(s->go);	/* the unbind has begun */
+	for (i = 0; i < s->submitted; i++) {
+		if (io_uring_wait_cqe(&ring, &cqe)) {
+			s->other++;
+			break;
+		}
+		if (!cqe->res)
+			s->ok++;
+		else if (cqe->res == -ENODEV || cqe->res == -ECANCELED)
+			s->gone++;
+		else
+			s->other++;
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	if (up)
+		io_uring_queue_exit(&ring);
+	if (!s->err)
+		munmap(m.p, NR * CHUNK);
+	return NULL;
+}
+
+/*
+ * Each I/O queue's SQ tail, from debugfs (qid depth vector sq_tail ...);
+ * the number of queues, or 0.
+ */
+static int sq_tails(const char *bdf, long *tail, long *depth)
+{
+	char path[128], line[256];
+	long qid, d, vec, t;
+	int nq = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/queues", bdf);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%ld %ld %ld %ld", &qid, &d, &vec, &t) != 4 || !qid ||
+		    nq == MAX_CPUS)
+			continue;
+		depth[nq] = d;
+		tail[nq++] = t;
+	}
+	if (f)
+		fclose(f);
+	return nq;
+}
+
+/*
+ * Controller removal with commands in flight on every queue: a thread per
+ * CPU (CPU i submits to queue i modulo their number) queues CPU_NR reads on
+ * an IOPOLL ring and polls only once the unbind has begun, so at the
+ * unbind every read is unanswered (a poll or removal answers an IOPOLL
+ * request, nothing else; the watchdog may have reaped some at the
+ * controller) and every queue's SQ tail has moved. Each read is answered,
+ * the unbind returns.
+ */
+static void unbind_every_queue(const char *dev, int fd, int bar, const char *bdf)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), t0[MAX_CPUS], t1[MAX_CPUS], depth[MAX_CPUS];
+	struct cpu_sub sub[MAX_CPUS] = {};
+	struct unbinder u = { .bdf = bdf };
+	int i, nq, moved = 0, subs = 0, ok = 0, gone = 0, other = 0, err = 0;
+	pthread_barrier_t ready, go;
+	long held, sum = 0;
+	pthread_t t;
+
+	cpus = cpus < 1 ? 1 : cpus > MAX_CPUS ? MAX_CPUS : cpus;
+	nq = sq_tails(bdf, t0, depth);
+	pthread_barrier_init(&ready, NULL, cpus + 1);
+	pthread_barrier_init(&go, NULL, cpus + 1);
+	for (i = 0; i < cpus; i++) {
+		sub[i] = (struct cpu_sub){ .cpu = i, .fd = fd, .bar = bar, .ready = &ready,
+					   .go = &go };
+		pthread_create(&sub[i].t, NULL, cpu_sub_fn, &sub[i]);
+	}
+	pthread_barrier_wait(&ready);
+	held = unreleased(dev);
+	printf("    # %ld CPUs, %d queues; submitted per queue:", cpus, nq);
+	for (i = 0; nq == sq_tails(bdf, t1, depth) && i < nq; i++) {
+		long d = (t1[i] - t0[i] + depth[i]) % depth[i];
+
+		printf(" %ld", d);
+		moved += d > 0;
+		sum += d;
+	}
+	printf("; %ld requests unanswered\n", held);
+	pthread_create(&t, NULL, unbind_fn, &u);
+	pthread_barrier_wait(&go);
+	for (i = 0; i < cpus; i++) {
+		pthread_join(sub[i].t, NULL);
+		err = err ? err : sub[i].err;
+		subs += sub[i].submitted;
+		ok += sub[i].ok;
+		gone += sub[i].gone;
+		other += sub[i].other;
+	}
+	pthread_join(t, NULL);
+	tap(nq > 0 && moved == (nq < cpus ? nq : cpus) && sum == cpus * CPU_NR && held == cpus * CPU_NR,
+	    "IOPOLL rings: %ld reads unanswered on every queue when the unbind began",
+	    cpus * CPU_NR);
+	printf("    # %d submitted, %d done, %d ENODEV/ECANCELED, unbind took %.2f s\n", subs, ok,
+	       gone, u.took);
+	tap(!err && subs == cpus * CPU_NR && ok + gone == subs && !other,
+	    "IOPOLL rings: unbind with %d reads in flight from each of %ld CPUs: each answered",
+	    CPU_NR, cpus);
+	result(!u.err && u.took < 10, "IOPOLL rings on every queue: the unbind returns", 0, u.err);
+	pthread_barrier_destroy(&ready);
+	pthread_barrier_destroy(&go);
+}
+
 /* Bind the controller again (driver_override still names p2pnvme). */
 static int rebind(const char *dev, const char *bdf)
 {
@@ -518,6 +672,11 @@ int main(int argc, char **argv)
 		close(fd);
 		close(rofd);
 		fd = rebind(argv[2], argv[4]);
+		if (fd >= 0) {
+			unbind_every_queue(argv[2], fd, bar, argv[4]);
+			close(fd);
+			fd = rebind(argv[2], argv[4]);
+		}
 	} else {
 		many(&ring, fd, bar);
 		bad_sqes(&ring, fd, rofd, buf);
