@@ -231,7 +231,7 @@ static void revoke_frees_from_flushed_work(struct kunit *test)
 	struct flusher *f;
 	int i;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);	/* not kunit's: may outlive the case */
+	f = kzalloc_obj(*f, GFP_KERNEL);	/* not kunit's: may outlive the case */
 	KUNIT_ASSERT_NOT_NULL(test, f);
 	INIT_WORK(&f->free_work, flusher_free_fn);
 	init_completion(&f->callback_done);

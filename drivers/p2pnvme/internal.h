@@ -46,15 +46,15 @@
 
 #include <linux/atomic.h>
 #include <linux/completion.h>
-#include <linux/lockdep.h>
-#include <linux/percpu-refcount.h>
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/kref.h>
+#include <linux/lockdep.h>
 #include <linux/list.h>
 #include <asm/local64.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/percpu-refcount.h>
 #include <linux/nvme.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
