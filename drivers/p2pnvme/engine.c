@@ -229,22 +229,24 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 	q->depth = depth;
 	q->vector = -1;
 	q->stopped = true;
-	spin_lock_init(&q->lock);
+	spin_lock_init(&q->sq_lock);
+	spin_lock_init(&q->cq_lock);
 	q->sq = dmam_alloc_coherent(dev, depth * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
 	q->cq = dmam_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
-	q->cmds = devm_kcalloc(dev, depth, sizeof(*q->cmds), GFP_KERNEL);
-	if (!q->sq || !q->cq || !q->cmds)
+	q->cmds = devm_kcalloc(dev, depth - 1, sizeof(*q->cmds), GFP_KERNEL);
+	q->slot_map = devm_bitmap_zalloc(dev, depth - 1, GFP_KERNEL);
+	if (!q->sq || !q->cq || !q->cmds || !q->slot_map)
 		return -ENOMEM;
 	/*
 	 * One list page per slot, in chunks: a deep queue's lists (4 MiB at
 	 * 1024 entries) need no large physically contiguous allocation.
 	 * Admin commands carry at most PRP1: no lists.
 	 */
-	for (i = 0; qid && i < depth; i++) {
+	for (i = 0; qid && i < depth - 1; i++) {
 		unsigned int k = i % P2PNVME_LIST_CHUNK;
 
 		if (!k) {
-			size_t n = min_t(unsigned int, depth - i, P2PNVME_LIST_CHUNK);
+			size_t n = min_t(unsigned int, depth - 1 - i, P2PNVME_LIST_CHUNK);
 
 			lists = dmam_alloc_coherent(dev, n * P2PNVME_LIST_SIZE, &lists_dma,
 						    GFP_KERNEL);
@@ -259,20 +261,48 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 	return 0;
 }
 
+/*
+ * Become @q's only reaper outside its interrupt handler, which reaps without
+ * a lock: keep the handler off (it finishes a run in progress first, as
+ * nvme_poll_irqdisable() does), then exclude the other process-context
+ * reapers. Process context; no queue lock held (the handler may be
+ * spinning on async_lock or a wait queue lock meanwhile, so neither is
+ * held either).
+ */
+static void cq_lock(struct p2pnvme_queue *q)
+	__acquires(&q->cq_lock)
+{
+	might_sleep();
+	if (q->vector >= 0)
+		disable_irq(pci_irq_vector(q->c->pdev, q->vector));
+	spin_lock(&q->cq_lock);
+}
+
+static void cq_unlock(struct p2pnvme_queue *q)
+	__releases(&q->cq_lock)
+{
+	spin_unlock(&q->cq_lock);
+	if (q->vector >= 0)
+		enable_irq(pci_irq_vector(q->c->pdev, q->vector));
+}
+
 /* Fresh rings for a (re)created queue, open for submissions. */
 static void queue_start(struct p2pnvme_queue *q)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&q->lock, flags);
-	WARN_ON_ONCE(q->inflight);
-	q->sq_tail = 0;
-	q->sq_db_tail = 0;
+	cq_lock(q);
+	/* a submitter may hold a slot it has not published yet: it may go on */
+	WARN_ON_ONCE(p2pnvme_queue_inflight(q));
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	memset(q->cq, 0, q->depth * sizeof(*q->cq));
-	q->stopped = false;
-	spin_unlock_irqrestore(&q->lock, flags);
+	spin_lock_irqsave(&q->sq_lock, flags);
+	q->sq_tail = 0;
+	q->sq_db_tail = 0;
+	WRITE_ONCE(q->stopped, false);
+	spin_unlock_irqrestore(&q->sq_lock, flags);
+	cq_unlock(q);
 }
 
 /*
@@ -285,21 +315,24 @@ static void queue_stop(struct p2pnvme_queue *q)
 	unsigned long flags;
 	unsigned int i;
 
-	spin_lock_irqsave(&q->lock, flags);
-	q->stopped = true;
-	for (i = 0; i < q->depth; i++) {
+	spin_lock_irqsave(&q->sq_lock, flags);
+	WRITE_ONCE(q->stopped, true);
+	spin_unlock_irqrestore(&q->sq_lock, flags);
+	/* every command published before the stop is busy for the scan */
+	cq_lock(q);
+	for (i = 0; i < q->depth - 1; i++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[i];
 
 		if (cmd->busy && (cmd->aborted || time_after(jiffies, cmd->deadline)))
 			cmd->expired = true;
 	}
-	spin_unlock_irqrestore(&q->lock, flags);
+	cq_unlock(q);
 }
 
-/* Let the controller see every entry queued so far. Caller holds q->lock. */
+/* Let the controller see every entry queued so far. Caller holds sq_lock. */
 static void queue_ring_locked(struct p2pnvme_queue *q)
 {
-	lockdep_assert_held(&q->lock);
+	lockdep_assert_held(&q->sq_lock);
 	if (q->sq_tail == q->sq_db_tail)
 		return;
 	/*
@@ -314,9 +347,9 @@ void p2pnvme_ring(struct p2pnvme_queue *q)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&q->lock, flags);
+	spin_lock_irqsave(&q->sq_lock, flags);
 	queue_ring_locked(q);
-	spin_unlock_irqrestore(&q->lock, flags);
+	spin_unlock_irqrestore(&q->sq_lock, flags);
 }
 
 /* The doorbell, unless a reset or removal stopped the queue meanwhile. */
@@ -324,10 +357,10 @@ void p2pnvme_ring_live(struct p2pnvme_queue *q)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&q->lock, flags);
+	spin_lock_irqsave(&q->sq_lock, flags);
 	if (!q->stopped)
 		queue_ring_locked(q);
-	spin_unlock_irqrestore(&q->lock, flags);
+	spin_unlock_irqrestore(&q->sq_lock, flags);
 }
 
 /*
@@ -362,9 +395,43 @@ void p2pnvme_batch_launch(struct p2pnvme_batch *b)
 	batch_put(b);
 }
 
+/* Take a free command slot of @q. Return: its index, or -EBUSY (all taken). */
+static int slot_get(struct p2pnvme_queue *q)
+{
+	unsigned int n = q->depth - 1, start = READ_ONCE(q->next_slot), i;
+
+	for (;;) {
+		i = find_next_zero_bit(q->slot_map, n, start);
+		if (i >= n && start) {
+			start = 0;
+			continue;
+		}
+		if (i >= n)
+			return -EBUSY;
+		/* acquire: what the slot's last user wrote is seen */
+		if (!test_and_set_bit_lock(i, q->slot_map)) {
+			WRITE_ONCE(q->next_slot, i + 1 < n ? i + 1 : 0);
+			return i;
+		}
+		start = i;	/* taken meanwhile: look on */
+	}
+}
+
+/* Give a slot back; release: everything written to it before is seen. */
+static void slot_put(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd)
+{
+	clear_bit_unlock(cmd - q->cmds, q->slot_map);
+}
+
+/* @q's reaper: its interrupt handler, or a holder of cq_lock(). */
+static void assert_reaper(struct p2pnvme_queue *q)
+{
+	lockdep_assert(q->vector >= 0 || lockdep_is_held(&q->cq_lock));
+}
+
 /*
  * A command is done: record its outcome in its request and let the slot go.
- * Caller holds q->lock. The batch's waiter may free the request and the
+ * Caller is @q's reaper. The batch's waiter may free the request and the
  * batch once batch_put() completes it, so they are not touched after.
  */
 static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 status,
@@ -373,7 +440,7 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 	struct p2pnvme_batch *b = cmd->batch;
 	struct p2pnvme_req *r = cmd->req;
 
-	lockdep_assert_held(&q->lock);
+	assert_reaper(q);
 	if (b) {
 		/* given up on: what the reset's drain brings back is not trusted */
 		if (cmd->expired)
@@ -386,12 +453,15 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 			r->status = status & P2PNVME_STATUS_MASK;
 		}
 		r->result = result;
-		batch_put(b);
 	}
 	cmd->batch = NULL;
 	cmd->req = NULL;
-	cmd->busy = false;
-	q->inflight--;
+	WRITE_ONCE(cmd->busy, false);
+	WRITE_ONCE(q->completed, q->completed + 1);
+	slot_put(q, cmd);
+	/* last: the batch (and with it @r) may be freed once this puts it */
+	if (b)
+		batch_put(b);
 }
 
 /*
@@ -408,14 +478,22 @@ static void progress(struct p2pnvme *c, unsigned int n)
 		wake_up_all(&c->wq);
 }
 
-/* Reap new completion entries. Caller holds q->lock. Return: how many. */
+/* Is there a new completion entry? Anyone may look (a hint). */
+static bool cqe_pending(struct p2pnvme_queue *q)
+{
+	u16 head = READ_ONCE(q->cq_head);
+
+	return (le16_to_cpu(READ_ONCE(q->cq[head].status)) & 1) == READ_ONCE(q->cq_phase);
+}
+
+/* Reap new completion entries. Caller is @q's reaper. Return: how many. */
 static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 {
 	struct p2pnvme *c = q->c;
 	unsigned int n = 0;
 	bool moved = false;
 
-	lockdep_assert_held(&q->lock);
+	assert_reaper(q);
 	for (;;) {
 		struct nvme_completion *cqe = &q->cq[q->cq_head];
 		u16 st = le16_to_cpu(READ_ONCE(cqe->status)), cid, slot;
@@ -427,15 +505,22 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 		/* read the rest of the entry only after seeing the phase bit */
 		dma_rmb();
 		cid = READ_ONCE(cqe->command_id);
-		if (++q->cq_head == q->depth) {
-			q->cq_head = 0;
-			q->cq_phase ^= 1;
+		if (q->cq_head + 1 == q->depth) {
+			WRITE_ONCE(q->cq_head, 0);
+			WRITE_ONCE(q->cq_phase, q->cq_phase ^ 1);
+		} else {
+			WRITE_ONCE(q->cq_head, q->cq_head + 1);
 		}
 		moved = true;
 		trace_p2pnvme_complete(c->pdev, q->qid, cid, st >> 1);
 		slot = cid & P2PNVME_CID_SLOT_MASK;
-		cmd = slot < q->depth ? &q->cmds[slot] : NULL;
-		if (!cmd || !cmd->busy || (cid >> P2PNVME_CID_SLOT_BITS) != (cmd->gen & 0xf)) {
+		cmd = slot < q->depth - 1 ? &q->cmds[slot] : NULL;
+		/*
+		 * A bogus identifier may name a slot being filled right now:
+		 * only a published command (busy, of this generation) ends.
+		 */
+		if (!cmd || !smp_load_acquire(&cmd->busy) ||
+		    (cid >> P2PNVME_CID_SLOT_BITS) != (READ_ONCE(cmd->gen) & 0xf)) {
 			dev_warn_ratelimited(&c->pdev->dev, "q%u: completion for unknown cid %#x\n",
 					     q->qid, cid);
 			continue;
@@ -452,38 +537,47 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 /* Reap @q from process context. Return: completions found. */
 static unsigned int queue_poll(struct p2pnvme_queue *q)
 {
-	unsigned long flags;
 	unsigned int n;
 
-	spin_lock_irqsave(&q->lock, flags);
+	if (!cqe_pending(q))
+		return 0;
+	cq_lock(q);
 	n = queue_process_cq(q);
-	spin_unlock_irqrestore(&q->lock, flags);
+	cq_unlock(q);
 	progress(q->c, n);
 	return n;
 }
 
 /**
- * p2pnvme_queue_reap - reap a queue's completions from process context
+ * p2pnvme_queue_reap - reap a polled queue's completions for io_uring
  * @q: an I/O queue of a LIVE controller, inside the I/O guard (a
  *     reference on @q->c->io_ref)
  *
- * For io_uring's IOPOLL rings, polled controller or not.
+ * For IOPOLL rings. An interrupt-driven queue is left to its interrupt
+ * handler, as nvme-pci leaves its interrupt queues; a polled queue that
+ * another poller is reaping right now is left to that one.
  *
  * Return: completions found.
  */
 unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q)
 {
-	return queue_poll(q);
+	unsigned int n;
+
+	if (q->vector >= 0 || !cqe_pending(q) || !spin_trylock(&q->cq_lock))
+		return 0;
+	n = queue_process_cq(q);
+	spin_unlock(&q->cq_lock);
+	progress(q->c, n);
+	return n;
 }
 
+/* The queue's only reaper while its interrupt is enabled: no lock. */
 irqreturn_t p2pnvme_irq(int irq, void *data)
 {
 	struct p2pnvme_queue *q = data;
 	unsigned int n;
 
-	spin_lock(&q->lock);
 	n = queue_process_cq(q);
-	spin_unlock(&q->lock);
 	if (!n)
 		return IRQ_NONE;
 	p2pnvme_stat_add(q->c, ST_IRQS, 1);
@@ -561,56 +655,65 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	struct p2pnvme_queue *q = b->admin ? &c->adminq : r->q;
 	struct p2pnvme_cmd *slot;
 	unsigned long flags;
-	unsigned int i;
-	int ret, seen;
+	int ret, seen, i;
 
 	for (;;) {
 		seen = atomic_read_acquire(&c->progress);
-		spin_lock_irqsave(&q->lock, flags);
-		if (q->stopped) {
-			spin_unlock_irqrestore(&q->lock, flags);
-			return p2pnvme_state(c) >= P2PNVME_DELETING ? -ENODEV : -ECANCELED;
-		}
-		if (q->inflight < q->depth - 1)
+		if (READ_ONCE(q->stopped))
+			goto stopped;
+		i = slot_get(q);
+		if (i >= 0)
 			break;
 		/* full: what we queued must reach the controller to come back */
-		queue_ring_locked(q);
-		spin_unlock_irqrestore(&q->lock, flags);
+		p2pnvme_ring(q);
 		wait_progress(c, b, seen);
 	}
 
-	for (i = q->next_slot; q->cmds[i].busy; )
-		i = (i + 1) % (q->depth - 1);
-	q->next_slot = (i + 1) % (q->depth - 1);
+	/* the slot is ours until it is published: no lock to fill it */
 	slot = &q->cmds[i];
-	slot->gen++;
+	WRITE_ONCE(slot->gen, slot->gen + 1);
 	cmd->common.command_id = i | (slot->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
 	if (cur) {
 		ret = r->sgl ? p2pnvme_build_sgl((struct nvme_sgl_desc *)slot->list,
 						 slot->list_dma, cur, len, cmd) :
 			       p2pnvme_build_prps(slot->list, slot->list_dma, cur, len, cmd);
 		if (ret) {
-			spin_unlock_irqrestore(&q->lock, flags);
+			slot_put(q, slot);
 			return ret;
 		}
 	}
 	slot->batch = b;
 	slot->req = r;
-	slot->busy = true;
 	slot->aborted = false;
 	slot->expired = false;
 	slot->deadline = jiffies + p2pnvme_io_timeout();
-	q->inflight_max = max(q->inflight_max, ++q->inflight);
-	atomic_inc(&b->pending);
+	atomic_inc(&b->pending);	/* before the command can complete */
+
+	spin_lock_irqsave(&q->sq_lock, flags);
+	if (q->stopped) {
+		spin_unlock_irqrestore(&q->sq_lock, flags);
+		slot->batch = NULL;
+		slot->req = NULL;
+		slot_put(q, slot);
+		atomic_dec(&b->pending);	/* never the last: ours is held */
+		goto stopped;
+	}
+	/* publish: the slot's fields before @busy, for the scans of cq_lock() */
+	smp_store_release(&slot->busy, true);
+	WRITE_ONCE(q->submitted, q->submitted + 1);
+	q->inflight_max = max_t(u16, q->inflight_max, p2pnvme_queue_inflight(q));
 	memcpy(&q->sq[q->sq_tail], cmd, sizeof(*cmd));
 	if (++q->sq_tail == q->depth)
 		q->sq_tail = 0;
-	trace_p2pnvme_submit(c->pdev, q->qid, cmd->common.command_id, cmd->common.opcode,
-			     le64_to_cpu(cmd->common.dptr.prp1));
 	if (ring)
 		queue_ring_locked(q);
-	spin_unlock_irqrestore(&q->lock, flags);
+	spin_unlock_irqrestore(&q->sq_lock, flags);
+	trace_p2pnvme_submit(c->pdev, q->qid, cmd->common.command_id, cmd->common.opcode,
+			     le64_to_cpu(cmd->common.dptr.prp1));
 	return 0;
+
+stopped:
+	return p2pnvme_state(c) >= P2PNVME_DELETING ? -ENODEV : -ECANCELED;
 }
 
 /**
@@ -686,14 +789,15 @@ int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
 
 /*
  * Give up on the batch's admin commands (they stay busy, owned by the
- * controller). Caller holds q->lock.
+ * controller). Caller holds cq_lock().
  */
 static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch *b, int err,
 				  bool expired_only)
 {
 	unsigned int i, n = 0;
 
-	for (i = 0; i < q->depth; i++) {
+	lockdep_assert_held(&q->cq_lock);
+	for (i = 0; i < q->depth - 1; i++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[i];
 
 		if (!cmd->busy || !batch_has(b, cmd))
@@ -718,12 +822,13 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 static bool queue_expired(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
 			  struct nvme_command *abort, bool *reset)
 {
-	unsigned long flags;
 	bool found = false;
 	unsigned int j;
 
-	spin_lock_irqsave(&q->lock, flags);
-	for (j = 0; j < q->depth && !found; j++) {
+	if (!p2pnvme_queue_inflight(q))
+		return false;	/* no interrupt to hold off for nothing */
+	cq_lock(q);
+	for (j = 0; j < q->depth - 1 && !found; j++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[j];
 
 		if (!cmd->busy || !batch_has(b, cmd) || !time_after(jiffies, cmd->deadline))
@@ -742,7 +847,7 @@ static bool queue_expired(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
 		abort->abort.sqid = cpu_to_le16(q->qid);
 		abort->abort.cid = j | (cmd->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
 	}
-	spin_unlock_irqrestore(&q->lock, flags);
+	cq_unlock(q);
 	return found;
 }
 
@@ -750,7 +855,6 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 {
 	struct nvme_command abort = {};
 	struct p2pnvme_queue *q;
-	unsigned long flags;
 	bool reset = false, do_abort = false, can_abort;
 	unsigned int i, n;
 	u32 csts, res;
@@ -764,9 +868,9 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 	if (csts == ~0U || (csts & NVME_CSTS_CFS)) {
 		if (b->admin) {
 			/* nobody will answer: fail the admin commands right away */
-			spin_lock_irqsave(&c->adminq.lock, flags);
+			cq_lock(&c->adminq);
 			n = admin_give_up(&c->adminq, b, csts == ~0U ? -ENODEV : -EIO, false);
-			spin_unlock_irqrestore(&c->adminq.lock, flags);
+			cq_unlock(&c->adminq);
 			progress(c, n);
 		}
 		if (p2pnvme_state(c) == P2PNVME_LIVE)
@@ -777,9 +881,9 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 	}
 
 	if (b->admin) {
-		spin_lock_irqsave(&c->adminq.lock, flags);
+		cq_lock(&c->adminq);
 		n = admin_give_up(&c->adminq, b, -ETIMEDOUT, true);
-		spin_unlock_irqrestore(&c->adminq.lock, flags);
+		cq_unlock(&c->adminq);
 		if (n) {
 			p2pnvme_stat_add(c, ST_TIMEOUTS, n);
 			pci_warn(c->pdev, "admin command timed out after %u ms\n",
@@ -901,11 +1005,10 @@ static void queues_stop(struct p2pnvme *c)
 static void queue_cancel(struct p2pnvme_queue *q, int err)
 {
 	struct p2pnvme *c = q->c;
-	unsigned long flags;
 	unsigned int i, n = 0;
 
-	spin_lock_irqsave(&q->lock, flags);
-	for (i = 0; i < q->depth; i++) {
+	cq_lock(q);
+	for (i = 0; i < q->depth - 1; i++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[i];
 		int e = err;
 
@@ -916,7 +1019,7 @@ static void queue_cancel(struct p2pnvme_queue *q, int err)
 		cmd_finish(q, cmd, NVME_SC_HOST_ABORTED_CMD, 0, e);
 		n++;
 	}
-	spin_unlock_irqrestore(&q->lock, flags);
+	cq_unlock(q);
 	p2pnvme_stat_add(c, ST_CANCELLED, n);
 	progress(c, n);
 }
@@ -1049,10 +1152,10 @@ int p2pnvme_error_resume(struct p2pnvme *c)
 
 static unsigned int inflight(struct p2pnvme *c)
 {
-	unsigned int i, n = READ_ONCE(c->adminq.inflight);
+	unsigned int i, n = p2pnvme_queue_inflight(&c->adminq);
 
 	for (i = 0; i < c->nr_ioq; i++)
-		n += READ_ONCE(c->ioq[i].inflight);
+		n += p2pnvme_queue_inflight(&c->ioq[i]);
 	return n;
 }
 

@@ -30,21 +30,30 @@
  *                                (reg_invalidate()), so a request busy on
  *                                a buffer takes no reservation lock and
  *                                not reg_lock before it is idle again
- *   p2pnvme_queue.lock (spin)   everything of one queue: SQ tail, CQ head
- *                                and phase, the slots, @stopped; taken from
- *                                the MSI-X handler too (so _irqsave)
+ *   p2pnvme_queue.sq_lock (spin) one queue's submission side: the copy
+ *                                into the SQ, its tail and doorbell,
+ *                                @stopped; nothing else (no PRP is built
+ *                                under it). _irqsave: a completion may
+ *                                ring a doorbell from the interrupt
+ *   p2pnvme_queue.cq_lock (spin) one queue's completion side, for those
+ *                                who reap it or look at its busy slots
+ *                                outside its interrupt handler, which
+ *                                reaps without a lock: cq_lock() keeps the
+ *                                handler off (disable_irq()) and takes it
  *   p2pnvme.state_lock (spin)   @state transitions
  *   p2pnvme.async_lock (spin)   the io_uring requests' list and flags;
  *                                inside a queue lock when a completion
  *                                ends a request (so _irqsave)
- * No queue lock is held while another queue's lock is taken. A registered
- * buffer's wait queue lock may be taken inside a queue lock (a completion
- * idles a request).
+ * No queue lock is held while another queue's lock is taken, nor while a
+ * queue's interrupt is disabled: the handler takes async_lock and wait
+ * queue locks (a completion ends and idles requests). Command slots are
+ * allocated lock-free from a queue's @slot_map.
  */
 #ifndef P2PNVME_INTERNAL_H
 #define P2PNVME_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/cache.h>
 #include <linux/completion.h>
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
@@ -269,9 +278,12 @@ struct p2pnvme_fence {
  * @deny: bouncing is not allowed (policy or P2PNVME_IO_F_NO_BOUNCE)
  * @sgl: describe the data with SGLs
  * @why: enum p2pnvme_why, for tracing and debug messages
- * @error: first error of any of its commands (q->lock)
- * @status: NVMe status of the command that failed (q->lock)
- * @result: completion dword 0 of the last command (q->lock; admin commands)
+ * @error: first error of any of its commands (written by their queue's
+ *	   reaper; read once the batch is over)
+ * @status: NVMe status of the command that failed (as @error)
+ * @result: completion dword 0 of the last command (as @error; admin commands)
+ * @submit_error: what stopped its submission half way (the submitter's;
+ *		  p2pnvme_req_error() merges it into @error)
  */
 struct p2pnvme_req {
 	struct p2pnvme_io *io;
@@ -301,7 +313,19 @@ struct p2pnvme_req {
 	int error;
 	u16 status;
 	u32 result;
+	int submit_error;
 };
+
+/*
+ * Once every command of @r is over: its outcome. The first real error wins
+ * over a cancellation, whether a command or the submission saw it.
+ */
+static inline void p2pnvme_req_error(struct p2pnvme_req *r)
+{
+	if (r->submit_error && (!r->error || r->error == -ECANCELED))
+		r->error = r->submit_error;
+	r->submit_error = 0;
+}
 
 /**
  * struct p2pnvme_batch - requests submitted together and waited for together
@@ -330,7 +354,10 @@ struct p2pnvme_batch {
 
 /**
  * struct p2pnvme_cmd - a command slot of a queue; its index is the low bits
- * of the command identifier. All fields but @list/@list_dma under q->lock.
+ * of the command identifier. A submitter owns the slot from taking its bit
+ * of the queue's @slot_map until it publishes the command (@busy, set under
+ * @sq_lock); from then on the queue's reaper does (its interrupt handler,
+ * or a holder of cq_lock()), which ends it and gives the bit back.
  * @batch: the batch waiting for it; NULL when the slot is free, or when
  *	   the waiter gave up on an admin command the controller still owns
  * @req: the request it belongs to
@@ -367,16 +394,21 @@ struct p2pnvme_cmd {
  * @cq_dma: its bus address
  * @sq_db: SQ tail doorbell in BAR0
  * @cq_db: CQ head doorbell in BAR0
- * @cmds: @depth command slots
- * @lock: protects every field below and the slots, see the top of the file
+ * @cmds: @depth - 1 command slots
+ * @slot_map: a bit per slot, set while it is taken (atomic bit operations)
+ * @next_slot: where the search for a free slot starts (a hint)
+ * @sq_lock: protects the submission side, see the top of the file
  * @sq_tail: next free SQ slot
  * @sq_db_tail: tail last written to @sq_db
+ * @stopped: no submissions (reset or removal in progress)
+ * @submitted: commands published, ever (wraps)
+ * @inflight_max: most commands in flight seen at once (debugfs)
+ * @cq_lock: see the top of the file; the fields below belong to the
+ *	     reaper (the interrupt handler, or the holder of cq_lock())
  * @cq_head: next CQ entry to look at
  * @cq_phase: phase bit that marks a new CQ entry
- * @inflight: busy slots
- * @inflight_max: most busy slots seen at once (debugfs)
- * @next_slot: where the search for a free slot starts
- * @stopped: no submissions (reset or removal in progress)
+ * @completed: commands ended, ever (wraps); @submitted - @completed are in
+ *	       flight
  */
 struct p2pnvme_queue {
 	struct p2pnvme *c;
@@ -390,17 +422,27 @@ struct p2pnvme_queue {
 	u32 __iomem *sq_db;
 	u32 __iomem *cq_db;
 	struct p2pnvme_cmd *cmds;
+	unsigned long *slot_map;
+	unsigned int next_slot;
 
-	spinlock_t lock;	/* see above */
+	spinlock_t sq_lock;	/* see above */
 	u16 sq_tail;
 	u16 sq_db_tail;
+	bool stopped;
+	u32 submitted;
+	u16 inflight_max;
+
+	spinlock_t cq_lock ____cacheline_aligned_in_smp;	/* see above */
 	u16 cq_head;
 	u8 cq_phase;
-	u16 inflight;
-	u16 inflight_max;
-	u16 next_slot;
-	bool stopped;
+	u32 completed;
 };
+
+/* Commands of @q in flight (a snapshot, unless both sides are held off). */
+static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
+{
+	return (u32)(READ_ONCE(q->submitted) - READ_ONCE(q->completed));
+}
 
 /**
  * struct p2pnvme - one controller

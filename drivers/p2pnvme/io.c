@@ -479,7 +479,10 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
 {
 	struct p2pnvme_io *io = r->io;
 	bool write = io->op == P2PNVME_OP_WRITE;
-	int err = r->error;
+	int err;
+
+	p2pnvme_req_error(r);
+	err = r->error;
 
 	io->result = err;
 	io->status = r->status;
@@ -619,16 +622,8 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 	p2pnvme_batch_init(&b, false);
 	t0 = ktime_get_ns();
 	for (i = 0; i < nr; i++) {
-		int err = req_submit(c, &b, &reqs[i]);
-		unsigned long flags;
-
-		if (err) {
-			/* commands already queued for it still complete */
-			spin_lock_irqsave(&q->lock, flags);
-			if (!reqs[i].error || reqs[i].error == -ECANCELED)
-				reqs[i].error = err;
-			spin_unlock_irqrestore(&q->lock, flags);
-		}
+		/* commands already queued for a failed one still complete */
+		reqs[i].submit_error = req_submit(c, &b, &reqs[i]);
 	}
 	p2pnvme_ring(q);
 	p2pnvme_wait_batch(c, &b);

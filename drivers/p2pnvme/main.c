@@ -695,7 +695,8 @@ static ssize_t inflight_show(struct device *dev, struct device_attribute *attr, 
 
 	down_read(&c->reset_lock);	/* the queues stay while we look */
 	for (i = 0; i < c->nr_ioq && p2pnvme_state(c) < P2PNVME_DELETING; i++)
-		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "", READ_ONCE(c->ioq[i].inflight));
+		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "",
+				     p2pnvme_queue_inflight(&c->ioq[i]));
 	up_read(&c->reset_lock);
 	return len + sysfs_emit_at(buf, len, "\n");
 }
@@ -744,12 +745,18 @@ static const struct attribute_group *p2pnvme_groups[] = {
 static void show_queue(struct seq_file *s, struct p2pnvme_queue *q)
 {
 	unsigned long flags;
+	u16 sq_tail, inflight_max;
+	bool stopped;
 
-	spin_lock_irqsave(&q->lock, flags);
+	/* the completion side as the reaper left it a moment ago */
+	spin_lock_irqsave(&q->sq_lock, flags);
+	sq_tail = q->sq_tail;
+	inflight_max = q->inflight_max;
+	stopped = q->stopped;
+	spin_unlock_irqrestore(&q->sq_lock, flags);
 	seq_printf(s, "%u %u %d %u %u %u %u %u %u %pad %pad\n", q->qid, q->depth, q->vector,
-		   q->sq_tail, q->cq_head, q->cq_phase, q->inflight, q->inflight_max, q->stopped,
-		   &q->sq_dma, &q->cq_dma);
-	spin_unlock_irqrestore(&q->lock, flags);
+		   sq_tail, READ_ONCE(q->cq_head), READ_ONCE(q->cq_phase),
+		   p2pnvme_queue_inflight(q), inflight_max, stopped, &q->sq_dma, &q->cq_dma);
 }
 
 static int queues_show(struct seq_file *s, void *unused)
@@ -854,10 +861,13 @@ static void free_irqs(struct p2pnvme *c)
 {
 	unsigned int i;
 
-	for (i = 0; c->ioq && i < c->nr_ioq; i++)
-		if (c->ioq[i].vector >= 0)
-			devm_free_irq(&c->pdev->dev, pci_irq_vector(c->pdev, c->ioq[i].vector),
-				      &c->ioq[i]);
+	for (i = 0; c->ioq && i < c->nr_ioq; i++) {
+		if (c->ioq[i].vector < 0)
+			continue;
+		devm_free_irq(&c->pdev->dev, pci_irq_vector(c->pdev, c->ioq[i].vector),
+			      &c->ioq[i]);
+		c->ioq[i].vector = -1;	/* cq_lock() has no handler to hold off */
+	}
 }
 
 static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)

@@ -228,7 +228,6 @@ static int async_submit(struct p2pnvme_async *a)
 	struct p2pnvme *c = a->c;
 	struct p2pnvme_req *r = &a->r;
 	struct p2pnvme_queue *q;
-	unsigned long flags;
 	int ret;
 
 	ret = p2pnvme_req_prepare(c, a->f, r);
@@ -251,14 +250,8 @@ static int async_submit(struct p2pnvme_async *a)
 	list_add_tail(&a->link, &c->async_list);
 	spin_unlock_irq(&c->async_lock);
 	a->t0 = ktime_get_ns();
-	ret = p2pnvme_req_submit(c, &a->b, r);
-	if (ret) {
-		/* commands already queued for it still complete */
-		spin_lock_irqsave(&q->lock, flags);
-		if (!r->error || r->error == -ECANCELED)
-			r->error = ret;
-		spin_unlock_irqrestore(&q->lock, flags);
-	}
+	/* commands already queued for it still complete */
+	r->submit_error = p2pnvme_req_submit(c, &a->b, r);
 	/* before leaving the guard: removal cancels the watchdog after it */
 	if (!delayed_work_pending(&c->async_watch))
 		queue_delayed_work(system_unbound_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
