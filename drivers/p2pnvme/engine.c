@@ -235,6 +235,7 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 	q->cq = dmam_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
 	q->cmds = devm_kcalloc(dev, depth - 1, sizeof(*q->cmds), GFP_KERNEL);
 	q->slot_map = devm_bitmap_zalloc(dev, depth - 1, GFP_KERNEL);
+	atomic_set(&q->room, depth - 1);
 	if (!q->sq || !q->cq || !q->cmds || !q->slot_map)
 		return -ENOMEM;
 	/*
@@ -262,28 +263,32 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 }
 
 /*
- * Become @q's only reaper outside its interrupt handler, which reaps without
- * a lock: keep the handler off (it finishes a run in progress first, as
- * nvme_poll_irqdisable() does), then exclude the other process-context
- * reapers. Process context; no queue lock held (the handler may be
- * spinning on async_lock or a wait queue lock meanwhile, so neither is
- * held either).
+ * Reap @q's CQ or look at its busy slots: the interrupt handler takes
+ * cq_lock too, so from process context it is taken with interrupts off.
+ * Submitters never take it. (Holding the handler off with disable_irq()
+ * instead, as nvme_poll_irqdisable() does, is not safe here: a managed
+ * vector's CPU coming online starts the vector afresh, disabled or not.)
  */
-static void cq_lock(struct p2pnvme_queue *q)
+static unsigned long cq_lock(struct p2pnvme_queue *q)
 	__acquires(&q->cq_lock)
 {
-	might_sleep();
-	if (q->vector >= 0)
-		disable_irq(pci_irq_vector(q->c->pdev, q->vector));
-	spin_lock(&q->cq_lock);
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->cq_lock, flags);
+	return flags;
 }
 
-static void cq_unlock(struct p2pnvme_queue *q)
+static void cq_unlock(struct p2pnvme_queue *q, unsigned long flags)
 	__releases(&q->cq_lock)
 {
-	spin_unlock(&q->cq_lock);
-	if (q->vector >= 0)
-		enable_irq(pci_irq_vector(q->c->pdev, q->vector));
+	spin_unlock_irqrestore(&q->cq_lock, flags);
+}
+
+/* Is the command in @cmd published? Then its fields are seen too. */
+static bool cmd_busy(struct p2pnvme_cmd *cmd)
+{
+	/* pairs with the release that publishes it in p2pnvme_submit() */
+	return smp_load_acquire(&cmd->busy);
 }
 
 /* Fresh rings for a (re)created queue, open for submissions. */
@@ -291,18 +296,19 @@ static void queue_start(struct p2pnvme_queue *q)
 {
 	unsigned long flags;
 
-	cq_lock(q);
+	flags = cq_lock(q);
 	/* a submitter may hold a slot it has not published yet: it may go on */
 	WARN_ON_ONCE(p2pnvme_queue_inflight(q));
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	memset(q->cq, 0, q->depth * sizeof(*q->cq));
-	spin_lock_irqsave(&q->sq_lock, flags);
+	cq_unlock(q, flags);
+	/* not inside cq_lock: sq_lock is taken with interrupts on */
+	spin_lock(&q->sq_lock);
 	q->sq_tail = 0;
 	q->sq_db_tail = 0;
 	WRITE_ONCE(q->stopped, false);
-	spin_unlock_irqrestore(&q->sq_lock, flags);
-	cq_unlock(q);
+	spin_unlock(&q->sq_lock);
 }
 
 /*
@@ -315,18 +321,19 @@ static void queue_stop(struct p2pnvme_queue *q)
 	unsigned long flags;
 	unsigned int i;
 
-	spin_lock_irqsave(&q->sq_lock, flags);
+	spin_lock(&q->sq_lock);
 	WRITE_ONCE(q->stopped, true);
-	spin_unlock_irqrestore(&q->sq_lock, flags);
+	spin_unlock(&q->sq_lock);
 	/* every command published before the stop is busy for the scan */
-	cq_lock(q);
+	flags = cq_lock(q);
 	for (i = 0; i < q->depth - 1; i++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[i];
 
-		if (cmd->busy && (cmd->aborted || time_after(jiffies, cmd->deadline)))
+		if (cmd_busy(cmd) &&
+		    (cmd->aborted || time_after(jiffies, cmd->deadline)))
 			cmd->expired = true;
 	}
-	cq_unlock(q);
+	cq_unlock(q, flags);
 }
 
 /* Let the controller see every entry queued so far. Caller holds sq_lock. */
@@ -345,22 +352,18 @@ static void queue_ring_locked(struct p2pnvme_queue *q)
 
 void p2pnvme_ring(struct p2pnvme_queue *q)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&q->sq_lock, flags);
+	spin_lock(&q->sq_lock);
 	queue_ring_locked(q);
-	spin_unlock_irqrestore(&q->sq_lock, flags);
+	spin_unlock(&q->sq_lock);
 }
 
 /* The doorbell, unless a reset or removal stopped the queue meanwhile. */
 void p2pnvme_ring_live(struct p2pnvme_queue *q)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&q->sq_lock, flags);
+	spin_lock(&q->sq_lock);
 	if (!q->stopped)
 		queue_ring_locked(q);
-	spin_unlock_irqrestore(&q->sq_lock, flags);
+	spin_unlock(&q->sq_lock);
 }
 
 /*
@@ -395,43 +398,86 @@ void p2pnvme_batch_launch(struct p2pnvme_batch *b)
 	batch_put(b);
 }
 
-/* Take a free command slot of @q. Return: its index, or -EBUSY (all taken). */
-static int slot_get(struct p2pnvme_queue *q)
+/*
+ * Slots were freed: wake submitters waiting for one (and removal waiting
+ * for the queues to drain). Batch waiters are woken by their completion.
+ */
+static void progress(struct p2pnvme *c, unsigned int n)
 {
-	unsigned int n = q->depth - 1, start = READ_ONCE(q->next_slot), i;
-
-	for (;;) {
-		i = find_next_zero_bit(q->slot_map, n, start);
-		if (i >= n && start) {
-			start = 0;
-			continue;
-		}
-		if (i >= n)
-			return -EBUSY;
-		/* acquire: what the slot's last user wrote is seen */
-		if (!test_and_set_bit_lock(i, q->slot_map)) {
-			WRITE_ONCE(q->next_slot, i + 1 < n ? i + 1 : 0);
-			return i;
-		}
-		start = i;	/* taken meanwhile: look on */
-	}
+	if (!n)
+		return;
+	atomic_add_return(n, &c->progress);	/* ordered after the slots went free */
+	/* the waiter adds itself before it looks at @progress: no lost wake-up */
+	if (wq_has_sleeper(&c->wq))
+		wake_up_all(&c->wq);
 }
 
-/* Give a slot back; release: everything written to it before is seen. */
+/**
+ * p2pnvme_room_take - reserve room for commands on a queue
+ * @q: the queue
+ * @n: how many commands
+ *
+ * Return: true when @n slots are the caller's to take, one per command.
+ */
+bool p2pnvme_room_take(struct p2pnvme_queue *q, unsigned int n)
+{
+	int room = atomic_read(&q->room);
+
+	do {
+		if (room < (int)n)
+			return false;
+	} while (!atomic_try_cmpxchg(&q->room, &room, room - n));
+	return true;
+}
+
+/**
+ * p2pnvme_room_give - give back reserved room not used for a command
+ * @q: the queue
+ * @n: how many slots' worth
+ */
+void p2pnvme_room_give(struct p2pnvme_queue *q, unsigned int n)
+{
+	if (!n)
+		return;
+	atomic_add(n, &q->room);
+	progress(q->c, n);
+}
+
+/*
+ * Take a free command slot of @q with room reserved for it: one is free,
+ * though other holders of room may take the one we look at first.
+ */
+static unsigned int slot_get(struct p2pnvme_queue *q)
+{
+	unsigned int n = q->depth - 1, i = READ_ONCE(q->next_slot);
+
+	for (;;) {
+		i = find_next_zero_bit(q->slot_map, n, i);
+		if (i >= n) {
+			i = 0;
+			cpu_relax();
+		}
+		/* acquire: what the slot's last user wrote is seen */
+		else if (!test_and_set_bit_lock(i, q->slot_map))
+			break;
+	}
+	WRITE_ONCE(q->next_slot, i + 1 < n ? i + 1 : 0);
+	return i;
+}
+
+/*
+ * Give a slot and its room back; release: everything written to it before
+ * is seen by its next user.
+ */
 static void slot_put(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd)
 {
 	clear_bit_unlock(cmd - q->cmds, q->slot_map);
-}
-
-/* @q's reaper: its interrupt handler, or a holder of cq_lock(). */
-static void assert_reaper(struct p2pnvme_queue *q)
-{
-	lockdep_assert(q->vector >= 0 || lockdep_is_held(&q->cq_lock));
+	atomic_inc(&q->room);
 }
 
 /*
  * A command is done: record its outcome in its request and let the slot go.
- * Caller is @q's reaper. The batch's waiter may free the request and the
+ * Caller holds cq_lock. The batch's waiter may free the request and the
  * batch once batch_put() completes it, so they are not touched after.
  */
 static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 status,
@@ -440,7 +486,7 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 	struct p2pnvme_batch *b = cmd->batch;
 	struct p2pnvme_req *r = cmd->req;
 
-	assert_reaper(q);
+	lockdep_assert_held(&q->cq_lock);
 	if (b) {
 		/* given up on: what the reset's drain brings back is not trusted */
 		if (cmd->expired)
@@ -464,20 +510,6 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 		batch_put(b);
 }
 
-/*
- * Slots were freed: wake submitters waiting for one (and removal waiting
- * for the queues to drain). Batch waiters are woken by their completion.
- */
-static void progress(struct p2pnvme *c, unsigned int n)
-{
-	if (!n)
-		return;
-	atomic_add_return(n, &c->progress);	/* ordered after the slots went free */
-	/* the waiter adds itself before it looks at @progress: no lost wake-up */
-	if (wq_has_sleeper(&c->wq))
-		wake_up_all(&c->wq);
-}
-
 /* Is there a new completion entry? Anyone may look (a hint). */
 static bool cqe_pending(struct p2pnvme_queue *q)
 {
@@ -486,14 +518,14 @@ static bool cqe_pending(struct p2pnvme_queue *q)
 	return (le16_to_cpu(READ_ONCE(q->cq[head].status)) & 1) == READ_ONCE(q->cq_phase);
 }
 
-/* Reap new completion entries. Caller is @q's reaper. Return: how many. */
+/* Reap new completion entries. Caller holds cq_lock. Return: how many. */
 static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 {
 	struct p2pnvme *c = q->c;
 	unsigned int n = 0;
 	bool moved = false;
 
-	assert_reaper(q);
+	lockdep_assert_held(&q->cq_lock);
 	for (;;) {
 		struct nvme_completion *cqe = &q->cq[q->cq_head];
 		u16 st = le16_to_cpu(READ_ONCE(cqe->status)), cid, slot;
@@ -519,7 +551,7 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 		 * A bogus identifier may name a slot being filled right now:
 		 * only a published command (busy, of this generation) ends.
 		 */
-		if (!cmd || !smp_load_acquire(&cmd->busy) ||
+		if (!cmd || !cmd_busy(cmd) ||
 		    (cid >> P2PNVME_CID_SLOT_BITS) != (READ_ONCE(cmd->gen) & 0xf)) {
 			dev_warn_ratelimited(&c->pdev->dev, "q%u: completion for unknown cid %#x\n",
 					     q->qid, cid);
@@ -537,47 +569,54 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 /* Reap @q from process context. Return: completions found. */
 static unsigned int queue_poll(struct p2pnvme_queue *q)
 {
+	unsigned long flags;
 	unsigned int n;
 
 	if (!cqe_pending(q))
 		return 0;
-	cq_lock(q);
+	flags = cq_lock(q);
 	n = queue_process_cq(q);
-	cq_unlock(q);
+	cq_unlock(q, flags);
 	progress(q->c, n);
 	return n;
 }
 
 /**
- * p2pnvme_queue_reap - reap a polled queue's completions for io_uring
+ * p2pnvme_queue_reap - reap a queue's completions for io_uring
  * @q: an I/O queue of a LIVE controller, inside the I/O guard (a
  *     reference on @q->c->io_ref)
  *
- * For IOPOLL rings. An interrupt-driven queue is left to its interrupt
- * handler, as nvme-pci leaves its interrupt queues; a polled queue that
- * another poller is reaping right now is left to that one.
+ * For IOPOLL rings, polled controller or not. A queue that its interrupt
+ * handler or another poller is reaping right now is left to that one.
  *
  * Return: completions found.
  */
 unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q)
 {
+	unsigned long flags;
 	unsigned int n;
 
-	if (q->vector >= 0 || !cqe_pending(q) || !spin_trylock(&q->cq_lock))
+	if (!cqe_pending(q))
 		return 0;
+	local_irq_save(flags);
+	if (!spin_trylock(&q->cq_lock)) {
+		local_irq_restore(flags);
+		return 0;
+	}
 	n = queue_process_cq(q);
-	spin_unlock(&q->cq_lock);
+	spin_unlock_irqrestore(&q->cq_lock, flags);
 	progress(q->c, n);
 	return n;
 }
 
-/* The queue's only reaper while its interrupt is enabled: no lock. */
 irqreturn_t p2pnvme_irq(int irq, void *data)
 {
 	struct p2pnvme_queue *q = data;
 	unsigned int n;
 
+	spin_lock(&q->cq_lock);
 	n = queue_process_cq(q);
+	spin_unlock(&q->cq_lock);
 	if (!n)
 		return IRQ_NONE;
 	p2pnvme_stat_add(q->c, ST_IRQS, 1);
@@ -644,7 +683,8 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin)
  * @len: bytes of data
  * @ring: write the doorbell now; else a later p2pnvme_ring() must
  *
- * Waits for a free slot when the queue is full.
+ * Waits for a free slot when the queue is full, unless room was reserved
+ * for @r (p2pnvme_req_reserve()).
  *
  * Return: 0, -ECANCELED (queue stopped for a reset), -ENODEV (controller
  * going away), or the error of building the data pointer.
@@ -654,22 +694,27 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 {
 	struct p2pnvme_queue *q = b->admin ? &c->adminq : r->q;
 	struct p2pnvme_cmd *slot;
-	unsigned long flags;
-	int ret, seen, i;
+	unsigned int i;
+	int ret, seen;
 
-	for (;;) {
-		seen = atomic_read_acquire(&c->progress);
-		if (READ_ONCE(q->stopped))
-			goto stopped;
-		i = slot_get(q);
-		if (i >= 0)
-			break;
-		/* full: what we queued must reach the controller to come back */
-		p2pnvme_ring(q);
-		wait_progress(c, b, seen);
+	if (r->reserved) {
+		r->reserved--;	/* p2pnvme_req_reserve() took it */
+	} else if (!p2pnvme_room_take(q, 1)) {
+		p2pnvme_stat_add(c, ST_QUEUE_FULL_WAITS, 1);
+		for (;;) {
+			seen = atomic_read_acquire(&c->progress);
+			if (READ_ONCE(q->stopped))
+				goto stopped;
+			if (p2pnvme_room_take(q, 1))
+				break;
+			/* full: what we queued must reach the controller to come back */
+			p2pnvme_ring(q);
+			wait_progress(c, b, seen);
+		}
 	}
 
 	/* the slot is ours until it is published: no lock to fill it */
+	i = slot_get(q);
 	slot = &q->cmds[i];
 	WRITE_ONCE(slot->gen, slot->gen + 1);
 	cmd->common.command_id = i | (slot->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
@@ -679,6 +724,7 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 			       p2pnvme_build_prps(slot->list, slot->list_dma, cur, len, cmd);
 		if (ret) {
 			slot_put(q, slot);
+			progress(c, 1);
 			return ret;
 		}
 	}
@@ -689,16 +735,17 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	slot->deadline = jiffies + p2pnvme_io_timeout();
 	atomic_inc(&b->pending);	/* before the command can complete */
 
-	spin_lock_irqsave(&q->sq_lock, flags);
+	spin_lock(&q->sq_lock);
 	if (q->stopped) {
-		spin_unlock_irqrestore(&q->sq_lock, flags);
+		spin_unlock(&q->sq_lock);
 		slot->batch = NULL;
 		slot->req = NULL;
 		slot_put(q, slot);
+		progress(c, 1);
 		atomic_dec(&b->pending);	/* never the last: ours is held */
 		goto stopped;
 	}
-	/* publish: the slot's fields before @busy, for the scans of cq_lock() */
+	/* publish: the slot's fields before @busy, for the scans under cq_lock */
 	smp_store_release(&slot->busy, true);
 	WRITE_ONCE(q->submitted, q->submitted + 1);
 	q->inflight_max = max_t(u16, q->inflight_max, p2pnvme_queue_inflight(q));
@@ -707,7 +754,7 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 		q->sq_tail = 0;
 	if (ring)
 		queue_ring_locked(q);
-	spin_unlock_irqrestore(&q->sq_lock, flags);
+	spin_unlock(&q->sq_lock);
 	trace_p2pnvme_submit(c->pdev, q->qid, cmd->common.command_id, cmd->common.opcode,
 			     le64_to_cpu(cmd->common.dptr.prp1));
 	return 0;
@@ -789,7 +836,7 @@ int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
 
 /*
  * Give up on the batch's admin commands (they stay busy, owned by the
- * controller). Caller holds cq_lock().
+ * controller). Caller holds cq_lock.
  */
 static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch *b, int err,
 				  bool expired_only)
@@ -800,7 +847,7 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 	for (i = 0; i < q->depth - 1; i++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[i];
 
-		if (!cmd->busy || !batch_has(b, cmd))
+		if (!cmd_busy(cmd) || !batch_has(b, cmd))
 			continue;
 		if (expired_only && !time_after(jiffies, cmd->deadline))
 			continue;
@@ -822,16 +869,18 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 static bool queue_expired(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
 			  struct nvme_command *abort, bool *reset)
 {
+	unsigned long flags;
 	bool found = false;
 	unsigned int j;
 
 	if (!p2pnvme_queue_inflight(q))
-		return false;	/* no interrupt to hold off for nothing */
-	cq_lock(q);
+		return false;
+	flags = cq_lock(q);
 	for (j = 0; j < q->depth - 1 && !found; j++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[j];
 
-		if (!cmd->busy || !batch_has(b, cmd) || !time_after(jiffies, cmd->deadline))
+		if (!cmd_busy(cmd) || !batch_has(b, cmd) ||
+		    !time_after(jiffies, cmd->deadline))
 			continue;
 		if (cmd->aborted) {
 			*reset = true;	/* aborted and still not back */
@@ -847,7 +896,7 @@ static bool queue_expired(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
 		abort->abort.sqid = cpu_to_le16(q->qid);
 		abort->abort.cid = j | (cmd->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
 	}
-	cq_unlock(q);
+	cq_unlock(q, flags);
 	return found;
 }
 
@@ -855,6 +904,7 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 {
 	struct nvme_command abort = {};
 	struct p2pnvme_queue *q;
+	unsigned long flags;
 	bool reset = false, do_abort = false, can_abort;
 	unsigned int i, n;
 	u32 csts, res;
@@ -868,9 +918,9 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 	if (csts == ~0U || (csts & NVME_CSTS_CFS)) {
 		if (b->admin) {
 			/* nobody will answer: fail the admin commands right away */
-			cq_lock(&c->adminq);
+			flags = cq_lock(&c->adminq);
 			n = admin_give_up(&c->adminq, b, csts == ~0U ? -ENODEV : -EIO, false);
-			cq_unlock(&c->adminq);
+			cq_unlock(&c->adminq, flags);
 			progress(c, n);
 		}
 		if (p2pnvme_state(c) == P2PNVME_LIVE)
@@ -881,9 +931,9 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 	}
 
 	if (b->admin) {
-		cq_lock(&c->adminq);
+		flags = cq_lock(&c->adminq);
 		n = admin_give_up(&c->adminq, b, -ETIMEDOUT, true);
-		cq_unlock(&c->adminq);
+		cq_unlock(&c->adminq, flags);
 		if (n) {
 			p2pnvme_stat_add(c, ST_TIMEOUTS, n);
 			pci_warn(c->pdev, "admin command timed out after %u ms\n",
@@ -1005,21 +1055,22 @@ static void queues_stop(struct p2pnvme *c)
 static void queue_cancel(struct p2pnvme_queue *q, int err)
 {
 	struct p2pnvme *c = q->c;
+	unsigned long flags;
 	unsigned int i, n = 0;
 
-	cq_lock(q);
+	flags = cq_lock(q);
 	for (i = 0; i < q->depth - 1; i++) {
 		struct p2pnvme_cmd *cmd = &q->cmds[i];
 		int e = err;
 
-		if (!cmd->busy)
+		if (!cmd_busy(cmd))
 			continue;
 		if (e == -ECANCELED && cmd->expired)
 			e = -ETIMEDOUT;
 		cmd_finish(q, cmd, NVME_SC_HOST_ABORTED_CMD, 0, e);
 		n++;
 	}
-	cq_unlock(q);
+	cq_unlock(q, flags);
 	p2pnvme_stat_add(c, ST_CANCELLED, n);
 	progress(c, n);
 }

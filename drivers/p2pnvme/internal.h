@@ -30,24 +30,23 @@
  *                                (reg_invalidate()), so a request busy on
  *                                a buffer takes no reservation lock and
  *                                not reg_lock before it is idle again
+ *   p2pnvme_queue.cq_lock (spin) one queue's completion side: its CQ and
+ *                                the busy slots, for whoever reaps it or
+ *                                looks at them (its interrupt handler
+ *                                too, so _irqsave elsewhere); never taken
+ *                                by a submitter
  *   p2pnvme_queue.sq_lock (spin) one queue's submission side: the copy
  *                                into the SQ, its tail and doorbell,
  *                                @stopped; nothing else (no PRP is built
- *                                under it). _irqsave: a completion may
- *                                ring a doorbell from the interrupt
- *   p2pnvme_queue.cq_lock (spin) one queue's completion side, for those
- *                                who reap it or look at its busy slots
- *                                outside its interrupt handler, which
- *                                reaps without a lock: cq_lock() keeps the
- *                                handler off (disable_irq()) and takes it
+ *                                under it), never in interrupt context
  *   p2pnvme.state_lock (spin)   @state transitions
  *   p2pnvme.async_lock (spin)   the io_uring requests' list and flags;
  *                                inside a queue lock when a completion
  *                                ends a request (so _irqsave)
- * No queue lock is held while another queue's lock is taken, nor while a
- * queue's interrupt is disabled: the handler takes async_lock and wait
- * queue locks (a completion ends and idles requests). Command slots are
- * allocated lock-free from a queue's @slot_map.
+ * No queue's lock is held while another queue's is taken, nor a queue's
+ * cq_lock while its sq_lock is taken (or the other way). A completion
+ * takes async_lock and wait queue locks inside cq_lock (it ends and idles
+ * requests). Room and command slots are taken lock-free (@room, @slot_map).
  */
 #ifndef P2PNVME_INTERNAL_H
 #define P2PNVME_INTERNAL_H
@@ -116,7 +115,8 @@ enum p2pnvme_stat {
 	ST_READS_P2P, ST_WRITES_P2P, ST_READS_BOUNCE, ST_WRITES_BOUNCE,
 	ST_READS_HOST, ST_WRITES_HOST, ST_BYTES_P2P, ST_BYTES_BOUNCE, ST_BYTES_HOST,
 	ST_REFUSED, ST_ERRORS, ST_TIMEOUTS, ST_ABORTS, ST_RESETS, ST_CANCELLED,
-	ST_IRQS, ST_READS_DMABUF, ST_WRITES_DMABUF, ST_BYTES_DMABUF, ST_NR
+	ST_IRQS, ST_READS_DMABUF, ST_WRITES_DMABUF, ST_BYTES_DMABUF,
+	ST_QUEUE_FULL_WAITS, ST_QUEUE_FULL_REQUEUED, ST_NR
 };
 
 /*
@@ -284,6 +284,8 @@ struct p2pnvme_fence {
  * @result: completion dword 0 of the last command (as @error; admin commands)
  * @submit_error: what stopped its submission half way (the submitter's;
  *		  p2pnvme_req_error() merges it into @error)
+ * @reserved: room on @q taken ahead for its commands not submitted yet
+ *	      (p2pnvme_req_reserve())
  */
 struct p2pnvme_req {
 	struct p2pnvme_io *io;
@@ -314,6 +316,7 @@ struct p2pnvme_req {
 	u16 status;
 	u32 result;
 	int submit_error;
+	unsigned int reserved;
 };
 
 /*
@@ -356,8 +359,8 @@ struct p2pnvme_batch {
  * struct p2pnvme_cmd - a command slot of a queue; its index is the low bits
  * of the command identifier. A submitter owns the slot from taking its bit
  * of the queue's @slot_map until it publishes the command (@busy, set under
- * @sq_lock); from then on the queue's reaper does (its interrupt handler,
- * or a holder of cq_lock()), which ends it and gives the bit back.
+ * @sq_lock); from then on whoever reaps the queue under cq_lock does,
+ * which ends it and gives the bit back.
  * @batch: the batch waiting for it; NULL when the slot is free, or when
  *	   the waiter gave up on an admin command the controller still owns
  * @req: the request it belongs to
@@ -396,6 +399,9 @@ struct p2pnvme_cmd {
  * @cq_db: CQ head doorbell in BAR0
  * @cmds: @depth - 1 command slots
  * @slot_map: a bit per slot, set while it is taken (atomic bit operations)
+ * @room: slots neither taken nor reserved: a submitter takes room first
+ *	  (one slot's, or a request's worth at once), so the slot it then
+ *	  looks for in @slot_map is there
  * @next_slot: where the search for a free slot starts (a hint)
  * @sq_lock: protects the submission side, see the top of the file
  * @sq_tail: next free SQ slot
@@ -403,8 +409,8 @@ struct p2pnvme_cmd {
  * @stopped: no submissions (reset or removal in progress)
  * @submitted: commands published, ever (wraps)
  * @inflight_max: most commands in flight seen at once (debugfs)
- * @cq_lock: see the top of the file; the fields below belong to the
- *	     reaper (the interrupt handler, or the holder of cq_lock())
+ * @cq_lock: protects the completion side (the fields below and the busy
+ *	     slots), see the top of the file
  * @cq_head: next CQ entry to look at
  * @cq_phase: phase bit that marks a new CQ entry
  * @completed: commands ended, ever (wraps); @submitted - @completed are in
@@ -423,6 +429,7 @@ struct p2pnvme_queue {
 	u32 __iomem *cq_db;
 	struct p2pnvme_cmd *cmds;
 	unsigned long *slot_map;
+	atomic_t room;
 	unsigned int next_slot;
 
 	spinlock_t sq_lock;	/* see above */
@@ -441,7 +448,11 @@ struct p2pnvme_queue {
 /* Commands of @q in flight (a snapshot, unless both sides are held off). */
 static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
 {
-	return (u32)(READ_ONCE(q->submitted) - READ_ONCE(q->completed));
+	u32 completed = READ_ONCE(q->completed);
+
+	/* a command completes after its submission: read in that order */
+	smp_rmb();
+	return (u32)(READ_ONCE(q->submitted) - completed);
 }
 
 /**
@@ -613,6 +624,8 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
 int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
 		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
 void p2pnvme_ring(struct p2pnvme_queue *q);
+bool p2pnvme_room_take(struct p2pnvme_queue *q, unsigned int n);
+void p2pnvme_room_give(struct p2pnvme_queue *q, unsigned int n);
 void p2pnvme_ring_live(struct p2pnvme_queue *q);
 void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n);
 void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
@@ -677,6 +690,8 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 		      unsigned int nr, unsigned int *failed);
 int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *r);
 int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r);
+int p2pnvme_req_reserve(struct p2pnvme *c, struct p2pnvme_req *r);
+void p2pnvme_req_unreserve(struct p2pnvme_req *r);
 int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r);
 void p2pnvme_req_finish(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns);
 void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r);

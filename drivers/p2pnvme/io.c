@@ -696,6 +696,39 @@ int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r)
 }
 
 /**
+ * p2pnvme_req_reserve - take room on @r->q for all of a request's commands
+ *	now, for a submission that must not wait for a slot
+ * @c: the controller, entered with p2pnvme_io_enter()
+ * @r: the request, @r->q chosen
+ *
+ * p2pnvme_req_submit() uses the room and gives back what it did not use;
+ * p2pnvme_req_unreserve() gives it back if the request is not submitted.
+ *
+ * Return: 0, or -EAGAIN: the queue has not the room now, or could never
+ * hold all of them at once.
+ */
+int p2pnvme_req_reserve(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	const struct p2pnvme_io *io = r->io;
+	u64 n = io->op == P2PNVME_OP_FLUSH ? 1 : DIV_ROUND_UP_ULL(io->len, c->max_xfer);
+
+	if (n >= r->q->depth || !p2pnvme_room_take(r->q, n))
+		return -EAGAIN;
+	r->reserved = n;
+	return 0;
+}
+
+/**
+ * p2pnvme_req_unreserve - give back what p2pnvme_req_reserve() took
+ * @r: the request, inside the I/O guard it was reserved in
+ */
+void p2pnvme_req_unreserve(struct p2pnvme_req *r)
+{
+	p2pnvme_room_give(r->q, r->reserved);
+	r->reserved = 0;
+}
+
+/**
  * p2pnvme_req_submit - queue a mapped request's commands on @r->q
  * @c: the controller, entered with p2pnvme_io_enter()
  * @b: the batch its commands end
@@ -708,7 +741,10 @@ int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r)
  */
 int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r)
 {
-	return req_submit(c, b, r);
+	int ret = req_submit(c, b, r);
+
+	p2pnvme_req_unreserve(r);	/* what a failure left unused */
+	return ret;
 }
 
 /**

@@ -590,7 +590,7 @@ static struct device_attribute stat_attrs[ST_NR] = {
 	STAT_ATTR(refused), STAT_ATTR(errors), STAT_ATTR(timeouts),
 	STAT_ATTR(aborts), STAT_ATTR(resets), STAT_ATTR(cancelled),
 	STAT_ATTR(irqs), STAT_ATTR(reads_dmabuf), STAT_ATTR(writes_dmabuf),
-	STAT_ATTR(bytes_dmabuf),
+	STAT_ATTR(bytes_dmabuf), STAT_ATTR(queue_full_waits), STAT_ATTR(queue_full_requeued),
 };
 
 /* The counters as of now, minus what they were at the last reset. */
@@ -744,16 +744,15 @@ static const struct attribute_group *p2pnvme_groups[] = {
 
 static void show_queue(struct seq_file *s, struct p2pnvme_queue *q)
 {
-	unsigned long flags;
 	u16 sq_tail, inflight_max;
 	bool stopped;
 
 	/* the completion side as the reaper left it a moment ago */
-	spin_lock_irqsave(&q->sq_lock, flags);
+	spin_lock(&q->sq_lock);
 	sq_tail = q->sq_tail;
 	inflight_max = q->inflight_max;
 	stopped = q->stopped;
-	spin_unlock_irqrestore(&q->sq_lock, flags);
+	spin_unlock(&q->sq_lock);
 	seq_printf(s, "%u %u %d %u %u %u %u %u %u %pad %pad\n", q->qid, q->depth, q->vector,
 		   sq_tail, READ_ONCE(q->cq_head), READ_ONCE(q->cq_phase),
 		   p2pnvme_queue_inflight(q), inflight_max, stopped, &q->sq_dma, &q->cq_dma);
@@ -861,13 +860,10 @@ static void free_irqs(struct p2pnvme *c)
 {
 	unsigned int i;
 
-	for (i = 0; c->ioq && i < c->nr_ioq; i++) {
-		if (c->ioq[i].vector < 0)
-			continue;
-		devm_free_irq(&c->pdev->dev, pci_irq_vector(c->pdev, c->ioq[i].vector),
-			      &c->ioq[i]);
-		c->ioq[i].vector = -1;	/* cq_lock() has no handler to hold off */
-	}
+	for (i = 0; c->ioq && i < c->nr_ioq; i++)
+		if (c->ioq[i].vector >= 0)
+			devm_free_irq(&c->pdev->dev, pci_irq_vector(c->pdev, c->ioq[i].vector),
+				      &c->ioq[i]);
 }
 
 static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)

@@ -58,6 +58,8 @@
  * @released: removal is done with it (c->async_lock)
  * @iopoll: from an IORING_SETUP_IOPOLL ring: its poller answers it, no task
  *	    work
+ * @nowait: issued with IO_URING_F_NONBLOCK: answered -EAGAIN (io_uring's
+ *	    workers issue it again) rather than waiting for room on its queue
  * @ring: that ring, only compared (p2p_uring_cmd_ring())
  */
 struct p2pnvme_async {
@@ -74,6 +76,7 @@ struct p2pnvme_async {
 	bool taken;
 	bool released;
 	bool iopoll;
+	bool nowait;
 	void *ring;
 };
 
@@ -238,8 +241,21 @@ static int async_submit(struct p2pnvme_async *a)
 		return async_fail(a, ret);
 	q = p2pnvme_cpu_queue(c);
 	r->q = q;
+	/*
+	 * An inline issue must not sleep for a slot: without room for all
+	 * its commands now, io_uring's workers issue it again, blocking.
+	 */
+	if (a->nowait) {
+		ret = p2pnvme_req_reserve(c, r);
+		if (ret) {
+			p2pnvme_stat_add(c, ST_QUEUE_FULL_REQUEUED, 1);
+			p2pnvme_io_exit(c);
+			return async_fail(a, ret);
+		}
+	}
 	ret = p2pnvme_req_map(c, r);
 	if (ret) {
+		p2pnvme_req_unreserve(r);
 		p2pnvme_io_exit(c);
 		return async_fail(a, ret);
 	}
@@ -272,7 +288,9 @@ static int async_submit(struct p2pnvme_async *a)
  * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, a polled
  * controller and a ring without IORING_SETUP_IOPOLL), -ENOENT (no such
  * registered buffer), -EBADF (a read into a read-only registered dma-buf),
- * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb),
+ * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb;
+ * -EAGAIN also for a non-blocking issue without room on its queue, which
+ * io_uring's workers issue again),
  * -ENOMEM, -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
@@ -319,6 +337,7 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	a->ioucmd = ioucmd;
 	a->bytes = bytes;
 	a->iopoll = issue_flags & IO_URING_F_IOPOLL;
+	a->nowait = issue_flags & IO_URING_F_NONBLOCK;
 	a->ring = p2p_uring_cmd_ring(ioucmd);
 	*async_of(ioucmd) = a;
 	return async_submit(a);

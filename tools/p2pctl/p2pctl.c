@@ -1652,7 +1652,8 @@ static int cmd_nvme_stats(int argc, char **argv)
 {
 	static const char * const paths[] = { "p2p", "bounce", "host", "dmabuf" };
 	static const char * const other[] = { "refused", "errors", "timeouts", "aborts",
-					       "resets", "cancelled", "irqs" };
+					       "resets", "cancelled", "irqs", "queue_full_waits",
+					       "queue_full_requeued" };
 	static const char * const dirs[] = { "read", "write" };
 	const char *dev = "/dev/p2pnvme0", *name;
 	long long b0[4] = { 0 }, b1[4] = { 0 };

@@ -27,6 +27,23 @@ static inline long inflight_now(const char *dev)
 	return sum;
 }
 
+/* Counter @name of @dev's stats/ (a number), -1 if unknown. */
+static inline long long nvme_stat(const char *dev, const char *name)
+{
+	char path[160];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/%s", strrchr(dev, '/') + 1,
+		 name);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* io_uring requests p2pnvme has not released (debugfs uring), -1 if unknown */
 static inline long unreleased(const char *dev)
 {

@@ -45,9 +45,9 @@
 
 #define CHUNK	65536ULL
 #define NR	64		/* commands of each kind in flight at once */
-#define PLAN	24		/* cases of the main run */
+#define PLAN	25		/* cases of the main run */
 #define PLAN_UNBIND	7
-#define PLAN_IOPOLL	15
+#define PLAN_IOPOLL	16
 #define MAX_CPUS	16
 #define CPU_NR		32	/* reads per CPU: below the bench's depth of 64 */
 
@@ -234,10 +234,14 @@ static double now(void)
  * One submission of NR reads into p2pmem and NR into host memory, all in
  * flight at once, from this one thread; then NR writes from p2pmem.
  */
-static void many(struct io_uring *ring, int fd, int bar)
+static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 {
 	static int res[2 * NR];
 	static uint64_t res2[2 * NR];
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	long long requeued, cmds, room;
+	cpu_set_t one_cpu, all;
+	int pinned;
 	struct io_uring_sqe *sqe;
 	struct p2pmem m;
 	struct p2pnvme_io io;
@@ -250,6 +254,20 @@ static void many(struct io_uring *ring, int fd, int bar)
 		result(0, "p2pmem and host memory for the reads", 0, ret ? -ret : errno);
 		return;
 	}
+	/* all of them go to this CPU's queue: what does not fit there now */
+	CPU_ZERO(&one_cpu);
+	CPU_SET(sched_getcpu(), &one_cpu);
+	pinned = !sched_getaffinity(0, sizeof(all), &all) &&
+		 !sched_setaffinity(0, sizeof(one_cpu), &one_cpu);
+	if (!pinned)
+		printf("    # cannot stay on one CPU: %s\n", strerror(errno));
+	ret = ioctl(fd, P2PNVME_IOC_INFO, &info);
+	cmds = 2 * NR * ((CHUNK + info.max_xfer - 1) / (info.max_xfer ?: 1));
+	room = info.queue_depth;
+	requeued = nvme_stat(dev, "queue_full_requeued");
+	/* no page fault while the queue fills: the submitter does not sleep */
+	memset(m.p, 0, NR * CHUNK);
+	memset(host, 0, NR * CHUNK);
 	hostcheck("dma-mark");
 	/* reads from LBA 8192 (4 MiB) on, the host's side: nvme0@0x400000 */
 	for (i = 0; i < 2 * NR; i++) {
@@ -260,6 +278,8 @@ static void many(struct io_uring *ring, int fd, int bar)
 		prep(sqe, fd, &io, i);
 	}
 	got = io_uring_submit(ring);
+	if (pinned)
+		sched_setaffinity(0, sizeof(all), &all);
 	printf("    # one io_uring_submit(): %d commands\n", got);
 	tap(got == 2 * NR, "one io_uring_enter() submits %d commands", 2 * NR);
 	if (reap(ring, got > 0 ? got : 0, res, res2)) {
@@ -281,6 +301,18 @@ static void many(struct io_uring *ring, int fd, int bar)
 	/* the host's view of the host-memory reads: the same bytes */
 	tap(!memcmp(host, m.p, NR * CHUNK), "host memory got the bytes p2pmem got");
 	hostcheck("dma-inflight 32 1");
+	/*
+	 * The doorbell waits for the end of the submission (its plug) unless
+	 * the submitter sleeps (io_uring creating a worker may): the inline
+	 * issue finds the queue full after its room at the latest, and that
+	 * command, rather than wait, is answered -EAGAIN, for io_uring's
+	 * workers to issue again (they may wait for a slot).
+	 */
+	requeued = nvme_stat(dev, "queue_full_requeued") - requeued;
+	printf("    # %lld commands, room for %lld on the queue: %lld given back to io_uring\n",
+	       cmds, room, requeued);
+	tap(!ret && (cmds > room ? requeued > 0 : !requeued),
+	    "the inline issue never waits for a slot: what its queue has no room for is requeued");
 
 	/* writes from p2pmem: a pattern to LBA 16384 (8 MiB) on */
 	memset(m.p, 0xa5, NR * CHUNK);
@@ -665,7 +697,7 @@ int main(int argc, char **argv)
 			unbind_case(argv[2], fd, bar, argv[4], DEFER);
 	} else if (iopoll) {
 		/* every completion below is reaped by this thread's polling */
-		many(&ring, fd, bar);
+		many(argv[1 + opt], &ring, fd, bar);
 		teardown(argv[2], fd, bar, IOPOLL);
 		io_uring_queue_exit(&ring);
 		unbind_case(argv[2], fd, bar, argv[4], IOPOLL);
@@ -678,7 +710,7 @@ int main(int argc, char **argv)
 			fd = rebind(argv[2], argv[4]);
 		}
 	} else {
-		many(&ring, fd, bar);
+		many(argv[1 + opt], &ring, fd, bar);
 		bad_sqes(&ring, fd, rofd, buf);
 		small_sqe(fd, buf);
 		teardown(argv[1], fd, bar, DEFER);
