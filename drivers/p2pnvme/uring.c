@@ -59,7 +59,8 @@
  * @iopoll: from an IORING_SETUP_IOPOLL ring: its poller answers it, no task
  *	    work
  * @nowait: issued with IO_URING_F_NONBLOCK: answered -EAGAIN (io_uring's
- *	    workers issue it again) rather than waiting for room on its queue
+ *	    workers issue it again) rather than waiting for room on its queue,
+ *	    unless it names a registered buffer
  * @ring: that ring, only compared (p2p_uring_cmd_ring())
  */
 struct p2pnvme_async {
@@ -242,10 +243,13 @@ static int async_submit(struct p2pnvme_async *a)
 	q = p2pnvme_cpu_queue(c);
 	r->q = q;
 	/*
-	 * An inline issue must not sleep for a slot: without room for all
-	 * its commands now, io_uring's workers issue it again, blocking.
+	 * An inline issue does not sleep for a slot: without room for all its
+	 * commands now, io_uring's workers issue it again, blocking. Not one
+	 * that names a registered buffer: it is bound to the buffer its id
+	 * names now, and the workers would look the id up again later (after
+	 * an unregistration, maybe another buffer's); it waits here instead.
 	 */
-	if (a->nowait) {
+	if (a->nowait && !r->reg) {
 		ret = p2pnvme_req_reserve(c, r);
 		if (ret) {
 			p2pnvme_stat_add(c, ST_QUEUE_FULL_REQUEUED, 1);
@@ -290,7 +294,7 @@ static int async_submit(struct p2pnvme_async *a)
  * registered buffer), -EBADF (a read into a read-only registered dma-buf),
  * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb;
  * -EAGAIN also for a non-blocking issue without room on its queue, which
- * io_uring's workers issue again),
+ * io_uring's workers issue again; not for a registered buffer's),
  * -ENOMEM, -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
