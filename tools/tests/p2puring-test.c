@@ -13,7 +13,8 @@
  *   p2puring-test --iopoll /dev/p2pnvmeN /dev/p2pbarN BDF
  *	the same on IORING_SETUP_IOPOLL rings, whose completions the kernel
  *	reaps when the ring polls (polled controller or not): many commands
- *	in flight, a ring torn down with I/O in flight, the unbind; and the
+ *	in flight, a ring polled by its SQPOLL thread, a ring torn down with
+ *	I/O in flight, the unbind; and the
  *	unbind with commands in flight on every queue (a ring per CPU)
  *   p2puring-test --polled /dev/p2pnvmeN /dev/p2pbarN
  *	exit 0 if the (polled) controller refuses a ring that does not poll
@@ -47,7 +48,7 @@
 #define NR	64		/* commands of each kind in flight at once */
 #define PLAN	25		/* cases of the main run */
 #define PLAN_UNBIND	7
-#define PLAN_IOPOLL	16
+#define PLAN_IOPOLL	17
 #define MAX_CPUS	16
 #define CPU_NR		32	/* reads per CPU: below the bench's depth of 64 */
 
@@ -337,6 +338,51 @@ static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 	hostcheck("fill %llu nvme0@%u 0x00", CHUNK, 16384 * 512);
 	munmap(m.p, NR * CHUNK);
 	munmap(host, NR * CHUNK);
+}
+
+/*
+ * An IOPOLL ring whose submissions and polling are io_uring's SQPOLL
+ * thread's: that thread calls .uring_cmd_iopoll, this one only waits for
+ * the CQEs it posts.
+ */
+static void sqpoll(int fd, int bar)
+{
+	static int res[NR];
+	static uint64_t res2[NR];
+	struct io_uring_params p = {
+		.flags = kind_flags(IOPOLL) | IORING_SETUP_SQPOLL, .sq_thread_idle = 1000,
+	};
+	struct io_uring ring;
+	struct p2pnvme_io io;
+	struct p2pmem m;
+	int i, ret, got, bad;
+
+	ret = io_uring_queue_init_params(2 * NR, &ring, &p);
+	if (ret) {
+		result(0, "an SQPOLL IOPOLL ring", 0, -ret);
+		return;
+	}
+	ret = p2pmem_get(bar, NR * CHUNK, &m);
+	if (ret) {
+		result(0, "p2pmem for the SQPOLL ring", 0, -ret);
+		io_uring_queue_exit(&ring);
+		return;
+	}
+	memset(m.p, 0, NR * CHUNK);
+	for (i = 0; i < NR; i++) {
+		io = rw(P2PNVME_OP_READ, 8192 + i * (CHUNK / 512), CHUNK, m.p + i * CHUNK);
+		prep(io_uring_get_sqe(&ring), fd, &io, i);
+	}
+	got = io_uring_submit(&ring);
+	bad = got != NR || reap(&ring, NR, res, res2);
+	for (i = 0; !bad && i < NR; i++)
+		bad = res[i] || (res2[i] & 0xffff) != P2PNVME_PATH_P2P;
+	tap(!bad, "SQPOLL + IOPOLL ring: %d reads into p2pmem, issued and polled by its thread",
+	    NR);
+	hostcheck("equal %llu bar0@%llu nvme0@%u", NR * CHUNK, (unsigned long long)m.bar_off,
+		  8192 * 512);
+	munmap(m.p, NR * CHUNK);
+	io_uring_queue_exit(&ring);
 }
 
 /*
@@ -698,6 +744,7 @@ int main(int argc, char **argv)
 	} else if (iopoll) {
 		/* every completion below is reaped by this thread's polling */
 		many(argv[1 + opt], &ring, fd, bar);
+		sqpoll(fd, bar);
 		teardown(argv[2], fd, bar, IOPOLL);
 		io_uring_queue_exit(&ring);
 		unbind_case(argv[2], fd, bar, argv[4], IOPOLL);
