@@ -254,6 +254,52 @@ static void sgl_descriptors(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p2pnvme_build_sgl(list, LIST_DMA, &cur, 512, &cmd), -EINVAL);
 }
 
+/*
+ * p2pnvme_data_needs_list() is what lets a command go without a list: it
+ * must say "none" exactly when the builders manage without one. Over
+ * starting offsets, lengths and segment layouts: without a list, a build
+ * fails with -E2BIG when and only when a list is needed, and otherwise
+ * fills the command exactly as a build with a list does.
+ */
+static void needs_list_exact(struct kunit *test)
+{
+	static const u64 lens[] = { 4, 512, 0x1000 - 0x200, 0x1000, 0x1200, 0x2000, 0x2004,
+				    0x3000, 0x5000 };
+	static const u64 offs[] = { 0, 4, 0x200, 0xe00, 0xffc, 0x1000 };
+	const u64 one[] = { A, 0x10000 };
+	const u64 split[] = { A, 0x2000, B, 0x8000 };
+	const u64 *layouts[] = { one, split };
+	unsigned int nseg[] = { 1, 2 };
+	const unsigned int nl = ARRAY_SIZE(lens), no = ARRAY_SIZE(offs), nk = ARRAY_SIZE(layouts);
+	void *list = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	unsigned int i, checked = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, list);
+	for (i = 0; i < 2 * nk * no * nl; i++) {
+		unsigned int l = i % nl, o = i / nl % no, k = i / nl / no % nk;
+		bool sgl = i / nl / no / nk;
+		struct scatterlist *sg = mksg(test, layouts[k], nseg[k]);
+		struct p2pnvme_cursor c0 = { .sg = sg, .off = offs[o] }, c1 = c0, c2 = c0;
+		struct nvme_command with = {}, without = {};
+		bool need = p2pnvme_data_needs_list(&c0, lens[l], sgl);
+		int r1, r2;
+
+		r1 = sgl ? p2pnvme_build_sgl(list, LIST_DMA, &c1, lens[l], &with) :
+			   p2pnvme_build_prps(list, LIST_DMA, &c1, lens[l], &with);
+		r2 = sgl ? p2pnvme_build_sgl(NULL, 0, &c2, lens[l], &without) :
+			   p2pnvme_build_prps(NULL, 0, &c2, lens[l], &without);
+		if (r1)	/* not describable at all: no list helps */
+			continue;
+		checked++;
+		KUNIT_EXPECT_EQ_MSG(test, r2, need ? -E2BIG : 0,
+				    "%s, layout %u, offset %#llx, %#llx bytes", sgl ? "SGL" : "PRP",
+				    k, offs[o], lens[l]);
+		if (!need && !r2)
+			KUNIT_EXPECT_EQ(test, memcmp(&with, &without, sizeof(with)), 0);
+	}
+	KUNIT_EXPECT_GT(test, checked, 100U);
+}
+
 static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(check_io_table, io_gen_params),
 	KUNIT_CASE(check_io_max_len),
@@ -261,6 +307,7 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE(prp_offsets),
 	KUNIT_CASE(prp_refused),
 	KUNIT_CASE(sgl_descriptors),
+	KUNIT_CASE(needs_list_exact),
 	{}
 };
 

@@ -26,6 +26,7 @@
 
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
+#include <linux/dmapool.h>
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/jiffies.h>
@@ -111,8 +112,35 @@ void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n)
 }
 
 /**
+ * p2pnvme_data_needs_list - does a command's data need a PRP list or an SGL
+ *	segment, or fit into the command itself
+ * @cur: where the data starts in a DMA-mapped scatterlist
+ * @len: bytes
+ * @sgl: described with SGLs (else PRPs)
+ *
+ * Exactly what p2pnvme_build_prps() and p2pnvme_build_sgl() need: PRP1 and
+ * PRP2 cover the data up to the end of its second controller page, one SGL
+ * data block descriptor what is left of the current segment.
+ *
+ * Return: true if a list is needed.
+ */
+bool p2pnvme_data_needs_list(const struct p2pnvme_cursor *cur, u64 len, bool sgl)
+{
+	dma_addr_t addr;
+
+	if (!cur->sg)
+		return false;	/* the build fails without a list just as well */
+	if (sgl)
+		return len > sg_dma_len(cur->sg) - cur->off;
+	addr = sg_dma_address(cur->sg) + cur->off;
+	return len > 2 * P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1));
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_data_needs_list);
+
+/**
  * p2pnvme_build_prps - describe data with PRP1/PRP2 or a PRP list
- * @list: the command's list page (P2PNVME_LIST_SIZE bytes)
+ * @list: the command's list page (P2PNVME_LIST_SIZE bytes), or NULL when
+ *	  p2pnvme_data_needs_list() said none is needed
  * @list_dma: its bus address
  * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
  * @len: bytes
@@ -120,12 +148,13 @@ void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n)
  *
  * Return: 0, -EINVAL when the mapped segments cannot be PRPs (every entry
  * after the first must start on a controller page, every one before the
- * last end on one) or the list runs short, -E2BIG when the list is full.
+ * last end on one) or the list runs short, -E2BIG when the list is full
+ * (or needed and missing).
  */
 int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor *cur,
 		       u64 len, struct nvme_command *cmd)
 {
-	dma_addr_t addr;
+	dma_addr_t addr, second = 0;
 	u64 first;
 	int n = 0;
 
@@ -151,14 +180,18 @@ int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor 
 			return -EINVAL;
 		if (step > sg_dma_len(cur->sg) - cur->off)
 			return -EINVAL;	/* a page split over two segments */
-		if (n == P2PNVME_LIST_SIZE / sizeof(__le64))
+		if (n == P2PNVME_LIST_SIZE / sizeof(__le64) || (n && !list))
 			return -E2BIG;
-		list[n++] = cpu_to_le64(addr);
+		if (list)
+			list[n] = cpu_to_le64(addr);
+		if (!n)
+			second = addr;
+		n++;
 		p2pnvme_cursor_advance(cur, step);
 		len -= step;
 	}
 	if (n == 1)
-		cmd->rw.dptr.prp2 = list[0];
+		cmd->rw.dptr.prp2 = cpu_to_le64(second);
 	else if (n > 1)
 		cmd->rw.dptr.prp2 = cpu_to_le64(list_dma);
 	return 0;
@@ -167,7 +200,9 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_prps);
 
 /**
  * p2pnvme_build_sgl - describe data with SGL data block descriptors
- * @list: the command's list page, room for P2PNVME_LIST_SIZE / 16 descriptors
+ * @list: the command's list page, room for P2PNVME_LIST_SIZE / 16
+ *	  descriptors, or NULL when p2pnvme_data_needs_list() said none is
+ *	  needed
  * @list_dma: its bus address
  * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
  * @len: bytes
@@ -178,11 +213,12 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_prps);
  * descriptor.
  *
  * Return: 0, -EINVAL when the scatterlist runs short, -E2BIG when the list
- * is full.
+ * is full (or needed and missing).
  */
 int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 		      struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd)
 {
+	struct nvme_sgl_desc d = {};
 	int n = 0;
 
 	if (!len)
@@ -194,18 +230,19 @@ int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 		if (!cur->sg)
 			return -EINVAL;
 		step = min_t(u64, len, sg_dma_len(cur->sg) - cur->off);
-		if (n == P2PNVME_LIST_SIZE / sizeof(*list))
+		if (n == P2PNVME_LIST_SIZE / sizeof(*list) || (n && !list))
 			return -E2BIG;
-		list[n].addr = cpu_to_le64(cursor_addr(cur));
-		list[n].length = cpu_to_le32(step);
-		memset(list[n].rsvd, 0, sizeof(list[n].rsvd));
-		list[n].type = NVME_SGL_FMT_DATA_DESC << 4;
+		d.addr = cpu_to_le64(cursor_addr(cur));
+		d.length = cpu_to_le32(step);
+		d.type = NVME_SGL_FMT_DATA_DESC << 4;
+		if (list)
+			list[n] = d;
 		n++;
 		p2pnvme_cursor_advance(cur, step);
 		len -= step;
 	}
 	if (n == 1) {
-		cmd->rw.dptr.sgl = list[0];
+		cmd->rw.dptr.sgl = d;
 	} else {
 		cmd->rw.dptr.sgl.addr = cpu_to_le64(list_dma);
 		cmd->rw.dptr.sgl.length = cpu_to_le32(n * sizeof(*list));
@@ -220,9 +257,6 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_sgl);
 int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth)
 {
 	struct device *dev = &c->pdev->dev;
-	void *lists = NULL;
-	dma_addr_t lists_dma = 0;
-	unsigned int i;
 
 	q->c = c;
 	q->qid = qid;
@@ -239,23 +273,16 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 	if (!q->sq || !q->cq || !q->cmds || !q->slot_map)
 		return -ENOMEM;
 	/*
-	 * One list page per slot, in chunks: a deep queue's lists (4 MiB at
-	 * 1024 entries) need no large physically contiguous allocation.
-	 * Admin commands carry at most PRP1: no lists.
+	 * PRP lists and SGL segments come from a pool, per command that needs
+	 * one (more than two controller pages, or than one segment): the
+	 * small transfers need none, and the memory follows what is in
+	 * flight, not the depth. Admin commands carry at most PRP1: no pool.
 	 */
-	for (i = 0; qid && i < depth - 1; i++) {
-		unsigned int k = i % P2PNVME_LIST_CHUNK;
-
-		if (!k) {
-			size_t n = min_t(unsigned int, depth - 1 - i, P2PNVME_LIST_CHUNK);
-
-			lists = dmam_alloc_coherent(dev, n * P2PNVME_LIST_SIZE, &lists_dma,
-						    GFP_KERNEL);
-			if (!lists)
-				return -ENOMEM;
-		}
-		q->cmds[i].list = lists + k * P2PNVME_LIST_SIZE;
-		q->cmds[i].list_dma = lists_dma + k * P2PNVME_LIST_SIZE;
+	if (qid) {
+		q->list_pool = dmam_pool_create("p2pnvme-list", dev, P2PNVME_LIST_SIZE,
+						P2PNVME_LIST_SIZE, 0);
+		if (!q->list_pool)
+			return -ENOMEM;
 	}
 	q->sq_db = c->bar + NVME_REG_DBS + (2 * qid) * c->db_stride * 4;
 	q->cq_db = c->bar + NVME_REG_DBS + (2 * qid + 1) * c->db_stride * 4;
@@ -465,6 +492,15 @@ static unsigned int slot_get(struct p2pnvme_queue *q)
 	return i;
 }
 
+/* Give back the slot's list, if it has one (any context). */
+static void list_free(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd)
+{
+	if (!cmd->list)
+		return;
+	dma_pool_free(q->list_pool, cmd->list, cmd->list_dma);
+	cmd->list = NULL;
+}
+
 /*
  * Give a slot and its room back; release: everything written to it before
  * is seen by its next user.
@@ -502,6 +538,7 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 	}
 	cmd->batch = NULL;
 	cmd->req = NULL;
+	list_free(q, cmd);	/* the controller is done reading it */
 	WRITE_ONCE(cmd->busy, false);
 	WRITE_ONCE(q->completed, q->completed + 1);
 	slot_put(q, cmd);
@@ -719,14 +756,18 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	WRITE_ONCE(slot->gen, slot->gen + 1);
 	cmd->common.command_id = i | (slot->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
 	if (cur) {
+		if (p2pnvme_data_needs_list(cur, len, r->sgl)) {
+			slot->list = dma_pool_alloc(q->list_pool, GFP_KERNEL, &slot->list_dma);
+			if (!slot->list) {
+				ret = -ENOMEM;
+				goto free_slot;
+			}
+		}
 		ret = r->sgl ? p2pnvme_build_sgl((struct nvme_sgl_desc *)slot->list,
 						 slot->list_dma, cur, len, cmd) :
 			       p2pnvme_build_prps(slot->list, slot->list_dma, cur, len, cmd);
-		if (ret) {
-			slot_put(q, slot);
-			progress(c, 1);
-			return ret;
-		}
+		if (ret)
+			goto free_slot;
 	}
 	slot->batch = b;
 	slot->req = r;
@@ -740,6 +781,7 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 		spin_unlock(&q->sq_lock);
 		slot->batch = NULL;
 		slot->req = NULL;
+		list_free(q, slot);
 		slot_put(q, slot);
 		progress(c, 1);
 		atomic_dec(&b->pending);	/* never the last: ours is held */
@@ -761,6 +803,12 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 
 stopped:
 	return p2pnvme_state(c) >= P2PNVME_DELETING ? -ENODEV : -ECANCELED;
+
+free_slot:
+	list_free(q, slot);
+	slot_put(q, slot);
+	progress(c, 1);
+	return ret;
 }
 
 /**

@@ -88,7 +88,6 @@
 #define P2PNVME_CID_SLOT_BITS	12	/* P2PNVME_MAX_DEPTH */
 #define P2PNVME_CID_SLOT_MASK	((1U << P2PNVME_CID_SLOT_BITS) - 1)
 static_assert(P2PNVME_MAX_DEPTH <= 1U << P2PNVME_CID_SLOT_BITS);
-#define P2PNVME_LIST_CHUNK	16	/* lists per coherent allocation: 64 KiB */
 
 extern unsigned int p2pnvme_io_timeout_ms;
 extern bool p2pnvme_bounce;
@@ -370,7 +369,8 @@ struct p2pnvme_batch {
  *	     fails with -ETIMEDOUT however it ends
  * @gen: generation, bumped at each use, in the upper bits of the CID
  * @deadline: jiffies by which it must complete
- * @list: PRP list or SGL segment for this command (coherent memory)
+ * @list: PRP list or SGL segment of this command, from @list_pool while
+ *	  it needs one, else NULL (the slot's owner's)
  * @list_dma: its bus address
  */
 struct p2pnvme_cmd {
@@ -398,6 +398,8 @@ struct p2pnvme_cmd {
  * @sq_db: SQ tail doorbell in BAR0
  * @cq_db: CQ head doorbell in BAR0
  * @cmds: @depth - 1 command slots
+ * @list_pool: P2PNVME_LIST_SIZE coherent blocks for the commands' lists
+ *	       (I/O queues)
  * @slot_map: a bit per slot, set while it is taken (atomic bit operations)
  * @room: slots neither taken nor reserved: a submitter takes room first
  *	  (one slot's, or a request's worth at once), so the slot it then
@@ -428,6 +430,7 @@ struct p2pnvme_queue {
 	u32 __iomem *sq_db;
 	u32 __iomem *cq_db;
 	struct p2pnvme_cmd *cmds;
+	struct dma_pool *list_pool;
 	unsigned long *slot_map;
 	atomic_t room;
 	unsigned int next_slot;

@@ -15,6 +15,7 @@ struct p2pnvme_cursor {
 };
 
 int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb);
+bool p2pnvme_data_needs_list(const struct p2pnvme_cursor *cur, u64 len, bool sgl);
 int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor *cur,
 		       u64 len, struct nvme_command *cmd);
 int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,

@@ -425,6 +425,13 @@ if [ "$p2pexpect" != refused ]; then
 	echo "<<<KTAP-END>>>"
 	hostd check dma-mark >/dev/null	# it read into host memory too
 fi
+# PRP lists and SGL segments come from a pool per I/O queue while a command
+# needs one (the last rebind made new pools): a read with a PRP list takes
+# one, and every one is back afterwards
+check "a 64 KiB read into p2pmem with a PRP list" sh -c "p2pctl --prp nvme-read $N 0 65536 >/dev/null"
+check_eq "the list pools were used and hold no list now (in use, used, pools)" \
+	"$(awk '$1 == "p2pnvme-list" { u += $2; b += $3; n++ }
+		END { print u + 0, (b > 0), (n > 0) }' "/sys/bus/pci/devices/$NVME/pools")" "0 1 1"
 # the unbind: while an ioctl's buffer is stuck in a userfaultfd fault
 echo "<<<KTAP-BEGIN guest.client_stuck_unbind>>>"
 p2pnvme-test --stuck-unbind $N "$NVME" || _any_failed=1
