@@ -93,6 +93,7 @@ extern unsigned int p2pnvme_io_timeout_ms;
 extern bool p2pnvme_bounce;
 extern unsigned int p2pnvme_coalesce_entries;
 extern unsigned int p2pnvme_coalesce_time_us;
+extern unsigned int p2pnvme_max_bounced_reg_mb;
 
 /* the command timeout in jiffies, at least one */
 static inline unsigned long p2pnvme_io_timeout(void)
@@ -189,6 +190,8 @@ enum p2pnvme_reg_kind {
  * @mapped: host: @sgt is mapped (@c->reg_lock once listed)
  * @need_sync: host: the DMA layer syncs this mapping (swiotlb, a
  *	       non-coherent device): each transfer syncs its range
+ * @bounced: host: bytes of the mapping held in swiotlb's bounce slots,
+ *	     counted in @c->reg_bounced while mapped
  * @dmabuf: dma-buf: the buffer, with a reference, until the buffer is
  *	    freed (unregistered or its file closed; removal only unmaps)
  * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
@@ -223,6 +226,7 @@ struct p2pnvme_reg {
 	struct sg_table sgt;
 	bool mapped;
 	bool need_sync;
+	u64 bounced;
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
@@ -525,6 +529,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  *		   (rung when the submission batch ends); remove() waits
  *		   for 0 before the queues go
  * @reg_lock: protects @reg_list and the buffers' mappings (see reg.c)
+ * @reg_bounced: bytes of registered host buffers mapped through swiotlb's
+ *		 bounce slots, at most max_bounced_reg_mb
  * @reg_list: every registered buffer of every file, for removal
  */
 struct p2pnvme {
@@ -579,6 +585,7 @@ struct p2pnvme {
 	atomic_t async_plugged;
 	struct mutex reg_lock;	/* see above */
 	struct list_head reg_list;
+	atomic64_t reg_bounced;
 };
 
 /**

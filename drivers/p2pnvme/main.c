@@ -96,6 +96,11 @@ static struct uint_range max_inflight_range = { &max_inflight_mb, 1, 65536 };
 module_param_cb(max_inflight_mb, &uint_range_ops, &max_inflight_range, 0644);
 MODULE_PARM_DESC(max_inflight_mb, "MiB of data one open file may have pinned or bounced at once, 1 .. 65536 (default 256)");
 
+unsigned int p2pnvme_max_bounced_reg_mb = 32;
+static struct uint_range max_bounced_reg_range = { &p2pnvme_max_bounced_reg_mb, 0, 65536 };
+module_param_cb(max_bounced_reg_mb, &uint_range_ops, &max_bounced_reg_range, 0644);
+MODULE_PARM_DESC(max_bounced_reg_mb, "MiB of registered host buffers a controller may keep in swiotlb's bounce slots, 0 .. 65536 (default 32)");
+
 /* Interrupt Coalescing (Feature 08h), set at probe and after each reset */
 unsigned int p2pnvme_coalesce_entries;
 static struct uint_range coalesce_entries_range = { &p2pnvme_coalesce_entries, 0, 256 };

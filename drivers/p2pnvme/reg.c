@@ -44,6 +44,7 @@ void p2pnvme_reg_init(struct p2pnvme *c)
 {
 	mutex_init(&c->reg_lock);
 	INIT_LIST_HEAD(&c->reg_list);
+	atomic64_set(&c->reg_bounced, 0);
 }
 
 /*
@@ -199,6 +200,38 @@ static bool reg_need_sync(struct device *dev, struct sg_table *sgt)
 	return false;
 }
 
+/*
+ * A mapping that needs syncs and whose bus addresses are not its pages'
+ * own lives in swiotlb's bounce slots (or, rarely, behind a DMA offset:
+ * counted too). One entry per page run: caller checked nents.
+ */
+static bool reg_bounced(struct sg_table *sgt)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sgtable_sg(sgt, sg, i)
+		if (sg_dma_address(sg) != (dma_addr_t)sg_phys(sg))
+			return true;
+	return false;
+}
+
+/*
+ * Bounce slots are shared by every device of the machine, for the whole
+ * registration: a controller keeps at most max_bounced_reg_mb of them.
+ */
+static int reg_charge_bounce(struct p2pnvme *c, struct p2pnvme_reg *b)
+{
+	u64 cap = (u64)READ_ONCE(p2pnvme_max_bounced_reg_mb) << 20;
+
+	if (atomic64_add_return(b->len, &c->reg_bounced) > cap) {
+		atomic64_sub(b->len, &c->reg_bounced);
+		return -ENOBUFS;
+	}
+	b->bounced = b->len;
+	return 0;
+}
+
 /* Take the mappings away (removal, a failed registration, teardown). */
 static void reg_unmap_locked(struct p2pnvme_reg *b)
 {
@@ -210,6 +243,8 @@ static void reg_unmap_locked(struct p2pnvme_reg *b)
 		dma_unmap_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL,
 				  DMA_ATTR_SKIP_CPU_SYNC);
 		b->mapped = false;
+		atomic64_sub(b->bounced, &c->reg_bounced);
+		b->bounced = 0;
 	}
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 	if (b->attach) {
@@ -369,6 +404,8 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 	 */
 	ret = b->need_sync && b->sgt.nents != b->sgt.orig_nents ? -EOPNOTSUPP :
 	      reg_index(b, &b->sgt);
+	if (!ret && b->need_sync && reg_bounced(&b->sgt))
+		ret = reg_charge_bounce(c, b);
 	ret = reg_list_or_unmap(b, ret);
 out_exit:
 	p2pnvme_io_exit(c);

@@ -337,6 +337,13 @@ if [ "$p2pexpect" != refused ]; then
 	echo "<<<KTAP-BEGIN guest.client_reg>>>"
 	p2preg-test $N /dev/p2pbar0 || _any_failed=1
 	echo "<<<KTAP-END>>>"
+	# registered host buffers in swiotlb's bounce slots are capped
+	echo 4 > /sys/module/p2pnvme/parameters/max_bounced_reg_mb
+	echo "<<<KTAP-BEGIN guest.client_reg_bounce_cap>>>"
+	P2P_SWIOTLB=$([ "$p2pprofile" = swiotlb ] && echo 1) \
+		p2preg-test --bounce-cap $N /dev/p2pbar0 4 || _any_failed=1
+	echo 32 > /sys/module/p2pnvme/parameters/max_bounced_reg_mb
+	echo "<<<KTAP-END>>>"
 	hostd check dma-mark >/dev/null	# it read into host memory too
 fi
 

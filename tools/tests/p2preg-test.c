@@ -72,6 +72,7 @@
 #define PLAN		78
 #define PLAN_REVOKE	10
 #define PLAN_UNBIND	8
+#define PLAN_CAP	2
 
 static const char *dev;
 static int nvme, bar;
@@ -1467,18 +1468,68 @@ static void unbind_mode(const char *bdf)
 	tap(!ret && took < 5 && left == base, "the file closes, the dma-buf's p2pmem is freed");
 }
 
+/*
+ * --bounce-cap MB: max_bounced_reg_mb is MB. Under swiotlb (P2P_SWIOTLB=1)
+ * MB 1-MiB host buffers register, the next is refused with ENOBUFS, and
+ * unregistering one makes room for one again; elsewhere nothing bounces
+ * and MB + 2 of them register.
+ */
+static void bounce_cap_mode(const char *arg)
+{
+	const char *env = getenv("P2P_SWIOTLB");
+	int swiotlb = env && !strcmp(env, "1");
+	unsigned int mb = strtoul(arg, NULL, 0), want = swiotlb ? mb : mb + 2, i, ok = 0;
+	size_t len = 1 << 20, all = (size_t)(mb + 3) * len;
+	uint32_t ids[64];
+	unsigned char *p;
+	int ret = 0;
+
+	p = mmap(NULL, all, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || mb + 3 > sizeof(ids) / sizeof(ids[0])) {
+		result(0, "host memory for the buffers", 0, errno);
+		return;
+	}
+	memset(p, 0x5a, all);
+	for (i = 0; i <= want; i++) {
+		ret = reg_host(nvme, p + i * len, len, &ids[i]);
+		if (ret)
+			break;
+		ok++;
+	}
+	printf("    # %s: %u MiB registered, then %s\n", swiotlb ? "swiotlb" : "no swiotlb", ok,
+	       ret ? strerror(-ret) : "no refusal");
+	if (swiotlb) {
+		result(ok == mb && ret == -ENOBUFS,
+		       "bounced registrations stop at max_bounced_reg_mb", ENOBUFS, -ret);
+		ret = ok ? unreg(nvme, ids[--ok]) : -ENOENT;
+		if (!ret)
+			ret = reg_host(nvme, p + ok * len, len, &ids[ok]);
+		ok += !ret;
+		result(!ret, "one unregistered makes room for one more", 0, -ret);
+	} else {
+		tap(ok == want + 1, "nothing is bounced: %u buffers beyond max_bounced_reg_mb register",
+		    want + 1 - mb);
+		tap(1, "no bounce slots to give back");
+	}
+	while (ok)
+		unreg(nvme, ids[--ok]);
+	munmap(p, all);
+}
+
 int main(int argc, char **argv)
 {
 	int revoke = argc > 1 && !strcmp(argv[1], "--revoke");
 	int unbind = argc > 1 && !strcmp(argv[1], "--unbind");
-	int opt = revoke || unbind;
+	int cap = argc > 1 && !strcmp(argv[1], "--bounce-cap");
+	int opt = revoke || unbind || cap;
 	const char *name = revoke ? "client_reg_revoke" : unbind ? "client_reg_unbind" :
-			   "client_reg";
-	int plan = revoke ? PLAN_REVOKE : unbind ? PLAN_UNBIND : PLAN;
+			   cap ? "client_reg_bounce_cap" : "client_reg";
+	int plan = revoke ? PLAN_REVOKE : unbind ? PLAN_UNBIND : cap ? PLAN_CAP : PLAN;
 
 	if (argc != 3 + 2 * opt) {
 		fprintf(stderr, "usage: p2preg-test /dev/p2pnvmeN /dev/p2pbarN\n"
-			"       p2preg-test --revoke|--unbind /dev/p2pnvmeN /dev/p2pbarN BDF\n");
+			"       p2preg-test --revoke|--unbind /dev/p2pnvmeN /dev/p2pbarN BDF\n"
+			"       p2preg-test --bounce-cap /dev/p2pnvmeN /dev/p2pbarN MB\n");
 		return 2;
 	}
 	/* without the host's line, fd 7 must not become one of ours (hostcheck) */
@@ -1500,7 +1551,9 @@ int main(int argc, char **argv)
 		printf("not ok 1 %s\n", name);
 		return 1;
 	}
-	if (revoke)
+	if (cap)
+		bounce_cap_mode(argv[4]);
+	else if (revoke)
 		revoke_mode(argv[4]);
 	else if (unbind)
 		unbind_mode(argv[4]);

@@ -181,6 +181,8 @@ struct p2pnvme_submit {
  * end, a dma-buf whose mapping is not in whole 4 KiB pages inside the
  * range), -EBADF (not a dma-buf), -EFAULT/-ENOMEM and the errors of
  * pinning, -EREMOTEIO (the range holds p2pmem), -ENOMEM (RLIMIT_MEMLOCK),
+ * -ENOBUFS (host memory the DMA layer bounces through swiotlb, beyond the
+ * controller's max_bounced_reg_mb),
  * -ENOSPC (P2PNVME_BUF_MAX buffers on the file), -ENODEV (controller gone),
  * -EINTR (a signal while a reset was waited out), -ETIMEDOUT (the exporter's
  * fences did not signal within io_timeout_ms), -EOPNOTSUPP (no dma-buf
