@@ -555,20 +555,9 @@ static const struct p2pbar_user_ops p2pbar_dmabuf_user_ops = {
 	.release = p2pbar_dmabuf_user_release,
 };
 
-/**
- * p2pbar_dmabuf_export - allocate zeroed p2pmem and export it as a dma-buf
- * @pb: provider the caller holds a reference to
- * @size: bytes, a non-zero multiple of the page size
- * @bus_addr: out (may be NULL): PCI bus address of the memory
- *
- * The dma-buf owns the memory: it is freed with the last reference. Only
- * peer2peer, revocable importers may attach (see Documentation/dmabuf.rst);
- * when the provider goes away the dma-buf is revoked.
- *
- * Return: the dma-buf, or ERR_PTR(): -EINVAL (bad size), -ENODEV (provider
- * removed), -ENOSPC (no room), -ENOMEM.
- */
-struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_addr_t *bus_addr)
+/* p2pbar_dmabuf_export(), the dma-buf's file opened with @mode (O_RDWR, O_RDONLY) */
+static struct dma_buf *dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_addr_t *bus_addr,
+				     int mode)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(exp);
 	struct p2pbar_dmabuf *d;
@@ -598,7 +587,7 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 	d->mem = mem;
 	exp.ops = &p2pbar_dmabuf_ops;
 	exp.size = size;
-	exp.flags = O_RDWR;
+	exp.flags = mode;
 	exp.priv = d;
 	dmabuf = dma_buf_export(&exp);
 	if (IS_ERR(dmabuf)) {
@@ -620,6 +609,24 @@ err_free:
 	kfree(d);
 	return dmabuf;
 }
+
+/**
+ * p2pbar_dmabuf_export - allocate zeroed p2pmem and export it as a dma-buf
+ * @pb: provider the caller holds a reference to
+ * @size: bytes, a non-zero multiple of the page size
+ * @bus_addr: out (may be NULL): PCI bus address of the memory
+ *
+ * The dma-buf owns the memory: it is freed with the last reference. Only
+ * peer2peer, revocable importers may attach (see Documentation/dmabuf.rst);
+ * when the provider goes away the dma-buf is revoked.
+ *
+ * Return: the dma-buf, or ERR_PTR(): -EINVAL (bad size), -ENODEV (provider
+ * removed), -ENOSPC (no room), -ENOMEM.
+ */
+struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_addr_t *bus_addr)
+{
+	return dmabuf_export(pb, size, bus_addr, O_RDWR);
+}
 EXPORT_SYMBOL_GPL(p2pbar_dmabuf_export);
 
 /**
@@ -640,12 +647,14 @@ long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg)
 
 	if (ret)
 		return ret;
-	if ((arg.flags & ~P2PBAR_EXPORT_F_CLOEXEC) || arg.reserved || arg.fd)
+	if ((arg.flags & ~(P2PBAR_EXPORT_F_CLOEXEC | P2PBAR_EXPORT_F_RDONLY)) || arg.reserved ||
+	    arg.fd)
 		return -EINVAL;
 	fd = get_unused_fd_flags(arg.flags & P2PBAR_EXPORT_F_CLOEXEC ? O_CLOEXEC : 0);
 	if (fd < 0)
 		return fd;
-	dmabuf = p2pbar_dmabuf_export(pb, arg.size, &bus);
+	dmabuf = dmabuf_export(pb, arg.size, &bus,
+			       arg.flags & P2PBAR_EXPORT_F_RDONLY ? O_RDONLY : O_RDWR);
 	if (IS_ERR(dmabuf)) {
 		put_unused_fd(fd);
 		return PTR_ERR(dmabuf);

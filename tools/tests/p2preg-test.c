@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include <linux/dma-buf.h>
-#include <linux/dma-heap.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
@@ -916,40 +915,56 @@ static void io_table(unsigned char *h, unsigned char *buf, uint32_t hid, int fd2
 }
 
 /*
- * A dma-buf whose file is not writable (a dma-buf heap allocation with
- * O_RDONLY) registers, but the device may not write into it: reads EBADF
- * through the ioctl and the ring, a write from it works.
+ * A dma-buf whose file is not writable (p2pmem exported with
+ * P2PBAR_EXPORT_F_RDONLY) registers, but the device may not write into
+ * it: reads EBADF through the ioctl and the ring, a write from it works
+ * (its zeros land over a pattern, as the host sees), and the CPU may not
+ * map it writable either.
  */
 static void readonly_dmabuf(void)
 {
-	struct dma_heap_allocation_data a = { .len = CHUNK, .fd_flags = O_RDONLY | O_CLOEXEC };
-	int heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
-	int r0, r1, r2, r3, r4;
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = CHUNK,
+				   .flags = P2PBAR_EXPORT_F_CLOEXEC | P2PBAR_EXPORT_F_RDONLY };
+	int r0, r1, r2, r3, r4, rp, wmap = 0;
 	struct p2pnvme_io io;
+	unsigned char *pat;
 	uint32_t id = ~0U;
+	void *m;
 
-	if (heap < 0 && errno == ENOENT) {
-		printf("    ok %d a read-only dma-buf: reads EBADF, a write works # SKIP no /dev/dma_heap/system (CONFIG_DMABUF_HEAPS_SYSTEM)\n",
-		       ++n);
-		return;
+	r0 = ioctl(bar, P2PBAR_IOC_EXPORT, &e) ? -errno : 0;
+	if (!r0) {
+		m = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
+		wmap = m == MAP_FAILED ? errno : 0;
+		if (m != MAP_FAILED)
+			munmap(m, CHUNK);
 	}
-	r0 = heap < 0 || ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &a) ? -errno : 0;
-	r1 = r0 ? r0 : reg_dmabuf(nvme, a.fd, 0, CHUNK, &id);
+	/* a pattern where the write goes, so that its zeros show */
+	pat = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pat == MAP_FAILED) {
+		rp = -errno;
+	} else {
+		memset(pat, 0xc3, CHUNK);
+		io = hio(P2PNVME_OP_WRITE, W_RO, CHUNK, pat);
+		rp = xfer(nvme, &io);
+		munmap(pat, CHUNK);
+	}
+	r1 = r0 ? r0 : reg_dmabuf(nvme, e.fd, 0, CHUNK, &id);
 	io = rio(P2PNVME_OP_READ, REF_LBA, CHUNK, id, 0, 0);
 	r2 = r1 ? r1 : xfer(nvme, &io);
 	io = rio(P2PNVME_OP_READ, REF_LBA, CHUNK, id, 0, 0);
 	r3 = r1 ? r1 : one(nvme, &io);
 	io = rio(P2PNVME_OP_WRITE, W_RO, CHUNK, id, 0, 0);
 	r4 = r1 ? r1 : xfer(nvme, &io);
-	printf("    # heap: %s; register: %s; read: %s, through the ring: %s; write: %s, path %u\n",
-	       strerror(-r0), strerror(-r1), strerror(-r2), strerror(-r3), strerror(-r4), io.path);
-	if (!r1)
-		close(a.fd);	/* the registration holds the dma-buf */
+	printf("    # export: %s, writable mmap: %s; pattern: %s; register: %s; read: %s, through the ring: %s; write: %s, path %u\n",
+	       strerror(-r0), strerror(wmap), strerror(-rp), strerror(-r1), strerror(-r2),
+	       strerror(-r3), strerror(-r4), io.path);
+	if (!r0)
+		close(e.fd);	/* the registration holds the dma-buf */
 	r0 = r1 ? r1 : unreg(nvme, id);
-	tap(!r1 && r2 == -EBADF && r3 == -EBADF && !r4 && io.path == P2PNVME_PATH_DMABUF && !r0,
-	    "a read-only dma-buf: reads EBADF (ioctl, uring), a write works");
-	if (heap >= 0)
-		close(heap);
+	tap(!r1 && wmap == EACCES && !rp && r2 == -EBADF && r3 == -EBADF && !r4 &&
+	    io.path == P2PNVME_PATH_DMABUF && !r0,
+	    "a read-only dma-buf: no writable mmap, reads EBADF (ioctl, uring), a write works");
+	hostcheck("fill %llu nvme0@%llu 0x00", CHUNK, W_RO * 512);
 }
 
 /* ---- (f) unregistering with commands in flight ------------------------- */

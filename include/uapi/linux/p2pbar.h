@@ -162,12 +162,16 @@ struct p2pbar_verdict {
  * Importers must handle peer memory (peer2peer) and be revocable (dynamic,
  * with an invalidation callback); others fail to attach with -EOPNOTSUPP.
  * When the provider goes away the dma-buf is revoked: importers are told to
- * unmap and new mappings fail with -ENODEV.
+ * unmap and new mappings fail with -ENODEV. With P2PBAR_EXPORT_F_RDONLY the
+ * dma-buf's file is read-only: a shared writable mmap() of it fails with
+ * -EACCES, and importers that honour the file's mode (p2pnvme's
+ * registration does) only read the memory.
  */
 struct p2pbar_export {
 	__u32 argsz;
 	__u32 flags;
 #define P2PBAR_EXPORT_F_CLOEXEC	(1U << 0)	/* the fd is close-on-exec */
+#define P2PBAR_EXPORT_F_RDONLY	(1U << 1)	/* the dma-buf's file is O_RDONLY */
 	__u64 size;
 	__s32 fd;
 	__u32 reserved;
