@@ -282,22 +282,7 @@ static int async_submit(struct p2pnvme_async *a)
 	return -EIOCBQUEUED;
 }
 
-/**
- * p2pnvme_uring_cmd - file_operations.uring_cmd of /dev/p2pnvmeN
- * @ioucmd: the command; its SQE holds a struct p2pnvme_io
- * @issue_flags: IO_URING_F_*
- *
- * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
- * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
- * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, a polled
- * controller and a ring without IORING_SETUP_IOPOLL), -ENOENT (no such
- * registered buffer), -EBADF (a read into a read-only registered dma-buf),
- * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb;
- * -EAGAIN also for a non-blocking issue without room on its queue, which
- * io_uring's workers issue again; not for a registered buffer's),
- * -ENOMEM, -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
- */
-int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
 	struct p2pnvme *c = f->c;
@@ -308,8 +293,11 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 
 	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO)
 		return -ENOTTY;
-	/* io_uring's own registered buffers (IORING_URING_CMD_FIXED): ours instead */
-	if (!(issue_flags & IO_URING_F_SQE128) || ioucmd->flags)
+	/*
+	 * io_uring's own registered buffers (IORING_URING_CMD_FIXED): ours
+	 * instead. The kernel's bits (7.x marks a re-issue) are not the user's.
+	 */
+	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK))
 		return -EINVAL;
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
 	memcpy(&io, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_io), sizeof(io));
@@ -341,10 +329,41 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	a->ioucmd = ioucmd;
 	a->bytes = bytes;
 	a->iopoll = issue_flags & IO_URING_F_IOPOLL;
-	a->nowait = issue_flags & IO_URING_F_NONBLOCK;
+	/* a kernel that re-issues from the SQ ring: wait for room here instead */
+	a->nowait = P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK);
 	a->ring = p2p_uring_cmd_ring(ioucmd);
 	*async_of(ioucmd) = a;
 	return async_submit(a);
+}
+
+/**
+ * p2pnvme_uring_cmd - file_operations.uring_cmd of /dev/p2pnvmeN
+ * @ioucmd: the command; its SQE holds a struct p2pnvme_io
+ * @issue_flags: IO_URING_F_*
+ *
+ * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
+ * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
+ * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, a polled
+ * controller and a ring without IORING_SETUP_IOPOLL), -ENOENT (no such
+ * registered buffer), -EBADF (a read into a read-only registered dma-buf),
+ * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb;
+ * -EAGAIN also for a non-blocking issue without room on its queue, which
+ * io_uring's workers issue again; not for a registered buffer's; where
+ * io_uring would issue it again from the SQ ring, -EBUSY instead),
+ * -ENOMEM, -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
+ */
+int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	int ret = uring_cmd_issue(ioucmd, issue_flags);
+
+	/*
+	 * io_uring issues a command answered -EAGAIN again, from its SQ slot
+	 * where it has no copy of it (P2P_URING_REISSUE_SAFE): userspace may
+	 * have put another command there meanwhile.
+	 */
+	if (!P2P_URING_REISSUE_SAFE && ret == -EAGAIN)
+		return -EBUSY;
+	return ret;
 }
 
 /*

@@ -179,6 +179,19 @@ static inline void p2p_uring_cmd_done(struct io_uring_cmd *ioucmd, s32 ret, u64 
 #define p2p_uring_cmd_ring(ioucmd)	((void *)cmd_to_io_kiocb(ioucmd)->ctx)
 #endif
 
+/*
+ * Whether a command answered -EAGAIN is issued again from a copy of its
+ * SQE. 7.x copies it when the request goes async (and marks the re-issue
+ * IORING_URING_CMD_REISSUE); 6.6 .. 6.14 (6.12.117 too) copy it aside but
+ * leave the command pointing into the SQ ring, whose slot userspace may
+ * have reused by the time io_uring's worker issues it again.
+ */
+#ifdef IORING_URING_CMD_REISSUE
+#define P2P_URING_REISSUE_SAFE	1
+#else
+#define P2P_URING_REISSUE_SAFE	0
+#endif
+
 #ifdef HAVE_IO_URING_SQE128_CMD
 #define p2p_uring_cmd_payload(ioucmd, type)	io_uring_sqe128_cmd((ioucmd)->sqe, type)
 #else
