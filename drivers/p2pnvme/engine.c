@@ -480,13 +480,13 @@ static unsigned int slot_get(struct p2pnvme_queue *q)
 
 	for (;;) {
 		i = find_next_zero_bit(q->slot_map, n, i);
+		/* acquire: what the slot's last user wrote is seen */
+		if (i < n && !test_and_set_bit_lock(i, q->slot_map))
+			break;
 		if (i >= n) {
 			i = 0;
 			cpu_relax();
 		}
-		/* acquire: what the slot's last user wrote is seen */
-		else if (!test_and_set_bit_lock(i, q->slot_map))
-			break;
 	}
 	WRITE_ONCE(q->next_slot, i + 1 < n ? i + 1 : 0);
 	return i;
