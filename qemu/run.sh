@@ -109,16 +109,35 @@ printf '%q ' "${cmd[@]}" > "$RUN/qemu.cmd"
 
 [ -n "$quiet" ] || say "boot: $profile ($P_DESC), test $test, $series $flavour kernel"
 start=$(date +%s)
-set +e
-timeout --foreground "$timeout" "${cmd[@]}" >"$RUN/qemu.log" 2>&1 &
-qpid=$!
-python3 "$P2P_TOP/qemu/hostd.py" "$RUN" 2>>"$RUN/hostd.log" &
-hpid=$!
-qrc=0
-wait $qpid || qrc=$?
-kill $hpid 2>/dev/null || true
-wait $hpid 2>/dev/null || true
-set -e
+# A guest prints its first console line within seconds; one that printed
+# nothing at all after P2P_SILENT_SECS never started (QEMU or firmware
+# stuck before the kernel, seen once under load): that boot is tried again,
+# once, and the run says so (retried). A kernel that hangs after its first
+# line is not retried: the timeout judges it.
+silent=${P2P_SILENT_SECS:-180}
+for attempt in 1 2; do
+	: > "$RUN/serial.log"
+	set +e
+	timeout --foreground "$timeout" "${cmd[@]}" >"$RUN/qemu.log" 2>&1 &
+	qpid=$!
+	python3 "$P2P_TOP/qemu/hostd.py" "$RUN" 2>>"$RUN/hostd.log" &
+	hpid=$!
+	( sleep "$silent"; [ -s "$RUN/serial.log" ] || { echo silent > "$RUN/silent"; kill $qpid; } ) \
+		2>/dev/null &
+	wpid=$!
+	qrc=0
+	wait $qpid || qrc=$?
+	kill $wpid $hpid 2>/dev/null || true
+	wait $wpid $hpid 2>/dev/null || true
+	set -e
+	if [ -e "$RUN/silent" ] && [ "$attempt" = 1 ]; then
+		rm -f "$RUN/silent"
+		echo "no console output in ${silent}s: booted again" > "$RUN/retried"
+		say "$profile.$test.$tag: no console output in ${silent}s, booting again"
+		continue
+	fi
+	break
+done
 secs=$(( $(date +%s) - start ))
 echo "$secs" > "$RUN/seconds"
 if [ $qrc -eq 124 ]; then
