@@ -41,7 +41,7 @@
  *                                under it), never in interrupt context
  *   p2pnvme.state_lock (spin)   @state transitions
  *   p2pnvme.async_lock (spin)   the io_uring requests' list and flags;
- *                                inside a queue lock when a completion
+ *                                inside a queue's cq_lock when a completion
  *                                ends a request (so _irqsave)
  * No queue's lock is held while another queue's is taken, nor a queue's
  * cq_lock while its sq_lock is taken (or the other way). A completion
@@ -347,7 +347,7 @@ static inline void p2pnvme_req_error(struct p2pnvme_req *r)
  * @next_check: jiffies of the waiter's next look for expired commands
  * @end: for an asynchronous batch (io_uring), called instead of completing
  *	 @done by whoever drops @pending to 0, possibly in hard interrupt
- *	 context and under a queue lock
+ *	 context and under its queue's cq_lock
  */
 struct p2pnvme_batch {
 	atomic_t pending;

@@ -142,7 +142,7 @@ static P2P_URING_TW(async_tw)
 	async_answer(*async_of(P2P_URING_TW_CMD), P2P_URING_TW_FLAGS);
 }
 
-/* Every command of the request is over (any context, maybe a queue lock). */
+/* Every command of the request is over (any context, maybe under cq_lock). */
 static void async_end(struct p2pnvme_batch *b)
 {
 	struct p2pnvme_async *a = container_of(b, struct p2pnvme_async, b);
