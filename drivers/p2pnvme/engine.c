@@ -44,6 +44,7 @@ void p2pnvme_free(struct kref *kref)
 
 	pci_dev_put(c->pdev);
 	percpu_ref_exit(&c->io_ref);
+	p2pnvme_async_exit(c);
 	free_percpu(c->pcpu);
 	kfree(c);
 }
@@ -1045,8 +1046,9 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
  * @c: the controller
  *
  * The asynchronous batches have no waiter: the watchdog reaps what a lost
- * interrupt or an idle IOPOLL ring left and looks for expired commands, at
- * most every 50 ms, as a waiter does for its batch. Sleeps (Abort).
+ * interrupt or an idle IOPOLL ring left and looks for expired commands
+ * (every tenth of io_timeout_ms, 50 to 500 ms), as a waiter does for its
+ * batch. Sleeps (Abort).
  */
 void p2pnvme_check_async_timeouts(struct p2pnvme *c)
 {

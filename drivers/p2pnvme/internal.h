@@ -40,13 +40,14 @@
  *                                @stopped; nothing else (no PRP is built
  *                                under it), never in interrupt context
  *   p2pnvme.state_lock (spin)   @state transitions
- *   p2pnvme.async_lock (spin)   the io_uring requests' list and flags;
- *                                inside a queue's cq_lock when a completion
- *                                ends a request (so _irqsave)
+ *   p2pnvme.async_lock (spin)   the io_uring requests' list and their
+ *                                taken/released flags; process context
+ *                                only (a completion ends a request with a
+ *                                release store, no lock)
  * No queue's lock is held while another queue's is taken, nor a queue's
  * cq_lock while its sq_lock is taken (or the other way). A completion
- * takes async_lock and wait queue locks inside cq_lock (it ends and idles
- * requests). Room and command slots are taken lock-free (@room, @slot_map).
+ * takes wait queue locks inside cq_lock (it ends and idles requests).
+ * Room and command slots are taken lock-free (@room, @slot_map).
  */
 #ifndef P2PNVME_INTERNAL_H
 #define P2PNVME_INTERNAL_H
@@ -145,11 +146,23 @@ struct p2pnvme_counts {
  * safe against its interrupts), read from any CPU. No cache line is
  * shared between CPUs on the I/O path.
  */
+/* io_uring requests kept per CPU for the next ones (uring.c) */
+#define P2PNVME_ASYNC_CACHE	32
+
+struct p2pnvme_async;
+
+/*
+ * Per-CPU counters, and answered io_uring requests kept for the CPU's next
+ * ones: @free[0..@nr_free) (process context, preemption off; freed with
+ * the controller, p2pnvme_async_exit()).
+ */
 struct p2pnvme_pcpu {
 	local64_t stats[ST_NR];
 	local64_t lat_count[2][LAT_PATHS];
 	local64_t lat_sum[2][LAT_PATHS];
 	local64_t lat_hist[2][LAT_PATHS][P2PNVME_LAT_BUCKETS];
+	unsigned int nr_free;
+	struct p2pnvme_async *free[P2PNVME_ASYNC_CACHE];
 };
 
 /* Controller state; see struct p2pnvme for who moves it where. */
@@ -520,8 +533,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
  * @async_live: io_uring requests submitted and not yet released (unmapped,
  *		unpinned); remove() waits for 0
- * @async_lock: protects @async_list and the requests' ended/taken flags;
- *		taken in interrupt context (irqsave)
+ * @async_lock: protects @async_list and the requests' taken/released
+ *		flags; never in interrupt context
  * @async_list: the requests not released yet (see uring.c)
  * @async_watch: looks for their expired commands while @async_live
  * @async_any: the batch the watchdog's timeout checks match them with
@@ -729,5 +742,6 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 #endif
 void p2pnvme_async_init(struct p2pnvme *c);
 void p2pnvme_async_drain(struct p2pnvme *c);
+void p2pnvme_async_exit(struct p2pnvme *c);
 
 #endif /* P2PNVME_INTERNAL_H */

@@ -31,6 +31,7 @@
 #include <linux/fs.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
+#include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
@@ -38,9 +39,17 @@
 
 #include "internal.h"
 
-#define P2PNVME_WATCH_PERIOD	max(HZ / 20, 1)
-
 #if P2P_HAVE_URING_CMD
+/*
+ * How often the watchdog looks at requests that have no waiter: a tenth of
+ * io_timeout_ms, from 50 ms to 500 ms (each look reads CSTS and scans every
+ * busy slot).
+ */
+static unsigned long async_watch_period(void)
+{
+	return clamp(p2pnvme_io_timeout() / 10, max(HZ / 20, 1), max(HZ / 2, 1));
+}
+
 /**
  * struct p2pnvme_async - one io_uring request
  * @b: its batch; @b.end is async_end()
@@ -52,7 +61,8 @@
  * @bytes: charged to @f->inflight
  * @t0: ktime_get_ns() at submission
  * @link: on c->async_list until it is released (c->async_lock)
- * @ended: every command is over (c->async_lock)
+ * @ended: every command is over; set once by async_end() with a release
+ *	   store, read with acquire (no lock: the completion takes none)
  * @taken: removal releases it, its task work only answers, once @released
  *	   (c->async_lock)
  * @released: removal is done with it (c->async_lock)
@@ -87,6 +97,34 @@ static struct p2pnvme_async **async_of(struct io_uring_cmd *ioucmd)
 	return (struct p2pnvme_async **)ioucmd->pdu;
 }
 
+/*
+ * A request from this CPU's cache of answered ones (zeroed when they went
+ * in), else a new one. Only process context allocates and frees them.
+ */
+static struct p2pnvme_async *async_alloc(struct p2pnvme *c)
+{
+	struct p2pnvme_pcpu *pc = get_cpu_ptr(c->pcpu);
+	struct p2pnvme_async *a = pc->nr_free ? pc->free[--pc->nr_free] : NULL;
+
+	put_cpu_ptr(c->pcpu);
+	return a ?: kzalloc_obj(*a, GFP_KERNEL);
+}
+
+/* Answered: zeroed, into this CPU's cache, or freed when it is full. */
+static void async_free(struct p2pnvme *c, struct p2pnvme_async *a)
+{
+	struct p2pnvme_pcpu *pc;
+
+	memset(a, 0, sizeof(*a));
+	pc = get_cpu_ptr(c->pcpu);
+	if (pc->nr_free < ARRAY_SIZE(pc->free)) {
+		pc->free[pc->nr_free++] = a;
+		a = NULL;
+	}
+	put_cpu_ptr(c->pcpu);
+	kfree(a);
+}
+
 /* Unmap, unpin, count: @a's commands are over and nobody else releases it. */
 static void async_release(struct p2pnvme_async *a)
 {
@@ -108,9 +146,9 @@ static bool async_released(struct p2pnvme_async *a)
 {
 	bool done;
 
-	spin_lock_irq(&a->c->async_lock);
+	spin_lock(&a->c->async_lock);
 	done = a->released;
-	spin_unlock_irq(&a->c->async_lock);
+	spin_unlock(&a->c->async_lock);
 	return done;
 }
 
@@ -123,18 +161,18 @@ static void async_answer(struct p2pnvme_async *a, unsigned int issue_flags)
 	struct p2pnvme *c = a->c;
 	bool mine;
 
-	spin_lock_irq(&c->async_lock);
+	spin_lock(&c->async_lock);
 	mine = !a->taken;
 	if (mine)
 		list_del(&a->link);
-	spin_unlock_irq(&c->async_lock);
+	spin_unlock(&c->async_lock);
 	if (mine)
 		async_release(a);
 	else	/* removal is releasing it: the answer needs its result */
 		wait_event(c->wq, async_released(a));
 	p2p_uring_cmd_done(a->ioucmd, a->io.result, P2PNVME_URING_RES2(a->io.path, a->io.status),
 			   issue_flags);
-	kfree(a);
+	async_free(c, a);
 }
 
 static P2P_URING_TW(async_tw)
@@ -142,19 +180,19 @@ static P2P_URING_TW(async_tw)
 	async_answer(*async_of(P2P_URING_TW_CMD), P2P_URING_TW_FLAGS);
 }
 
-/* Every command of the request is over (any context, maybe under cq_lock). */
+/*
+ * Every command of the request is over (any context, maybe under cq_lock).
+ * No lock: whoever sees @ended (acquire) sees the results before it.
+ */
 static void async_end(struct p2pnvme_batch *b)
 {
 	struct p2pnvme_async *a = container_of(b, struct p2pnvme_async, b);
 	struct io_uring_cmd *ioucmd = a->ioucmd;
 	struct p2pnvme *c = a->c;
 	bool iopoll = a->iopoll;
-	unsigned long flags;
 
 	p2pnvme_reg_idle(&a->r);	/* an invalidation may go on now */
-	spin_lock_irqsave(&c->async_lock, flags);
-	WRITE_ONCE(a->ended, true);	/* an IOPOLL poller may free @a from here on */
-	spin_unlock_irqrestore(&c->async_lock, flags);
+	smp_store_release(&a->ended, true);	/* an IOPOLL poller may free @a now */
 	if (!iopoll)
 		io_uring_cmd_do_in_task_lazy(ioucmd, async_tw);
 	if (p2pnvme_state(c) >= P2PNVME_DELETING)
@@ -170,7 +208,7 @@ static void async_watch(struct work_struct *work)
 	if (!atomic_read(&c->async_live) || p2pnvme_state(c) >= P2PNVME_DELETING)
 		return;
 	p2pnvme_check_async_timeouts(c);
-	queue_delayed_work(system_unbound_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
+	queue_delayed_work(system_unbound_wq, &c->async_watch, async_watch_period());
 }
 
 /**
@@ -223,7 +261,7 @@ static int async_fail(struct p2pnvme_async *a, int ret)
 {
 	p2pnvme_req_abandon(a->c, &a->r);
 	p2pnvme_inflight_put(a->f, a->bytes);
-	kfree(a);
+	async_free(a->c, a);
 	return ret;
 }
 
@@ -266,15 +304,15 @@ static int async_submit(struct p2pnvme_async *a)
 	p2pnvme_batch_init(&a->b, false);
 	a->b.end = async_end;
 	atomic_inc(&c->async_live);
-	spin_lock_irq(&c->async_lock);
+	spin_lock(&c->async_lock);
 	list_add_tail(&a->link, &c->async_list);
-	spin_unlock_irq(&c->async_lock);
+	spin_unlock(&c->async_lock);
 	a->t0 = ktime_get_ns();
 	/* commands already queued for it still complete */
 	r->submit_error = p2pnvme_req_submit(c, &a->b, r);
 	/* before leaving the guard: removal cancels the watchdog after it */
 	if (!delayed_work_pending(&c->async_watch))
-		queue_delayed_work(system_unbound_wq, &c->async_watch, P2PNVME_WATCH_PERIOD);
+		queue_delayed_work(system_unbound_wq, &c->async_watch, async_watch_period());
 	async_ring(c, q);
 	p2pnvme_io_exit(c);
 	/* from here on @a belongs to its end: async_end() may run right now */
@@ -317,7 +355,7 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
 	if (ret)
 		return ret;
-	a = kzalloc_obj(*a, GFP_KERNEL);
+	a = async_alloc(c);
 	if (!a) {
 		p2pnvme_inflight_put(f, bytes);
 		return -ENOMEM;
@@ -382,19 +420,20 @@ static void async_answer_ring(struct p2pnvme_async *a)
 	LIST_HEAD(ended);
 	bool found = false;
 
-	spin_lock_irq(&c->async_lock);
+	spin_lock(&c->async_lock);
 	list_for_each_entry_safe(e, tmp, &c->async_list, link) {
-		if (e->ended && e->iopoll && e->ring == a->ring) {
+		/* pairs with async_end()'s release: its results are seen */
+		if (smp_load_acquire(&e->ended) && e->iopoll && e->ring == a->ring) {
 			found |= e == a;
 			list_move_tail(&e->link, &ended);
 		}
 	}
-	spin_unlock_irq(&c->async_lock);
+	spin_unlock(&c->async_lock);
 	list_for_each_entry_safe(e, tmp, &ended, link) {
 		async_release(e);
 		p2p_uring_cmd_done(e->ioucmd, e->io.result,
 				   P2PNVME_URING_RES2(e->io.path, e->io.status), 0);
-		kfree(e);
+		async_free(c, e);
 	}
 	if (!found)	/* removal took it: wait for its release, then answer */
 		async_answer(a, 0);
@@ -440,9 +479,10 @@ static struct p2pnvme_async *async_take_ended(struct p2pnvme *c, bool *more)
 {
 	struct p2pnvme_async *a, *found = NULL;
 
-	spin_lock_irq(&c->async_lock);
+	spin_lock(&c->async_lock);
 	list_for_each_entry(a, &c->async_list, link) {
-		if (a->ended) {
+		/* pairs with async_end()'s release: its results are seen */
+		if (smp_load_acquire(&a->ended)) {
 			found = a;
 			list_del(&a->link);
 			a->taken = true;
@@ -450,7 +490,7 @@ static struct p2pnvme_async *async_take_ended(struct p2pnvme *c, bool *more)
 		}
 	}
 	*more = !list_empty(&c->async_list);
-	spin_unlock_irq(&c->async_lock);
+	spin_unlock(&c->async_lock);
 	return found;
 }
 
@@ -464,9 +504,9 @@ static void async_release_all(struct p2pnvme *c)
 		if (a) {
 			/* @a lives until its task work, which waits for this */
 			async_release(a);
-			spin_lock_irq(&c->async_lock);
+			spin_lock(&c->async_lock);
 			a->released = true;
-			spin_unlock_irq(&c->async_lock);
+			spin_unlock(&c->async_lock);
 			wake_up_all(&c->wq);
 		} else if (more) {	/* a submitter is between submission and launch */
 			wait_event_timeout(c->wq, false, max(HZ / 100, 1));
@@ -513,4 +553,21 @@ void p2pnvme_async_drain(struct p2pnvme *c)
 	async_release_all(c);
 	wait_event(c->wq, !atomic_read(&c->async_live) && !atomic_read(&c->async_plugged));
 	cancel_delayed_work_sync(&c->async_watch);
+}
+
+/**
+ * p2pnvme_async_exit - free the per-CPU caches of answered io_uring requests
+ * @c: the controller, being freed (no file open, no request left)
+ */
+void p2pnvme_async_exit(struct p2pnvme *c)
+{
+	unsigned int cpu, i;
+
+	for_each_possible_cpu(cpu) {
+		struct p2pnvme_pcpu *pc = per_cpu_ptr(c->pcpu, cpu);
+
+		for (i = 0; i < pc->nr_free; i++)
+			kfree(pc->free[i]);
+		pc->nr_free = 0;
+	}
 }
