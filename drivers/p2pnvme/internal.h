@@ -214,6 +214,8 @@ enum p2pnvme_reg_kind {
  * @seg: each segment's scatterlist entry
  * @seg_pos: each segment's byte position in the mapping, ascending
  * @rcu: the table's lookups are RCU: the memory goes after a grace period
+ * @serial: this registration's number, never reused (its id is): an io_uring
+ *	    request issued again names the registration it was bound to
  *
  * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
  * @busy right before its commands are queued (p2pnvme_reg_arm()); it drops
@@ -247,6 +249,7 @@ struct p2pnvme_reg {
 	struct scatterlist **seg;
 	u64 *seg_pos;
 	struct rcu_head rcu;
+	u64 serial;
 };
 
 /**

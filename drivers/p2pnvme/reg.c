@@ -22,6 +22,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
@@ -35,6 +36,9 @@
 #include <p2p_compat.h>
 
 #include "internal.h"
+
+/* numbers every registration of every controller (struct p2pnvme_reg) */
+static atomic64_t reg_serial = ATOMIC64_INIT(0);
 
 /**
  * p2pnvme_reg_init - the registered buffers' side of a new controller
@@ -547,6 +551,7 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 		goto out_unreserve;
 	}
 	kref_init(&b->kref);
+	b->serial = atomic64_inc_return(&reg_serial);
 	b->c = c;
 	INIT_LIST_HEAD(&b->node);
 	init_waitqueue_head(&b->wq);

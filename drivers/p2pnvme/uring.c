@@ -69,8 +69,7 @@ static unsigned long async_watch_period(void)
  * @iopoll: from an IORING_SETUP_IOPOLL ring: its poller answers it, no task
  *	    work
  * @nowait: issued with IO_URING_F_NONBLOCK: answered -EAGAIN (io_uring's
- *	    workers issue it again) rather than waiting for room on its queue,
- *	    unless it names a registered buffer
+ *	    workers issue it again) rather than waiting for room on its queue
  * @ring: that ring, only compared (p2p_uring_cmd_ring())
  */
 struct p2pnvme_async {
@@ -91,10 +90,27 @@ struct p2pnvme_async {
 	void *ring;
 };
 
+/**
+ * struct p2pnvme_pdu - what p2pnvme keeps in an io_uring command
+ * @a: its request, from the issue that queued it until its answer
+ * @bound: the serial of the registered buffer it named when it was last
+ *	   answered -EAGAIN, for its issue again by io_uring's workers; 0 when
+ *	   none (set at its first issue: io_uring leaves the pdu as it was)
+ */
+struct p2pnvme_pdu {
+	struct p2pnvme_async *a;
+	u64 bound;
+};
+
+static struct p2pnvme_pdu *pdu_of(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct p2pnvme_pdu) > sizeof(ioucmd->pdu));
+	return (struct p2pnvme_pdu *)ioucmd->pdu;
+}
+
 static struct p2pnvme_async **async_of(struct io_uring_cmd *ioucmd)
 {
-	BUILD_BUG_ON(sizeof(struct p2pnvme_async *) > sizeof(ioucmd->pdu));
-	return (struct p2pnvme_async **)ioucmd->pdu;
+	return &pdu_of(ioucmd)->a;
 }
 
 /*
@@ -269,12 +285,20 @@ static int async_submit(struct p2pnvme_async *a)
 {
 	struct p2pnvme *c = a->c;
 	struct p2pnvme_req *r = &a->r;
+	struct p2pnvme_pdu *pdu = pdu_of(a->ioucmd);
 	struct p2pnvme_queue *q;
 	int ret;
 
 	ret = p2pnvme_req_prepare(c, a->f, r);
 	if (ret)
 		return async_fail(a, ret);
+	/*
+	 * Issued again after an -EAGAIN: its id must still name the
+	 * registration it named then, not one registered at that id since
+	 * (nothing held the first while the request waited in io_uring).
+	 */
+	if (pdu->bound && r->reg && r->reg->serial != pdu->bound)
+		return async_fail(a, -ENOENT);
 	ret = p2pnvme_io_enter(c);
 	if (ret)
 		return async_fail(a, ret);
@@ -282,14 +306,15 @@ static int async_submit(struct p2pnvme_async *a)
 	r->q = q;
 	/*
 	 * An inline issue does not sleep for a slot: without room for all its
-	 * commands now, io_uring's workers issue it again, blocking. Not one
-	 * that names a registered buffer: it is bound to the buffer its id
-	 * names now, and the workers would look the id up again later (after
-	 * an unregistration, maybe another buffer's); it waits here instead.
+	 * commands now, io_uring's workers issue it again, blocking. One that
+	 * names a registered buffer stays bound to the registration its id
+	 * names now (the workers look the id up again: see above).
 	 */
-	if (a->nowait && !r->reg) {
+	if (a->nowait) {
 		ret = p2pnvme_req_reserve(c, r);
 		if (ret) {
+			if (r->reg)
+				pdu->bound = r->reg->serial;
 			p2pnvme_stat_add(c, ST_QUEUE_FULL_REQUEUED, 1);
 			p2pnvme_io_exit(c);
 			return async_fail(a, ret);
@@ -331,6 +356,8 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 
 	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO)
 		return -ENOTTY;
+	if (!p2p_uring_cmd_reissued(ioucmd))
+		pdu_of(ioucmd)->bound = 0;	/* see struct p2pnvme_pdu */
 	/*
 	 * io_uring's own registered buffers (IORING_URING_CMD_FIXED): ours
 	 * instead. The kernel's bits (7.x marks a re-issue) are not the user's.
@@ -386,8 +413,9 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
  * registered buffer), -EBADF (a read into a read-only registered dma-buf),
  * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb;
  * -EAGAIN also for a non-blocking issue without room on its queue, which
- * io_uring's workers issue again; not for a registered buffer's; where
- * io_uring would issue it again from the SQ ring, -EBUSY instead),
+ * io_uring's workers issue again; where io_uring would issue it again from
+ * the SQ ring, -EBUSY instead; issued again, -ENOENT if the registered
+ * buffer it named is gone, even if its id names another one now),
  * -ENOMEM, -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)

@@ -188,8 +188,10 @@ static inline void p2p_uring_cmd_done(struct io_uring_cmd *ioucmd, s32 ret, u64 
  */
 #ifdef IORING_URING_CMD_REISSUE
 #define P2P_URING_REISSUE_SAFE	1
+#define p2p_uring_cmd_reissued(ioucmd)	(!!((ioucmd)->flags & IORING_URING_CMD_REISSUE))
 #else
 #define P2P_URING_REISSUE_SAFE	0
+#define p2p_uring_cmd_reissued(ioucmd)	((void)(ioucmd), false)
 #endif
 
 #ifdef HAVE_IO_URING_SQE128_CMD

@@ -7,7 +7,9 @@
 #define P2PNVME_STATE_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 /* Commands the controller holds now (stats/inflight of @dev), -1 if unknown. */
@@ -64,6 +66,17 @@ static inline long unreleased(const char *dev)
 	if (f)
 		fclose(f);
 	return n;
+}
+
+/*
+ * Does this kernel's io_uring issue a command answered -EAGAIN again from a
+ * copy of its SQE (7.x)? p2pnvme gives such commands back only there.
+ */
+static inline int reissue_safe(void)
+{
+	struct utsname u;
+
+	return !uname(&u) && atoi(u.release) >= 7;
 }
 
 #endif /* P2PNVME_STATE_H */

@@ -68,7 +68,7 @@
 #define DOFF		CHUNK		/* ... its registered range (id 1) starts here */
 #define D2OFF		(5 * MIB)	/* ... the range unregistered in flight */
 
-#define PLAN		78
+#define PLAN		82
 #define PLAN_REVOKE	10
 #define PLAN_UNBIND	8
 #define PLAN_CAP	2
@@ -1037,6 +1037,73 @@ static void inflight_unreg(unsigned char *u, const struct dbuf *d)
 		unreg(nvme, y);
 }
 
+/*
+ * Twice as many reads as the queue holds at once, on an ordinary ring: on
+ * 7.x, the inline issue gives back to io_uring's workers what has no room
+ * (queue_full_requeued), and they issue it again while the first ones
+ * hold the queue. The buffer is unregistered right after the submission
+ * and its id goes to new host memory: a read issued again after that must
+ * not land there (it fails with ENOENT: its registration is gone), and
+ * the reads that got a slot complete into the old buffer. Before 7.x none
+ * is given back, and all complete into the old buffer.
+ */
+static void requeued_binding(unsigned char *u, const struct dbuf *d)
+{
+	static int res[2 * NR];
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	int i, got = 0, r0, r1 = -EIO, r2 = -EIO, ok = 0, enoent = 0, bad = 0, nr = 2 * NR;
+	long long requeued = nvme_stat(dev, "queue_full_requeued");
+	uint32_t x = ~0U, y = ~0U, room = 0;
+	struct io_uring rr;
+	struct p2pnvme_io io;
+
+	if (!ioctl(nvme, P2PNVME_IOC_INFO, &info))
+		room = info.queue_depth;	/* slots */
+	dfill(d, D2OFF, 2 * MIB, 0xee);
+	memset(u, 0xee, 2 * MIB);
+	r0 = -io_uring_queue_init(4 * NR, &rr, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	if (!r0) {
+		r0 = reg_dmabuf(nvme, d->fd, D2OFF, 2 * MIB, &x);
+		for (i = 0; !r0 && i < nr; i++) {
+			io = rio(P2PNVME_OP_READ, REF_LBA + i % 8 * 512, 256 * KIB, x,
+				 i % 8 * 256 * KIB, 0);
+			prep(io_uring_get_sqe(&rr), nvme, &io, i);
+		}
+		got = r0 ? 0 : io_uring_submit(&rr);
+		r1 = r0 ? r0 : unreg(nvme, x);
+		r2 = r1 ? r1 : reg_host(nvme, u, 2 * MIB, &y);	/* at the same id */
+		memset(res, 0xff, sizeof(res));
+		if (got > 0 && reap(&rr, got, res, NULL, 2 * NR))
+			bad = -1;
+		io_uring_queue_exit(&rr);
+	}
+	requeued = nvme_stat(dev, "queue_full_requeued") - requeued;
+	for (i = 0; bad >= 0 && i < got; i++) {
+		ok += !res[i];
+		enoent += res[i] == -ENOENT;
+		if (res[i] && res[i] != -ENOENT && bad++ < 4)
+			printf("    # read %d: %s\n", i, strerror(-res[i]));
+	}
+	printf("    # %d reads on %u slots; id %u unregistered: %s, given to host memory: %s, id %u; %lld requeued, %d complete, %d ENOENT\n",
+	       got, room, x, strerror(-r1), strerror(-r2), y, requeued, ok, enoent);
+	tap(!r0 && got == nr && !r1 && !r2 && y == x && room && room < (uint32_t)nr,
+	    "%d reads of a buffer on a %u-slot queue; the buffer unregistered and its id reused at once",
+	    nr, room);
+	if (reissue_safe())
+		tap(!bad && requeued > 0 && enoent > 0 && ok >= (int)room && ok + enoent == nr,
+		    "7.x: reads given back to io_uring are bound to the registration they named: issued again after it went, ENOENT");
+	else
+		tap(!bad && !requeued && ok == nr,
+		    "before 7.x: none is given back, all %d complete on the buffer they named", nr);
+	tap(all(u, 0xee, 2 * MIB), "no read landed in the new buffer at the reused id");
+	hostcheck("equal %llu bar0@%llu nvme0@%llu", 2 * MIB,
+		  (unsigned long long)(d->bar_off + D2OFF), REF_LBA * 512);
+	tap(!bad && ok >= 8 && dsame(d, D2OFF, ref, 2 * MIB),
+	    "the reads that completed put their bytes in the unregistered buffer");
+	if (!r2)
+		unreg(nvme, y);
+}
+
 /* ---- (g) P2PNVME_BUF_MAX ----------------------------------------------- */
 
 static void limit_cases(unsigned char *buf)
@@ -1233,6 +1300,7 @@ static void main_mode(void)
 	io_table(h, buf, hid, fd2);
 	readonly_dmabuf();
 	inflight_unreg(u, &d);
+	requeued_binding(u, &d);
 	limit_cases(buf);
 	counters(s0);
 	close_case(1);

@@ -35,7 +35,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,14 +91,6 @@ static int p2pmem_get(int bar, size_t len, struct p2pmem *m)
 		return -errno;
 	m->bar_off = a.bus_addr - info.bus_addr + info.offset;
 	return 0;
-}
-
-/* Does this kernel's io_uring issue a -EAGAIN command again from a copy (7.x)? */
-static int reissue_safe(void)
-{
-	struct utsname u;
-
-	return !uname(&u) && atoi(u.release) >= 7;
 }
 
 static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_io *io, uint64_t tag)
