@@ -15,15 +15,20 @@ for a in "$@"; do
 	case "$a" in --update-doc) update=1 ;; *) secs=$a ;; esac
 done
 run=$top/out/runs/switch.benchmark.base
-echo "benchmark: booting the switch profile, $secs s per point (about $((secs * 43 + 110)) s)" >&2
+echo "benchmark: booting the switch profile, $secs s per point (about $((secs * 61 + 110)) s)" >&2
 P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet switch benchmark ||
 	{ echo "benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" <<'PY'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l.split(' ', 1)[1]) for l in open(sys.argv[1], errors='replace')
         if l.startswith('P2P-BENCH {')]
 def get(bench, size, qd=1, path='p2p'):
-    return next(r for r in rows if r['bench'] == bench and r['size'] == size and r['qd'] == qd and r['path'] == path)
+    # a point measured in several passes: the median of each figure
+    rs = [r for r in rows if r['bench'] == bench and r['size'] == size and r['qd'] == qd and r['path'] == path]
+    if not rs:
+        raise SystemExit(f'no result for {bench} {size} QD{qd} {path}')
+    return {k: statistics.median(r[k] for r in rs) if isinstance(v, (int, float)) else v
+            for k, v in rs[0].items()}
 def one(bench):
     return next(r for r in rows if r['bench'] == bench)
 def kib(s): return f'{s // 1024} KiB'
@@ -55,7 +60,7 @@ for size, qd in ((4096, 1), (131072, 1), (131072, 32)):
 # (b) nvme-pci passthrough, one thread, QD kept full
 # (c) reads into a registered p2pmem dma-buf; (c') is the same engine with
 # the buffer pinned and mapped per I/O (no registration), for reference
-out += ['', '### io_uring, one thread: engine with a registered buffer (c) vs nvme-pci O_DIRECT (a) and nvme-pci passthrough (b)', '',
+out += ['', '### io_uring, one thread: engine with a registered buffer (c) vs nvme-pci O_DIRECT (a) and nvme-pci passthrough (b); 4 KiB: medians of three interleaved passes', '',
         "| size | QD | (c) IOPS | (c') IOPS unregistered | (a) IOPS | (b) IOPS | IOPS (c)/best | (c) lat µs mean/p99 | best lat µs mean/p99 | (c) CPU µs/IO | (c') CPU µs/IO | best CPU µs/IO | CPU (c)/best |",
         '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
 ratio = {}
