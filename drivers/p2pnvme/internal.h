@@ -141,20 +141,17 @@ struct p2pnvme_counts {
 	struct p2pnvme_lat lat[2][LAT_PATHS];
 };
 
-/*
- * One CPU's share of the counters: added to on that CPU only (local64,
- * safe against its interrupts), read from any CPU. No cache line is
- * shared between CPUs on the I/O path.
- */
 /* io_uring requests kept per CPU for the next ones (uring.c) */
 #define P2PNVME_ASYNC_CACHE	32
 
 struct p2pnvme_async;
 
 /*
- * Per-CPU counters, and answered io_uring requests kept for the CPU's next
- * ones: @free[0..@nr_free) (process context, preemption off; freed with
- * the controller, p2pnvme_async_exit()).
+ * One CPU's share of the counters: added to on that CPU only (local64,
+ * safe against its interrupts), read from any CPU. No cache line is
+ * shared between CPUs on the I/O path. And answered io_uring requests
+ * kept for the CPU's next ones, @free[0..@nr_free): process context with
+ * preemption off; freed with the controller (p2pnvme_async_exit()).
  */
 struct p2pnvme_pcpu {
 	local64_t stats[ST_NR];
@@ -304,6 +301,8 @@ struct p2pnvme_fence {
  * @submit_error: what stopped its submission half way (the submitter's;
  *		  p2pnvme_req_error() merges it into @error)
  * @reserved: room on @q taken ahead for its commands not submitted yet
+ * @bound: the serial of the registration @io's buffer id must still name
+ *	   (an io_uring request issued again, see uring.c), or 0
  *	      (p2pnvme_req_reserve())
  */
 struct p2pnvme_req {
@@ -336,6 +335,7 @@ struct p2pnvme_req {
 	u32 result;
 	int submit_error;
 	unsigned int reserved;
+	u64 bound;
 };
 
 /*
@@ -526,7 +526,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  *	waiting for the queues to drain) or @state changes
  * @progress: completions so far (any queue), for waiters that need to know
  *	      whether something happened since they last looked
- * @pcpu: per CPU counters and latency sums, read by sysfs
+ * @pcpu: per CPU counters and latency sums, read by sysfs; and the CPU's
+ *	  cache of io_uring requests
  * @lat_max: the longest latency by [write][path], ns (atomic: it changes
  *	     only when a new maximum is seen)
  * @stats_lock: serialises a reset with the readers of @base

@@ -348,6 +348,8 @@ int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 	if (!b)
 		return -ENOENT;
 	r->reg = b;
+	if (r->bound && b->serial != r->bound)
+		return -ENOENT;	/* not the registration it was bound to */
 	if (io->addr + io->len > b->len)	/* no overflow: p2pnvme_check_io() */
 		return -EINVAL;
 	if (r->dir == DMA_FROM_DEVICE && !b->writable)

@@ -17,7 +17,8 @@
  *           passthrough does); on an IORING_SETUP_IOPOLL ring it only
  *           marks it: the ring's poller asks (p2pnvme_uring_cmd_iopoll())
  *   release in that task: unmap, copy bounced reads, unpin, count; then
- *           answer with io_uring_cmd_done() and free
+ *           answer with io_uring_cmd_done(), and keep the request for
+ *           the CPU's next one (or free it)
  * A request with no waiter has its commands' deadlines watched by
  * c->async_watch (abort, then reset, as for a batch's waiter). Removal
  * cancels every command, then releases itself every ended request whose
@@ -47,7 +48,7 @@
  */
 static unsigned long async_watch_period(void)
 {
-	return clamp(p2pnvme_io_timeout() / 10, max(HZ / 20, 1), max(HZ / 2, 1));
+	return clamp_t(unsigned long, p2pnvme_io_timeout() / 10, HZ / 20, HZ / 2);
 }
 
 /**
@@ -126,12 +127,19 @@ static struct p2pnvme_async *async_alloc(struct p2pnvme *c)
 	return a ?: kzalloc_obj(*a, GFP_KERNEL);
 }
 
-/* Answered: zeroed, into this CPU's cache, or freed when it is full. */
+/*
+ * Answered: zeroed, into this CPU's cache, or freed when it is full. Not
+ * cached under KASAN: a use after the answer is then a use after free.
+ */
 static void async_free(struct p2pnvme *c, struct p2pnvme_async *a)
 {
 	struct p2pnvme_pcpu *pc;
 
 	memset(a, 0, sizeof(*a));
+	if (IS_ENABLED(CONFIG_KASAN)) {
+		kfree(a);
+		return;
+	}
 	pc = get_cpu_ptr(c->pcpu);
 	if (pc->nr_free < ARRAY_SIZE(pc->free)) {
 		pc->free[pc->nr_free++] = a;
@@ -204,15 +212,12 @@ static void async_end(struct p2pnvme_batch *b)
 {
 	struct p2pnvme_async *a = container_of(b, struct p2pnvme_async, b);
 	struct io_uring_cmd *ioucmd = a->ioucmd;
-	struct p2pnvme *c = a->c;
 	bool iopoll = a->iopoll;
 
 	p2pnvme_reg_idle(&a->r);	/* an invalidation may go on now */
 	smp_store_release(&a->ended, true);	/* an IOPOLL poller may free @a now */
 	if (!iopoll)
 		io_uring_cmd_do_in_task_lazy(ioucmd, async_tw);
-	if (p2pnvme_state(c) >= P2PNVME_DELETING)
-		wake_up_all(&c->wq);	/* removal waits for the ends */
 }
 
 /* While requests are out: their deadlines, as a batch's waiter checks its own. */
@@ -289,16 +294,15 @@ static int async_submit(struct p2pnvme_async *a)
 	struct p2pnvme_queue *q;
 	int ret;
 
-	ret = p2pnvme_req_prepare(c, a->f, r);
-	if (ret)
-		return async_fail(a, ret);
 	/*
 	 * Issued again after an -EAGAIN: its id must still name the
 	 * registration it named then, not one registered at that id since
 	 * (nothing held the first while the request waited in io_uring).
 	 */
-	if (pdu->bound && r->reg && r->reg->serial != pdu->bound)
-		return async_fail(a, -ENOENT);
+	r->bound = pdu->bound;
+	ret = p2pnvme_req_prepare(c, a->f, r);
+	if (ret)
+		return async_fail(a, ret);
 	ret = p2pnvme_io_enter(c);
 	if (ret)
 		return async_fail(a, ret);
@@ -536,8 +540,8 @@ static void async_release_all(struct p2pnvme *c)
 			a->released = true;
 			spin_unlock(&c->async_lock);
 			wake_up_all(&c->wq);
-		} else if (more) {	/* a submitter is between submission and launch */
-			wait_event_timeout(c->wq, false, max(HZ / 100, 1));
+		} else if (more) {	/* not ended yet: its submitter has not launched it */
+			schedule_timeout_uninterruptible(max(HZ / 100, 1));
 		}
 	}
 }
