@@ -301,9 +301,9 @@ struct p2pnvme_fence {
  * @submit_error: what stopped its submission half way (the submitter's;
  *		  p2pnvme_req_error() merges it into @error)
  * @reserved: room on @q taken ahead for its commands not submitted yet
+ *	      (p2pnvme_req_reserve())
  * @bound: the serial of the registration @io's buffer id must still name
  *	   (an io_uring request issued again, see uring.c), or 0
- *	      (p2pnvme_req_reserve())
  */
 struct p2pnvme_req {
 	struct p2pnvme_io *io;
