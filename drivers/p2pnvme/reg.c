@@ -31,6 +31,7 @@
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/swiotlb.h>
 #include <linux/uaccess.h>
 #include <linux/p2p_ioctl.h>
 #include <p2p_compat.h>
@@ -236,6 +237,12 @@ static int reg_charge_bounce(struct p2pnvme *c, struct p2pnvme_reg *b)
 	return 0;
 }
 
+static void reg_uncharge_bounce(struct p2pnvme *c, struct p2pnvme_reg *b)
+{
+	atomic64_sub(b->bounced, &c->reg_bounced);
+	b->bounced = 0;
+}
+
 /* Take the mappings away (removal, a failed registration, teardown). */
 static void reg_unmap_locked(struct p2pnvme_reg *b)
 {
@@ -247,8 +254,7 @@ static void reg_unmap_locked(struct p2pnvme_reg *b)
 		dma_unmap_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL,
 				  DMA_ATTR_SKIP_CPU_SYNC);
 		b->mapped = false;
-		atomic64_sub(b->bounced, &c->reg_bounced);
-		b->bounced = 0;
+		reg_uncharge_bounce(c, b);
 	}
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 	if (b->attach) {
@@ -398,9 +404,21 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 	ret = p2pnvme_io_enter(c);
 	if (ret)
 		return ret;
+	/*
+	 * Where every mapping is bounced (swiotlb=force, a confidential
+	 * guest), charged before it takes the slots: one refused never
+	 * holds them, and two at the limit cannot both be refused.
+	 */
+	if (is_swiotlb_force_bounce(&c->pdev->dev)) {
+		ret = reg_charge_bounce(c, b);
+		if (ret)
+			goto out_exit;
+	}
 	ret = dma_map_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL, DMA_ATTR_SKIP_CPU_SYNC);
-	if (ret)
+	if (ret) {
+		reg_uncharge_bounce(c, b);
 		goto out_exit;
+	}
 	b->mapped = true;
 	b->need_sync = reg_need_sync(&c->pdev->dev, &b->sgt);
 	/*
@@ -410,7 +428,9 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 	 */
 	ret = b->need_sync && b->sgt.nents != b->sgt.orig_nents ? -EOPNOTSUPP :
 	      reg_index(b, &b->sgt);
-	if (!ret && b->need_sync && reg_bounced(&b->sgt))
+	if (!ret && b->bounced && !(b->need_sync && reg_bounced(&b->sgt)))
+		reg_uncharge_bounce(c, b);	/* not bounced after all */
+	else if (!ret && !b->bounced && b->need_sync && reg_bounced(&b->sgt))
 		ret = reg_charge_bounce(c, b);
 	ret = reg_list_or_unmap(b, ret);
 out_exit:

@@ -72,7 +72,7 @@
 #define PLAN		82
 #define PLAN_REVOKE	10
 #define PLAN_UNBIND	8
-#define PLAN_CAP	2
+#define PLAN_CAP	3
 
 static const char *dev;
 static int nvme, bar;
@@ -1609,6 +1609,48 @@ static void unbind_mode(const char *bdf)
  * elsewhere nothing bounces and MB + 3 of them register. Then one
  * unregistered, another registers (under swiotlb: its room came back).
  */
+#define SWIOTLB_HIWATER	"/sys/kernel/debug/swiotlb/io_tlb_used_hiwater"
+
+/*
+ * One registration larger than the whole cap: under swiotlb=force it is
+ * refused before it maps, so swiotlb's high-water mark (slots of 2 KiB,
+ * reset first) never gets near its size; without swiotlb it registers.
+ */
+static void big_beyond_cap(unsigned int mb, int swiotlb)
+{
+	size_t len = (size_t)(mb + 8) << 20;
+	unsigned char *p = anon(len);
+	long long hw = -1;
+	uint32_t id;
+	int ret, reset;
+
+	if (!p) {
+		result(0, "host memory for the buffer", 0, errno);
+		return;
+	}
+	memset(p, 0x5a, len);
+	reset = write_str(SWIOTLB_HIWATER, "0");
+	ret = reg_host(nvme, p, len, &id);
+	if (!reset)
+		hw = read_num(SWIOTLB_HIWATER);
+	if (hw < 0)
+		printf("    # %zu MiB at once: %s; swiotlb's high-water mark: unknown\n",
+		       len >> 20, ret ? strerror(-ret) : "registered");
+	else
+		printf("    # %zu MiB at once: %s; swiotlb's high-water mark since: %lld KiB\n",
+		       len >> 20, ret ? strerror(-ret) : "registered", hw * 2);
+	if (!ret)
+		unreg(nvme, id);
+	if (swiotlb)
+		tap(ret == -ENOBUFS && hw >= 0 && hw * 2048 < (long long)len,
+		    "%zu MiB beyond max_bounced_reg_mb: ENOBUFS before it takes the bounce slots",
+		    len >> 20);
+	else
+		tap(!ret, "%zu MiB at once beyond max_bounced_reg_mb: not bounced, registers",
+		    len >> 20);
+	munmap(p, len);
+}
+
 static void bounce_cap_mode(const char *arg)
 {
 	const char *env = getenv("P2P_SWIOTLB");
@@ -1648,6 +1690,7 @@ static void bounce_cap_mode(const char *arg)
 	while (ok)
 		unreg(nvme, ids[--ok]);
 	munmap(p, all);
+	big_beyond_cap(mb, swiotlb);
 }
 
 int main(int argc, char **argv)
