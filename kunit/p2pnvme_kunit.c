@@ -110,6 +110,143 @@ static void check_io_max_len(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p2pnvme_check_io(&io, 9, 1ULL << 32), -EINVAL);
 }
 
+/* ---- the admin passthrough's rules ----------------------------------- */
+
+struct admin_case {
+	const char *name;
+	u8 opcode;
+	u32 cdw10, cdw11;
+	u8 cns;			/* Identify */
+	int ret;		/* of p2pnvme_admin_xfer_len() */
+	u64 len;		/* what it says the controller moves */
+	bool unprivileged;	/* allowed without CAP_SYS_ADMIN */
+};
+
+#define ID nvme_admin_identify
+#define LOG nvme_admin_get_log_page
+#define FEAT nvme_admin_get_features
+#define NUMD(dw) ((u32)((dw) - 1) << 16)	/* NUMDL of a dword count */
+
+static const struct admin_case admin_cases[] = {
+	{ "Identify Namespace", ID, .cns = NVME_ID_CNS_NS, .len = 4096, .unprivileged = true },
+	{ "Identify Controller", ID, .cns = NVME_ID_CNS_CTRL, .len = 4096, .unprivileged = true },
+	{ "Identify CS Namespace", ID, .cns = NVME_ID_CNS_CS_NS, .len = 4096,
+	  .unprivileged = true },
+	{ "Identify CS Controller", ID, .cns = NVME_ID_CNS_CS_CTRL, .len = 4096,
+	  .unprivileged = true },
+	{ "Identify NS CS independent", ID, .cns = NVME_ID_CNS_NS_CS_INDEP, .len = 4096,
+	  .unprivileged = true },
+	{ "Identify active namespace list", ID, .cns = NVME_ID_CNS_NS_ACTIVE_LIST, .len = 4096 },
+	{ "Identify controller list", ID, .cns = NVME_ID_CNS_CTRL_LIST, .len = 4096 },
+	{ "Identify, cdw10 beyond CNS", ID, .cdw10 = 0xffff0000 | NVME_ID_CNS_CTRL,
+	  .cns = NVME_ID_CNS_CTRL, .len = 4096, .unprivileged = true },
+	{ "SMART log, 512 bytes", LOG, NUMD(128) | NVME_LOG_SMART, .len = 512 },
+	{ "one dword of a log", LOG, NUMD(1) | NVME_LOG_ERROR, .len = 4 },
+	{ "16 KiB of the error log", LOG, NUMD(4096) | NVME_LOG_ERROR, .len = 16384 },
+	{ "telemetry, NUMDU too", LOG, NUMD(0x10000) | NVME_LOG_TELEMETRY_HOST, 1,
+	  .len = 0x20000 * 4 },
+	{ "the largest log", LOG, 0xffff0000 | NVME_LOG_TELEMETRY_HOST, 0xffff,
+	  .len = 0x100000000ULL * 4 },
+	{ "NUMDU's upper half is not NUMD", LOG, NUMD(128) | NVME_LOG_SMART, 0xffff0000,
+	  .len = 512 },
+	{ "feature: number of queues", FEAT, NVME_FEAT_NUM_QUEUES, .len = 0 },
+	{ "feature: SEL above the FID", FEAT, 3 << 8 | NVME_FEAT_ARBITRATION, .len = 0 },
+	{ "feature: timestamp", FEAT, NVME_FEAT_TIMESTAMP, .len = 8 },
+	{ "feature: LBA range type", FEAT, NVME_FEAT_LBA_RANGE, .len = 4096 },
+	{ "feature: APST", FEAT, NVME_FEAT_AUTO_PST, .len = 256 },
+	{ "feature: host behavior", FEAT, NVME_FEAT_HOST_BEHAVIOR, .len = 512 },
+	{ "feature: host identifier", FEAT, NVME_FEAT_HOST_ID, .len = 8 },
+	{ "feature: extended host identifier", FEAT, NVME_FEAT_HOST_ID, 1, .len = 16 },
+	{ "feature: vendor specific", FEAT, 0xc0, .ret = -EINVAL },
+	{ "feature: last vendor FID", FEAT, 0xff, .ret = -EINVAL },
+	{ "feature: reserved FID", FEAT, 0x50, .ret = -EINVAL },
+	{ "feature: FID 0", FEAT, 0, .ret = -EINVAL },
+	{ "Set Features", nvme_admin_set_features, NVME_FEAT_NUM_QUEUES, .ret = -EINVAL },
+	{ "Format NVM", nvme_admin_format_nvm, .ret = -EINVAL },
+	{ "vendor admin command", 0xc1, .ret = -EINVAL },
+};
+
+static void admin_case_desc(const struct admin_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(admin, admin_cases, admin_case_desc);
+
+static void admin_table(struct kunit *test)
+{
+	const struct admin_case *c = test->param_value;
+	struct nvme_command cmd = {};
+	u64 len = ~0ULL;
+
+	cmd.common.opcode = c->opcode;
+	cmd.common.cdw10 = cpu_to_le32(c->cdw10);
+	cmd.common.cdw11 = cpu_to_le32(c->cdw11);
+	if (c->opcode == ID)
+		cmd.identify.cns = c->cns;
+	KUNIT_EXPECT_EQ(test, p2pnvme_admin_xfer_len(&cmd, &len), c->ret);
+	if (!c->ret)
+		KUNIT_EXPECT_EQ(test, len, c->len);
+	KUNIT_EXPECT_EQ(test, p2pnvme_admin_unprivileged(&cmd), c->unprivileged);
+}
+
+/* ---- Identify Namespace: the LBA format ------------------------------- */
+
+struct fmt_case {
+	const char *name;
+	u8 flbas, nlbaf;
+	u8 idx, ds;		/* lbaf[idx] gets ds ... */
+	u16 ms;			/* ... and ms; every other format 512 + 8 */
+	int ret;
+	u32 shift;
+};
+
+static const struct fmt_case fmt_cases[] = {
+	{ "format 0, 512 bytes", 0x00, 0, 0, 9, 0, 0, 9 },
+	{ "format 1, 4 KiB", 0x01, 1, 1, 12, 0, 0, 12 },
+	{ "format 15", 0x0f, 15, 15, 12, 0, 0, 12 },
+	/* FLBAS 6:5 are bits 5:4 of the index (NVMe 2.0) */
+	{ "format 16 is not format 0", 0x20, 16, 16, 12, 0, 0, 12 },
+	{ "format 16 with metadata", 0x20, 16, 16, 12, 8, -EOPNOTSUPP },
+	{ "format 63", 0x6f, 63, 63, 9, 0, 0, 9 },
+	{ "extended-LBA bit is not the index", 0x10, 0, 0, 9, 0, 0, 9 },
+	{ "index past NLBAF", 0x02, 1, 2, 9, 0, -EINVAL },
+	{ "index 16 past NLBAF 15", 0x20, 15, 16, 9, 0, -EINVAL },
+	{ "metadata, separate buffer", 0x00, 0, 0, 9, 8, -EOPNOTSUPP },
+	{ "metadata, extended LBAs", 0x10, 0, 0, 9, 8, -EOPNOTSUPP },
+	{ "LBA size 256", 0x00, 0, 0, 8, 0, -EOPNOTSUPP },
+	{ "LBA size above a page", 0x00, 0, 0, PAGE_SHIFT + 1, 0, -EOPNOTSUPP },
+};
+
+static void fmt_case_desc(const struct fmt_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(fmt, fmt_cases, fmt_case_desc);
+
+static void ns_format_table(struct kunit *test)
+{
+	const struct fmt_case *c = test->param_value;
+	struct nvme_id_ns *ns = kunit_kzalloc(test, sizeof(*ns), GFP_KERNEL);
+	u32 shift = 0;
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, ns);
+	/* every format but the one named: metadata, so a wrong pick fails */
+	for (i = 0; i < ARRAY_SIZE(ns->lbaf); i++) {
+		ns->lbaf[i].ds = 9;
+		ns->lbaf[i].ms = cpu_to_le16(8);
+	}
+	ns->flbas = c->flbas;
+	ns->nlbaf = c->nlbaf;
+	ns->lbaf[c->idx].ds = c->ds;
+	ns->lbaf[c->idx].ms = cpu_to_le16(c->ms);
+	KUNIT_EXPECT_EQ(test, p2pnvme_ns_format(ns, &shift), c->ret);
+	if (!c->ret)
+		KUNIT_EXPECT_EQ(test, shift, c->shift);
+}
+
 #define LIST_DMA	0xabc000ULL
 #define A		0x100000000ULL	/* a bus address in "p2pmem" */
 #define B		0x200000000ULL
@@ -308,6 +445,8 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE(prp_refused),
 	KUNIT_CASE(sgl_descriptors),
 	KUNIT_CASE(needs_list_exact),
+	KUNIT_CASE_PARAM(admin_table, admin_gen_params),
+	KUNIT_CASE_PARAM(ns_format_table, fmt_gen_params),
 	{}
 };
 

@@ -1398,6 +1398,12 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 	ret = p2pnvme_wait_ready(c, true);
 	if (ret)
 		return ret;
+	/* a reset: the namespace must still be the one served (not at probe) */
+	if (c->nsid) {
+		ret = p2pnvme_ns_recheck(c);
+		if (ret)
+			return ret;
+	}
 	for (i = 0; i < c->nr_ioq; i++) {
 		ret = p2pnvme_create_io_queue(c, &c->ioq[i]);
 		if (ret)

@@ -725,6 +725,9 @@ void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r);
 
 /* reg.c: registered buffers */
 void p2pnvme_reg_init(struct p2pnvme *c);
+long p2pnvme_ioc_admin(struct p2pnvme *c, unsigned long uarg);
+bool p2pnvme_dma_need_sync(struct device *dev, struct sg_table *sgt);
+int p2pnvme_ns_recheck(struct p2pnvme *c);
 long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
 long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
 void p2pnvme_reg_file_release(struct p2pnvme_file *f);

@@ -134,6 +134,58 @@ static int identify_cns(struct p2pnvme *c, u8 cns, u32 nsid, dma_addr_t dma)
 	return p2pnvme_admin_exec(c, &cmd, NULL);
 }
 
+/* Why the namespace's format is refused, in the words of the spec. */
+static void ns_format_refused(struct p2pnvme *c, const struct nvme_id_ns *ns, int err)
+{
+	u8 idx = nvme_lbaf_index(ns->flbas);
+
+	if (err == -EINVAL)
+		pci_err(c->pdev, "namespace %u: LBA format %u, but it lists %u formats\n",
+			c->nsid, idx, ns->nlbaf + 1);
+	else if (ns->lbaf[idx].ms)
+		pci_err(c->pdev, "namespace %u has %u bytes of metadata per LBA (%s): not supported, format it without metadata\n",
+			c->nsid, le16_to_cpu(ns->lbaf[idx].ms),
+			ns->flbas & NVME_NS_FLBAS_META_EXT ? "extended LBAs" : "separate buffer");
+	else
+		pci_err(c->pdev, "namespace %u: unsupported LBA size 2^%u\n", c->nsid,
+			ns->lbaf[idx].ds);
+}
+
+/**
+ * p2pnvme_ns_recheck - is the namespace still the one the driver serves?
+ * @c: the controller, enabled again by a reset (its admin queue only), with
+ *     reset_lock held for write
+ *
+ * Nothing tells p2pnvme when the namespace changes underneath (no
+ * Asynchronous Event Requests): the physical function of an SR-IOV setup
+ * can Format it, or detach it. Every reset and recovery identifies it
+ * again; a namespace gone, formatted to another LBA size or with metadata,
+ * or shrunk, is refused rather than served with a stale lba_shift or size.
+ *
+ * Return: 0, -ENODEV for a namespace that changed, or the Identify's error.
+ */
+int p2pnvme_ns_recheck(struct p2pnvme *c)
+{
+	struct nvme_id_ns *ns = c->id_buf;
+	u32 shift = 0;
+	int ret;
+
+	lockdep_assert_held_write(&c->reset_lock);
+	memset(c->id_buf, 0, PAGE_SIZE);
+	ret = identify_cns(c, NVME_ID_CNS_NS, c->nsid, c->id_dma);
+	if (ret)
+		return ret;
+	ret = p2pnvme_ns_format(ns, &shift);
+	if (ret)
+		ns_format_refused(c, ns, ret);
+	if (ret || shift != c->lba_shift || le64_to_cpu(ns->nsze) < c->nlb) {
+		pci_err(c->pdev, "namespace %u changed underneath (%llu LBAs of 2^%u bytes, was %llu of 2^%u): out of service\n",
+			c->nsid, le64_to_cpu(ns->nsze), shift, c->nlb, c->lba_shift);
+		return -ENODEV;
+	}
+	return 0;
+}
+
 /*
  * Identify data lands in c->id_buf, which lives as long as the binding: a
  * command the controller never completes cannot write into freed memory.
@@ -149,7 +201,6 @@ static int identify(struct p2pnvme *c)
 	int ret;
 
 	u64 mdts_bytes;
-	u8 ms;
 
 	ret = identify_cns(c, NVME_ID_CNS_CTRL, 0, dma);
 	if (ret)
@@ -179,24 +230,10 @@ static int identify(struct p2pnvme *c)
 		return ret;
 	ns = c->id_buf;
 	c->nlb = le64_to_cpu(ns->nsze);
-	c->lba_shift = ns->lbaf[ns->flbas & NVME_NS_FLBAS_LBA_MASK].ds;
-	/*
-	 * Metadata is refused, as nvme core gives such a namespace capacity 0
-	 * unless it can handle it: separate metadata would be written to MPTR
-	 * (bus address 0 here), and with extended LBAs a transfer is
-	 * nlb * (ds + ms) bytes, so the controller would take the buffer's
-	 * second page for a PRP list.
-	 */
-	ms = le16_to_cpu(ns->lbaf[ns->flbas & NVME_NS_FLBAS_LBA_MASK].ms);
-	if (ms) {
-		pci_err(c->pdev, "namespace %u has %u bytes of metadata per LBA (%s): not supported, format it without metadata\n",
-			c->nsid, ms, ns->flbas & NVME_NS_FLBAS_META_EXT ? "extended LBAs" :
-			"separate buffer");
-		return -EOPNOTSUPP;
-	}
-	if (c->lba_shift < 9 || c->lba_shift > PAGE_SHIFT) {
-		pci_err(c->pdev, "unsupported LBA size 2^%u\n", c->lba_shift);
-		return -EOPNOTSUPP;
+	ret = p2pnvme_ns_format(ns, &c->lba_shift);
+	if (ret) {
+		ns_format_refused(c, ns, ret);
+		return ret;
 	}
 
 	/* Number of Queues: ask, then take what was granted */
@@ -471,88 +508,13 @@ out_free:
 	return ret;
 }
 
-/*
- * NVME_IOCTL_ADMIN_CMD, as nvme-pci's char device takes it (nvme-cli,
- * libnvme), for what keeps a drive's health view: Identify, Get Log Page,
- * Get Features. Everything else is refused (-EPERM): p2pnvme owns the
- * queues, and commands that change the controller (Format, Firmware, queue
- * management, Set Features) would pull them from under it. The data goes
- * through a buffer of the controller's own (at most P2PNVME_PT_MAX bytes),
- * zeroed before each command. Returns the NVMe status (SCT << 8 | SC) when
- * the controller fails the command, as nvme-pci does, a negative errno
- * otherwise.
- */
-static long ioc_admin_passthru(struct p2pnvme *c, unsigned long uarg)
-{
-	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
-	struct nvme_passthru_cmd pt;
-	struct nvme_command cmd = {};
-	void *data = NULL;
-	u32 result = 0;
-	u16 status = 0;
-	long ret;
-
-	if (copy_from_user(&pt, up, sizeof(pt)))
-		return -EFAULT;
-	if (pt.opcode != nvme_admin_identify && pt.opcode != nvme_admin_get_log_page &&
-	    pt.opcode != nvme_admin_get_features)
-		return -EPERM;
-	if (pt.flags || pt.rsvd1 || pt.metadata || pt.metadata_len || pt.cdw2 || pt.cdw3)
-		return -EINVAL;
-	if (pt.data_len > P2PNVME_PT_MAX || (pt.data_len && !pt.addr))
-		return -EINVAL;
-	if (pt.data_len && !access_ok(u64_to_user_ptr(pt.addr), pt.data_len))
-		return -EFAULT;
-
-	cmd.common.opcode = pt.opcode;
-	cmd.common.nsid = cpu_to_le32(pt.nsid);
-	cmd.common.cdw10 = cpu_to_le32(pt.cdw10);
-	cmd.common.cdw11 = cpu_to_le32(pt.cdw11);
-	cmd.common.cdw12 = cpu_to_le32(pt.cdw12);
-	cmd.common.cdw13 = cpu_to_le32(pt.cdw13);
-	cmd.common.cdw14 = cpu_to_le32(pt.cdw14);
-	cmd.common.cdw15 = cpu_to_le32(pt.cdw15);
-	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
-	if (pt.data_len > P2PNVME_CTRL_PAGE)
-		cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
-
-	/*
-	 * The copy-out faults outside the guard: a user buffer stuck in a
-	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
-	 */
-	if (pt.data_len) {
-		data = kmalloc(pt.data_len, GFP_KERNEL);
-		if (!data)
-			return -ENOMEM;
-	}
-	ret = p2pnvme_io_enter(c);
-	if (ret)
-		goto out_free;
-	mutex_lock(&c->pt_lock);
-	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
-	ret = p2pnvme_admin_exec_status(c, &cmd, &result, &status);
-	if (!ret && data)
-		memcpy(data, c->pt_buf, pt.data_len);
-	mutex_unlock(&c->pt_lock);
-	p2pnvme_io_exit(c);
-	if (!ret && data && copy_to_user(u64_to_user_ptr(pt.addr), data, pt.data_len))
-		ret = -EFAULT;
-out_free:
-	kfree(data);
-	if (ret == -EIO)
-		ret = status;	/* the controller's answer, not an errno */
-	if (ret >= 0 && put_user(result, &up->result))
-		return -EFAULT;
-	return ret;
-}
-
 static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 {
 	struct p2pnvme_file *f = filp->private_data;
 
 	switch (cmd) {
 	case NVME_IOCTL_ADMIN_CMD:
-		return ioc_admin_passthru(f->c, uarg);
+		return p2pnvme_ioc_admin(f->c, uarg);
 	case P2PNVME_IOC_INFO:
 		return ioc_info(f->c, uarg);
 	case P2PNVME_IOC_IO:

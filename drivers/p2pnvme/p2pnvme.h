@@ -21,4 +21,8 @@ int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor 
 int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 		      struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd);
 
+bool p2pnvme_admin_unprivileged(const struct nvme_command *cmd);
+int p2pnvme_admin_xfer_len(const struct nvme_command *cmd, u64 *len);
+int p2pnvme_ns_format(const struct nvme_id_ns *ns, u32 *lba_shift);
+
 #endif /* P2PNVME_PRIV_H */

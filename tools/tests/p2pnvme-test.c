@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -24,7 +25,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -240,10 +244,174 @@ static void inflight_bound(int fd, void *buf, uint64_t lba)
 	}
 }
 
+/* One admin command: 0, the errno, or EPROTO for an NVMe status. */
+static int admin_cmd(int fd, struct nvme_admin_cmd c, void *buf)
+{
+	int ret;
+
+	if (c.data_len)
+		c.addr = (uintptr_t)buf;
+	ret = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &c);
+	return ret < 0 ? errno : ret ? EPROTO : 0;	/* > 0: an NVMe status */
+}
+
+#define NUMD(dw) ((uint32_t)((dw) - 1) << 16)	/* Get Log Page NUMDL */
+
+/* What an unprivileged opener gets; ids index the results it sends back. */
+static const struct {
+	const char *what;
+	struct nvme_admin_cmd c;
+	int err;
+} unpriv_cases[] = {
+	{ "unprivileged: Identify Controller", { .opcode = 0x06, .cdw10 = 1, .data_len = 4096 }, 0 },
+	{ "unprivileged: Identify Namespace", { .opcode = 0x06, .nsid = 1, .data_len = 4096 }, 0 },
+	{ "unprivileged: Identify active namespace list refused",
+	  { .opcode = 0x06, .cdw10 = 2, .data_len = 4096 }, EACCES },
+	{ "unprivileged: SMART log refused", { .opcode = 0x02, .nsid = 0xffffffff,
+	  .cdw10 = NUMD(128) | 0x02, .data_len = 512 }, EACCES },
+	{ "unprivileged: error log refused", { .opcode = 0x02, .cdw10 = NUMD(16) | 0x01,
+	  .data_len = 64 }, EACCES },
+	{ "unprivileged: Get Features refused", { .opcode = 0x0a, .cdw10 = 7 }, EACCES },
+	{ "unprivileged: Format NVM never sent", { .opcode = 0x80, .nsid = 1 }, EPERM },
+};
+
+#define UNPRIV_EXTRA 3	/* the open, a WRITE on O_RDONLY, the memlock charge */
+
+/*
+ * The unprivileged user's half: report each errno through @out. The node
+ * is opened up (as the udev rule's group has it), so what refuses is the
+ * driver, not the mode.
+ */
+static void unprivileged_child(const char *dev, int out)
+{
+	int res[sizeof(unpriv_cases) / sizeof(unpriv_cases[0]) + UNPRIV_EXTRA];
+	struct rlimit rl = { 64 << 10, 64 << 10 };
+	static char buf[8192];
+	unsigned int i, k = 0;
+	char *host;
+	int fd, wfd;
+
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		_exit(3);
+	fd = open(dev, O_RDONLY);
+	res[k++] = fd < 0 ? errno : 0;
+	for (i = 0; i < sizeof(unpriv_cases) / sizeof(unpriv_cases[0]); i++)
+		res[k++] = fd < 0 ? -1 : admin_cmd(fd, unpriv_cases[i].c, buf);
+	{
+		struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_WRITE,
+					 .len = 4096, .addr = (uintptr_t)buf };
+
+		res[k++] = fd < 0 ? -1 : ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	}
+	/* 1 MiB of host memory pinned against a 64 KiB RLIMIT_MEMLOCK */
+	host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	wfd = open(dev, O_RDWR);
+	if (wfd < 0 || host == MAP_FAILED || setrlimit(RLIMIT_MEMLOCK, &rl)) {
+		res[k++] = -1;
+	} else {
+		struct p2pnvme_buf_reg r = { .argsz = sizeof(r), .addr = (uintptr_t)host,
+					     .len = 1 << 20 };
+
+		res[k++] = ioctl(wfd, P2PNVME_IOC_BUF_REGISTER, &r) ? errno : 0;
+	}
+	if (write(out, res, sizeof(res)) != sizeof(res))
+		_exit(4);
+	_exit(0);
+}
+
+/*
+ * As the unprivileged user, with the node as the driver creates it (0600):
+ * the path is reachable (the guest's / and /dev are 0755), the open refused
+ * by the node's mode. Exit status: the errno of the open.
+ */
+static int default_mode_open(const char *dev)
+{
+	struct stat sb;
+	pid_t pid = fork();
+	int st = 0, fd;
+
+	if (!pid) {
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(100);
+		if (stat(dev, &sb))	/* a path it cannot reach fails here */
+			_exit(101);
+		fd = open(dev, O_RDONLY);
+		_exit(fd < 0 ? errno : 0);
+	}
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 102;
+}
+
+/*
+ * Who may send what, as nvme-pci's nvme_admin_cmd_allowed(): an
+ * unprivileged opener only the Identify data it needs to form commands.
+ */
+static void admin_unprivileged(const char *dev)
+{
+	int res[sizeof(unpriv_cases) / sizeof(unpriv_cases[0]) + UNPRIV_EXTRA];
+	unsigned int i, k = 0, nc = sizeof(unpriv_cases) / sizeof(unpriv_cases[0]);
+	int p[2], st = 0, ret;
+	struct stat sb;
+	pid_t pid;
+
+	ret = default_mode_open(dev);
+	result(ret == EACCES, "unprivileged: the node's default mode refuses the open (the path is reachable)",
+	       EACCES, ret);
+	if (stat(dev, &sb) || pipe(p) || chmod(dev, 0666)) {
+		tap(0, "unprivileged: the node opened up for the test # %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (!pid) {
+		close(p[0]);
+		unprivileged_child(dev, p[1]);
+	}
+	close(p[1]);
+	memset(res, 0xff, sizeof(res));
+	if (read(p[0], res, sizeof(res)) != sizeof(res))
+		memset(res, 0xff, sizeof(res));
+	close(p[0]);
+	waitpid(pid, &st, 0);
+	chmod(dev, sb.st_mode & 07777);
+	result(res[k++] == 0, "unprivileged: opens the node made 0666 (O_RDONLY)", 0, res[0]);
+	for (i = 0; i < nc; i++, k++)
+		result(res[k] == unpriv_cases[i].err, unpriv_cases[i].what, unpriv_cases[i].err,
+		       res[k]);
+	result(res[k] == EACCES, "unprivileged, read-only fd: WRITE refused", EACCES, res[k]);
+	k++;
+	result(res[k] == ENOMEM, "unprivileged: 1 MiB registration over a 64 KiB RLIMIT_MEMLOCK",
+	       ENOMEM, res[k]);
+}
+
+/* Root is not charged (CAP_IPC_LOCK): the limit above is what refused. */
+static void admin_memlock_root(int fd)
+{
+	struct rlimit old, rl = { 64 << 10, 64 << 10 };
+	char *host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct p2pnvme_buf_reg r = { .argsz = sizeof(r), .addr = (uintptr_t)host,
+				     .len = 1 << 20 };
+	struct p2pnvme_buf_unreg u = { .argsz = sizeof(u) };
+	int ret;
+
+	getrlimit(RLIMIT_MEMLOCK, &old);
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	ret = ioctl(fd, P2PNVME_IOC_BUF_REGISTER, &r) ? errno : 0;
+	setrlimit(RLIMIT_MEMLOCK, &old);
+	result(ret == 0, "root: the same registration (CAP_IPC_LOCK)", 0, ret);
+	if (!ret) {
+		u.id = r.id;
+		ioctl(fd, P2PNVME_IOC_BUF_UNREGISTER, &u);
+	}
+	munmap(host, 1 << 20);
+}
+
 /*
  * NVME_IOCTL_ADMIN_CMD: what keeps the health view passes (Identify, Get
  * Log Page, Get Features), what would pull the queues from under p2pnvme
- * or change the drive is refused, bad arguments get their errno.
+ * or change the drive is refused, bad arguments get their errno. The
+ * controller takes the transfer's length from the command: one that could
+ * move more than data_len is refused before it is sent.
  */
 static int admin_passthru(const char *dev)
 {
@@ -255,6 +423,12 @@ static int admin_passthru(const char *dev)
 	} cases[] = {
 		{ "admin: Identify Controller", { .opcode = 0x06, .cdw10 = 1, .data_len = 4096 }, 0 },
 		{ "admin: Get Features (number of queues)", { .opcode = 0x0a, .cdw10 = 7 }, 0 },
+		{ "admin: SMART log, 512 bytes", { .opcode = 0x02, .nsid = 0xffffffff,
+		  .cdw10 = NUMD(128) | 0x02, .data_len = 512 }, 0 },
+		{ "admin: error log, 8 KiB (PRP2)", { .opcode = 0x02, .cdw10 = NUMD(2048) | 0x01,
+		  .data_len = 8192 }, 0 },
+		{ "admin: Get Features (timestamp), 8 bytes", { .opcode = 0x0a, .cdw10 = 0x0e,
+		  .data_len = 8 }, 0 },
 		{ "admin: Format NVM refused", { .opcode = 0x80, .nsid = 1 }, EPERM },
 		{ "admin: Delete I/O SQ refused", { .opcode = 0x00, .cdw10 = 1 }, EPERM },
 		{ "admin: Set Features refused", { .opcode = 0x09, .cdw10 = 7 }, EPERM },
@@ -262,21 +436,35 @@ static int admin_passthru(const char *dev)
 		{ "admin: metadata", { .opcode = 0x06, .cdw10 = 1, .metadata_len = 64 }, EINVAL },
 		{ "admin: more than 8 KiB of data", { .opcode = 0x06, .cdw10 = 1, .data_len = 8196 },
 		  EINVAL },
+		/* the length the controller takes, against the caller's buffer */
+		{ "admin: Identify into 512 bytes", { .opcode = 0x06, .cdw10 = 1, .data_len = 512 },
+		  EINVAL },
+		{ "admin: SMART log NUMD 16 KiB into 512 bytes", { .opcode = 0x02,
+		  .nsid = 0xffffffff, .cdw10 = NUMD(4096) | 0x02, .data_len = 512 }, EINVAL },
+		{ "admin: error log NUMD 4 KiB with no buffer", { .opcode = 0x02,
+		  .cdw10 = NUMD(1024) | 0x01 }, EINVAL },
+		{ "admin: log NUMD 12 KiB into 8 KiB", { .opcode = 0x02,
+		  .cdw10 = NUMD(3072) | 0x01, .data_len = 8192 }, EINVAL },
+		{ "admin: log NUMDU set", { .opcode = 0x02, .cdw10 = NUMD(128) | 0x02, .cdw11 = 1,
+		  .data_len = 8192 }, EINVAL },
+		{ "admin: timestamp with no buffer", { .opcode = 0x0a, .cdw10 = 0x0e }, EINVAL },
+		{ "admin: vendor feature (size unknown)", { .opcode = 0x0a, .cdw10 = 0xc0,
+		  .data_len = 8192 }, EINVAL },
 	};
 	unsigned int i;
-	int ret, fd = open(dev, O_RDONLY);
+	int ret, fd = open(dev, O_RDWR);
 
 	if (fd < 0)
 		return 1;
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_admin\n    1..%zu\n",
-	       sizeof(cases) / sizeof(cases[0]));
+	       sizeof(cases) / sizeof(cases[0]) +
+	       sizeof(unpriv_cases) / sizeof(unpriv_cases[0]) + UNPRIV_EXTRA + 2);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (cases[i].c.data_len)
-			cases[i].c.addr = (uintptr_t)buf;
-		ret = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &cases[i].c);
-		ret = ret < 0 ? errno : ret ? EPROTO : 0;	/* > 0: an NVMe status */
+		ret = admin_cmd(fd, cases[i].c, buf);
 		result(ret == cases[i].err, cases[i].what, cases[i].err, ret);
 	}
+	admin_unprivileged(dev);
+	admin_memlock_root(fd);
 	close(fd);
 	printf("%s 1 client_admin\n", failed ? "not ok" : "ok");
 	return !!failed;
