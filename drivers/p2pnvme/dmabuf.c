@@ -135,8 +135,20 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 		goto out_unlock;
 	}
 	r->dsgt = sgt;
+	/*
+	 * The exporter syncs its mapping for its own CPU accesses, never for
+	 * our transfers (udmabuf maps with DMA_ATTR_SKIP_CPU_SYNC): one that
+	 * needs syncs (host memory under swiotlb, as in every confidential
+	 * guest; a non-coherent device) would leave the bytes in a bounce
+	 * slot nobody copies. Refused, as registration refuses it.
+	 */
+	if (p2pnvme_dma_need_sync(&c->pdev->dev, sgt)) {
+		ret = -EOPNOTSUPP;
+		goto out_unlock;
+	}
 	/* an invalidation before this mapping is about an older one */
 	WRITE_ONCE(r->invalidated, false);
+	/* a signal: -ERESTARTSYS, nothing submitted yet (the call starts over) */
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, true, p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
 out_unlock:
@@ -153,10 +165,11 @@ out_unlock:
  * Each dma-buf of the batch gets a fence of its own context (fences of one
  * context must signal in order; batches do not). All reservation objects
  * are locked at once (ww_mutex, so two batches that share dma-bufs cannot
- * deadlock), slots reserved, then the fences added: after the first one is
- * visible nothing allocates or waits until the batch is submitted.
+ * deadlock), slots reserved, then the fences added. The caller enters the
+ * signalling section next (p2pnvme_dmabuf_signalling()), having taken
+ * what its commands will need.
  *
- * Return: 0, or -ENOMEM / -EINTR with no fence published.
+ * Return: 0, or -ENOMEM with no fence published.
  */
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr)
 {
@@ -219,17 +232,54 @@ out_fini:
 	return ret;
 }
 
-/* Signal our fence and unmap: every command of the batch is over. */
-void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r)
+/**
+ * p2pnvme_dmabuf_signalling - the batch's fences are published: from now on
+ *	until p2pnvme_dmabuf_signal(), nothing may allocate with reclaim or
+ *	take a reservation lock
+ *
+ * Tells lockdep so (dma_fence_begin_signalling()), which then reports the
+ * next allocation or dma_resv_lock() in the section.
+ *
+ * Return: the cookie for p2pnvme_dmabuf_signal().
+ */
+bool p2pnvme_dmabuf_signalling(void)
 {
-	if (r->fence_added) {
+	return dma_fence_begin_signalling();
+}
+
+/**
+ * p2pnvme_dmabuf_signal - every command of the batch is over: signal all
+ *	of its fences, and leave the signalling section
+ * @reqs: the batch
+ * @nr: its entries
+ * @cookie: what p2pnvme_dmabuf_signalling() returned
+ *
+ * All of them before any unmap: an unmap takes a reservation lock, which
+ * may be held by someone waiting on a fence of another entry.
+ */
+void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		struct p2pnvme_req *r = &reqs[i];
+
+		if (!r->fence_added)
+			continue;
 		dma_fence_signal(&r->fence->base);
 		dma_fence_put(&r->fence->base);	/* the resv keeps its own */
-	} else {
-		kfree(r->fence);		/* never published */
+		r->fence = NULL;
+		r->fence_added = false;
 	}
+	dma_fence_end_signalling(cookie);
+}
+
+/* Unmap: every command of the batch is over, its fences signalled. */
+void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r)
+{
+	WARN_ON_ONCE(r->fence_added);
+	kfree(r->fence);		/* never published */
 	r->fence = NULL;
-	r->fence_added = false;
 	if (r->attach && r->dsgt) {
 		dma_resv_lock(r->dmabuf->resv, NULL);
 		dma_buf_unmap_attachment(r->attach, r->dsgt, DMA_BIDIRECTIONAL);

@@ -503,6 +503,33 @@ static void list_free(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd)
 }
 
 /*
+ * A list block for @slot: from what @b took before publishing dma-buf
+ * fences, else from the pool (which may reclaim).
+ */
+static int list_alloc(struct p2pnvme_queue *q, struct p2pnvme_batch *b,
+		      struct p2pnvme_cmd *slot)
+{
+	struct p2pnvme_lists *l = b->lists;
+
+	if (!l) {
+		slot->list = dma_pool_alloc(q->list_pool, GFP_KERNEL, &slot->list_dma);
+		return slot->list ? 0 : -ENOMEM;
+	}
+	if (l->nr) {
+		l->nr--;
+		slot->list = l->list[l->nr];
+		slot->list_dma = l->dma[l->nr];
+		return 0;
+	}
+	/*
+	 * More commands than a queue holds: the batch's earlier lists went
+	 * back to the pool as their commands completed; no reclaim now.
+	 */
+	slot->list = dma_pool_alloc(q->list_pool, GFP_NOWAIT | __GFP_NOWARN, &slot->list_dma);
+	return slot->list ? 0 : -ENOMEM;
+}
+
+/*
  * Give a slot and its room back; release: everything written to it before
  * is seen by its next user.
  */
@@ -709,6 +736,7 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin)
 	b->any_async = false;
 	b->next_check = jiffies + max(HZ / 20, 1);
 	b->end = NULL;
+	b->lists = NULL;
 }
 
 /**
@@ -758,11 +786,9 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	cmd->common.command_id = i | (slot->gen & 0xf) << P2PNVME_CID_SLOT_BITS;
 	if (cur) {
 		if (p2pnvme_data_needs_list(cur, len, r->sgl)) {
-			slot->list = dma_pool_alloc(q->list_pool, GFP_KERNEL, &slot->list_dma);
-			if (!slot->list) {
-				ret = -ENOMEM;
+			ret = list_alloc(q, b, slot);
+			if (ret)
 				goto free_slot;
-			}
 		}
 		ret = r->sgl ? p2pnvme_build_sgl((struct nvme_sgl_desc *)slot->list,
 						 slot->list_dma, cur, len, cmd) :

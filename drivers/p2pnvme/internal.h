@@ -364,6 +364,9 @@ static inline void p2pnvme_req_error(struct p2pnvme_req *r)
  * @end: for an asynchronous batch (io_uring), called instead of completing
  *	 @done by whoever drops @pending to 0, possibly in hard interrupt
  *	 context and under its queue's cq_lock
+ * @lists: list blocks taken for the batch before its dma-buf fences were
+ *	   published (p2pnvme_submit() allocates none with reclaim then), or
+ *	   NULL
  */
 struct p2pnvme_batch {
 	atomic_t pending;
@@ -372,6 +375,22 @@ struct p2pnvme_batch {
 	bool any_async;
 	unsigned long next_check;
 	void (*end)(struct p2pnvme_batch *b);
+	struct p2pnvme_lists *lists;
+};
+
+/**
+ * struct p2pnvme_lists - PRP/SGL list blocks of one queue's @list_pool,
+ *	taken by a batch before it publishes dma-buf fences: until they are
+ *	signalled nothing may allocate with reclaim (a shrinker may wait on
+ *	them: the cross-driver contract of drivers/dma-buf/dma-fence.c)
+ * @nr: blocks left, used from the end
+ * @list: their addresses
+ * @dma: their bus addresses
+ */
+struct p2pnvme_lists {
+	unsigned int nr;
+	void **list;
+	dma_addr_t *dma;
 };
 
 /**
@@ -688,6 +707,8 @@ static inline void p2pnvme_inflight_put(struct p2pnvme_file *f, u64 bytes)
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
+bool p2pnvme_dmabuf_signalling(void);
+void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie);
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
 #else
@@ -708,6 +729,13 @@ static inline int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *re
 	return 0;
 }
 
+static inline bool p2pnvme_dmabuf_signalling(void)
+{
+	return false;
+}
+
+static inline void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr,
+					 bool cookie) {}
 static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
 static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 #endif

@@ -402,12 +402,87 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 	}
 }
 
+/* Where a mapped request's data starts. */
+static void req_cursor(struct p2pnvme_req *r, struct p2pnvme_cursor *cur)
+{
+	struct sg_table *dsgt = r->dmabuf ? r->owner->dsgt : NULL;
+
+	*cur = (struct p2pnvme_cursor){ .sg = dsgt ? dsgt->sgl : r->sgt.sgl };
+	if (dsgt)
+		p2pnvme_cursor_advance(cur, r->io->addr);	/* the offset into the dma-buf */
+	else if (r->reg && has_data(r->io))
+		p2pnvme_reg_cursor(r, cur);	/* armed: the mapping stays */
+}
+
+/* How many list blocks req_submit() takes for a mapped request. */
+static unsigned int req_lists(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	struct p2pnvme_cursor cur;
+	unsigned int n = 0;
+	u64 done, len;
+
+	if (!has_data(r->io))
+		return 0;
+	req_cursor(r, &cur);
+	for (done = 0; done < r->io->len; done += len) {
+		len = min_t(u64, r->io->len - done, c->max_xfer);
+		n += p2pnvme_data_needs_list(&cur, len, r->sgl);
+		p2pnvme_cursor_advance(&cur, len);
+	}
+	return n;
+}
+
+/* Give back what lists_take() took and no command used. */
+static void lists_put(struct p2pnvme_queue *q, struct p2pnvme_lists *l)
+{
+	while (l->nr) {
+		l->nr--;
+		dma_pool_free(q->list_pool, l->list[l->nr], l->dma[l->nr]);
+	}
+	kvfree(l->list);
+	kvfree(l->dma);
+	l->list = NULL;
+	l->dma = NULL;
+}
+
+/*
+ * The list blocks of a batch whose dma-buf fences are about to be
+ * published, taken while reclaim is still allowed: as many as its commands
+ * need, at most what the queue holds at once (beyond that, commands wait
+ * for their predecessors' slots, whose blocks go back to the pool).
+ */
+static int lists_take(struct p2pnvme *c, struct p2pnvme_queue *q, struct p2pnvme_req *reqs,
+		      unsigned int nr, struct p2pnvme_lists *l)
+{
+	unsigned int i, want = 0;
+
+	for (i = 0; i < nr && want < q->depth - 1; i++)
+		want += req_lists(c, &reqs[i]);
+	want = min(want, q->depth - 1U);
+	if (!want)
+		return 0;
+	l->list = kvcalloc(want, sizeof(*l->list), GFP_KERNEL);
+	l->dma = kvcalloc(want, sizeof(*l->dma), GFP_KERNEL);
+	if (!l->list || !l->dma)
+		goto out_put;
+	for (l->nr = 0; l->nr < want; l->nr++) {
+		l->list[l->nr] = dma_pool_alloc(q->list_pool, GFP_KERNEL, &l->dma[l->nr]);
+		if (!l->list[l->nr])
+			goto out_put;
+	}
+	return 0;
+
+out_put:
+	lists_put(q, l);
+	return -ENOMEM;
+}
+
 /* Queue the request's commands, one per max_xfer bytes. */
 static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r)
 {
 	struct p2pnvme_io *io = r->io;
-	struct sg_table *dsgt = r->dmabuf ? r->owner->dsgt : NULL;
-	struct p2pnvme_cursor cur = { .sg = dsgt ? dsgt->sgl : r->sgt.sgl };
+	bool dmabuf = r->dmabuf;
+	struct p2pnvme_cursor cur;
 	u64 done, slba = io->slba;
 	u8 opcode;
 	int ret;
@@ -421,16 +496,13 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 	}
 	opcode = io->op == P2PNVME_OP_READ ? nvme_cmd_read :
 		 io->op == P2PNVME_OP_WRITE ? nvme_cmd_write : nvme_cmd_write_zeroes;
-	if (dsgt)
-		p2pnvme_cursor_advance(&cur, io->addr);	/* the offset into the dma-buf */
-	else if (r->reg && has_data(io))
-		p2pnvme_reg_cursor(r, &cur);	/* armed: the mapping stays */
+	req_cursor(r, &cur);
 	for (done = 0; done < io->len; ) {
 		u64 n = min_t(u64, io->len - done, c->max_xfer);
 		struct nvme_command cmd = {};
 
 		/* told to stop using the dma-buf: send nothing more from it */
-		if (dsgt && READ_ONCE(r->owner->invalidated))
+		if (dmabuf && READ_ONCE(r->owner->invalidated))
 			return -EAGAIN;
 		cmd.rw.opcode = opcode;
 		cmd.rw.nsid = cpu_to_le32(c->nsid);
@@ -556,16 +628,18 @@ static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
  *
  * Return: 0 when every entry succeeded; -errno of a preparation failure
  * (*@failed says which, and nothing was submitted); -ENODEV when the
- * controller went away, -EINTR when interrupted waiting out a reset (with
- * *@failed == @nr, nothing submitted); else the -errno of the first failed
- * entry.
+ * controller went away, -ERESTARTSYS when a signal came while it waited out
+ * a reset (*@failed == @nr) or a dma-buf's kernel fences (nothing was
+ * submitted either way); else the -errno of the first failed entry.
  */
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
 		      unsigned int nr, unsigned int *failed)
 {
+	struct p2pnvme_lists lists = {};
 	struct p2pnvme_req *reqs;
 	struct p2pnvme_batch b;
 	unsigned int i, pinned, mapped = 0;
+	bool fenced = false, cookie = false;
 	struct p2pnvme_queue *q;
 	__le64 *scratch = NULL;
 	int ret = 0;
@@ -600,14 +674,29 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 			mapped++;	/* unmap what it mapped */
 			goto out_unmap;
 		}
+		fenced |= !!r->fence;
 	}
 
+	/*
+	 * Once a dma-buf fence is published, nothing may allocate with
+	 * reclaim or take a reservation lock until every fence of the batch
+	 * is signalled: the list blocks first.
+	 */
+	if (fenced) {
+		ret = lists_take(c, q, reqs, nr, &lists);
+		if (ret) {
+			*failed = nr;
+			goto out_unmap;
+		}
+	}
 	/* last before submission: publish the dma-bufs' fences */
 	ret = p2pnvme_dmabuf_fence(c, reqs, nr);
 	if (ret) {
 		*failed = nr;
 		goto out_unmap;
 	}
+	if (fenced)
+		cookie = p2pnvme_dmabuf_signalling();
 	/* no reservation lock held any more: registered buffers go busy */
 	for (i = 0; i < nr; i++) {
 		if (!reqs[i].reg)
@@ -616,10 +705,12 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 		if (ret) {
 			*failed = i;
 			ios[i].result = ret;
-			goto out_unmap;
+			goto out_signal;
 		}
 	}
 	p2pnvme_batch_init(&b, false);
+	if (fenced)
+		b.lists = &lists;
 	t0 = ktime_get_ns();
 	for (i = 0; i < nr; i++) {
 		/* commands already queued for a failed one still complete */
@@ -630,6 +721,10 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 	t0 = ktime_get_ns() - t0;
 	for (i = 0; i < nr; i++)
 		p2pnvme_reg_idle(&reqs[i]);
+	/* every fence, before any unmap takes a reservation lock */
+	if (fenced)
+		p2pnvme_dmabuf_signal(reqs, nr, cookie);
+	lists_put(q, &lists);
 
 	for (i = 0; i < nr; i++)
 		req_complete(c, &reqs[i], t0);
@@ -642,10 +737,13 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 	kvfree(reqs);
 	return ret;
 
+out_signal:
+	p2pnvme_dmabuf_signal(reqs, nr, cookie);
 out_unmap:
 	/* first: an invalidation waiting for these holds a reservation lock */
 	for (i = 0; i < nr; i++)
 		p2pnvme_reg_idle(&reqs[i]);
+	lists_put(q, &lists);
 	reqs_unmap(c, reqs, mapped);
 	p2pnvme_io_exit(c);
 out_release:

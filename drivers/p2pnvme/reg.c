@@ -193,8 +193,15 @@ void p2pnvme_reg_idle(struct p2pnvme_req *r)
 	}
 }
 
-/* Does the DMA layer want syncs for any segment of @sgt? */
-static bool reg_need_sync(struct device *dev, struct sg_table *sgt)
+/**
+ * p2pnvme_dma_need_sync - does the DMA layer want syncs for any segment of
+ *	a mapping (swiotlb's bounce slots, a non-coherent device)?
+ * @dev: the device it is mapped for
+ * @sgt: the mapping
+ *
+ * Return: true if it does.
+ */
+bool p2pnvme_dma_need_sync(struct device *dev, struct sg_table *sgt)
 {
 	struct scatterlist *sg;
 	unsigned int i;
@@ -420,7 +427,7 @@ static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 		goto out_exit;
 	}
 	b->mapped = true;
-	b->need_sync = reg_need_sync(&c->pdev->dev, &b->sgt);
+	b->need_sync = p2pnvme_dma_need_sync(&c->pdev->dev, &b->sgt);
 	/*
 	 * Range syncs need each DMA segment to be one physical run: an IOMMU
 	 * that merged pages into one IOVA segment on a device that wants
@@ -516,7 +523,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	 * for our transfers: one that needs syncs (host memory under swiotlb,
 	 * a non-coherent device) cannot be registered.
 	 */
-	if (!ret && reg_need_sync(&c->pdev->dev, sgt))
+	if (!ret && p2pnvme_dma_need_sync(&c->pdev->dev, sgt))
 		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = reg_index(b, sgt);
