@@ -40,8 +40,9 @@ static const struct io_case io_cases[] = {
 			   .flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, -EINVAL },
 	{ "bounce both ways", { .op = R, .len = 512, .addr = BUF,
 				.flags = P2PNVME_IO_F_BOUNCE | P2PNVME_IO_F_NO_BOUNCE }, -EINVAL },
-	{ "result preset", { .op = R, .len = 512, .addr = BUF, .result = 1 }, -EINVAL },
-	{ "output preset", { .op = R, .len = 512, .addr = BUF, .status = 1 }, -EINVAL },
+	/* out-fields are cleared by the ioctls, not checked: a struct may be re-used */
+	{ "result preset", { .op = R, .len = 512, .addr = BUF, .result = -5 }, 0 },
+	{ "output preset", { .op = R, .len = 512, .addr = BUF, .status = 1, .path = 2 }, 0 },
 	{ "flush", { .op = P2PNVME_OP_FLUSH }, 0 },
 	{ "flush with range", { .op = P2PNVME_OP_FLUSH, .slba = 1 }, -EINVAL },
 	{ "write zeroes", { .op = P2PNVME_OP_WRITE_ZEROES, .slba = 10, .len = 4096 }, 0 },

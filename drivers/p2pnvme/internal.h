@@ -339,6 +339,17 @@ struct p2pnvme_req {
 };
 
 /*
+ * The out-fields of a request read from an ioctl's argument: what the
+ * caller left there (a struct re-used, a call restarted) means nothing.
+ */
+static inline void p2pnvme_io_clear_out(struct p2pnvme_io *io)
+{
+	io->result = 0;
+	io->path = 0;
+	io->status = 0;
+}
+
+/*
  * Once every command of @r is over: its outcome. The first real error wins
  * over a cancellation, whether a command or the submission saw it.
  */

@@ -80,7 +80,7 @@ int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
 	bool dmabuf = io->flags & (P2PNVME_IO_F_DMABUF | P2PNVME_IO_F_REGISTERED);
 	u64 end;
 
-	if ((io->flags & ~known) || io->result || io->path || io->status || io->reserved)
+	if ((io->flags & ~known) || io->reserved)
 		return -EINVAL;
 	if (reg) {
 		/* buf_id takes any value; the buffer is never bounced */

@@ -321,7 +321,9 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
  * A per-CPU reference, not a shared lock: the reset worker and remove()
  * kill it and wait for every holder (p2pnvme_io_freeze()).
  *
- * Return: 0, -ENODEV (the controller is going away or dead) or -EINTR.
+ * Return: 0, -ENODEV (the controller is going away or dead) or
+ * -ERESTARTSYS (a signal: nothing was done, and the caller writes nothing
+ * back, so that the restarted call starts over from the same arguments).
  */
 int p2pnvme_io_enter(struct p2pnvme *c)
 {
@@ -446,6 +448,7 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 
 	if (ret)
 		return ret;
+	p2pnvme_io_clear_out(&io);
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
 	if (!ret)
 		ret = p2pnvme_io_allowed(filp, &io);
@@ -455,6 +458,8 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 		return ret;
 	ret = p2pnvme_run_batch(c, f, &io, 1, &failed);
 	p2pnvme_inflight_put(f, bytes);
+	if (ret == -ERESTARTSYS)
+		return ret;	/* nothing was submitted, nothing is written */
 	if (copy_to_user((void __user *)uarg, &io, sizeof(io)))
 		return -EFAULT;
 	return ret;
@@ -473,7 +478,7 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 
 	if (ret)
 		return ret;
-	if (sub.flags || !sub.nr || sub.nr > P2PNVME_SUBMIT_MAX || sub.failed)
+	if (sub.flags || !sub.nr || sub.nr > P2PNVME_SUBMIT_MAX)
 		return -EINVAL;
 	size = array_size(sub.nr, sizeof(*ios));
 	ios = memdup_user(u64_to_user_ptr(sub.ios), size);
@@ -482,6 +487,7 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 
 	/* every entry is checked before anything is pinned or submitted */
 	for (i = 0; i < sub.nr; i++) {
+		p2pnvme_io_clear_out(&ios[i]);
 		ret = ios[i].argsz == sizeof(*ios) ? 0 : -EINVAL;
 		if (!ret)
 			ret = p2pnvme_check_io(&ios[i], c->lba_shift, c->nlb);
@@ -498,6 +504,8 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 	sub.failed = sub.nr;
 	ret = p2pnvme_run_batch(c, f, ios, sub.nr, &sub.failed);
 	p2pnvme_inflight_put(f, bytes);
+	if (ret == -ERESTARTSYS)
+		goto out_free;	/* nothing was submitted, nothing is written */
 	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
 		ret = -EFAULT;
 out_failed:

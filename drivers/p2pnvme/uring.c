@@ -370,7 +370,8 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 		return -EINVAL;
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
 	memcpy(&io, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_io), sizeof(io));
-	if (io.argsz != sizeof(io))
+	/* no out-fields here (the CQE answers): zero, so they may mean something later */
+	if (io.argsz != sizeof(io) || io.result || io.path || io.status)
 		return -EINVAL;
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
 	if (ret)

@@ -122,6 +122,10 @@ p2pctl nvme-read /dev/p2pnvme0 0 4096 2>/tmp/err
 rc=$?
 diag "$(cat /tmp/err) after $(( $(date +%s) - t0 )) s"
 check_eq "an unanswered command fails with ETIMEDOUT" "$rc" 110
+# a restarted ioctl (SIGSTOP/SIGCONT while it waits out the reset)
+echo "<<<KTAP-BEGIN guest.client_restart>>>"
+p2pnvme-test --restart /dev/p2pnvme0 || _any_failed=1
+echo "<<<KTAP-END>>>"
 i=0
 while ! grep -q '^# dead' $Q0 && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 check "the reset gives up and the controller is dead ($((i / 10)) s later)" grep -q '^# dead' $Q0

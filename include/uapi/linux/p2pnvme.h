@@ -71,8 +71,10 @@ enum p2pnvme_path {
  * @argsz: sizeof(struct p2pnvme_io)
  * @flags: P2PNVME_IO_F_*
  * @op: enum p2pnvme_op
- * @result: in: 0; out: 0 or the transfer's -errno (what the ioctl returns
- *	    for P2PNVME_IOC_IO; per entry for P2PNVME_IOC_SUBMIT)
+ * @result: out: 0 or the transfer's -errno (what the ioctl returns for
+ *	    P2PNVME_IOC_IO; per entry for P2PNVME_IOC_SUBMIT). The ioctls
+ *	    ignore @result, @path and @status on input (a struct may be used
+ *	    again as it came back); through io_uring they must be zero
  * @slba: first LBA
  * @len: bytes, a non-zero multiple of the LBA size, at most
  *	 P2PNVME_IO_MAX_LEN
@@ -126,7 +128,9 @@ struct p2pnvme_io {
  * @nr: entries at @ios, 1 .. P2PNVME_SUBMIT_MAX
  * @failed: out: index of the entry that made the batch fail before
  *	    anything was submitted (bad entry, bad buffer, refused topology);
- *	    @nr otherwise
+ *	    @nr otherwise; ignored on input. Interrupted by a signal before
+ *	    anything was submitted, the call writes nothing back and is
+ *	    restarted (or fails with EINTR) as any system call
  * @ios: user address of @nr struct p2pnvme_io, each with argsz exactly
  *	 sizeof(struct p2pnvme_io); @result, @path and @status are written
  *	 back for every entry
