@@ -31,6 +31,12 @@ done
 # an unprivileged user for permission tests
 printf 'root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/tmp:/bin/sh\n' > "$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+# mktemp -d made the root 0700: the guest's / would refuse every path to an
+# unprivileged user, whatever the mode of the file at its end. The guest's
+# tree as a normal system has it (the builder's umask does not matter).
+chmod 0755 "$root" "$root"/{bin,sbin,dev,proc,sys,tmp,lib,lib/modules,tests,etc}
+chmod 0700 "$root/root"
+chmod 0644 "$root/etc/passwd" "$root/etc/group"
 
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp"
 mv "$out.tmp" "$out"

@@ -35,6 +35,7 @@
 #include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/string.h>
 #include <linux/workqueue.h>
 #include <p2p_compat.h>
 
@@ -349,12 +350,39 @@ static int async_submit(struct p2pnvme_async *a)
 	return -EIOCBQUEUED;
 }
 
+/*
+ * An SQE128's 80-byte command area: the request, then bytes that must be
+ * zero, so that they can be given a meaning one day.
+ */
+struct p2pnvme_uring_area {
+	struct p2pnvme_io io;
+	u8 tail[2 * sizeof(struct io_uring_sqe) - offsetof(struct io_uring_sqe, cmd) -
+		sizeof(struct p2pnvme_io)];
+};
+
+/*
+ * The SQE's fields that io_uring hands over with no meaning for this
+ * command are zero, for the same reason. io_uring checks opcode, flags,
+ * fd, __pad1, uring_cmd_flags and personality itself; 6.12 and 7.2 also
+ * refuse an ioprio for IORING_OP_URING_CMD (io_init_req()), which is
+ * checked again here for a kernel that lets one through. buf_index is
+ * io_uring's only with IORING_URING_CMD_FIXED or buffer selection (7.x,
+ * with IORING_URING_CMD_MULTISHOT), both refused. file_index covers the
+ * whole 32-bit union at offset 44.
+ */
+static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe)
+{
+	return !(READ_ONCE(sqe->ioprio) | READ_ONCE(sqe->addr) | READ_ONCE(sqe->len) |
+		 READ_ONCE(sqe->buf_index) | READ_ONCE(sqe->file_index));
+}
+
 static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
 	struct p2pnvme *c = f->c;
+	struct p2pnvme_uring_area area;
+	struct p2pnvme_io *io = &area.io;
 	struct p2pnvme_async *a;
-	struct p2pnvme_io io;
 	u64 bytes;
 	int ret;
 
@@ -366,25 +394,28 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	 * io_uring's own registered buffers (IORING_URING_CMD_FIXED): ours
 	 * instead. The kernel's bits (7.x marks a re-issue) are not the user's.
 	 */
-	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK))
+	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK) ||
+	    !uring_sqe_unused_zero(ioucmd->sqe))
 		return -EINVAL;
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
-	memcpy(&io, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_io), sizeof(io));
+	BUILD_BUG_ON(sizeof(area) != 80);
+	memcpy(&area, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_area), sizeof(area));
 	/* no out-fields here (the CQE answers): zero, so they may mean something later */
-	if (io.argsz != sizeof(io) || io.result || io.path || io.status)
+	if (io->argsz != sizeof(*io) || io->result || io->path || io->status ||
+	    memchr_inv(area.tail, 0, sizeof(area.tail)))
 		return -EINVAL;
-	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
+	ret = p2pnvme_check_io(io, c->lba_shift, c->nlb);
 	if (ret)
 		return ret;
-	if (io.flags & P2PNVME_IO_F_DMABUF)
+	if (io->flags & P2PNVME_IO_F_DMABUF)
 		return -EOPNOTSUPP;
 	/* nothing would reap a polled queue for a ring that does not poll */
 	if (c->polled && !(issue_flags & IO_URING_F_IOPOLL))
 		return -EOPNOTSUPP;
-	ret = p2pnvme_io_allowed(ioucmd->file, &io);
+	ret = p2pnvme_io_allowed(ioucmd->file, io);
 	if (ret)
 		return ret;
-	ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
+	ret = p2pnvme_inflight_get(f, io, 1, &bytes);
 	if (ret)
 		return ret;
 	a = async_alloc(c);
@@ -392,7 +423,7 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 		p2pnvme_inflight_put(f, bytes);
 		return -ENOMEM;
 	}
-	a->io = io;
+	a->io = *io;
 	a->r.io = &a->io;
 	a->c = c;
 	a->f = f;
@@ -413,7 +444,9 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
  *
  * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
  * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
- * bad request), -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, a polled
+ * bad request, a non-zero byte after it in the command area or in an SQE
+ * field without a meaning here: ioprio, addr, len, buf_index, file_index),
+ * -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, a polled
  * controller and a ring without IORING_SETUP_IOPOLL), -ENOENT (no such
  * registered buffer), -EBADF (a read into a read-only registered dma-buf),
  * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb;

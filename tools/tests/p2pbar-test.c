@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -33,6 +34,8 @@
 
 #include <linux/p2pbar.h>
 #include <linux/userfaultfd.h>
+
+#include "unpriv.h"
 
 static int ntests, nfailed;
 static char lines[256][200];
@@ -703,19 +706,143 @@ static void zeroing_not_under_lock(int fd)
 	       p.worst, p.n, took);
 }
 
-/* Non-root users cannot open the device by default (mode 0600). */
-static void permissions(void)
-{
-	pid_t pid = fork();
-	int st;
+/*
+ * Who may do what, as uid/gid 65534 (unpriv.h). First the node's default
+ * mode refuses the user, and the path to it does not (else the EACCES
+ * would be the path's: the bench's / was once 0700, and the old test
+ * passed whatever the node's mode). Then the node is given to a group the
+ * user is in, as packaging/udev/70-p2pdma.rules does: the driver's own
+ * checks must refuse what a read-only fd may not do, and keep one user's
+ * allocations from another's file.
+ */
+#define TEST_GID	990	/* stands for the udev rule's group (groupadd --system p2p) */
 
-	if (!pid) {
-		if (setgid(65534) || setuid(65534))
-			_exit(2);
-		_exit(open(dev, O_RDWR) < 0 && errno == EACCES ? 0 : 1);
+enum { U_STAT, U_OPEN, U_INFO, U_ALLOC, U_FREE, U_EXPORT, U_MMAP, U_USE };
+
+struct uop {
+	int op;
+	const char *path;	/* U_STAT */
+	int oflags;		/* the others open dev with these */
+	uint32_t handle;	/* U_FREE */
+	off_t off;		/* U_MMAP */
+};
+
+/* In the unprivileged child: 0 or the errno of @p's operation. */
+static int as_user(void *p)
+{
+	const struct uop *u = p;
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = 4096 };
+	struct p2pbar_alloc a;
+	struct p2pbar_info i;
+	volatile unsigned char *m;
+	struct stat st;
+	int fd, ret = 0;
+
+	if (u->op == U_STAT)
+		return stat(u->path, &st) ? errno : 0;
+	fd = open(dev, u->oflags);
+	if (fd < 0)
+		return errno;
+	switch (u->op) {
+	case U_INFO:
+		ret = -info(fd, &i);
+		break;
+	case U_ALLOC:
+		ret = -alloc(fd, pgsz, 0, &a);
+		break;
+	case U_FREE:
+		ret = -pfree(fd, u->handle);
+		break;
+	case U_EXPORT:
+		ret = -xioctl(fd, P2PBAR_IOC_EXPORT, &e);
+		break;
+	case U_MMAP:
+		m = mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, u->off);
+		ret = m == MAP_FAILED ? errno : 0;
+		break;
+	case U_USE:	/* allocate, map, write, read back, free */
+		ret = -alloc(fd, pgsz, 0, &a);
+		if (ret)
+			break;
+		m = mmap(NULL, pgsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
+		if (m == MAP_FAILED) {
+			ret = errno;
+			break;
+		}
+		m[0] = 0x5a;
+		ret = m[0] == 0x5a ? -pfree(fd, a.handle) : EIO;
+		break;
 	}
-	waitpid(pid, &st, 0);
-	result(WIFEXITED(st) && WEXITSTATUS(st) == 0, "an unprivileged user gets EACCES on open");
+	close(fd);
+	return ret;
+}
+
+/* One row: @u run as the unprivileged user (with TEST_GID if @in_group) gives @want. */
+static void as_user_row(int in_group, struct uop u, int want, const char *what)
+{
+	static const gid_t g = TEST_GID;
+	int got = unpriv_run_groups(&g, in_group, as_user, &u);
+
+	result(got == want, "%s -> %s (got %s)", what, want ? strerror(want) : "success",
+	       unpriv_str(got));
+}
+
+static void privileges(int fd)
+{
+	struct p2pbar_alloc a[2], *mine;
+	struct stat st = { 0 };
+	int ok;
+
+	ok = !stat(dev, &st) && (st.st_mode & 07777) == 0600 && !st.st_uid && !st.st_gid;
+	result(ok, "%s is 0600 root:root to begin with (%o %u:%u)", dev,
+	       (unsigned int)(st.st_mode & 07777), st.st_uid, st.st_gid);
+	/* stat("/") needs no permission; these need search permission on / and /dev */
+	as_user_row(0, (struct uop){ .op = U_STAT, .path = "/dev" }, 0,
+		    "uid 65534: stat /dev (the path is reachable)");
+	as_user_row(0, (struct uop){ .op = U_STAT, .path = dev }, 0,
+		    "uid 65534: stat of the node (the path is reachable)");
+	as_user_row(0, (struct uop){ .op = U_OPEN, .oflags = O_RDWR }, EACCES,
+		    "uid 65534: open read-write, mode 0600");
+	as_user_row(0, (struct uop){ .op = U_OPEN, .oflags = O_RDONLY }, EACCES,
+		    "uid 65534: open read-only, mode 0600");
+
+	/* the node as the udev rule makes it: 0660, its group one the user is in */
+	if (chown(dev, 0, TEST_GID) || chmod(dev, 0660)) {
+		result(0, "chown root:%d and chmod 0660 %s: %s", TEST_GID, dev, strerror(errno));
+		goto restore;
+	}
+	as_user_row(0, (struct uop){ .op = U_OPEN, .oflags = O_RDONLY }, EACCES,
+		    "0660, group 990: uid 65534 outside the group, open read-only");
+	as_user_row(1, (struct uop){ .op = U_INFO, .oflags = O_RDONLY }, 0,
+		    "0660, group 990: a group member's read-only fd, INFO");
+	as_user_row(1, (struct uop){ .op = U_ALLOC, .oflags = O_RDONLY }, EBADF,
+		    "0660, group 990: a group member's read-only fd, ALLOC");
+	as_user_row(1, (struct uop){ .op = U_FREE, .oflags = O_RDONLY, .handle = 1 }, EBADF,
+		    "0660, group 990: a group member's read-only fd, FREE");
+	as_user_row(1, (struct uop){ .op = U_EXPORT, .oflags = O_RDONLY }, EBADF,
+		    "0660, group 990: a group member's read-only fd, EXPORT");
+	as_user_row(1, (struct uop){ .op = U_MMAP, .oflags = O_RDONLY }, EACCES,
+		    "0660, group 990: a group member's read-only fd, mmap at 0 (allocates)");
+	as_user_row(1, (struct uop){ .op = U_USE, .oflags = O_RDWR }, 0,
+		    "0660, group 990: a group member's read-write fd, ALLOC, map, write, FREE");
+
+	/* root's allocation, not at offset 0 (which would allocate instead) */
+	if (alloc(fd, pgsz, 0, &a[0]) || alloc(fd, pgsz, 0, &a[1])) {
+		result(0, "two ALLOCs as root");
+		goto restore;
+	}
+	mine = a[0].mmap_offset ? &a[0] : &a[1];
+	as_user_row(1, (struct uop){ .op = U_FREE, .oflags = O_RDWR, .handle = mine->handle },
+		    ENOENT, "0660, group 990: a group member cannot FREE root's handle");
+	as_user_row(1, (struct uop){ .op = U_MMAP, .oflags = O_RDWR, .off = mine->mmap_offset },
+		    EINVAL, "0660, group 990: a group member cannot map root's allocation");
+	result(!pfree(fd, a[0].handle) && !pfree(fd, a[1].handle),
+	       "root's allocations are still there: FREE works");
+
+restore:
+	ok = !chown(dev, 0, 0) && !chmod(dev, 0600) && !stat(dev, &st) &&
+	     (st.st_mode & 07777) == 0600 && !st.st_gid;
+	result(ok, "%s is 0600 root:root again", dev);
 }
 
 static sigjmp_buf jb;
@@ -844,7 +971,7 @@ int main(int argc, char **argv)
 	mmap_allocates(argv[3]);
 	zeroed_for_the_pool(fd);
 	zeroing_not_under_lock(fd);
-	permissions();
+	privileges(fd);
 	close(fd);
 	finish("provider");
 	return !!nfailed;

@@ -29,6 +29,7 @@
 #include <liburing.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@
 
 #define CHUNK	65536ULL
 #define NR	64		/* commands of each kind in flight at once */
-#define PLAN	25		/* cases of the main run */
+#define PLAN	33		/* cases of the main run */
 #define PLAN_UNBIND	7
 #define PLAN_IOPOLL	17
 #define MAX_CPUS	16
@@ -132,22 +133,52 @@ static int reap(struct io_uring *ring, unsigned int nr, int *res, uint64_t *res2
 	return 0;
 }
 
-/* One command alone; its CQE's res. */
-static int one(struct io_uring *ring, int fd, const struct p2pnvme_io *io, uint32_t cmd_op)
+/* One command alone, the byte at @poke of its 128-byte SQE set (if not -1); its CQE's res. */
+static int one_poked(struct io_uring *ring, int fd, const struct p2pnvme_io *io, uint32_t cmd_op,
+		     ssize_t poke)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	int res = -EIO;
 
 	prep(sqe, fd, io, 0);
 	sqe->cmd_op = cmd_op;
+	if (poke >= 0)
+		((unsigned char *)sqe)[poke] = 1;
 	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, NULL))
 		return -EIO;
 	return res;
 }
 
-/* The bad-SQE table: each answered with its errno, nothing transferred. */
+/* One command alone; its CQE's res. */
+static int one(struct io_uring *ring, int fd, const struct p2pnvme_io *io, uint32_t cmd_op)
+{
+	return one_poked(ring, fd, io, cmd_op, -1);
+}
+
+/*
+ * The bad-SQE table: each answered with its errno, nothing transferred.
+ * Then a good read with one byte made non-zero where the command has no
+ * meaning: the rest of the 80-byte command area and SQE fields that
+ * io_uring hands to the driver unchecked (the byte is each field's first,
+ * so the field is non-zero whatever the byte order). io_uring itself
+ * refuses an ioprio for URING_CMD (6.12, 7.2); p2pnvme checks it too.
+ */
 static void bad_sqes(struct io_uring *ring, int fd, int rofd, unsigned char *buf)
 {
+	static const struct {
+		const char *what;
+		ssize_t poke;
+	} z[] = {
+		{ "command area: the first byte after struct p2pnvme_io",
+		  offsetof(struct io_uring_sqe, cmd) + sizeof(struct p2pnvme_io) },
+		{ "command area: its last byte (byte 79)", 2 * sizeof(struct io_uring_sqe) - 1 },
+		{ "addr not zero", offsetof(struct io_uring_sqe, addr) },
+		{ "len not zero", offsetof(struct io_uring_sqe, len) },
+		{ "ioprio not zero", offsetof(struct io_uring_sqe, ioprio) },
+		{ "buf_index not zero (no IORING_URING_CMD_FIXED)",
+		  offsetof(struct io_uring_sqe, buf_index) },
+		{ "file_index not zero", offsetof(struct io_uring_sqe, file_index) },
+	};
 	static const struct {
 		const char *what;
 		struct p2pnvme_io io;
@@ -184,6 +215,13 @@ static void bad_sqes(struct io_uring *ring, int fd, int rofd, unsigned char *buf
 		result(res == -t[i].err, what, t[i].err, -res);
 	}
 	io = rw(P2PNVME_OP_READ, 0, 4096, buf);
+	res = one_poked(ring, fd, &io, P2PNVME_URING_CMD_IO, -1);
+	result(!res, "bad SQE: the good read the next rows spoil", 0, -res);
+	for (i = 0; i < sizeof(z) / sizeof(z[0]); i++) {
+		res = one_poked(ring, fd, &io, P2PNVME_URING_CMD_IO, z[i].poke);
+		snprintf(what, sizeof(what), "bad SQE: %s", z[i].what);
+		result(res == -EINVAL, what, EINVAL, -res);
+	}
 	res = one(ring, fd, &io, _IO(P2PNVME_IOC_MAGIC, 0x2f));
 	result(res == -ENOTTY, "bad SQE: unknown cmd_op", ENOTTY, -res);
 	io = rw(P2PNVME_OP_WRITE, 0, 4096, buf);

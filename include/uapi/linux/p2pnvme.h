@@ -235,7 +235,9 @@ struct p2pnvme_buf_unreg {
  * io_uring passthrough: IORING_OP_URING_CMD on /dev/p2pnvmeN with cmd_op
  * P2PNVME_URING_CMD_IO, on a ring set up with IORING_SETUP_SQE128 (the
  * 80-byte command area of the SQE holds one struct p2pnvme_io, checked as
- * for P2PNVME_IOC_IO; its result, path and status are not written back).
+ * for P2PNVME_IOC_IO; its result, path and status are not written back;
+ * the area's last 24 bytes and the SQE's ioprio, addr, len, buf_index and
+ * file_index must be zero, -EINVAL otherwise).
  * The CQE's res is 0 or the -errno P2PNVME_IOC_IO would return; with
  * IORING_SETUP_CQE32 the first extra word is path | status << 16. One
  * io_uring_enter() submits many, each completes on its own. Registered
