@@ -1043,7 +1043,8 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 
 /**
  * p2pnvme_check_async_timeouts - abort or reset for expired io_uring commands
- * @c: the controller
+ * @c: the controller, inside the I/O guard (p2pnvme_io_tryenter()): the
+ *     queues are not being started again under it
  *
  * The asynchronous batches have no waiter: the watchdog reaps what a lost
  * interrupt or an idle IOPOLL ring left and looks for expired commands

@@ -8,9 +8,12 @@
  *                                I/O ioctls while their batch is mapped and
  *                                in flight (never while pinning or waiting
  *                                for user memory), by io_uring submissions
- *                                while they map and queue; the reset
- *                                worker and remove() kill it and wait for
- *                                it to drain (p2pnvme_io_freeze()). Lockdep
+ *                                while they map and queue, by the io_uring
+ *                                watchdog while it looks for expired
+ *                                commands (p2pnvme_io_tryenter(): it never
+ *                                waits); the reset worker and remove() kill
+ *                                it and wait for it to drain
+ *                                (p2pnvme_io_freeze()). Lockdep
  *                                sees it as @io_map: taken for read by the
  *                                holders, for write by a freeze
  *   p2pnvme.reset_lock (rwsem)  for read by those that look at the queues
@@ -669,6 +672,7 @@ int p2pnvme_error_resume(struct p2pnvme *c);
 /* main.c */
 void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
 int p2pnvme_io_enter(struct p2pnvme *c);
+bool p2pnvme_io_tryenter(struct p2pnvme *c);
 void p2pnvme_io_freeze(struct p2pnvme *c);
 void p2pnvme_io_thaw(struct p2pnvme *c);
 void p2pnvme_io_exit(struct p2pnvme *c);

@@ -275,6 +275,18 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 	return copy_to_user((void __user *)uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
+/* A reference on the I/O guard with the controller LIVE, or none. */
+static bool io_tryget(struct p2pnvme *c)
+{
+	/* a reference first, then the state: a freeze waits for us */
+	if (!percpu_ref_tryget_live(&c->io_ref))
+		return false;
+	if (p2pnvme_state(c) == P2PNVME_LIVE)
+		return true;
+	percpu_ref_put(&c->io_ref);
+	return false;
+}
+
 /**
  * p2pnvme_io_enter - enter the I/O path
  * @c: the controller
@@ -291,14 +303,10 @@ int p2pnvme_io_enter(struct p2pnvme *c)
 	int ret;
 
 	for (;;) {
-		/* a reference first, then the state: a freeze waits for us */
-		if (percpu_ref_tryget_live(&c->io_ref)) {
-			if (p2pnvme_state(c) == P2PNVME_LIVE) {
-				/* not recursive: entering inside the guard may wait for a reset */
-				rwsem_acquire_read(&c->io_map, 0, 0, _RET_IP_);
-				return 0;
-			}
-			percpu_ref_put(&c->io_ref);
+		if (io_tryget(c)) {
+			/* not recursive: entering inside the guard may wait for a reset */
+			rwsem_acquire_read(&c->io_map, 0, 0, _RET_IP_);
+			return 0;
 		}
 		if (p2pnvme_state(c) >= P2PNVME_DELETING)
 			return -ENODEV;
@@ -310,7 +318,26 @@ int p2pnvme_io_enter(struct p2pnvme *c)
 }
 
 /**
- * p2pnvme_io_exit - leave the I/O path entered with p2pnvme_io_enter()
+ * p2pnvme_io_tryenter - enter the I/O path if the controller is LIVE now
+ * @c: the controller
+ *
+ * As p2pnvme_io_enter(), but never waits: for those that must not hold up
+ * a reset (the io_uring watchdog), and that simply come back later.
+ * Leave with p2pnvme_io_exit().
+ *
+ * Return: true when inside the I/O guard with the controller LIVE.
+ */
+bool p2pnvme_io_tryenter(struct p2pnvme *c)
+{
+	if (!io_tryget(c))
+		return false;
+	rwsem_acquire_read(&c->io_map, 0, 1, _RET_IP_);
+	return true;
+}
+
+/**
+ * p2pnvme_io_exit - leave the I/O path entered with p2pnvme_io_enter() or
+ *	p2pnvme_io_tryenter()
  * @c: the controller
  */
 void p2pnvme_io_exit(struct p2pnvme *c)
