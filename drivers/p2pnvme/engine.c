@@ -1158,6 +1158,29 @@ static void reset_finish(struct p2pnvme *c, int ret)
 	}
 }
 
+/*
+ * Take the controller out of service for a reset, while its registers
+ * still answer: no more submissions, CC.EN = 0, bus mastering off, then
+ * every command in flight fails. Nothing may be cancelled (buffers
+ * unpinned, freed) while the controller can still DMA. CC.EN = 0 asks it to
+ * stop, but a hung controller may not acknowledge within CAP.TO, or seem to
+ * while its registers do not answer: bus mastering goes off in any case, as
+ * nvme-pci disables the PCI device, and comes back with the enable.
+ *
+ * Return: what disabling said; -ENODEV: the device is gone, and so the
+ * commands failed with -ENODEV rather than -ECANCELED.
+ */
+static int ctrl_halt(struct p2pnvme *c)
+{
+	int ret;
+
+	queues_stop(c);
+	ret = p2pnvme_ctrl_disable(c);
+	pci_clear_master(c->pdev);
+	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
+	return ret;
+}
+
 void p2pnvme_reset_work(struct work_struct *work)
 {
 	struct p2pnvme *c = container_of(work, struct p2pnvme, reset_work);
@@ -1167,17 +1190,7 @@ void p2pnvme_reset_work(struct work_struct *work)
 	p2pnvme_stat_add(c, ST_RESETS, 1);
 	trace_p2pnvme_reset(c->pdev, false, 0);
 	pci_dbg(c->pdev, "reset: stopping the queues\n");
-	queues_stop(c);
-	/*
-	 * Nothing may be cancelled (buffers unpinned, freed) while the
-	 * controller can still DMA. CC.EN = 0 asks it to stop, but a hung
-	 * controller may not acknowledge within CAP.TO, or seem to while its
-	 * registers do not answer: bus mastering goes off in any case, as
-	 * nvme-pci disables the PCI device, and comes back with the enable.
-	 */
-	ret = p2pnvme_ctrl_disable(c);
-	pci_clear_master(c->pdev);
-	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
+	ret = ctrl_halt(c);
 
 	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
 	down_write(&c->reset_lock);	/* and every reader of the queues */
@@ -1199,6 +1212,70 @@ void p2pnvme_reset_work(struct work_struct *work)
 	kref_put(&c->kref, p2pnvme_free);
 }
 
+/*
+ * PCI error recovery takes the controller from the reset worker.
+ * @owner (&c->pci_error, under state_lock) is
+ * set first, so that no timeout schedules a reset from now on
+ * (p2pnvme_schedule_reset()); then a reset queued is dropped and one
+ * running is waited for (it ends LIVE or DEAD, and it never needs the
+ * device lock, which the caller holds: nothing else can take the
+ * controller meanwhile, remove() included). Then the I/O path waits in
+ * p2pnvme_io_enter() (RESETTING) or, with @err -ENODEV, fails (DEAD).
+ * ctrl_give_back() ends it.
+ *
+ * Return: the controller was in service (LIVE or RESETTING) and is now
+ * RESETTING (or DEAD for -ENODEV); false: it was out of service already.
+ */
+static bool ctrl_take(struct p2pnvme *c, bool *owner, int err)
+{
+	bool in_service = false;
+
+	device_lock_assert(&c->pdev->dev);
+	spin_lock(&c->state_lock);
+	*owner = true;
+	spin_unlock(&c->state_lock);
+	if (cancel_work_sync(&c->reset_work))
+		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_LIVE || c->state == P2PNVME_RESETTING) {
+		c->state = err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RESETTING;
+		in_service = true;
+	}
+	spin_unlock(&c->state_lock);
+	wake_up_all(&c->wq);
+	return in_service;
+}
+
+/*
+ * The end of what ctrl_take() began (@owner as given to it): a controller
+ * still RESETTING is enabled again as the reset worker does it (every I/O
+ * ioctl has returned first; the guard comes back before the state leaves
+ * RESETTING), and timeouts may schedule resets again. Caller holds the
+ * device lock, as for ctrl_take().
+ *
+ * Return: 0 when it is LIVE again; otherwise it is out of service (DEAD,
+ * or it was not RESETTING: -ENODEV).
+ */
+static int ctrl_give_back(struct p2pnvme *c, bool *owner)
+{
+	int ret = -ENODEV;
+
+	device_lock_assert(&c->pdev->dev);
+	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
+	down_write(&c->reset_lock);	/* and every reader of the queues */
+	if (p2pnvme_state(c) == P2PNVME_RESETTING)
+		ret = p2pnvme_ctrl_enable(c);
+	p2pnvme_io_thaw(c);		/* before the state leaves RESETTING */
+	reset_finish(c, ret);
+	spin_lock(&c->state_lock);
+	*owner = false;
+	spin_unlock(&c->state_lock);
+	up_write(&c->reset_lock);
+	wake_up_all(&c->wq);
+	p2pnvme_stat_add(c, ST_RESETS, 1);
+	return ret;
+}
+
 /**
  * p2pnvme_error_stop - a PCI error froze the link: take everything back
  * @c: the controller; the PCI core holds the device lock (no remove())
@@ -1211,17 +1288,7 @@ void p2pnvme_reset_work(struct work_struct *work)
  */
 void p2pnvme_error_stop(struct p2pnvme *c, int err)
 {
-	/* first: no timeout may schedule a reset from now on */
-	spin_lock(&c->state_lock);
-	c->pci_error = true;
-	spin_unlock(&c->state_lock);
-	if (cancel_work_sync(&c->reset_work))
-		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
-	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_LIVE || c->state == P2PNVME_RESETTING)
-		c->state = err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RESETTING;
-	spin_unlock(&c->state_lock);
-	wake_up_all(&c->wq);
+	ctrl_take(c, &c->pci_error, err);
 	queues_stop(c);
 	pci_clear_master(c->pdev);
 	queues_cancel(c, err);
@@ -1229,27 +1296,14 @@ void p2pnvme_error_stop(struct p2pnvme *c, int err)
 
 /**
  * p2pnvme_error_resume - bring a controller back after a PCI error's reset
- * @c: the controller, stopped by p2pnvme_error_stop() (RESETTING)
+ * @c: the controller, stopped by p2pnvme_error_stop() (RESETTING); the PCI
+ *     core holds the device lock
  *
  * Return: 0 when it is LIVE again; otherwise it is DEAD.
  */
 int p2pnvme_error_resume(struct p2pnvme *c)
 {
-	int ret = -ENODEV;
-
-	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
-	down_write(&c->reset_lock);	/* and every reader of the queues */
-	if (p2pnvme_state(c) == P2PNVME_RESETTING)
-		ret = p2pnvme_ctrl_enable(c);
-	p2pnvme_io_thaw(c);		/* before the state leaves RESETTING */
-	reset_finish(c, ret);
-	spin_lock(&c->state_lock);
-	c->pci_error = false;
-	spin_unlock(&c->state_lock);
-	up_write(&c->reset_lock);
-	wake_up_all(&c->wq);
-	p2pnvme_stat_add(c, ST_RESETS, 1);
-	return ret;
+	return ctrl_give_back(c, &c->pci_error);
 }
 
 static unsigned int inflight(struct p2pnvme *c)
