@@ -1139,10 +1139,29 @@ static void p2pnvme_resume(struct pci_dev *pdev)
 		pci_info(pdev, "controller back in service after the error\n");
 }
 
+/*
+ * A reset of the function by the PCI core (an FLR through sysfs or VFIO, a
+ * bus or slot reset of a sibling that takes this one along), with the
+ * device lock held from prepare to done: as nvme-pci, the controller is
+ * stopped while it can still answer, and enabled again afterwards; I/O
+ * waits meanwhile.
+ */
+static void p2pnvme_pci_reset_prepare(struct pci_dev *pdev)
+{
+	p2pnvme_reset_prepare(pci_get_drvdata(pdev));
+}
+
+static void p2pnvme_pci_reset_done(struct pci_dev *pdev)
+{
+	p2pnvme_reset_done(pci_get_drvdata(pdev));
+}
+
 static const struct pci_error_handlers p2pnvme_err_handler = {
 	.error_detected = p2pnvme_error_detected,
 	.slot_reset = p2pnvme_slot_reset,
 	.resume = p2pnvme_resume,
+	.reset_prepare = p2pnvme_pci_reset_prepare,
+	.reset_done = p2pnvme_pci_reset_done,
 };
 
 static struct pci_driver p2pnvme_driver = {

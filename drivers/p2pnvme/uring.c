@@ -227,9 +227,10 @@ static void async_end(struct p2pnvme_batch *b)
  * controller LIVE may go on to reap the queues, send an Abort, ring the
  * admin doorbell and wait for the answer. Every reset first leaves LIVE,
  * stops the queues and cancels every command, the watchdog's Abort too
- * (the reset worker; p2pnvme_error_stop()), then freezes the guard,
- * which waits until the watchdog has left, and only then starts the
- * queues again and sets CC.EN = 1 in p2pnvme_ctrl_enable() (the worker;
+ * (the reset worker; p2pnvme_reset_prepare() and p2pnvme_error_stop()),
+ * then freezes the guard, which waits until the watchdog has left, and
+ * only then starts the queues again and sets CC.EN = 1 in
+ * p2pnvme_ctrl_enable() (the worker; p2pnvme_reset_done() and
  * p2pnvme_error_resume()); the guard comes back before the state is LIVE
  * again, and a look that gets in while the state is not LIVE leaves at
  * once. So a look ends before the queues start again or begins once the
