@@ -1069,7 +1069,8 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 
 /**
  * p2pnvme_check_async_timeouts - abort or reset for expired io_uring commands
- * @c: the controller
+ * @c: the controller, inside the I/O guard (p2pnvme_io_tryenter()): the
+ *     queues are not being started again under it
  *
  * The asynchronous batches have no waiter: the watchdog reaps what a lost
  * interrupt or an idle IOPOLL ring left and looks for expired commands
@@ -1102,8 +1103,12 @@ void p2pnvme_schedule_reset(struct p2pnvme *c)
 	bool queue = false;
 
 	spin_lock(&c->state_lock);
-	/* PCI error recovery resets the link itself, and registers read ~0 meanwhile */
-	if (c->state == P2PNVME_LIVE && !c->pci_error && !pci_channel_offline(c->pdev)) {
+	/*
+	 * PCI error recovery, or the PCI core's reset of the function, resets
+	 * it itself, and registers read ~0 (or 0) meanwhile
+	 */
+	if (c->state == P2PNVME_LIVE && !c->pci_error && !c->func_reset &&
+	    !pci_channel_offline(c->pdev)) {
 		c->state = P2PNVME_RESETTING;
 		kref_get(&c->kref);	/* the worker's, put when it is done */
 		queue = true;
@@ -1183,6 +1188,29 @@ static void reset_finish(struct p2pnvme *c, int ret)
 	}
 }
 
+/*
+ * Take the controller out of service for a reset, while its registers
+ * still answer: no more submissions, CC.EN = 0, bus mastering off, then
+ * every command in flight fails. Nothing may be cancelled (buffers
+ * unpinned, freed) while the controller can still DMA. CC.EN = 0 asks it to
+ * stop, but a hung controller may not acknowledge within CAP.TO, or seem to
+ * while its registers do not answer: bus mastering goes off in any case, as
+ * nvme-pci disables the PCI device, and comes back with the enable.
+ *
+ * Return: what disabling said; -ENODEV: the device is gone, and so the
+ * commands failed with -ENODEV rather than -ECANCELED.
+ */
+static int ctrl_halt(struct p2pnvme *c)
+{
+	int ret;
+
+	queues_stop(c);
+	ret = p2pnvme_ctrl_disable(c);
+	pci_clear_master(c->pdev);
+	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
+	return ret;
+}
+
 void p2pnvme_reset_work(struct work_struct *work)
 {
 	struct p2pnvme *c = container_of(work, struct p2pnvme, reset_work);
@@ -1192,17 +1220,7 @@ void p2pnvme_reset_work(struct work_struct *work)
 	p2pnvme_stat_add(c, ST_RESETS, 1);
 	trace_p2pnvme_reset(c->pdev, false, 0);
 	pci_dbg(c->pdev, "reset: stopping the queues\n");
-	queues_stop(c);
-	/*
-	 * Nothing may be cancelled (buffers unpinned, freed) while the
-	 * controller can still DMA. CC.EN = 0 asks it to stop, but a hung
-	 * controller may not acknowledge within CAP.TO, or seem to while its
-	 * registers do not answer: bus mastering goes off in any case, as
-	 * nvme-pci disables the PCI device, and comes back with the enable.
-	 */
-	ret = p2pnvme_ctrl_disable(c);
-	pci_clear_master(c->pdev);
-	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
+	ret = ctrl_halt(c);
 
 	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
 	down_write(&c->reset_lock);	/* and every reader of the queues */
@@ -1224,6 +1242,76 @@ void p2pnvme_reset_work(struct work_struct *work)
 	kref_put(&c->kref, p2pnvme_free);
 }
 
+/*
+ * PCI error recovery or a PCI reset takes the controller from the reset
+ * worker. @owner (&c->pci_error or &c->func_reset, under state_lock) is
+ * set first, so that no timeout schedules a reset from now on
+ * (p2pnvme_schedule_reset()); then a reset queued is dropped and one
+ * running is waited for (it ends LIVE or DEAD, and it never needs the
+ * device lock, which the caller holds: nothing else can take the
+ * controller meanwhile, remove() included). Then the I/O path waits in
+ * p2pnvme_io_enter() (RESETTING) or, with @err -ENODEV, fails (DEAD).
+ * ctrl_give_back() ends it.
+ *
+ * Return: the controller was in service (LIVE or RESETTING) and is now
+ * RESETTING (or DEAD for -ENODEV); false: it was out of service already.
+ */
+static bool ctrl_take(struct p2pnvme *c, bool *owner, int err)
+{
+	bool in_service = false;
+
+	device_lock_assert(&c->pdev->dev);
+	spin_lock(&c->state_lock);
+	*owner = true;
+	spin_unlock(&c->state_lock);
+	if (cancel_work_sync(&c->reset_work))
+		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
+	spin_lock(&c->state_lock);
+	if (c->state == P2PNVME_LIVE || c->state == P2PNVME_RESETTING) {
+		c->state = err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RESETTING;
+		in_service = true;
+	}
+	spin_unlock(&c->state_lock);
+	wake_up_all(&c->wq);
+	return in_service;
+}
+
+/*
+ * The end of what ctrl_take() began (@owner as given to it): a controller
+ * still RESETTING is enabled again as the reset worker does it (every I/O
+ * ioctl has returned first; the guard comes back before the state leaves
+ * RESETTING), its config space saved again for the next PCI reset or
+ * error (restoring it used it up), and timeouts may schedule resets again.
+ * Caller holds the device lock, as for ctrl_take().
+ *
+ * Return: 0 when it is LIVE again; otherwise it is out of service (DEAD,
+ * or it was not RESETTING: -ENODEV).
+ */
+static int ctrl_give_back(struct p2pnvme *c, bool *owner)
+{
+	bool resetting;
+	int ret = -ENODEV;
+
+	device_lock_assert(&c->pdev->dev);
+	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
+	down_write(&c->reset_lock);	/* and every reader of the queues */
+	resetting = p2pnvme_state(c) == P2PNVME_RESETTING;
+	if (resetting)
+		ret = p2pnvme_ctrl_enable(c);
+	p2pnvme_io_thaw(c);		/* before the state leaves RESETTING */
+	reset_finish(c, ret);
+	spin_lock(&c->state_lock);
+	*owner = false;
+	spin_unlock(&c->state_lock);
+	up_write(&c->reset_lock);
+	wake_up_all(&c->wq);
+	if (resetting)
+		p2pnvme_stat_add(c, ST_RESETS, 1);
+	if (!ret)
+		pci_save_state(c->pdev);
+	return ret;
+}
+
 /**
  * p2pnvme_error_stop - a PCI error froze the link: take everything back
  * @c: the controller; the PCI core holds the device lock (no remove())
@@ -1236,17 +1324,7 @@ void p2pnvme_reset_work(struct work_struct *work)
  */
 void p2pnvme_error_stop(struct p2pnvme *c, int err)
 {
-	/* first: no timeout may schedule a reset from now on */
-	spin_lock(&c->state_lock);
-	c->pci_error = true;
-	spin_unlock(&c->state_lock);
-	if (cancel_work_sync(&c->reset_work))
-		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
-	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_LIVE || c->state == P2PNVME_RESETTING)
-		c->state = err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RESETTING;
-	spin_unlock(&c->state_lock);
-	wake_up_all(&c->wq);
+	ctrl_take(c, &c->pci_error, err);
 	queues_stop(c);
 	pci_clear_master(c->pdev);
 	queues_cancel(c, err);
@@ -1254,27 +1332,69 @@ void p2pnvme_error_stop(struct p2pnvme *c, int err)
 
 /**
  * p2pnvme_error_resume - bring a controller back after a PCI error's reset
- * @c: the controller, stopped by p2pnvme_error_stop() (RESETTING)
+ * @c: the controller, stopped by p2pnvme_error_stop() (RESETTING); the PCI
+ *     core holds the device lock
  *
  * Return: 0 when it is LIVE again; otherwise it is DEAD.
  */
 int p2pnvme_error_resume(struct p2pnvme *c)
 {
-	int ret = -ENODEV;
+	return ctrl_give_back(c, &c->pci_error);
+}
 
-	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
-	down_write(&c->reset_lock);	/* and every reader of the queues */
-	if (p2pnvme_state(c) == P2PNVME_RESETTING)
-		ret = p2pnvme_ctrl_enable(c);
-	p2pnvme_io_thaw(c);		/* before the state leaves RESETTING */
-	reset_finish(c, ret);
-	spin_lock(&c->state_lock);
-	c->pci_error = false;
-	spin_unlock(&c->state_lock);
-	up_write(&c->reset_lock);
-	wake_up_all(&c->wq);
-	p2pnvme_stat_add(c, ST_RESETS, 1);
-	return ret;
+/**
+ * p2pnvme_reset_prepare - a reset of the PCI function is coming: stop first
+ * @c: the controller; the PCI core holds the device lock from here until
+ *     after p2pnvme_reset_done() (no remove(), no PCI error callback)
+ *
+ * An FLR through sysfs, or a bus or slot reset that takes this function
+ * along: the PCI core turns memory decoding and bus mastering off next,
+ * then resets the function. As the reset worker does while the registers
+ * still answer: queues stopped, CC.EN = 0, bus mastering off, every
+ * command in flight fails (-ECANCELED, -ETIMEDOUT if it had expired,
+ * -ENODEV if the device is gone). Until p2pnvme_reset_done() no timeout
+ * schedules a reset (its registers read all ones or zeroes meanwhile) and
+ * the I/O path waits (RESETTING). A controller that PCI error recovery
+ * owns is left to it (it resumes it), one out of service stays so.
+ */
+void p2pnvme_reset_prepare(struct p2pnvme *c)
+{
+	device_lock_assert(&c->pdev->dev);
+	/* both final, and set under the device lock: stable here */
+	if (READ_ONCE(c->pci_error) || p2pnvme_state(c) >= P2PNVME_DELETING)
+		return;
+	trace_p2pnvme_reset(c->pdev, false, 0);
+	pci_dbg(c->pdev, "PCI reset: stopping the controller\n");
+	if (ctrl_take(c, &c->func_reset, -ECANCELED))
+		ctrl_halt(c);
+}
+
+/**
+ * p2pnvme_reset_done - the PCI function's reset is over: enable it again
+ * @c: the controller, stopped by p2pnvme_reset_prepare(); the PCI core
+ *     restored its config space and holds the device lock
+ *
+ * As after a PCI error's slot reset: LIVE again, or out of service (DEAD)
+ * if it does not come back.
+ */
+void p2pnvme_reset_done(struct p2pnvme *c)
+{
+	bool resetting;
+	int ret;
+
+	device_lock_assert(&c->pdev->dev);
+	if (!c->func_reset)
+		return;		/* p2pnvme_reset_prepare() left it alone */
+	resetting = p2pnvme_state(c) == P2PNVME_RESETTING;
+	ret = ctrl_give_back(c, &c->func_reset);
+	trace_p2pnvme_reset(c->pdev, true, ret);
+	if (!resetting)
+		return;		/* a reset running at prepare had failed */
+	if (ret)
+		pci_err(c->pdev, "controller did not come back after a PCI reset (%d); out of service\n",
+			ret);
+	else
+		pci_info(c->pdev, "controller back in service after a PCI reset\n");
 }
 
 static unsigned int inflight(struct p2pnvme *c)

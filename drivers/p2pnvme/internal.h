@@ -4,19 +4,31 @@
  * requests and batches that userspace transfers become.
  *
  * Locking, outermost first:
+ *   the device lock (pci_dev_lock()) held by the PCI core around probe(),
+ *                                remove(), .shutdown, each PCI error
+ *                                callback and a PCI reset of the function
+ *                                (reset_prepare to reset_done): they never
+ *                                run at once; a freeze may happen under it,
+ *                                and the reset worker never takes it (so
+ *                                they wait for the worker under it)
  *   p2pnvme.io_ref (percpu_ref) the I/O guard (p2pnvme_io_enter()): held by
  *                                I/O ioctls while their batch is mapped and
  *                                in flight (never while pinning or waiting
  *                                for user memory), by io_uring submissions
- *                                while they map and queue; the reset
- *                                worker and remove() kill it and wait for
- *                                it to drain (p2pnvme_io_freeze()). Lockdep
+ *                                while they map and queue, by the io_uring
+ *                                watchdog while it looks for expired
+ *                                commands (p2pnvme_io_tryenter(): it never
+ *                                waits); the reset worker, the end of PCI
+ *                                error recovery or of a PCI reset, and
+ *                                remove() kill it and wait for it to drain
+ *                                (p2pnvme_io_freeze()). Lockdep
  *                                sees it as @io_map: taken for read by the
  *                                holders, for write by a freeze
  *   p2pnvme.reset_lock (rwsem)  for read by those that look at the queues
  *                                outside the I/O path (INFO, sysfs); for
- *                                write by the reset worker and remove()
- *                                after their freeze
+ *                                write by the reset worker, the end of PCI
+ *                                error recovery or of a PCI reset, and
+ *                                remove(), after their freeze
  *   p2pnvme.reg_lock (mutex)    the registered buffers' list and mappings
  *                                (reg.c): inside the I/O guard when a
  *                                registration lists its buffer, outside
@@ -546,11 +558,19 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @reset_lock: see the top of the file
  * @state_lock: protects @state
  * @pci_error: PCI error recovery owns the controller, from error_detected
- *	       to resume: no reset is scheduled meanwhile (@state_lock)
+ *	       to resume: no reset is scheduled meanwhile (@state_lock; set
+ *	       and cleared under the device lock too)
+ * @func_reset: the PCI core resets the function (an FLR, a bus or slot
+ *		reset), from reset_prepare to reset_done: no reset is
+ *		scheduled meanwhile (as @pci_error)
  * @state: enum p2pnvme_state. LIVE -> RESETTING by p2pnvme_schedule_reset(),
- *	   RESETTING -> LIVE or DEAD by the reset worker; any -> DELETING and
- *	   then DEAD by remove(). DEAD is final: the device, its BAR and its
- *	   queue memory are not touched again (all released at unbind).
+ *	   RESETTING -> LIVE or DEAD by the reset worker; LIVE or RESETTING
+ *	   -> RESETTING (or DEAD) by PCI error recovery and a PCI reset of the
+ *	   function, back to LIVE or DEAD at their end, all under the device
+ *	   lock (p2pnvme_error_stop(), p2pnvme_reset_prepare() and their
+ *	   counterparts); any -> DELETING and then DEAD by remove(). DEAD is
+ *	   final: the device, its BAR and its queue memory are not touched
+ *	   again (all released at unbind).
  * @reset_work: resets the controller, holding a reference on @kref
  * @wq: woken whenever slots go free (submitters waiting for one, removal
  *	waiting for the queues to drain) or @state changes
@@ -614,6 +634,7 @@ struct p2pnvme {
 	struct rw_semaphore reset_lock;
 	spinlock_t state_lock;	/* see above */
 	bool pci_error;
+	bool func_reset;
 	enum p2pnvme_state state;
 	struct work_struct reset_work;
 	wait_queue_head_t wq;
@@ -695,10 +716,13 @@ void p2pnvme_reset_work(struct work_struct *work);
 void p2pnvme_quiesce(struct p2pnvme *c);
 void p2pnvme_error_stop(struct p2pnvme *c, int err);
 int p2pnvme_error_resume(struct p2pnvme *c);
+void p2pnvme_reset_prepare(struct p2pnvme *c);
+void p2pnvme_reset_done(struct p2pnvme *c);
 
 /* main.c */
 void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
 int p2pnvme_io_enter(struct p2pnvme *c);
+bool p2pnvme_io_tryenter(struct p2pnvme *c);
 void p2pnvme_io_freeze(struct p2pnvme *c);
 void p2pnvme_io_thaw(struct p2pnvme *c);
 void p2pnvme_io_exit(struct p2pnvme *c);

@@ -312,6 +312,18 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 	return copy_to_user((void __user *)uarg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
+/* A reference on the I/O guard with the controller LIVE, or none. */
+static bool io_tryget(struct p2pnvme *c)
+{
+	/* a reference first, then the state: a freeze waits for us */
+	if (!percpu_ref_tryget_live(&c->io_ref))
+		return false;
+	if (p2pnvme_state(c) == P2PNVME_LIVE)
+		return true;
+	percpu_ref_put(&c->io_ref);
+	return false;
+}
+
 /**
  * p2pnvme_io_enter - enter the I/O path
  * @c: the controller
@@ -330,14 +342,10 @@ int p2pnvme_io_enter(struct p2pnvme *c)
 	int ret;
 
 	for (;;) {
-		/* a reference first, then the state: a freeze waits for us */
-		if (percpu_ref_tryget_live(&c->io_ref)) {
-			if (p2pnvme_state(c) == P2PNVME_LIVE) {
-				/* not recursive: entering inside the guard may wait for a reset */
-				rwsem_acquire_read(&c->io_map, 0, 0, _RET_IP_);
-				return 0;
-			}
-			percpu_ref_put(&c->io_ref);
+		if (io_tryget(c)) {
+			/* not recursive: entering inside the guard may wait for a reset */
+			rwsem_acquire_read(&c->io_map, 0, 0, _RET_IP_);
+			return 0;
 		}
 		if (p2pnvme_state(c) >= P2PNVME_DELETING)
 			return -ENODEV;
@@ -349,7 +357,26 @@ int p2pnvme_io_enter(struct p2pnvme *c)
 }
 
 /**
- * p2pnvme_io_exit - leave the I/O path entered with p2pnvme_io_enter()
+ * p2pnvme_io_tryenter - enter the I/O path if the controller is LIVE now
+ * @c: the controller
+ *
+ * As p2pnvme_io_enter(), but never waits: for those that must not hold up
+ * a reset (the io_uring watchdog), and that simply come back later.
+ * Leave with p2pnvme_io_exit().
+ *
+ * Return: true when inside the I/O guard with the controller LIVE.
+ */
+bool p2pnvme_io_tryenter(struct p2pnvme *c)
+{
+	if (!io_tryget(c))
+		return false;
+	rwsem_acquire_read(&c->io_map, 0, 1, _RET_IP_);
+	return true;
+}
+
+/**
+ * p2pnvme_io_exit - leave the I/O path entered with p2pnvme_io_enter() or
+ *	p2pnvme_io_tryenter()
  * @c: the controller
  */
 void p2pnvme_io_exit(struct p2pnvme *c)
@@ -1082,10 +1109,29 @@ static void p2pnvme_resume(struct pci_dev *pdev)
 		pci_info(pdev, "controller back in service after the error\n");
 }
 
+/*
+ * A reset of the function by the PCI core (an FLR through sysfs or VFIO, a
+ * bus or slot reset of a sibling that takes this one along), with the
+ * device lock held from prepare to done: as nvme-pci, the controller is
+ * stopped while it can still answer, and enabled again afterwards; I/O
+ * waits meanwhile.
+ */
+static void p2pnvme_pci_reset_prepare(struct pci_dev *pdev)
+{
+	p2pnvme_reset_prepare(pci_get_drvdata(pdev));
+}
+
+static void p2pnvme_pci_reset_done(struct pci_dev *pdev)
+{
+	p2pnvme_reset_done(pci_get_drvdata(pdev));
+}
+
 static const struct pci_error_handlers p2pnvme_err_handler = {
 	.error_detected = p2pnvme_error_detected,
 	.slot_reset = p2pnvme_slot_reset,
 	.resume = p2pnvme_resume,
+	.reset_prepare = p2pnvme_pci_reset_prepare,
+	.reset_done = p2pnvme_pci_reset_done,
 };
 
 static struct pci_driver p2pnvme_driver = {

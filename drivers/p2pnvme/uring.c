@@ -221,7 +221,25 @@ static void async_end(struct p2pnvme_batch *b)
 		io_uring_cmd_do_in_task_lazy(ioucmd, async_tw);
 }
 
-/* While requests are out: their deadlines, as a batch's waiter checks its own. */
+/*
+ * While requests are out: their deadlines, as a batch's waiter checks its
+ * own, and inside the I/O guard as that waiter is. The guard keeps the
+ * watchdog off the queues while a reset rebuilds them. A look that saw the
+ * controller LIVE may go on to reap the queues, send an Abort, ring the
+ * admin doorbell and wait for the answer. Every reset first leaves LIVE,
+ * stops the queues and cancels every command, the watchdog's Abort too
+ * (the reset worker; p2pnvme_reset_prepare() and p2pnvme_error_stop()),
+ * then freezes the guard, which waits until the watchdog has left, and
+ * only then starts the queues again and sets CC.EN = 1 in
+ * p2pnvme_ctrl_enable() (the worker; p2pnvme_reset_done() and
+ * p2pnvme_error_resume()); the guard comes back before the state is LIVE
+ * again, and a look that gets in while the state is not LIVE leaves at
+ * once. So a look ends before the queues start again or begins once the
+ * controller is LIVE again, never in between. The watchdog does not wait
+ * for a reset (it would hold up the freeze, and its own Abort may be what
+ * the reset cancels): not LIVE, it skips this look and comes back after
+ * its period; the reset fails every command in flight anyway.
+ */
 static void async_watch(struct work_struct *work)
 {
 	struct p2pnvme *c = container_of(to_delayed_work(work), struct p2pnvme, async_watch);
@@ -229,7 +247,10 @@ static void async_watch(struct work_struct *work)
 	/* removal cancels every command itself, then stops the watchdog */
 	if (!atomic_read(&c->async_live) || p2pnvme_state(c) >= P2PNVME_DELETING)
 		return;
-	p2pnvme_check_async_timeouts(c);
+	if (p2pnvme_io_tryenter(c)) {
+		p2pnvme_check_async_timeouts(c);
+		p2pnvme_io_exit(c);
+	}
 	queue_delayed_work(system_unbound_wq, &c->async_watch, async_watch_period());
 }
 

@@ -192,6 +192,67 @@ check_eq "4 threads x batches of 64 reads of 64 KiB for 2 s" "$?" 0
 diag "$out"
 suite_end
 
+# A reset of the PCI function behind the driver's back (an FLR through
+# sysfs; a sibling's bus reset does the same) while batches of reads run:
+# p2pnvme stops the controller first (.reset_prepare: CC.EN = 0, bus
+# mastering off, what is in flight fails with ECANCELED) and enables it
+# again after (.reset_done), new transfers waiting meanwhile. Without the
+# callbacks the commands the reset swallowed time out (ETIMEDOUT after two
+# io_timeout_ms, 5 s here, for each reset), and a reset of the driver's
+# own that overlaps the function's finds the registers off and leaves the
+# controller dead.
+suite_begin client_pci_reset
+R=/sys/bus/pci/devices/$NVME/reset
+K=5
+pcireset_back() { dmesg | grep -c "p2pnvme $NVME: controller back in service after a PCI reset"; }
+pcireset_failed() { dmesg | grep -c "p2pnvme $NVME: .*\(reset failed\|did not come back\)"; }
+if [ ! -e $R ]; then
+	skip "PCI resets of $NVME with reads in flight" "the kernel knows no reset method for it"
+else
+	diag "reset method: $(cat /sys/bus/pci/devices/$NVME/reset_method 2>/dev/null)"
+	t0=$(cat $STATS/timeouts); r0=$(cat $STATS/resets); c0=$(cat $STATS/cancelled)
+	b0=$(pcireset_back); f0=$(pcireset_failed)
+	rm -f /tmp/pcireset.stop /tmp/pcireset.rc /tmp/pcireset.err
+	(
+		while [ ! -e /tmp/pcireset.stop ]; do
+			p2pctl nvme-read $N 0 4194304 --batch 64 >/dev/null 2>>/tmp/pcireset.err
+			echo $? >> /tmp/pcireset.rc
+		done
+	) &
+	bg=$!
+	sleep 1
+	k=0; s0=$(date +%s)
+	for i in $(seq $K); do
+		echo 1 > $R && k=$((k + 1))
+		sleep 0.5
+	done
+	took=$(($(date +%s) - s0))
+	touch /tmp/pcireset.stop
+	i=0
+	while kill -0 $bg 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	check "the reads stop when asked ($((i / 10)) s)" sh -c "! kill -0 $bg"
+	wait $bg
+	check_eq "$K PCI resets of $NVME through sysfs, with reads in flight ($took s)" "$k" $K
+	nb=$(wc -l < /tmp/pcireset.rc)
+	diag "$nb batches of 64 reads, by exit status:" \
+		"$(sort /tmp/pcireset.rc | uniq -c | tr -s ' \n' ' ')"
+	diag "$(sort -u /tmp/pcireset.err | head -n 4 | tr '\n' ';')"
+	diag "commands cancelled: $(($(cat $STATS/cancelled) - c0))"
+	check_eq "every batch succeeded or failed with ECANCELED ($nb batches)" \
+		"$(grep -cvx '0\|125' /tmp/pcireset.rc)" 0
+	check "the reads went on between the resets" [ "$(grep -cx 0 /tmp/pcireset.rc)" -gt 0 ]
+	check_eq "nothing timed out" "$(($(cat $STATS/timeouts) - t0))" 0
+	check_eq "each PCI reset restarted the controller once (stats/resets)" \
+		"$(($(cat $STATS/resets) - r0))" $K
+	check_eq "the log says it came back after each" "$(($(pcireset_back) - b0))" $K
+	check_eq "no reset failed, nothing went out of service" "$(($(pcireset_failed) - f0))" 0
+	check "the controller is live" grep -q '^# live' $Q
+	held p2pctl --json nvme-read $N 2048 262144; out=$held_out
+	hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@0x100000
+	released; check_eq "a read after the resets moves the image's bytes" "$?" 0
+fi
+suite_end
+
 suite_begin client_policy
 r0=$(cat $STATS/refused)
 out=$(p2pctl --json nvme-read $N 30000 65536 --no-bounce)

@@ -19,6 +19,12 @@
  *   p2puring-test --polled /dev/p2pnvmeN /dev/p2pbarN
  *	exit 0 if the (polled) controller refuses a ring that does not poll
  *	with EOPNOTSUPP
+ *   p2puring-test --reset-race /dev/p2pnvmeN BDF ROUNDS
+ *	keep reads in flight into host memory on a controller slow enough
+ *	for them to time out (the faults profile's throttled one, a short
+ *	io_timeout_ms), so that the watchdog aborts and resets, while the
+ *	function is reset ROUNDS times through sysfs: every read is answered
+ *	(done, ECANCELED or ETIMEDOUT), the controller is live afterwards
  *
  * The namespace is the bench's 64 MiB image of 512-byte LBAs; the host
  * compares the BAR's backing file (bar0) with the image (nvme0).
@@ -52,6 +58,9 @@
 #define PLAN_IOPOLL	17
 #define MAX_CPUS	16
 #define CPU_NR		32	/* reads per CPU: below the bench's depth of 64 */
+#define PLAN_RESET	5
+#define RACE_QD		8	/* reads in flight during the reset race */
+#define RACE_LEN	4096
 
 #define RING_FLAGS	(IORING_SETUP_SQE128 | IORING_SETUP_CQE32)
 
@@ -733,6 +742,159 @@ static void unbind_every_queue(const char *dev, int fd, int bar, const char *bdf
 	pthread_barrier_destroy(&go);
 }
 
+struct resetter {
+	const char *bdf;
+	int rounds, done, err;
+	double longest;
+	int stop;	/* the resets are over (atomic) */
+};
+
+/* Reset the function @r->rounds times, 0.7 s apart, through sysfs. */
+static void *reset_fn(void *arg)
+{
+	struct resetter *r = arg;
+	char path[128];
+	double t0;
+	int i, fd;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/reset", r->bdf);
+	for (i = 0; i < r->rounds; i++) {
+		usleep(700000);
+		t0 = now();
+		fd = open(path, O_WRONLY);
+		if (fd < 0 || write(fd, "1", 1) != 1) {
+			r->err = errno;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		close(fd);
+		if (now() - t0 > r->longest)
+			r->longest = now() - t0;
+		r->done++;
+	}
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* @bdf's state as debugfs says it ("live", "resetting", ...), or "?". */
+static void ctrl_state(const char *bdf, char *st, size_t len)
+{
+	char path[128], line[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/queues", bdf);
+	snprintf(st, len, "?");
+	f = fopen(path, "r");
+	if (f && fgets(line, sizeof(line), f) && !strncmp(line, "# ", 2))
+		snprintf(st, len, "%.*s", (int)strcspn(line + 2, "\n"), line + 2);
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Resets of the PCI function through sysfs (p2pnvme's .reset_prepare and
+ * .reset_done) racing with the io_uring watchdog: RACE_QD reads of 4 KiB
+ * into host memory are kept in flight on a controller slow enough that
+ * they time out (the faults profile's throttled nvme1, io_timeout_ms set
+ * short by the caller), so the watchdog aborts them and has the controller
+ * reset by its worker, while the function is reset @rounds times. Each
+ * read is answered, done or failed cleanly; nothing is left at the
+ * controller; it is live afterwards. Without the callbacks a timeout's
+ * reset that overlaps the function reset finds the registers off and
+ * leaves the controller dead; without the watchdog inside the I/O guard it
+ * may send an Abort while a reset starts the admin queue again.
+ */
+static void reset_race(const char *dev, int fd, const char *bdf, int rounds)
+{
+	struct resetter r = { .bdf = bdf, .rounds = rounds };
+	long long t0 = nvme_stat(dev, "timeouts"), r0 = nvme_stat(dev, "resets");
+	struct __kernel_timespec wait = { .tv_sec = 30 };
+	int ok = 0, cancelled = 0, timedout = 0, other = 0, stuck = 0;
+	int i, out = 0, res, tag;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	unsigned char *buf;
+	long left = -1, held = -1;
+	char st[32];
+	pthread_t t;
+	double d0;
+
+	buf = mmap(NULL, RACE_QD * RACE_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (buf == MAP_FAILED || io_uring_queue_init(2 * RACE_QD, &ring, RING_FLAGS)) {
+		tap(0, "a ring and host memory for the reset race");
+		return;
+	}
+	memset(buf, 0, RACE_QD * RACE_LEN);
+	pthread_create(&t, NULL, reset_fn, &r);
+	for (i = 0; i < RACE_QD; i++) {
+		struct p2pnvme_io io = rw(P2PNVME_OP_READ, i * (RACE_LEN / 512), RACE_LEN,
+					  buf + i * RACE_LEN);
+
+		prep(io_uring_get_sqe(&ring), fd, &io, i);
+	}
+	out = io_uring_submit(&ring);
+	if (out < 0)
+		out = 0;
+	/* each answer is submitted again until the resets are over */
+	while (out) {
+		if (io_uring_wait_cqe_timeout(&ring, &cqe, &wait)) {
+			stuck = out;
+			break;
+		}
+		tag = cqe->user_data;
+		res = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+		out--;
+		if (!res)
+			ok++;
+		else if (res == -ECANCELED)
+			cancelled++;
+		else if (res == -ETIMEDOUT)
+			timedout++;
+		else if (other++ < 4)
+			printf("    # read %d: %s\n", tag, strerror(-res));
+		if (!__atomic_load_n(&r.stop, __ATOMIC_ACQUIRE)) {
+			struct p2pnvme_io io = rw(P2PNVME_OP_READ, tag * (RACE_LEN / 512),
+						  RACE_LEN, buf + tag * RACE_LEN);
+
+			prep(io_uring_get_sqe(&ring), fd, &io, tag);
+			out += io_uring_submit(&ring) == 1;
+		}
+	}
+	pthread_join(t, NULL);
+	printf("    # %d resets (longest %.2f s): %d reads done, %d ECANCELED, %d ETIMEDOUT, ",
+	       r.done, r.longest, ok, cancelled, timedout);
+	printf("%d other, %d unanswered\n", other, stuck);
+	printf("    # timeouts %lld, resets %lld meanwhile\n", nvme_stat(dev, "timeouts") - t0,
+	       nvme_stat(dev, "resets") - r0);
+	result(r.done == rounds && !r.err,
+	       "PCI resets of the function through sysfs while io_uring reads time out", 0, r.err);
+	tap(!stuck && !other && ok + cancelled + timedout > 0,
+	    "every read answered: done, ECANCELED or ETIMEDOUT");
+	tap(nvme_stat(dev, "timeouts") > t0 && nvme_stat(dev, "resets") - r0 >= rounds,
+	    "the watchdog saw timeouts meanwhile, and every reset was counted");
+	/* a reset for the last timeouts may still run: it ends within CAP.TO */
+	d0 = now();
+	do {
+		ctrl_state(bdf, st, sizeof(st));
+		if (!strcmp(st, "live"))
+			break;
+		usleep(100000);
+	} while (now() - d0 < 30);
+	tap(!strcmp(st, "live"), "the controller is live afterwards (%s after %.1f s)", st,
+	    now() - d0);
+	io_uring_queue_exit(&ring);
+	d0 = now();
+	while (((left = unreleased(dev)) > 0 || (held = inflight_now(dev)) > 0) && now() - d0 < 10)
+		usleep(10000);
+	held = inflight_now(dev);
+	tap(!left && !held, "every request released, none at the controller (%ld, %ld)", left,
+	    held);
+	munmap(buf, RACE_QD * RACE_LEN);
+}
+
 /* Bind the controller again (driver_override still names p2pnvme). */
 static int rebind(const char *dev, const char *bdf)
 {
@@ -761,9 +923,28 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--polled"))
 		return polled(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "--reset-race")) {
+		name = "client_faults_uring_reset";
+		printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..%d\n",
+		       name, PLAN_RESET);
+		fd = open(argv[2], O_RDWR | O_CLOEXEC);
+		if (fd < 0 || atoi(argv[4]) < 1) {
+			printf("    # setup: %s\n", fd < 0 ? strerror(errno) : "ROUNDS < 1");
+			printf("not ok 1 %s\n", name);
+			return 1;
+		}
+		reset_race(argv[2], fd, argv[3], atoi(argv[4]));
+		close(fd);
+		if (n != PLAN_RESET)
+			printf("    # ran %d cases, planned %d\n", n, PLAN_RESET);
+		printf("%s 1 %s\n", failed || n != PLAN_RESET ? "not ok" : "ok", name);
+		return failed || n != PLAN_RESET ? 1 : 0;
+	}
 
 	if (argc != 3 + 2 * opt) {
-		fprintf(stderr, "usage: p2puring-test [--unbind | --iopoll] /dev/p2pnvmeN /dev/p2pbarN%s\n",
+		fprintf(stderr,
+			"usage: p2puring-test [--unbind | --iopoll] /dev/p2pnvmeN /dev/p2pbarN%s\n"
+			"       p2puring-test --reset-race /dev/p2pnvmeN BDF ROUNDS\n",
 			opt ? " BDF" : "");
 		return 2;
 	}
