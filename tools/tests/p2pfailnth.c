@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/nvme_ioctl.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
@@ -256,6 +257,45 @@ static int nvme_submit(void **u __attribute__((unused)))
 	return ioctl(nvme, P2PNVME_IOC_SUBMIT, &s) ? -errno : 0;
 }
 
+/*
+ * One batch into two dma-bufs, 64 KiB each (PRP lists): the list blocks
+ * are taken before the batch's fences are published
+ */
+static int nvme_submit_dmabufs(void **u __attribute__((unused)))
+{
+	struct p2pbar_export e[2] = { { .argsz = sizeof(e[0]), .size = 64 << 10 },
+				      { .argsz = sizeof(e[0]), .size = 64 << 10 } };
+	struct p2pnvme_io ios[2];
+	struct p2pnvme_submit s = { .argsz = sizeof(s), .nr = 2, .ios = (uintptr_t)ios };
+	int i, ret = 0;
+
+	for (i = 0; i < 2; i++) {
+		e[i].fd = -1;
+		if (!ret && ioctl(bar, P2PBAR_IOC_EXPORT, &e[i]))
+			ret = -errno;
+		ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ,
+					      .slba = i * 128, .len = 64 << 10,
+					      .flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = e[i].fd };
+	}
+	if (!ret)
+		ret = ioctl(nvme, P2PNVME_IOC_SUBMIT, &s) ? -errno : 0;
+	for (i = 0; i < 2; i++)
+		if (e[i].fd >= 0)
+			close(e[i].fd);
+	return ret;
+}
+
+/* the admin passthrough: the SMART log, 512 bytes */
+static int nvme_admin(void **u __attribute__((unused)))
+{
+	struct nvme_admin_cmd c = { .opcode = 0x02, .nsid = 0xffffffff,
+				    .cdw10 = 127 << 16 | 0x02, .data_len = 512,
+				    .addr = (uintptr_t)host };
+	int ret = ioctl(nvme, NVME_IOCTL_ADMIN_CMD, &c);
+
+	return ret < 0 ? -errno : ret ? -EPROTO : 0;
+}
+
 /* a registered buffer (host memory, or a dma-buf of p2pmem), then unregistered */
 static int nvme_register(uint32_t flags, uint64_t addr, int dfd, uint32_t *id)
 {
@@ -332,6 +372,8 @@ static const struct op ops[] = {
 	{ "p2pnvme IO read bounced into p2pmem", nvme_read_bounce, NULL },
 	{ "p2pnvme IO read into an exported dma-buf", nvme_read_dmabuf, NULL },
 	{ "p2pnvme SUBMIT of 4 reads", nvme_submit, NULL },
+	{ "p2pnvme SUBMIT of reads into two dma-bufs", nvme_submit_dmabufs, NULL },
+	{ "p2pnvme admin passthrough (SMART log)", nvme_admin, NULL },
 	{ "p2pnvme BUF_REGISTER of host memory", nvme_reg_host, nvme_reg_undo },
 	{ "p2pnvme BUF_REGISTER of a p2pmem dma-buf, UNREGISTER", nvme_reg_dmabuf, NULL },
 	{ "p2pnvme IO read into a registered buffer", nvme_read_registered, NULL },

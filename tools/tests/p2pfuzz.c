@@ -13,9 +13,13 @@
  * command numbers, mmap with random offsets, lengths and flags, touching
  * mapped memory, writes to sysfs published, fds opened read-only, and with
  * a p2pnvme device INFO, IO and SUBMIT of reads, writes, flushes and write
- * zeroes into host memory, p2pmem mappings and exported dma-bufs. Errors are
- * the point; a crash, hang or splat is the failure (the bench checks the
- * kernel log). Afterwards, with every fd closed: no allocation is left
+ * zeroes into host memory, p2pmem mappings and exported dma-bufs, and the
+ * admin passthrough with random opcodes, CNS, FIDs, LSP/RAE bits, NUMD and
+ * buffer lengths. Meanwhile a second process does the same as uid 65534
+ * while it is stopped, continued and interrupted by a restarting signal
+ * again and again: the only admin commands it may get through are
+ * Identify Controller and Namespace. Errors are the point; a crash, hang or
+ * splat is the failure (the bench checks the kernel log). Afterwards, with every fd closed: no allocation is left
  * (p2pbar's counters and the kernel's p2pmem/available) and the whole BAR
  * can be allocated again. Prints one KTAP suite.
  */
@@ -28,10 +32,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/nvme_ioctl.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
@@ -321,6 +329,84 @@ static void op_nvme(struct fuzz *f)
 	pthread_mutex_unlock(&count_lock);
 }
 
+/* Identify CNS an unprivileged caller may send (nvme_admin_cmd_allowed()) */
+static int unprivileged_ok(const struct nvme_admin_cmd *c)
+{
+	uint8_t cns = c->cdw10 & 0xff;
+
+	return c->opcode == 0x06 && (cns == 0x00 || cns == 0x01 || cns == 0x05 ||
+				     cns == 0x06 || cns == 0x08);
+}
+
+static long admin_violations;	/* an unprivileged caller got through */
+
+/* NVME_IOCTL_ADMIN_CMD: the three opcodes it takes, with random fields */
+static void op_admin(struct fuzz *f)
+{
+	static const uint8_t ops[] = { 0x06, 0x02, 0x0a, 0x06, 0x02, 0x0a, 0x09, 0x80, 0xc1 };
+	struct nvme_admin_cmd c = { .opcode = ops[below(f, sizeof(ops))] };
+	int ret;
+
+	c.nsid = below(f, 4) ? below(f, 3) : rnd(f);
+	switch (c.opcode) {
+	case 0x06:	/* CNS, CNTID */
+		c.cdw10 = below(f, 4) ? below(f, 0x20) : rnd(f);
+		break;
+	case 0x02:	/* LID, LSP, RAE, NUMDL; NUMDU, LSI */
+		c.cdw10 = below(f, 0x100) | below(f, 0x80) << 8 | below(f, 2) << 15 |
+			  (below(f, 2) ? below(f, 0x800) : rnd(f) >> 48) << 16;
+		c.cdw11 = below(f, 4) ? 0 : rnd(f);
+		c.cdw12 = below(f, 4) ? 0 : rnd(f);
+		break;
+	default:	/* FID, SEL */
+		c.cdw10 = below(f, 0x100) | below(f, 8) << 8;
+		c.cdw11 = below(f, 2) ? 0 : rnd(f);
+		break;
+	}
+	c.data_len = below(f, 8) ? below(f, 8193) : rnd(f);
+	c.addr = below(f, 8) ? (uintptr_t)f->host : (uintptr_t)fuzz_ptr(f, f->host, 16);
+	if (below(f, 16) == 0)
+		c.flags = rnd(f);
+	ret = ioctl(nvme_fd[below(f, 2)], NVME_IOCTL_ADMIN_CMD,
+		    below(f, 16) ? &c : fuzz_ptr(f, &c, sizeof(c)));
+	if (ret == 0 && geteuid() && !unprivileged_ok(&c))
+		admin_violations++;
+	pthread_mutex_lock(&count_lock);
+	counts[ret ? 1 : 0]++;
+	pthread_mutex_unlock(&count_lock);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * The unprivileged process: I/O and admin commands through fds root
+ * opened, as uid 65534, while the parent stops, continues and interrupts
+ * it. Exit status: 1 if an admin command it may not send got through.
+ */
+static void unprivileged(uint64_t seed, long ops)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	struct fuzz f = { .s = seed * 0x9e3779b97f4a7c15ULL + 99 };
+	long i;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		_exit(3);
+	f.host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (i = 0; i < ops; i++) {
+		if (below(&f, 2))
+			op_admin(&f);
+		else
+			op_nvme(&f);
+	}
+	printf("    # unprivileged: %ld operations, %ld admin commands got through that must not\n",
+	       ops, admin_violations);
+	_exit(admin_violations ? 1 : 0);
+}
+
 static void *worker(void *arg)
 {
 	struct fuzz *f = arg;
@@ -336,6 +422,8 @@ static void *worker(void *arg)
 			op_mmap(f);
 		else if (k < 14)
 			op_sysfs(f);
+		else if (nvme_dev && k < 15)
+			op_admin(f);
 		else if (nvme_dev)
 			op_nvme(f);
 		else
@@ -380,7 +468,9 @@ int main(int argc, char **argv)
 	struct p2pbar_alloc all;
 	struct fuzz *f;
 	pthread_t *tid;
-	int fd, ret;
+	struct fuzz sig = { .s = seed + 7 };
+	pid_t child = 0;
+	int fd, ret, st = 0;
 
 	while (argc > 2 && !strncmp(argv[1], "--", 2)) {
 		if (!strcmp(argv[1], "--seed"))
@@ -404,7 +494,8 @@ int main(int argc, char **argv)
 	pgsz = sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: fuzz\n    1..5\n");
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: fuzz\n    1..%d\n",
+	       nvme_dev ? 6 : 5);
 	printf("    # seed %llu, %ld operations on %ld threads\n", (unsigned long long)seed, ops,
 	       threads);
 	for (i = 0; i < NFD; i++)
@@ -431,14 +522,34 @@ int main(int argc, char **argv)
 	munmap(edge + pgsz, pgsz);
 
 	ops_per_thread = ops / threads;
+	if (nvme_dev) {
+		child = fork();
+		if (!child)
+			unprivileged(seed, ops / 10);
+	}
 	f = calloc(threads, sizeof(*f));
 	tid = calloc(threads, sizeof(*tid));
 	for (t = 0; t < threads; t++) {
 		f[t].s = seed * 0x9e3779b97f4a7c15ULL + t + 1;
 		pthread_create(&tid[t], NULL, worker, &f[t]);
 	}
+	/* restarted system calls: stop and continue it, or interrupt it */
+	while (child > 0 && waitpid(child, &st, WNOHANG) == 0) {
+		usleep(20000);
+		if (rnd(&sig) & 1) {
+			kill(child, SIGSTOP);
+			usleep(2000);
+			kill(child, SIGCONT);
+		} else {
+			kill(child, SIGUSR1);
+		}
+	}
 	for (t = 0; t < threads; t++)
 		pthread_join(tid[t], NULL);
+	if (child > 0)
+		tap(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		    "uid 65534, stopped and interrupted throughout: no admin command but Identify Controller/Namespace got through (status %#x)",
+		    st);
 	tap(1, "%ld random operations finished (%ld succeeded, %ld failed as they should or may)",
 	    ops_per_thread * threads, counts[0], counts[1]);
 
