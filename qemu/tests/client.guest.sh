@@ -379,6 +379,9 @@ echo "<<<KTAP-BEGIN guest.client_badinput>>>"
 p2pnvme-test $N || _any_failed=1
 echo "<<<KTAP-END>>>"
 hostcheck dma-none
+echo "<<<KTAP-BEGIN guest.client_reuse>>>"
+p2pnvme-test --reuse $N || _any_failed=1
+echo "<<<KTAP-END>>>"
 
 # io_uring passthrough: many commands in flight from one thread into
 # p2pmem and host memory, writes, the bad-SQE table, a ring torn down with
