@@ -738,7 +738,8 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 	return ret;
 
 out_signal:
-	p2pnvme_dmabuf_signal(reqs, nr, cookie);
+	if (fenced)
+		p2pnvme_dmabuf_signal(reqs, nr, cookie);
 out_unmap:
 	/* first: an invalidation waiting for these holds a reservation lock */
 	for (i = 0; i < nr; i++)
