@@ -6,6 +6,8 @@
 # goes to p2pnvme for P2P reads into p2pmem. PF and VF share one namespace
 # (one image on the host): the host checks the bytes each of them moved,
 # and the PF's block device keeps reading right while the VF does P2P.
+# Then the PF formats the namespace to 4 KiB LBAs under the VF's driver:
+# after the VF's next reset p2pnvme refuses it, never serves it as 512.
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
@@ -74,6 +76,35 @@ check_eq "PF: reads the VF's write" "$(od -An -tx1 -v /tmp/pf.bin | tr -s ' \n' 
 st=/sys/class/p2pnvme/p2pnvme0/stats
 diag "VF: reads_p2p $(cat $st/reads_p2p), writes_p2p $(cat $st/writes_p2p)"
 check "VF: the counters saw P2P reads and the write" test "$(cat $st/reads_p2p)" -gt 0 -a "$(cat $st/writes_p2p)" -gt 0
+suite_end
+
+# The physical function formats the shared namespace under the VF's
+# p2pnvme (4 KiB LBAs: QEMU's LBA format 4). Nothing tells p2pnvme (it
+# sends no Asynchronous Event Requests); its next reset identifies the
+# namespace again (here the one after an FLR) and takes the controller out of service rather than
+# serve the new format with its 512-byte LBA size.
+suite_begin sriov_format
+check "VF: p2pnvme serves 512-byte LBAs" \
+	test "$(js lba_size "$(p2pctl --json nvme-info $N)")" = 512
+check "PF: Format NVM of namespace 1 to 4 KiB LBAs (p2pvirt format)" \
+	p2pvirt format "/dev/$CTRL" 1 4
+i=0
+while [ "$(cat /sys/block/"$(basename "$BLK")"/queue/logical_block_size)" != 4096 ] && [ $i -lt 50 ]; do
+	sleep 0.1; i=$((i + 1))
+done
+check_eq "PF: nvme-pci sees 4 KiB LBAs" \
+	"$(cat /sys/block/"$(basename "$BLK")"/queue/logical_block_size)" 4096
+check "VF: a reset of its PCI function (FLR, sysfs reset)" \
+	sh -c "echo 1 > /sys/bus/pci/devices/$VF/reset"
+i=0
+while ! grep -q '^# dead' "/sys/kernel/debug/p2pnvme/$VF/queues" && [ $i -lt 100 ]; do
+	sleep 0.1; i=$((i + 1))
+done
+check "VF: the controller is out of service after it" grep -q '^# dead' "/sys/kernel/debug/p2pnvme/$VF/queues"
+check "VF: and the log says why" sh -c "dmesg | grep -q '$VF: namespace 1 changed underneath (.* of 2^12 bytes, was .* of 2^9): out of service'"
+p2pctl nvme-read $N 0 4096 >/dev/null 2>&1
+check_eq "VF: a read is refused (ENODEV), never sent with the old LBA size" "$?" 19
+check "PF: Format NVM back to 512-byte LBAs" p2pvirt format "/dev/$CTRL" 1 0
 suite_end
 
 suite_begin sriov_teardown

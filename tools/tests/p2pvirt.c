@@ -13,6 +13,10 @@
  *	number VFN: Secondary Offline (7h) if it is online, Secondary Assign
  *	(8h) of NVQ VQ (RT 0) and NVI VI (RT 1) flexible resources, Secondary
  *	Online (9h) (nvme-cli: virt-mgmt).
+ *   p2pvirt format DEV NSID LBAF
+ *	Format NVM (80h) of namespace NSID to LBA format LBAF, no secure
+ *	erase, no protection information (nvme-cli: format -n NSID -l LBAF):
+ *	for the test of a namespace formatted under a VF's driver.
  *
  * An NVMe status is printed in hex; the exit code is 0 on success, 1 on a
  * failure (NVMe status or system error), 2 on bad arguments.
@@ -31,6 +35,7 @@
 
 #define ADM_IDENTIFY		0x06
 #define ADM_VIRT_MGMT		0x1c
+#define ADM_FORMAT_NVM		0x80
 #define CNS_PRIMARY_CAPS	0x14
 #define CNS_SECONDARY_LIST	0x15
 #define ACT_SEC_OFFLINE		0x7
@@ -93,6 +98,7 @@ static void __attribute__((noreturn)) usage(int code)
 	fprintf(code ? stderr : stdout,
 		"usage: p2pvirt [--json] list DEV\n"
 		"       p2pvirt [--json] assign DEV VFN NVQ NVI\n"
+		"       p2pvirt format DEV NSID LBAF\n"
 		"\n"
 		"DEV is a primary controller's char device (/dev/nvme0), as bound to nvme-pci.\n"
 		"list    Identify Primary Controller Capabilities (CNS 14h) and the Secondary\n"
@@ -104,6 +110,9 @@ static void __attribute__((noreturn)) usage(int code)
 		"        NVI flexible VI (RT 1), Secondary Online (9h). NVQ counts the VF's\n"
 		"        admin queue. QEMU wants NVQ >= 2, NVI >= 1, and the VF enabled\n"
 		"        (sriov_numvfs) before it goes online.\n"
+		"format  Format NVM (80h) of namespace NSID to LBA format LBAF (0-63), no\n"
+		"        secure erase, no protection information: every controller the\n"
+		"        namespace is attached to (the VFs too) sees the new format.\n"
 		"--json  one JSON object on one line, on stdout:\n"
 		"        list:   {\"device\",\"primary\":{\"cntlid\",\"crt\",\"vqfrt\",\"vqrfa\",\"vqrfap\",\n"
 		"                \"vqprt\",\"vqfrsm\",\"vqgran\",\"vq_free\",\"vifrt\",\"virfa\",\"virfap\",\n"
@@ -388,6 +397,24 @@ out:
 	return ret ? 1 : 0;
 }
 
+static int do_format(unsigned int nsid, unsigned int lbaf)
+{
+	/* LBAF bits 3:0 in CDW10 3:0, bits 5:4 in CDW10 13:12 (LBAFU) */
+	struct nvme_admin_cmd cmd = {
+		.opcode = ADM_FORMAT_NVM,
+		.nsid = nsid,
+		.cdw10 = (lbaf & 0xf) | (lbaf >> 4) << 12,
+		.timeout_ms = 600000,
+	};
+	int fd = open_dev(), ret;
+
+	if (fd < 0)
+		return 1;
+	ret = admin(fd, &cmd, "Format NVM");
+	close(fd);
+	return ret ? 1 : 0;
+}
+
 static unsigned int number(const char *s, unsigned long max)
 {
 	unsigned long v;
@@ -432,6 +459,13 @@ int main(int argc, char **argv)
 		}
 		dev = args[1];
 		return do_assign(vfn, nvq, nvi);
+	}
+	if (n == 4 && !strcmp(args[0], "format")) {
+		unsigned int nsid = number(args[2], 0xfffffffe);
+		unsigned int lbaf = number(args[3], 63);
+
+		dev = args[1];
+		return do_format(nsid, lbaf);
 	}
 	usage(2);
 	return 2;
