@@ -1091,25 +1091,70 @@ void p2pnvme_check_async_timeouts(struct p2pnvme *c)
 	check_timeouts(c, &c->async_any);
 }
 
+/* Which states each state may follow (enum p2pnvme_state has the why). */
+static const u8 state_from[P2PNVME_NR_STATES] = {
+	[P2PNVME_LIVE]		= BIT(P2PNVME_RESETTING) | BIT(P2PNVME_RECOVERING),
+	[P2PNVME_RESETTING]	= BIT(P2PNVME_LIVE),
+	[P2PNVME_RECOVERING]	= BIT(P2PNVME_LIVE) | BIT(P2PNVME_RESETTING),
+	[P2PNVME_DELETING]	= BIT(P2PNVME_LIVE) | BIT(P2PNVME_RESETTING) |
+				  BIT(P2PNVME_RECOVERING),
+	[P2PNVME_DEAD]		= BIT(P2PNVME_LIVE) | BIT(P2PNVME_RESETTING) |
+				  BIT(P2PNVME_RECOVERING) | BIT(P2PNVME_DELETING),
+};
+
+/* p2pnvme_change_state() with state_lock held; the caller wakes @c->wq. */
+static bool __change_state(struct p2pnvme *c, enum p2pnvme_state new)
+{
+	enum p2pnvme_state old = c->state;
+
+	lockdep_assert_held(&c->state_lock);
+	if (!(state_from[new] & BIT(old)))
+		return false;
+	WRITE_ONCE(c->state, new);
+	if (new != P2PNVME_RECOVERING)
+		c->recovery = P2PNVME_RECOVERY_NONE;
+	return true;
+}
+
+/**
+ * p2pnvme_change_state - move the controller to another state
+ * @c: the controller
+ * @new: where it goes
+ *
+ * The only writer of @c->state, as nvme_change_ctrl_state() is nvme
+ * core's: the table above says which transitions exist (enum
+ * p2pnvme_state, why). Whoever waits on @c->wq for a state is woken.
+ *
+ * Return: true if it moved; false if @new cannot follow the state it is in
+ * (someone else took the controller over: a removal, a recovery, a
+ * failure).
+ */
+bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new)
+{
+	bool moved;
+
+	spin_lock(&c->state_lock);
+	moved = __change_state(c, new);
+	spin_unlock(&c->state_lock);
+	if (moved)
+		wake_up_all(&c->wq);
+	return moved;
+}
+
 /**
  * p2pnvme_schedule_reset - have the reset worker reset a live controller
  * @c: the controller
  *
- * Nothing happens unless it is LIVE: a reset already queued or running, or
- * a removal, takes care of everything in flight.
+ * Nothing happens unless it is LIVE: a reset already queued or running, a
+ * recovery or a removal takes care of everything in flight.
  */
 void p2pnvme_schedule_reset(struct p2pnvme *c)
 {
 	bool queue = false;
 
 	spin_lock(&c->state_lock);
-	/*
-	 * PCI error recovery, or the PCI core's reset of the function, resets
-	 * it itself, and registers read ~0 (or 0) meanwhile
-	 */
-	if (c->state == P2PNVME_LIVE && !c->pci_error && !c->func_reset &&
-	    !pci_channel_offline(c->pdev)) {
-		c->state = P2PNVME_RESETTING;
+	/* the link is down: PCI error recovery is coming, registers read ~0 */
+	if (!pci_channel_offline(c->pdev) && __change_state(c, P2PNVME_RESETTING)) {
 		kref_get(&c->kref);	/* the worker's, put when it is done */
 		queue = true;
 	}
@@ -1166,23 +1211,25 @@ static void queues_cancel(struct p2pnvme *c, int err)
 }
 
 /*
- * The end of a reset: LIVE again when @ret is 0, else out of service for
- * good (DEAD), and then the controller does not DMA any more either.
- * Caller holds reset_lock for write. A removal that took over meanwhile
- * (DELETING) keeps its state.
+ * The end of a reset or a recovery that left the controller in @from: LIVE
+ * again when @ret is 0, else out of service for good (DEAD), and then the
+ * controller does not DMA any more either. Caller holds reset_lock for
+ * write. Whoever took over meanwhile (a removal: DELETING; a recovery:
+ * RECOVERING, from the reset worker) keeps the controller.
  */
-static void reset_finish(struct p2pnvme *c, int ret)
+static void reset_finish(struct p2pnvme *c, enum p2pnvme_state from, int ret)
 {
-	bool dead = false;
+	bool moved = false;
 
 	lockdep_assert_held_write(&c->reset_lock);
 	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_RESETTING) {
-		c->state = ret ? P2PNVME_DEAD : P2PNVME_LIVE;
-		dead = ret;
-	}
+	if (c->state == from)
+		moved = __change_state(c, ret ? P2PNVME_DEAD : P2PNVME_LIVE);
 	spin_unlock(&c->state_lock);
-	if (dead) {
+	if (!moved)
+		return;
+	wake_up_all(&c->wq);
+	if (ret) {
 		p2pnvme_ctrl_disable(c);
 		pci_clear_master(c->pdev);
 	}
@@ -1224,14 +1271,13 @@ void p2pnvme_reset_work(struct work_struct *work)
 
 	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
 	down_write(&c->reset_lock);	/* and every reader of the queues */
-	spin_lock(&c->state_lock);
-	deleting = c->state != P2PNVME_RESETTING;	/* remove() takes over */
-	spin_unlock(&c->state_lock);
+	/* remove() or a recovery took over: it does the rest */
+	deleting = p2pnvme_state(c) != P2PNVME_RESETTING;
 	if (!ret && !deleting)
 		ret = p2pnvme_ctrl_enable(c);
 	/* before the state leaves RESETTING; remove() freezes it for good */
 	p2pnvme_io_thaw(c);
-	reset_finish(c, ret);
+	reset_finish(c, P2PNVME_RESETTING, ret);
 	trace_p2pnvme_reset(c->pdev, true, ret);
 	if (ret)
 		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
@@ -1243,69 +1289,68 @@ void p2pnvme_reset_work(struct work_struct *work)
 }
 
 /*
- * PCI error recovery or a PCI reset takes the controller from the reset
- * worker. @owner (&c->pci_error or &c->func_reset, under state_lock) is
- * set first, so that no timeout schedules a reset from now on
- * (p2pnvme_schedule_reset()); then a reset queued is dropped and one
- * running is waited for (it ends LIVE or DEAD, and it never needs the
- * device lock, which the caller holds: nothing else can take the
- * controller meanwhile, remove() included). Then the I/O path waits in
- * p2pnvme_io_enter() (RESETTING) or, with @err -ENODEV, fails (DEAD).
+ * PCI error recovery or a PCI reset of the function (@owner) takes the
+ * controller: LIVE or RESETTING -> RECOVERING (or DEAD, with @err -ENODEV),
+ * so that no timeout schedules a reset from now on; then a reset queued is
+ * dropped and one running is waited for (it sees RECOVERING and enables
+ * nothing, and it never needs the device lock, which the caller holds:
+ * nothing else can take the controller meanwhile, remove() included). The
+ * I/O path waits in p2pnvme_io_enter() meanwhile, or fails (DEAD).
  * ctrl_give_back() ends it.
  *
- * Return: the controller was in service (LIVE or RESETTING) and is now
- * RESETTING (or DEAD for -ENODEV); false: it was out of service already.
+ * Return: true if it was in service and is now the caller's; false: it
+ * was out of service already, or another recovery owns it.
  */
-static bool ctrl_take(struct p2pnvme *c, bool *owner, int err)
+static bool ctrl_take(struct p2pnvme *c, enum p2pnvme_recovery owner, int err)
 {
-	bool in_service = false;
+	bool taken;
 
 	device_lock_assert(&c->pdev->dev);
 	spin_lock(&c->state_lock);
-	*owner = true;
+	taken = __change_state(c, err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RECOVERING);
+	if (taken && err != -ENODEV)
+		c->recovery = owner;
 	spin_unlock(&c->state_lock);
+	if (!taken)
+		return false;
+	wake_up_all(&c->wq);
 	if (cancel_work_sync(&c->reset_work))
 		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
-	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_LIVE || c->state == P2PNVME_RESETTING) {
-		c->state = err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RESETTING;
-		in_service = true;
-	}
-	spin_unlock(&c->state_lock);
-	wake_up_all(&c->wq);
-	return in_service;
+	return true;
+}
+
+/* Does @owner's recovery hold the controller? (the device lock keeps it so) */
+static bool ctrl_owned(struct p2pnvme *c, enum p2pnvme_recovery owner)
+{
+	device_lock_assert(&c->pdev->dev);
+	return p2pnvme_state(c) == P2PNVME_RECOVERING && READ_ONCE(c->recovery) == owner;
 }
 
 /*
- * The end of what ctrl_take() began (@owner as given to it): a controller
- * still RESETTING is enabled again as the reset worker does it (every I/O
- * ioctl has returned first; the guard comes back before the state leaves
- * RESETTING), its config space saved again for the next PCI reset or
- * error (restoring it used it up), and timeouts may schedule resets again.
- * Caller holds the device lock, as for ctrl_take().
+ * The end of what ctrl_take() began: a controller @owner still holds is
+ * enabled again as the reset worker does it (every I/O ioctl has returned
+ * first; the guard comes back before the state leaves RECOVERING), its
+ * config space saved again for the next PCI reset or error (restoring it
+ * used it up). Caller holds the device lock, as for ctrl_take().
  *
  * Return: 0 when it is LIVE again; otherwise it is out of service (DEAD,
- * or it was not RESETTING: -ENODEV).
+ * or @owner did not hold it: -ENODEV).
  */
-static int ctrl_give_back(struct p2pnvme *c, bool *owner)
+static int ctrl_give_back(struct p2pnvme *c, enum p2pnvme_recovery owner)
 {
-	bool resetting;
+	bool owned;
 	int ret = -ENODEV;
 
-	device_lock_assert(&c->pdev->dev);
 	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
 	down_write(&c->reset_lock);	/* and every reader of the queues */
-	resetting = p2pnvme_state(c) == P2PNVME_RESETTING;
-	if (resetting)
+	owned = ctrl_owned(c, owner);
+	if (owned)
 		ret = p2pnvme_ctrl_enable(c);
-	p2pnvme_io_thaw(c);		/* before the state leaves RESETTING */
-	reset_finish(c, ret);
-	spin_lock(&c->state_lock);
-	*owner = false;
-	spin_unlock(&c->state_lock);
+	p2pnvme_io_thaw(c);		/* before the state leaves RECOVERING */
+	if (owned)
+		reset_finish(c, P2PNVME_RECOVERING, ret);
 	up_write(&c->reset_lock);
-	wake_up_all(&c->wq);
-	if (resetting)
+	if (owned)
 		p2pnvme_stat_add(c, ST_RESETS, 1);
 	if (!ret)
 		pci_save_state(c->pdev);
@@ -1319,12 +1364,12 @@ static int ctrl_give_back(struct p2pnvme *c, bool *owner)
  *
  * The controller's registers cannot be trusted now: no CC.EN = 0, just
  * bus mastering off, then every command in flight fails. The state goes to
- * RESETTING (the I/O ioctls wait) or, with @err -ENODEV, to DEAD;
+ * RECOVERING (the I/O ioctls wait) or, with @err -ENODEV, to DEAD;
  * p2pnvme_error_resume() brings the controller back after the slot reset.
  */
 void p2pnvme_error_stop(struct p2pnvme *c, int err)
 {
-	ctrl_take(c, &c->pci_error, err);
+	ctrl_take(c, P2PNVME_RECOVERY_PCI_ERROR, err);
 	queues_stop(c);
 	pci_clear_master(c->pdev);
 	queues_cancel(c, err);
@@ -1332,14 +1377,19 @@ void p2pnvme_error_stop(struct p2pnvme *c, int err)
 
 /**
  * p2pnvme_error_resume - bring a controller back after a PCI error's reset
- * @c: the controller, stopped by p2pnvme_error_stop() (RESETTING); the PCI
- *     core holds the device lock
+ * @c: the controller; the PCI core holds the device lock
  *
- * Return: 0 when it is LIVE again; otherwise it is DEAD.
+ * Nothing happens unless p2pnvme_error_stop() took it (a recoverable error
+ * of another device below the same bridge also ends in resume).
+ *
+ * Return: 0 when it is LIVE again; 1 when the error was not its own;
+ * otherwise it is DEAD.
  */
 int p2pnvme_error_resume(struct p2pnvme *c)
 {
-	return ctrl_give_back(c, &c->pci_error);
+	if (!ctrl_owned(c, P2PNVME_RECOVERY_PCI_ERROR))
+		return 1;
+	return ctrl_give_back(c, P2PNVME_RECOVERY_PCI_ERROR);
 }
 
 /**
@@ -1354,42 +1404,35 @@ int p2pnvme_error_resume(struct p2pnvme *c)
  * command in flight fails (-ECANCELED, -ETIMEDOUT if it had expired,
  * -ENODEV if the device is gone). Until p2pnvme_reset_done() no timeout
  * schedules a reset (its registers read all ones or zeroes meanwhile) and
- * the I/O path waits (RESETTING). A controller that PCI error recovery
+ * the I/O path waits (RECOVERING). A controller that PCI error recovery
  * owns is left to it (it resumes it), one out of service stays so.
  */
 void p2pnvme_reset_prepare(struct p2pnvme *c)
 {
-	device_lock_assert(&c->pdev->dev);
-	/* both final, and set under the device lock: stable here */
-	if (READ_ONCE(c->pci_error) || p2pnvme_state(c) >= P2PNVME_DELETING)
+	if (!ctrl_take(c, P2PNVME_RECOVERY_FUNC_RESET, -ECANCELED))
 		return;
 	trace_p2pnvme_reset(c->pdev, false, 0);
 	pci_dbg(c->pdev, "PCI reset: stopping the controller\n");
-	if (ctrl_take(c, &c->func_reset, -ECANCELED))
-		ctrl_halt(c);
+	ctrl_halt(c);
 }
 
 /**
  * p2pnvme_reset_done - the PCI function's reset is over: enable it again
- * @c: the controller, stopped by p2pnvme_reset_prepare(); the PCI core
- *     restored its config space and holds the device lock
+ * @c: the controller; the PCI core restored its config space and holds the
+ *     device lock
  *
  * As after a PCI error's slot reset: LIVE again, or out of service (DEAD)
- * if it does not come back.
+ * if it does not come back. Nothing happens unless
+ * p2pnvme_reset_prepare() took it.
  */
 void p2pnvme_reset_done(struct p2pnvme *c)
 {
-	bool resetting;
 	int ret;
 
-	device_lock_assert(&c->pdev->dev);
-	if (!c->func_reset)
-		return;		/* p2pnvme_reset_prepare() left it alone */
-	resetting = p2pnvme_state(c) == P2PNVME_RESETTING;
-	ret = ctrl_give_back(c, &c->func_reset);
+	if (!ctrl_owned(c, P2PNVME_RECOVERY_FUNC_RESET))
+		return;
+	ret = ctrl_give_back(c, P2PNVME_RECOVERY_FUNC_RESET);
 	trace_p2pnvme_reset(c->pdev, true, ret);
-	if (!resetting)
-		return;		/* a reset running at prepare had failed */
 	if (ret)
 		pci_err(c->pdev, "controller did not come back after a PCI reset (%d); out of service\n",
 			ret);

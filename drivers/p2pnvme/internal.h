@@ -175,11 +175,38 @@ struct p2pnvme_pcpu {
 };
 
 /* Controller state; see struct p2pnvme for who moves it where. */
+/*
+ * The controller's state; p2pnvme_change_state() is the only writer, and
+ * its table the only list of transitions:
+ *
+ *   RESETTING -> LIVE        probe is done; the reset worker brought it back
+ *   LIVE -> RESETTING        p2pnvme_schedule_reset() (a timeout, CSTS.CFS)
+ *   LIVE, RESETTING ->       PCI error recovery or a PCI reset of the
+ *     RECOVERING             function takes it (the reset worker, if any,
+ *                            finishes without enabling it)
+ *   RECOVERING -> LIVE       their end brought it back
+ *   LIVE, RESETTING,         remove() and shutdown()
+ *     RECOVERING -> DELETING
+ *   any -> DEAD              failure (probe, a reset or recovery that
+ *                            could not bring it back, a permanent PCI
+ *                            error), or the end of remove()
+ *
+ * I/O waits while RESETTING or RECOVERING; DELETING and DEAD refuse it.
+ */
 enum p2pnvme_state {
 	P2PNVME_LIVE,		/* I/O accepted */
-	P2PNVME_RESETTING,	/* reset worker queued or running */
-	P2PNVME_DELETING,	/* remove() in progress */
-	P2PNVME_DEAD,		/* nothing touches the device any more */
+	P2PNVME_RESETTING,	/* probe, or the reset worker queued or running */
+	P2PNVME_RECOVERING,	/* PCI error recovery or a PCI reset owns it */
+	P2PNVME_DELETING,	/* remove() or shutdown() in progress */
+	P2PNVME_DEAD,		/* final: nothing touches the device any more */
+	P2PNVME_NR_STATES
+};
+
+/* who owns a RECOVERING controller (struct p2pnvme.recovery) */
+enum p2pnvme_recovery {
+	P2PNVME_RECOVERY_NONE,
+	P2PNVME_RECOVERY_PCI_ERROR,	/* AER/DPC: error_detected .. resume */
+	P2PNVME_RECOVERY_FUNC_RESET,	/* reset_prepare .. reset_done */
 };
 
 struct p2pnvme_batch;
@@ -556,21 +583,14 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @io_drained: completed by @io_ref's release: a freeze is over
  * @io_map: lockdep's view of @io_ref
  * @reset_lock: see the top of the file
- * @state_lock: protects @state
- * @pci_error: PCI error recovery owns the controller, from error_detected
- *	       to resume: no reset is scheduled meanwhile (@state_lock; set
- *	       and cleared under the device lock too)
- * @func_reset: the PCI core resets the function (an FLR, a bus or slot
- *		reset), from reset_prepare to reset_done: no reset is
- *		scheduled meanwhile (as @pci_error)
- * @state: enum p2pnvme_state. LIVE -> RESETTING by p2pnvme_schedule_reset(),
- *	   RESETTING -> LIVE or DEAD by the reset worker; LIVE or RESETTING
- *	   -> RESETTING (or DEAD) by PCI error recovery and a PCI reset of the
- *	   function, back to LIVE or DEAD at their end, all under the device
- *	   lock (p2pnvme_error_stop(), p2pnvme_reset_prepare() and their
- *	   counterparts); any -> DELETING and then DEAD by remove(). DEAD is
- *	   final: the device, its BAR and its queue memory are not touched
- *	   again (all released at unbind).
+ * @state_lock: protects @state and @recovery
+ * @recovery: enum p2pnvme_recovery: who owns the controller while it is
+ *	      RECOVERING (the PCI callbacks, under the device lock)
+ * @state: enum p2pnvme_state, written only by p2pnvme_change_state()
+ *	   (under @state_lock; the transitions to DEAD that readers of the
+ *	   queues must not see half done also under @reset_lock for write).
+ *	   DEAD is final: the device, its BAR and its queue memory are not
+ *	   touched again (all released at unbind).
  * @reset_work: resets the controller, holding a reference on @kref
  * @wq: woken whenever slots go free (submitters waiting for one, removal
  *	waiting for the queues to drain) or @state changes
@@ -633,8 +653,7 @@ struct p2pnvme {
 	struct lockdep_map io_map;
 	struct rw_semaphore reset_lock;
 	spinlock_t state_lock;	/* see above */
-	bool pci_error;
-	bool func_reset;
+	enum p2pnvme_recovery recovery;
 	enum p2pnvme_state state;
 	struct work_struct reset_work;
 	wait_queue_head_t wq;
@@ -688,6 +707,7 @@ static inline struct p2pnvme_queue *p2pnvme_cpu_queue(struct p2pnvme *c)
 }
 
 /* engine.c */
+bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new);
 void p2pnvme_free(struct kref *kref);
 int p2pnvme_wait_ready(struct p2pnvme *c, bool ready);
 int p2pnvme_ctrl_disable(struct p2pnvme *c);

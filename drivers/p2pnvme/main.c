@@ -350,7 +350,8 @@ int p2pnvme_io_enter(struct p2pnvme *c)
 		if (p2pnvme_state(c) >= P2PNVME_DELETING)
 			return -ENODEV;
 		/* the freeze revives the guard before the state leaves RESETTING */
-		ret = wait_event_interruptible(c->wq, p2pnvme_state(c) != P2PNVME_RESETTING);
+		ret = wait_event_interruptible(c->wq, p2pnvme_state(c) != P2PNVME_RESETTING &&
+					       p2pnvme_state(c) != P2PNVME_RECOVERING);
 		if (ret)
 			return ret;
 	}
@@ -762,7 +763,8 @@ static void show_queue(struct seq_file *s, struct p2pnvme_queue *q)
 
 static int queues_show(struct seq_file *s, void *unused)
 {
-	static const char * const states[] = { "live", "resetting", "deleting", "dead" };
+	static const char * const states[] = { "live", "resetting", "recovering", "deleting",
+					       "dead" };
 	struct p2pnvme *c = s->private;
 	unsigned int i;
 
@@ -908,7 +910,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	lockdep_init_map(&c->io_map, "p2pnvme_io", &p2pnvme_io_key, 0);
 	spin_lock_init(&c->state_lock);
 	mutex_init(&c->pt_lock);
-	c->state = P2PNVME_RESETTING;	/* not live until probe is done */
+	c->state = P2PNVME_RESETTING;	/* not live until probe is done: I/O waits */
 	INIT_WORK(&c->reset_work, p2pnvme_reset_work);
 	init_waitqueue_head(&c->wq);
 	p2pnvme_async_init(c);
@@ -987,10 +989,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	debugfs_create_file("buffers", 0400, c->debugfs, c, &buffers_fops);
 	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
 	/* last: an early opener of the minor saw RESETTING and waited */
-	spin_lock(&c->state_lock);
-	c->state = P2PNVME_LIVE;
-	spin_unlock(&c->state_lock);
-	wake_up_all(&c->wq);
+	p2pnvme_change_state(c, P2PNVME_LIVE);
 	pci_info(pdev, "p2pnvme%d: ns %u, %llu x %u B, %u I/O queues of %u, %s, max %u KiB/cmd%s\n",
 		 c->minor, c->nsid, c->nlb, 1 << c->lba_shift, c->nr_ioq, c->ioq[0].depth - 1,
 		 c->polled ? "polled" : "MSI-X", c->max_xfer >> 10, c->sgl ? ", SGL" : "");
@@ -1001,9 +1000,8 @@ err_minor:
 err_disable:
 	/* a file opened meanwhile finds DEAD, never a half-built controller */
 	down_write(&c->reset_lock);
-	c->state = P2PNVME_DEAD;
+	p2pnvme_change_state(c, P2PNVME_DEAD);
 	up_write(&c->reset_lock);
-	wake_up_all(&c->wq);
 	p2pnvme_ctrl_disable(c);
 	pci_clear_master(pdev);
 	free_irqs(c);
@@ -1021,11 +1019,7 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	debugfs_remove_recursive(c->debugfs);
 
 	/* no new I/O, no new reset; a queued reset that never ran is dropped */
-	spin_lock(&c->state_lock);
-	if (c->state != P2PNVME_DEAD)
-		c->state = P2PNVME_DELETING;
-	spin_unlock(&c->state_lock);
-	wake_up_all(&c->wq);
+	p2pnvme_change_state(c, P2PNVME_DELETING);
 	if (cancel_work_sync(&c->reset_work))
 		kref_put(&c->kref, p2pnvme_free);
 	if (p2pnvme_state(c) == P2PNVME_DELETING)
@@ -1034,7 +1028,7 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	/* every I/O ioctl has returned; later ones on open files see DEAD */
 	p2pnvme_io_freeze(c);
 	down_write(&c->reset_lock);	/* and every reader of the queues */
-	c->state = P2PNVME_DEAD;
+	p2pnvme_change_state(c, P2PNVME_DEAD);
 	up_write(&c->reset_lock);
 	/*
 	 * Every command is over and no submitter is inside the I/O guard any
@@ -1051,14 +1045,8 @@ static void p2pnvme_shutdown(struct pci_dev *pdev)
 {
 	struct p2pnvme *c = pci_get_drvdata(pdev);
 
-	spin_lock(&c->state_lock);
-	if (c->state == P2PNVME_DEAD) {
-		spin_unlock(&c->state_lock);
-		return;
-	}
-	c->state = P2PNVME_DELETING;
-	spin_unlock(&c->state_lock);
-	wake_up_all(&c->wq);
+	if (!p2pnvme_change_state(c, P2PNVME_DELETING))
+		return;		/* DEAD: nothing to shut down */
 	if (cancel_work_sync(&c->reset_work))
 		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
 	p2pnvme_quiesce(c);
@@ -1099,11 +1087,12 @@ static pci_ers_result_t p2pnvme_slot_reset(struct pci_dev *pdev)
 static void p2pnvme_resume(struct pci_dev *pdev)
 {
 	struct p2pnvme *c = pci_get_drvdata(pdev);
+	int ret = p2pnvme_error_resume(c);
 
-	/* after a recoverable error of another device below the same bridge */
-	if (!READ_ONCE(c->pci_error))
+	/* > 0: after a recoverable error of another device below the same bridge */
+	if (ret > 0)
 		return;
-	if (p2pnvme_error_resume(c))
+	if (ret)
 		pci_err(pdev, "controller did not come back after the error; out of service\n");
 	else
 		pci_info(pdev, "controller back in service after the error\n");
