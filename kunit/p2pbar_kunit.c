@@ -8,6 +8,8 @@
 #include <linux/mm.h>
 #include <linux/sizes.h>
 #include <linux/string.h>
+#include <linux/mman.h>
+#include <linux/p2p_ioctl.h>
 #include <linux/p2pbar.h>
 #include <p2p_compat.h>
 
@@ -448,7 +450,86 @@ static void verdict_is_the_kernels(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v.host_ok, (u32)P2PBAR_HOST_UNUSED);
 }
 
+#ifdef HAVE_KUNIT_VM_MMAP
+/*
+ * The ioctl argument convention (p2p_ioctl_copy_in/out) on a structure that
+ * grew: version 1 ended at @a, version 2 added @b.
+ */
+struct grown {
+	u32 argsz;
+	u32 flags;
+	u64 a;
+	u64 b;		/* version 2 */
+};
+
+#define GROWN_MINSZ	offsetofend(struct grown, a)
+
+struct copy_case {
+	const char *name;
+	u32 argsz;
+	u8 tail;	/* what the 16 user bytes after the structure hold */
+	int ret;
+};
+
+static const struct copy_case copy_cases[] = {
+	{ "shorter than version 1", GROWN_MINSZ - 4, 0, -EINVAL },
+	{ "version 1: b reads as zero", GROWN_MINSZ, 0x5a, 0 },
+	{ "this version", sizeof(struct grown), 0x5a, 0 },
+	{ "a newer one, tail zero", sizeof(struct grown) + 16, 0, 0 },
+	{ "a newer one, tail set", sizeof(struct grown) + 16, 0x5a, -E2BIG },
+};
+
+static void copy_case_desc(const struct copy_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(copy, copy_cases, copy_case_desc);
+
+static void ioctl_copy_table(struct kunit *test)
+{
+	const struct copy_case *c = test->param_value;
+	u8 user[sizeof(struct grown) + 16], back[sizeof(user)];
+	struct grown in = { .argsz = c->argsz, .a = 0x1111, .b = 0x2222 }, k;
+	unsigned long uaddr;
+	size_t n;
+
+	uaddr = kunit_vm_mmap(test, NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
+			      MAP_ANONYMOUS | MAP_PRIVATE, 0);
+	KUNIT_ASSERT_NE_MSG(test, uaddr, 0UL, "no user memory");
+	/* the caller's bytes: its argsz of the structure, then c->tail */
+	memset(user, c->tail, sizeof(user));
+	n = min_t(size_t, c->argsz, sizeof(in));
+	memcpy(user, &in, n);
+	KUNIT_ASSERT_EQ(test, copy_to_user((void __user *)uaddr, user, sizeof(user)), 0UL);
+
+	memset(&k, 0xee, sizeof(k));
+	KUNIT_ASSERT_EQ(test, p2p_ioctl_copy_in(&k, sizeof(k), GROWN_MINSZ, uaddr), c->ret);
+	if (c->ret)
+		return;
+	KUNIT_EXPECT_EQ(test, k.argsz, c->argsz);
+	KUNIT_EXPECT_EQ(test, k.a, 0x1111ULL);
+	/* a member the caller does not have reads as zero, not as its tail */
+	KUNIT_EXPECT_EQ(test, k.b, c->argsz >= sizeof(k) ? 0x2222ULL : 0ULL);
+
+	/* the kernel fills everything in; no more than argsz goes back */
+	k.a = 0x3333;
+	k.b = 0x4444;
+	KUNIT_ASSERT_EQ(test, p2p_ioctl_copy_out(uaddr, &k, sizeof(k)), 0);
+	KUNIT_ASSERT_EQ(test, copy_from_user(back, (void __user *)uaddr, sizeof(back)), 0UL);
+	KUNIT_EXPECT_EQ(test, ((struct grown *)back)->a, 0x3333ULL);
+	if (c->argsz >= sizeof(k))
+		KUNIT_EXPECT_EQ(test, ((struct grown *)back)->b, 0x4444ULL);
+	else	/* version 1's caller: its memory after the structure untouched */
+		KUNIT_EXPECT_EQ(test, back[GROWN_MINSZ], c->tail);
+	KUNIT_EXPECT_EQ(test, back[sizeof(back) - 1], user[sizeof(back) - 1]);
+}
+#endif
+
 static struct kunit_case p2pbar_cases[] = {
+#ifdef HAVE_KUNIT_VM_MMAP
+	KUNIT_CASE_PARAM(ioctl_copy_table, copy_gen_params),
+#endif
 	KUNIT_CASE(pick_auto_takes_largest_64bit_prefetchable),
 	KUNIT_CASE(pick_auto_without_candidate),
 	KUNIT_CASE_PARAM(pick_table, pick_gen_params),

@@ -51,6 +51,10 @@ probe HAVE_DMA_BUF_VMAP_UNLOCKED '#include <linux/dma-buf.h>' \
 probe HAVE_KUNIT_DEVICE_REGISTER '#include <kunit/device.h>' \
 	'struct device *d = kunit_device_register(NULL, "x"); (void)d;'
 
+# 6.10+: user memory for KUnit tests (the ioctl argument convention's)
+probe HAVE_KUNIT_VM_MMAP '#include <kunit/test.h>' \
+	'unsigned long a = kunit_vm_mmap(NULL, NULL, 0, 0, 0, 0, 0); (void)a;'
+
 # io_uring passthrough (.uring_cmd): 6.6+ <linux/io_uring/cmd.h> with a
 # 4-argument io_uring_cmd_done(); 7.x splits off io_uring_cmd_done32() and
 # reads the command with io_uring_sqe128_cmd()

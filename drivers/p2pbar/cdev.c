@@ -113,7 +113,8 @@ static long p2pbar_ioc_info(struct p2pbar *pb, unsigned long uarg)
 	struct p2pbar_info info;
 	int ret;
 
-	ret = p2p_ioctl_copy_in(&info, sizeof(info), uarg);
+	ret = p2p_ioctl_copy_in(&info, sizeof(info),
+				offsetofend(struct p2pbar_info, pci_devid), uarg);
 	if (ret)
 		return ret;
 	if (info.flags)
@@ -135,7 +136,7 @@ static long p2pbar_ioc_info(struct p2pbar *pb, unsigned long uarg)
 		info.flags |= P2PBAR_INFO_F_USER_MMAP;
 	mutex_unlock(&pb->lock);
 
-	return copy_to_user((void __user *)uarg, &info, sizeof(info)) ? -EFAULT : 0;
+	return p2p_ioctl_copy_out(uarg, &info, sizeof(info));
 }
 
 /*
@@ -152,7 +153,8 @@ static long p2pbar_ioc_alloc(struct p2pbar_file *pf, unsigned long uarg)
 	u32 handle;
 	int ret;
 
-	ret = p2p_ioctl_copy_in(&req, sizeof(req), uarg);
+	ret = p2p_ioctl_copy_in(&req, sizeof(req), offsetofend(struct p2pbar_alloc, bus_addr),
+				uarg);
 	if (ret)
 		return ret;
 	if (req.handle || req.mmap_offset || req.bus_addr)
@@ -172,7 +174,7 @@ static long p2pbar_ioc_alloc(struct p2pbar_file *pf, unsigned long uarg)
 	req.handle = handle;
 	req.bus_addr = mem->bus;
 	req.mmap_offset = mem->bus - pb->bus_base;
-	if (copy_to_user((void __user *)uarg, &req, sizeof(req))) {
+	if (p2p_ioctl_copy_out(uarg, &req, sizeof(req))) {
 		ret = -EFAULT;
 		goto err_handle;
 	}
@@ -194,7 +196,8 @@ static long p2pbar_ioc_free(struct p2pbar_file *pf, unsigned long uarg)
 	struct p2pbar_mem *mem;
 	int ret;
 
-	ret = p2p_ioctl_copy_in(&req, sizeof(req), uarg);
+	ret = p2p_ioctl_copy_in(&req, sizeof(req), offsetofend(struct p2pbar_free, reserved),
+				uarg);
 	if (ret)
 		return ret;
 	if (req.flags || req.reserved)
@@ -218,7 +221,7 @@ static long p2pbar_ioc_verdict(struct p2pbar *pb, unsigned long uarg)
 	struct pci_dev *client;
 	int ret;
 
-	ret = p2p_ioctl_copy_in(&v, sizeof(v), uarg);
+	ret = p2p_ioctl_copy_in(&v, sizeof(v), offsetofend(struct p2pbar_verdict, reserved), uarg);
 	if (ret)
 		return ret;
 	if (v.flags || v.reserved || v.client_devid > 0xffff)
@@ -232,7 +235,7 @@ static long p2pbar_ioc_verdict(struct p2pbar *pb, unsigned long uarg)
 	pci_dev_put(client);
 	if (ret)
 		return ret;
-	return copy_to_user((void __user *)uarg, &v, sizeof(v)) ? -EFAULT : 0;
+	return p2p_ioctl_copy_out(uarg, &v, sizeof(v));
 }
 
 static long p2pbar_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)

@@ -643,7 +643,8 @@ long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg)
 	struct p2pbar_export arg;
 	struct dma_buf *dmabuf;
 	pci_bus_addr_t bus;
-	int fd, ret = p2p_ioctl_copy_in(&arg, sizeof(arg), uarg);
+	int fd, ret = p2p_ioctl_copy_in(&arg, sizeof(arg),
+					offsetofend(struct p2pbar_export, bus_addr), uarg);
 
 	if (ret)
 		return ret;
@@ -661,7 +662,7 @@ long p2pbar_ioc_export(struct p2pbar *pb, unsigned long uarg)
 	}
 	arg.fd = fd;
 	arg.bus_addr = bus;
-	if (copy_to_user((void __user *)uarg, &arg, sizeof(arg))) {
+	if (p2p_ioctl_copy_out(uarg, &arg, sizeof(arg))) {
 		put_unused_fd(fd);
 		dma_buf_put(dmabuf);
 		return -EFAULT;

@@ -288,7 +288,8 @@ static int p2pnvme_release(struct inode *inode, struct file *filp)
 static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 {
 	struct p2pnvme_info info;
-	int ret = p2p_ioctl_copy_in(&info, sizeof(info), uarg);
+	int ret = p2p_ioctl_copy_in(&info, sizeof(info),
+				    offsetofend(struct p2pnvme_info, reserved2), uarg);
 
 	if (ret)
 		return ret;
@@ -309,7 +310,7 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 	memcpy(info.serial, c->serial, sizeof(info.serial));
 	memcpy(info.model, c->model, sizeof(info.model));
 	up_read(&c->reset_lock);
-	return copy_to_user((void __user *)uarg, &info, sizeof(info)) ? -EFAULT : 0;
+	return p2p_ioctl_copy_out(uarg, &info, sizeof(info));
 }
 
 /* A reference on the I/O guard with the controller LIVE, or none. */
@@ -472,7 +473,8 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 	struct p2pnvme_io io;
 	unsigned int failed;
 	u64 bytes;
-	int ret = p2p_ioctl_copy_in(&io, sizeof(io), uarg);
+	int ret = p2p_ioctl_copy_in(&io, sizeof(io), offsetofend(struct p2pnvme_io, reserved),
+				    uarg);
 
 	if (ret)
 		return ret;
@@ -488,7 +490,7 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 	p2pnvme_inflight_put(f, bytes);
 	if (ret == -ERESTARTSYS)
 		return ret;	/* nothing was submitted, nothing is written */
-	if (copy_to_user((void __user *)uarg, &io, sizeof(io)))
+	if (p2p_ioctl_copy_out(uarg, &io, sizeof(io)))
 		return -EFAULT;
 	return ret;
 }
@@ -502,7 +504,8 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 	unsigned int i;
 	u64 bytes;
 	size_t size;
-	int ret = p2p_ioctl_copy_in(&sub, sizeof(sub), uarg);
+	int ret = p2p_ioctl_copy_in(&sub, sizeof(sub), offsetofend(struct p2pnvme_submit, ios),
+				    uarg);
 
 	if (ret)
 		return ret;

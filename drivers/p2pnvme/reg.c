@@ -559,7 +559,8 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	struct p2pnvme_reg *b;
 	bool dmabuf;
 	u32 id;
-	int ret = p2p_ioctl_copy_in(&reg, sizeof(reg), uarg);
+	int ret = p2p_ioctl_copy_in(&reg, sizeof(reg), offsetofend(struct p2pnvme_buf_reg, id),
+				    uarg);
 
 	if (ret)
 		return ret;
@@ -614,7 +615,8 @@ long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg)
 {
 	struct p2pnvme_buf_unreg u;
 	struct p2pnvme_reg *b;
-	int ret = p2p_ioctl_copy_in(&u, sizeof(u), uarg);
+	int ret = p2p_ioctl_copy_in(&u, sizeof(u),
+				    offsetofend(struct p2pnvme_buf_unreg, reserved), uarg);
 
 	if (ret)
 		return ret;

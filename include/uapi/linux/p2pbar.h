@@ -9,10 +9,13 @@
  *
  * Extension, the one scheme (as vfio and openat2 have it): command numbers
  * do not encode a size (_IO), structures only grow at the end, and argsz
- * says how much the caller passed. A smaller argsz than the kernel knows
- * gets -EINVAL; a larger one is accepted when every byte the kernel does
- * not know is zero (-E2BIG otherwise), and the kernel writes back only the
- * part it knows.
+ * says how much the caller passed. An older, shorter structure is accepted
+ * down to the end of the structure's first version (vfio's minsz; smaller:
+ * -EINVAL), the members it lacks read as zero; a larger one is accepted
+ * when every byte the kernel does not know is zero (-E2BIG otherwise). The
+ * kernel writes back no more than argsz bytes, and of those only the part
+ * it knows. Arrays of structures (P2PNVME_IOC_SUBMIT's entries) have a
+ * fixed stride: each entry's argsz is exactly the size of this version.
  *
  * PCI functions are named by domain (all 32 bits: VMD domains start at
  * 0x10000) and devid (bus << 8 | devfn).

@@ -3,10 +3,12 @@
  * p2pnvme: an NVMe controller driven by the P2PDMA suite, userspace interface.
  *
  * Every ioctl argument starts with argsz and flags; unknown flags, non-zero
- * reserved fields and a short argsz are rejected with -EINVAL before any
- * command reaches the controller. Extension follows <linux/p2pbar.h>:
- * command numbers without a size, structures that grow at the end, a
- * larger argsz accepted when the unknown tail is zero (-E2BIG otherwise).
+ * reserved fields and an argsz short of the first version are rejected
+ * with -EINVAL before any command reaches the controller. Extension
+ * follows <linux/p2pbar.h>: command numbers without a size, structures
+ * that grow at the end, an older shorter structure read with its missing
+ * members zero, a larger argsz accepted when the unknown tail is zero
+ * (-E2BIG otherwise).
  * Structures have no implicit padding and one layout on 32- and 64-bit.
  */
 #ifndef _UAPI_LINUX_P2PNVME_H
