@@ -372,16 +372,6 @@ static int async_submit(struct p2pnvme_async *a)
 }
 
 /*
- * An SQE128's 80-byte command area: the request, then bytes that must be
- * zero, so that they can be given a meaning one day.
- */
-struct p2pnvme_uring_area {
-	struct p2pnvme_io io;
-	u8 tail[2 * sizeof(struct io_uring_sqe) - offsetof(struct io_uring_sqe, cmd) -
-		sizeof(struct p2pnvme_io)];
-};
-
-/*
  * The SQE's fields that io_uring hands over with no meaning for this
  * command are zero, for the same reason. io_uring checks opcode, flags,
  * fd, __pad1, uring_cmd_flags and personality itself; 6.12 and 7.2 also
@@ -401,8 +391,8 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
 	struct p2pnvme *c = f->c;
-	struct p2pnvme_uring_area area;
-	struct p2pnvme_io *io = &area.io;
+	struct p2pnvme_uring_cmd uc;
+	struct p2pnvme_io req, *io = &req;
 	struct p2pnvme_async *a;
 	u64 bytes;
 	int ret;
@@ -419,12 +409,15 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	    !uring_sqe_unused_zero(ioucmd->sqe))
 		return -EINVAL;
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
-	BUILD_BUG_ON(sizeof(area) != 80);
-	memcpy(&area, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_area), sizeof(area));
-	/* no out-fields here (the CQE answers): zero, so they may mean something later */
-	if (io->argsz != sizeof(*io) || io->result || io->path || io->status ||
-	    memchr_inv(area.tail, 0, sizeof(area.tail)))
+	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
+				  offsetof(struct io_uring_sqe, cmd));
+	memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
+	/* zero, so that they can be given a meaning one day */
+	if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
 		return -EINVAL;
+	req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
+				   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
+				   .dmabuf_fd = uc.dmabuf_fd };
 	ret = p2pnvme_check_io(io, c->lba_shift, c->nlb);
 	if (ret)
 		return ret;

@@ -332,8 +332,8 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 		cmd->cdw11 = (off / 512) >> 32;
 		cmd->cdw12 = size / 512 - 1;
 	} else {
-		struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ,
-					 .slba = off / 512, .len = size, .flags = flags };
+		struct p2pnvme_uring_cmd io = { .op = P2PNVME_OP_READ, .slba = off / 512,
+						.len = size, .flags = flags };
 
 		if (kind == U_ENGINE_REG) {
 			io.flags |= P2PNVME_IO_F_REGISTERED;

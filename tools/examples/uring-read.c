@@ -69,9 +69,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < count; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-		struct p2pnvme_io io = {
-			.argsz = sizeof(io), .op = P2PNVME_OP_READ, .slba = i * (size / 512),
-			.len = size,
+		struct p2pnvme_uring_cmd io = {
+			.op = P2PNVME_OP_READ, .slba = i * (size / 512), .len = size,
 		};
 
 		if (reg) {	/* the buffer by id, addr the offset into it */

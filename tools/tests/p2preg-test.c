@@ -313,7 +313,10 @@ static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_io *io, 
 	sqe->fd = fd;
 	sqe->cmd_op = P2PNVME_URING_CMD_IO;
 	sqe->user_data = tag;
-	memcpy(sqe->cmd, io, sizeof(*io));
+	/* the ioctls' request, as io_uring's fixed command carries it */
+	*(struct p2pnvme_uring_cmd *)sqe->cmd = (struct p2pnvme_uring_cmd){
+		.flags = io->flags, .op = io->op, .slba = io->slba, .len = io->len,
+		.addr = io->addr, .buf_id = io->buf_id };
 	sent[tag] = *io;
 }
 

@@ -53,7 +53,7 @@
 
 #define CHUNK	65536ULL
 #define NR	64		/* commands of each kind in flight at once */
-#define PLAN	33		/* cases of the main run */
+#define PLAN	31		/* cases of the main run */
 #define PLAN_UNBIND	7
 #define PLAN_IOPOLL	17
 #define MAX_CPUS	16
@@ -103,7 +103,7 @@ static int p2pmem_get(int bar, size_t len, struct p2pmem *m)
 	return 0;
 }
 
-static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_io *io, uint64_t tag)
+static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_uring_cmd *io, uint64_t tag)
 {
 	if (!sqe) {	/* every ring here is larger than what is queued on it */
 		printf("    # the submission ring is full\n");
@@ -117,10 +117,10 @@ static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_io *io, 
 	memcpy(sqe->cmd, io, sizeof(*io));
 }
 
-static struct p2pnvme_io rw(uint32_t op, uint64_t slba, uint64_t len, void *buf)
+static struct p2pnvme_uring_cmd rw(uint32_t op, uint64_t slba, uint64_t len, void *buf)
 {
-	return (struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io), .op = op, .slba = slba,
-				    .len = len, .addr = (uintptr_t)buf };
+	return (struct p2pnvme_uring_cmd){ .op = op, .slba = slba, .len = len,
+					   .addr = (uintptr_t)buf };
 }
 
 /* Reap @nr completions into res[tag] and res2[tag]; 0 or -errno. */
@@ -143,7 +143,7 @@ static int reap(struct io_uring *ring, unsigned int nr, int *res, uint64_t *res2
 }
 
 /* One command alone, the byte at @poke of its 128-byte SQE set (if not -1); its CQE's res. */
-static int one_poked(struct io_uring *ring, int fd, const struct p2pnvme_io *io, uint32_t cmd_op,
+static int one_poked(struct io_uring *ring, int fd, const struct p2pnvme_uring_cmd *io, uint32_t cmd_op,
 		     ssize_t poke)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
@@ -159,7 +159,7 @@ static int one_poked(struct io_uring *ring, int fd, const struct p2pnvme_io *io,
 }
 
 /* One command alone; its CQE's res. */
-static int one(struct io_uring *ring, int fd, const struct p2pnvme_io *io, uint32_t cmd_op)
+static int one(struct io_uring *ring, int fd, const struct p2pnvme_uring_cmd *io, uint32_t cmd_op)
 {
 	return one_poked(ring, fd, io, cmd_op, -1);
 }
@@ -178,8 +178,10 @@ static void bad_sqes(struct io_uring *ring, int fd, int rofd, unsigned char *buf
 		const char *what;
 		ssize_t poke;
 	} z[] = {
-		{ "command area: the first byte after struct p2pnvme_io",
-		  offsetof(struct io_uring_sqe, cmd) + sizeof(struct p2pnvme_io) },
+		{ "command: rsvd1 not zero",
+		  offsetof(struct io_uring_sqe, cmd) + offsetof(struct p2pnvme_uring_cmd, rsvd1) },
+		{ "command: rsvd2 not zero",
+		  offsetof(struct io_uring_sqe, cmd) + offsetof(struct p2pnvme_uring_cmd, rsvd2) },
 		{ "command area: its last byte (byte 79)", 2 * sizeof(struct io_uring_sqe) - 1 },
 		{ "addr not zero", offsetof(struct io_uring_sqe, addr) },
 		{ "len not zero", offsetof(struct io_uring_sqe, len) },
@@ -190,33 +192,30 @@ static void bad_sqes(struct io_uring *ring, int fd, int rofd, unsigned char *buf
 	};
 	static const struct {
 		const char *what;
-		struct p2pnvme_io io;
+		struct p2pnvme_uring_cmd io;
 		int err;
 	} t[] = {
-		{ "argsz 0", { .op = P2PNVME_OP_READ, .len = 4096 }, EINVAL },
-		{ "argsz too large", { .argsz = 64, .op = P2PNVME_OP_READ, .len = 4096 }, EINVAL },
-		{ "unknown operation", { .argsz = 56, .op = 9, .len = 4096 }, EOPNOTSUPP },
-		{ "length not a multiple of the LBA", { .argsz = 56, .len = 1000 }, EINVAL },
-		{ "length 0", { .argsz = 56 }, EINVAL },
-		{ "beyond the namespace", { .argsz = 56, .slba = 131071, .len = 4096 }, ERANGE },
-		{ "LBA overflow", { .argsz = 56, .slba = ~0ULL, .len = 4096 }, ERANGE },
-		{ "unknown flag", { .argsz = 56, .flags = 1U << 31, .len = 4096 }, EINVAL },
-		{ "PRP and SGL at once", { .argsz = 56, .len = 4096,
+		{ "unknown operation", { .op = 9, .len = 4096 }, EOPNOTSUPP },
+		{ "length not a multiple of the LBA", { .len = 1000 }, EINVAL },
+		{ "length 0", { .op = P2PNVME_OP_READ }, EINVAL },
+		{ "beyond the namespace", { .slba = 131071, .len = 4096 }, ERANGE },
+		{ "LBA overflow", { .slba = ~0ULL, .len = 4096 }, ERANGE },
+		{ "unknown flag", { .flags = 1U << 31, .len = 4096 }, EINVAL },
+		{ "PRP and SGL at once", { .len = 4096,
 			.flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, EINVAL },
-		{ "result not zero", { .argsz = 56, .len = 4096, .result = 1 }, EINVAL },
-		{ "a dma-buf (not through io_uring yet)", { .argsz = 56, .len = 4096,
+		{ "a dma-buf (not through io_uring yet)", { .len = 4096,
 			.flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = 0 }, EOPNOTSUPP },
-		{ "no buffer", { .argsz = 56, .len = 4096 }, EINVAL },
-		{ "an unmapped buffer", { .argsz = 56, .len = 4096, .addr = 4096 }, EFAULT },
+		{ "no buffer", { .len = 4096 }, EINVAL },
+		{ "an unmapped buffer", { .len = 4096, .addr = 4096 }, EFAULT },
 	};
-	struct p2pnvme_io io;
+	struct p2pnvme_uring_cmd io;
 	unsigned int i;
 	char what[96];
 	int res;
 
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		io = t[i].io;
-		if (io.argsz == 56 && !io.addr && !(io.flags & P2PNVME_IO_F_DMABUF) &&
+		if (!io.addr && !(io.flags & P2PNVME_IO_F_DMABUF) &&
 		    strcmp(t[i].what, "no buffer"))
 			io.addr = (uintptr_t)buf;
 		res = one(ring, fd, &io, P2PNVME_URING_CMD_IO);
@@ -244,7 +243,7 @@ static void bad_sqes(struct io_uring *ring, int fd, int rofd, unsigned char *buf
 /* A ring of 64-byte SQEs cannot carry the command: -EINVAL. */
 static void small_sqe(int fd, unsigned char *buf)
 {
-	struct p2pnvme_io io = rw(P2PNVME_OP_READ, 0, 4096, buf);
+	struct p2pnvme_uring_cmd io = rw(P2PNVME_OP_READ, 0, 4096, buf);
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 	struct io_uring ring;
@@ -292,7 +291,7 @@ static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 	int pinned;
 	struct io_uring_sqe *sqe;
 	struct p2pmem m;
-	struct p2pnvme_io io;
+	struct p2pnvme_uring_cmd io;
 	unsigned char *host;
 	int i, bad = 0, got, ret;
 
@@ -382,7 +381,7 @@ static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 	hostcheck("fill %llu nvme0@%u 0xa5", NR * CHUNK, 16384 * 512);
 
 	/* a flush and write zeroes through the ring too */
-	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_FLUSH };
+	io = (struct p2pnvme_uring_cmd){ .op = P2PNVME_OP_FLUSH };
 	ret = one(ring, fd, &io, P2PNVME_URING_CMD_IO);
 	result(!ret, "flush", 0, -ret);
 	io = rw(P2PNVME_OP_WRITE_ZEROES, 16384, CHUNK, NULL);
@@ -406,7 +405,7 @@ static void sqpoll(int fd, int bar)
 		.flags = kind_flags(IOPOLL) | IORING_SETUP_SQPOLL, .sq_thread_idle = 1000,
 	};
 	struct io_uring ring;
-	struct p2pnvme_io io;
+	struct p2pnvme_uring_cmd io;
 	struct p2pmem m;
 	int i, ret, got, bad;
 
@@ -461,7 +460,7 @@ static void teardown(const char *dev, int fd, int bar, enum ring_kind kind)
 		return;
 	}
 	for (i = 0; i < 4 * NR; i++) {
-		struct p2pnvme_io io = rw(P2PNVME_OP_READ, (i % NR) * (CHUNK / 512), CHUNK,
+		struct p2pnvme_uring_cmd io = rw(P2PNVME_OP_READ, (i % NR) * (CHUNK / 512), CHUNK,
 					  m.p + (i % NR) * CHUNK);
 
 		prep(io_uring_get_sqe(&ring), fd, &io, i);
@@ -538,7 +537,7 @@ static int unbind_case(const char *dev, int fd, int bar, const char *bdf, enum r
 		return 1;
 	}
 	for (i = 0; i < 4 * NR; i++) {
-		struct p2pnvme_io io = rw(P2PNVME_OP_READ, (i % NR) * (CHUNK / 512), CHUNK,
+		struct p2pnvme_uring_cmd io = rw(P2PNVME_OP_READ, (i % NR) * (CHUNK / 512), CHUNK,
 					  m.p + (i % NR) * CHUNK);
 
 		prep(io_uring_get_sqe(&ring), fd, &io, i);
@@ -567,8 +566,8 @@ static int unbind_case(const char *dev, int fd, int bar, const char *bdf, enum r
 	    kind, 4 * NR);
 	snprintf(what, sizeof(what), "%s: the unbind returns", kind);
 	result(!u.err && u.took < 10, what, 0, u.err);
-	ret = one(&ring, fd, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
-						     .op = P2PNVME_OP_FLUSH }, P2PNVME_URING_CMD_IO);
+	ret = one(&ring, fd, &(struct p2pnvme_uring_cmd){ .op = P2PNVME_OP_FLUSH },
+		  P2PNVME_URING_CMD_IO);
 	snprintf(what, sizeof(what), "%s: a command after the unbind", kind);
 	result(ret == -ENODEV, what, ENODEV, -ret);
 	io_uring_queue_exit(&ring);
@@ -580,7 +579,7 @@ static int unbind_case(const char *dev, int fd, int bar, const char *bdf, enum r
 static int polled(const char *dev)
 {
 	struct io_uring ring;
-	struct p2pnvme_io io;
+	struct p2pnvme_uring_cmd io;
 	void *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int fd = open(dev, O_RDWR | O_CLOEXEC), res;
 
@@ -623,7 +622,7 @@ static void *cpu_sub_fn(void *arg)
 		s->err = -p2pmem_get(s->bar, NR * CHUNK, &m);
 	if (!s->err) {
 		for (i = 0; i < CPU_NR; i++) {
-			struct p2pnvme_io io = rw(P2PNVME_OP_READ, i * (CHUNK / 512), CHUNK,
+			struct p2pnvme_uring_cmd io = rw(P2PNVME_OP_READ, i * (CHUNK / 512), CHUNK,
 						  m.p + i * CHUNK);
 
 			prep(io_uring_get_sqe(&ring), s->fd, &io, i);
@@ -829,7 +828,7 @@ static void reset_race(const char *dev, int fd, const char *bdf, int rounds)
 	memset(buf, 0, RACE_QD * RACE_LEN);
 	pthread_create(&t, NULL, reset_fn, &r);
 	for (i = 0; i < RACE_QD; i++) {
-		struct p2pnvme_io io = rw(P2PNVME_OP_READ, i * (RACE_LEN / 512), RACE_LEN,
+		struct p2pnvme_uring_cmd io = rw(P2PNVME_OP_READ, i * (RACE_LEN / 512), RACE_LEN,
 					  buf + i * RACE_LEN);
 
 		prep(io_uring_get_sqe(&ring), fd, &io, i);
@@ -856,7 +855,7 @@ static void reset_race(const char *dev, int fd, const char *bdf, int rounds)
 		else if (other++ < 4)
 			printf("    # read %d: %s\n", tag, strerror(-res));
 		if (!__atomic_load_n(&r.stop, __ATOMIC_ACQUIRE)) {
-			struct p2pnvme_io io = rw(P2PNVME_OP_READ, tag * (RACE_LEN / 512),
+			struct p2pnvme_uring_cmd io = rw(P2PNVME_OP_READ, tag * (RACE_LEN / 512),
 						  RACE_LEN, buf + tag * RACE_LEN);
 
 			prep(io_uring_get_sqe(&ring), fd, &io, tag);

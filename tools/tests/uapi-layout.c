@@ -28,6 +28,8 @@ LAYOUT(p2pnvme_io, 56, reserved);
 LAYOUT(p2pnvme_submit, 24, ios);
 LAYOUT(p2pnvme_buf_reg, 32, id);
 LAYOUT(p2pnvme_buf_unreg, 16, reserved);
+/* the whole command area of a 128-byte SQE */
+LAYOUT(p2pnvme_uring_cmd, 80, rsvd2);
 
 /* 8-byte members sit on 8-byte offsets (i386 aligns them to 4 only) */
 _Static_assert(offsetof(struct p2pbar_info, bar_size) % 8 == 0, "p2pbar_info.bar_size");
@@ -40,16 +42,19 @@ _Static_assert(offsetof(struct p2pnvme_io, slba) % 8 == 0, "p2pnvme_io.slba");
 _Static_assert(offsetof(struct p2pnvme_submit, ios) % 8 == 0, "p2pnvme_submit.ios");
 _Static_assert(offsetof(struct p2pnvme_buf_reg, addr) % 8 == 0, "p2pnvme_buf_reg.addr");
 _Static_assert(offsetof(struct p2pnvme_buf_reg, len) % 8 == 0, "p2pnvme_buf_reg.len");
+_Static_assert(offsetof(struct p2pnvme_uring_cmd, slba) % 8 == 0, "p2pnvme_uring_cmd.slba");
+_Static_assert(offsetof(struct p2pnvme_uring_cmd, rsvd2) % 8 == 0, "p2pnvme_uring_cmd.rsvd2");
 /* buf_id shares dmabuf_fd's place in p2pnvme_io */
 _Static_assert(offsetof(struct p2pnvme_io, buf_id) == offsetof(struct p2pnvme_io, dmabuf_fd),
 	       "p2pnvme_io.buf_id");
 
 int main(void)
 {
-	printf("p2pbar_info %zu, p2pbar_alloc %zu, p2pbar_free %zu, p2pbar_verdict %zu, p2pbar_export %zu, p2pnvme_info %zu, p2pnvme_io %zu, p2pnvme_submit %zu, p2pnvme_buf_reg %zu, p2pnvme_buf_unreg %zu\n",
+	printf("p2pbar_info %zu, p2pbar_alloc %zu, p2pbar_free %zu, p2pbar_verdict %zu, p2pbar_export %zu, p2pnvme_info %zu, p2pnvme_io %zu, p2pnvme_submit %zu, p2pnvme_buf_reg %zu, p2pnvme_buf_unreg %zu, p2pnvme_uring_cmd %zu\n",
 	       sizeof(struct p2pbar_info), sizeof(struct p2pbar_alloc), sizeof(struct p2pbar_free),
 	       sizeof(struct p2pbar_verdict), sizeof(struct p2pbar_export),
 	       sizeof(struct p2pnvme_info), sizeof(struct p2pnvme_io), sizeof(struct p2pnvme_submit),
-	       sizeof(struct p2pnvme_buf_reg), sizeof(struct p2pnvme_buf_unreg));
+	       sizeof(struct p2pnvme_buf_reg), sizeof(struct p2pnvme_buf_unreg),
+	       sizeof(struct p2pnvme_uring_cmd));
 	return 0;
 }

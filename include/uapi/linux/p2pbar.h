@@ -26,7 +26,8 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define P2PBAR_IOC_MAGIC	0xB7
+/* ioctl code 0xB9, numbers 0x00-0x1F (p2pnvme has 0x20-0x3F): free in 7.2's ioctl-number.rst */
+#define P2PBAR_IOC_MAGIC	0xB9
 
 /* Topology verdict between the provider and a client function. */
 enum p2pbar_map_type {

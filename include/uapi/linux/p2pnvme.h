@@ -17,7 +17,8 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define P2PNVME_IOC_MAGIC	0xB8
+/* ioctl code 0xB9, numbers 0x20-0x3F (p2pbar has 0x00-0x1F): free in 7.2's ioctl-number.rst */
+#define P2PNVME_IOC_MAGIC	0xB9
 
 /**
  * struct p2pnvme_info - P2PNVME_IOC_INFO: the controller and its namespace
@@ -227,19 +228,50 @@ struct p2pnvme_buf_unreg {
 };
 
 /* no size in the numbers: argsz is the one extension scheme (see the top) */
-#define P2PNVME_IOC_INFO	_IO(P2PNVME_IOC_MAGIC, 0x10)	/* struct p2pnvme_info */
-#define P2PNVME_IOC_IO		_IO(P2PNVME_IOC_MAGIC, 0x11)	/* struct p2pnvme_io */
-#define P2PNVME_IOC_SUBMIT	_IO(P2PNVME_IOC_MAGIC, 0x12)	/* struct p2pnvme_submit */
-#define P2PNVME_IOC_BUF_REGISTER   _IO(P2PNVME_IOC_MAGIC, 0x13) /* struct p2pnvme_buf_reg */
-#define P2PNVME_IOC_BUF_UNREGISTER _IO(P2PNVME_IOC_MAGIC, 0x14) /* struct p2pnvme_buf_unreg */
+#define P2PNVME_IOC_INFO	_IO(P2PNVME_IOC_MAGIC, 0x20)	/* struct p2pnvme_info */
+#define P2PNVME_IOC_IO		_IO(P2PNVME_IOC_MAGIC, 0x21)	/* struct p2pnvme_io */
+#define P2PNVME_IOC_SUBMIT	_IO(P2PNVME_IOC_MAGIC, 0x22)	/* struct p2pnvme_submit */
+#define P2PNVME_IOC_BUF_REGISTER   _IO(P2PNVME_IOC_MAGIC, 0x23) /* struct p2pnvme_buf_reg */
+#define P2PNVME_IOC_BUF_UNREGISTER _IO(P2PNVME_IOC_MAGIC, 0x24) /* struct p2pnvme_buf_unreg */
+
+/**
+ * struct p2pnvme_uring_cmd - P2PNVME_URING_CMD_IO: one transfer through
+ *	io_uring, in the 80-byte command area of a 128-byte SQE
+ * @flags: P2PNVME_IO_F_*, as for P2PNVME_IOC_IO
+ * @op: enum p2pnvme_op
+ * @slba: first LBA
+ * @len: bytes, as for P2PNVME_IOC_IO
+ * @addr: user address, or the offset into the registered buffer
+ * @dmabuf_fd: see struct p2pnvme_io
+ * @buf_id: see struct p2pnvme_io
+ * @rsvd1: must be zero
+ * @rsvd2: must be zero
+ *
+ * Fixed at the command area's size, as nvme's struct nvme_uring_cmd is,
+ * so that it never depends on struct p2pnvme_io growing; nothing is
+ * written back (the CQE answers).
+ */
+struct p2pnvme_uring_cmd {
+	__u32 flags;
+	__u32 op;
+	__u64 slba;
+	__u64 len;
+	__u64 addr;
+	union {
+		__s32 dmabuf_fd;
+		__u32 buf_id;
+	};
+	__u32 rsvd1;
+	__u64 rsvd2[5];
+};
 
 /*
  * io_uring passthrough: IORING_OP_URING_CMD on /dev/p2pnvmeN with cmd_op
  * P2PNVME_URING_CMD_IO, on a ring set up with IORING_SETUP_SQE128 (the
- * 80-byte command area of the SQE holds one struct p2pnvme_io, checked as
- * for P2PNVME_IOC_IO; its result, path and status are not written back;
- * the area's last 24 bytes and the SQE's ioprio, addr, len, buf_index and
- * file_index must be zero, -EINVAL otherwise).
+ * SQE's command area holds one struct p2pnvme_uring_cmd, checked as
+ * P2PNVME_IOC_IO checks its request; its reserved members and the SQE's
+ * ioprio, addr, len, buf_index and file_index must be zero, -EINVAL
+ * otherwise).
  * The CQE's res is 0 or the -errno P2PNVME_IOC_IO would return; with
  * IORING_SETUP_CQE32 the first extra word is path | status << 16. One
  * io_uring_enter() submits many, each completes on its own. Registered
@@ -247,7 +279,7 @@ struct p2pnvme_buf_unreg {
  * fast way; not (yet): P2PNVME_IO_F_DMABUF (-EOPNOTSUPP: register the
  * dma-buf instead), polled controllers (poll=1: -EOPNOTSUPP).
  */
-#define P2PNVME_URING_CMD_IO	_IO(P2PNVME_IOC_MAGIC, 0x20)	/* struct p2pnvme_io */
+#define P2PNVME_URING_CMD_IO	_IO(P2PNVME_IOC_MAGIC, 0x30)	/* struct p2pnvme_uring_cmd */
 #define P2PNVME_URING_RES2(path, status)	((__u64)(path) | (__u64)(status) << 16)
 
 #endif /* _UAPI_LINUX_P2PNVME_H */
