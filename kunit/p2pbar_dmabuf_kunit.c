@@ -130,6 +130,9 @@ struct importer_case {
 	int pin_err;
 };
 
+/* before 7.x no pin is taken: revocable importers cannot be told apart */
+#define PIN_ERR	(P2P_DMA_BUF_PIN_REVOCABLE ? 0 : -EOPNOTSUPP)
+
 static const struct importer_case importer_cases[] = {
 	{ "static importer", NULL, DEV_SELF, false, -EOPNOTSUPP },
 	{ "dynamic, not peer2peer", &mock_host_ops, DEV_SELF, false, -EOPNOTSUPP },
@@ -138,10 +141,10 @@ static const struct importer_case importer_cases[] = {
 #endif
 	{ "dynamic peer2peer revocable, the provider itself", &mock_p2p_ops, DEV_SELF, false, 0 },
 	{ "dynamic peer2peer revocable and pinned, the provider itself", &mock_p2p_ops,
-	  DEV_SELF, true, 0, 0 },
+	  DEV_SELF, true, 0, PIN_ERR },
 	{ "dynamic peer2peer revocable, the NVMe controller", &mock_p2p_ops, DEV_NVME, false, 0 },
 	{ "dynamic peer2peer revocable and pinned, the NVMe controller", &mock_p2p_ops,
-	  DEV_NVME, true, 0, 0 },
+	  DEV_NVME, true, 0, PIN_ERR },
 	{ "dynamic peer2peer revocable, not a PCI device", &mock_p2p_ops, DEV_NOT_PCI, false, 0 },
 };
 
@@ -367,7 +370,13 @@ static void pinned_revocable_unbind(struct kunit *test)
 	attach = dma_buf_dynamic_attach(dmabuf, dev, &mock_p2p_ops, &m);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(attach));
 	dma_resv_lock(dmabuf->resv, NULL);
-	KUNIT_EXPECT_EQ(test, dma_buf_pin(attach), 0);
+	KUNIT_EXPECT_EQ(test, dma_buf_pin(attach), PIN_ERR);
+	if (PIN_ERR) {		/* before 7.x: refused, nothing else to see */
+		dma_resv_unlock(dmabuf->resv);
+		dma_buf_detach(dmabuf, attach);
+		dma_buf_put(dmabuf);
+		return;
+	}
 	m.pinned = true;
 	m.sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
 	dma_resv_unlock(dmabuf->resv);
@@ -506,6 +515,15 @@ static void rdma_pinned_revocable_import(struct kunit *test)
 
 	r->umem = ib_umem_dmabuf_get_pinned_revocable_and_lock(r->ibdev, 0, SZ_16M, r->fd,
 							       IB_ACCESS_LOCAL_WRITE);
+	if (PIN_ERR) {		/* before 7.x the pin is refused */
+		KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(r->umem), PIN_ERR);
+		if (!IS_ERR(r->umem)) {
+			dma_resv_unlock(r->dmabuf->resv);
+			ib_umem_release(&r->umem->umem);
+		}
+		rdma_teardown(r);
+		return;
+	}
 	KUNIT_ASSERT_FALSE(test, IS_ERR(r->umem));
 	ib_umem_dmabuf_set_revoke_locked(r->umem, rdma_revoke, r);
 	dma_resv_unlock(r->dmabuf->resv);

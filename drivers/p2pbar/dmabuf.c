@@ -37,7 +37,6 @@
 #include <linux/file.h>
 #include <linux/fcntl.h>
 #include <linux/iosys-map.h>
-#include <linux/kallsyms.h>
 #include <linux/mm.h>
 #include <linux/p2pbar.h>
 #include <linux/pci-p2pdma.h>
@@ -109,49 +108,16 @@ static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachmen
 	return 0;
 }
 
-#ifdef HAVE_DMA_BUF_INVALIDATE_MAPPINGS
-/* 7.x: attach let in only importers with invalidate_mappings (revocable) */
-static bool p2pbar_dmabuf_pin_revocable(struct dma_buf_attachment *attach)
-{
-	return true;
-}
-#else
-/*
- * 6.x cannot say whether a pinned importer can be revoked: move_notify is
- * mandatory for every dynamic importer, and means "revoke" only to those
- * that were written for it. The RDMA core's plain pinned import
- * (ib_umem_dmabuf_get_pinned(): mlx5 devx, efa, bnxt_re) fills it with a
- * stub that only warns, its revocable one
- * (ib_umem_dmabuf_get_pinned_revocable_and_lock()) revokes. The stub is
- * known by name; without kallsyms no pin is taken.
- */
-static const char * const p2pbar_deaf_pin_notify[] = {
-	"ib_umem_dmabuf_unsupported_move_notify",
-};
-
-static bool p2pbar_dmabuf_pin_revocable(struct dma_buf_attachment *attach)
-{
-	char name[KSYM_SYMBOL_LEN];
-	unsigned int i;
-	size_t len;
-
-	if (!IS_ENABLED(CONFIG_KALLSYMS))
-		return false;
-	sprint_symbol_no_offset(name, (unsigned long)attach->importer_ops->move_notify);
-	len = strcspn(name, " ");	/* " [module]" */
-	for (i = 0; i < ARRAY_SIZE(p2pbar_deaf_pin_notify); i++)
-		if (len == strlen(p2pbar_deaf_pin_notify[i]) &&
-		    !strncmp(name, p2pbar_deaf_pin_notify[i], len))
-			return false;
-	return true;
-}
-#endif
-
 /*
  * The memory never moves, so a pin only promises the importer that its
  * mapping stays until a revocation: fine for an importer that can be
  * revoked, refused for one whose callback cannot (it would DMA on after
  * the provider is gone, and only quarantine would stand in its way).
+ * Before 7.x the exporter cannot tell the two apart
+ * (P2P_DMA_BUF_PIN_REVOCABLE): no pin at all. That costs the importers
+ * that pin, the RDMA core's pinned imports (irdma's revocable one too);
+ * the dynamic importers that do not pin (p2pnvme, GPU drivers) import as
+ * before.
  */
 static int p2pbar_dmabuf_pin(struct dma_buf_attachment *attach)
 {
@@ -160,11 +126,9 @@ static int p2pbar_dmabuf_pin(struct dma_buf_attachment *attach)
 	dma_resv_assert_held(attach->dmabuf->resv);
 	if (d->revoked)
 		return -ENODEV;
-	if (!p2pbar_dmabuf_pin_revocable(attach)) {
-		const struct dma_buf_attach_ops *ops = attach->importer_ops;
-
-		pci_info_ratelimited(d->pdev, "dma-buf pin by %s refused: its invalidation callback (%ps) cannot revoke a pinned mapping\n",
-				     dev_name(attach->dev), ops->P2P_DMA_BUF_INVALIDATE_OP);
+	if (!P2P_DMA_BUF_PIN_REVOCABLE) {
+		pci_info_ratelimited(d->pdev, "dma-buf pin by %s refused: before 7.x an exporter cannot tell whether a pinned importer can be revoked\n",
+				     dev_name(attach->dev));
 		return -EOPNOTSUPP;
 	}
 	d->pins++;

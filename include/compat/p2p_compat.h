@@ -102,13 +102,21 @@ static inline int p2p_dma_map_sgtable(struct device *dev, struct sg_table *sgt,
  * dma-buf: the importer callback that says "stop using your mapping" was
  * move_notify, and dma_buf_move_notify() its trigger; 7.x renamed both to
  * invalidate_mappings and added dma_buf_attach_revocable().
+ * P2P_DMA_BUF_PIN_REVOCABLE: can the exporter tell that an importer which
+ * pins will give its mapping up when told? 7.x: every importer that
+ * attaches is revocable. Before, move_notify was mandatory for every
+ * dynamic importer and meant "revoke" only to those written for it (the
+ * RDMA core's plain pinned import fills it with a stub that only warns):
+ * nothing tells the two apart.
  */
 #ifdef HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define P2P_DMA_BUF_PIN_REVOCABLE		1
 #define P2P_DMA_BUF_CAN_REVOKE			1
 #define P2P_DMA_BUF_INVALIDATE_OP		invalidate_mappings
 #define p2p_dma_buf_invalidate(dmabuf)		dma_buf_invalidate_mappings(dmabuf)
 #define p2p_dma_buf_attach_revocable(attach)	dma_buf_attach_revocable(attach)
 #else
+#define P2P_DMA_BUF_PIN_REVOCABLE		0
 /* without CONFIG_DMABUF_MOVE_NOTIFY the core pins every dynamic mapping */
 #define P2P_DMA_BUF_CAN_REVOKE			IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY)
 #define P2P_DMA_BUF_INVALIDATE_OP		move_notify
