@@ -13,8 +13,8 @@
  * computed here, and a command that could move more than the caller's
  * buffer, or more than the driver's, is refused before it is sent.
  */
-#include <linux/capability.h>
-#include <linux/nvme_ioctl.h>
+#include <linux/delay.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <kunit/visibility.h>
@@ -172,87 +172,295 @@ int p2pnvme_ns_format(const struct nvme_id_ns *ns, u32 *lba_shift)
 }
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_ns_format);
 
-/*
- * The passthrough's data goes through a buffer of the controller's own
- * (P2PNVME_PT_MAX bytes, PRP1 and PRP2 always describe all of it), zeroed
- * before each command, and is copied out after. Returns the NVMe status
- * (SCT << 8 | SC) when the controller fails the command, as nvme-pci does,
- * a negative errno otherwise: -EPERM for a command the driver never sends
- * for userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL for a
- * transfer longer than data_len or the driver's buffer.
- */
-long p2pnvme_ioc_admin(struct p2pnvme *c, unsigned long uarg)
+/* ---- identify and setup ---------------------------------------------- */
+
+/* Identify with CNS @cns (namespace @nsid) into the page at @dma. */
+static int identify_cns(struct p2pnvme *c, u8 cns, u32 nsid, dma_addr_t dma)
 {
-	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
-	struct nvme_passthru_cmd pt;
 	struct nvme_command cmd = {};
-	void *data = NULL;
-	u32 result = 0;
-	u16 status = 0;
-	u64 xfer;
-	long ret;
 
-	if (copy_from_user(&pt, up, sizeof(pt)))
-		return -EFAULT;
-	/*
-	 * Everything else would pull the queues from under p2pnvme or change
-	 * the drive (Format, Firmware, queue management, Set Features).
-	 */
-	if (pt.opcode != nvme_admin_identify && pt.opcode != nvme_admin_get_log_page &&
-	    pt.opcode != nvme_admin_get_features)
-		return -EPERM;
-	if (pt.flags || pt.rsvd1 || pt.metadata || pt.metadata_len || pt.cdw2 || pt.cdw3)
-		return -EINVAL;
-	if (pt.data_len > P2PNVME_PT_MAX || (pt.data_len && !pt.addr))
-		return -EINVAL;
+	cmd.identify.opcode = nvme_admin_identify;
+	cmd.identify.nsid = cpu_to_le32(nsid);
+	cmd.identify.dptr.prp1 = cpu_to_le64(dma);
+	cmd.identify.cns = cns;
+	return p2pnvme_admin_exec(c, &cmd, NULL);
+}
 
-	cmd.common.opcode = pt.opcode;
-	cmd.common.nsid = cpu_to_le32(pt.nsid);
-	cmd.common.cdw10 = cpu_to_le32(pt.cdw10);
-	cmd.common.cdw11 = cpu_to_le32(pt.cdw11);
-	cmd.common.cdw12 = cpu_to_le32(pt.cdw12);
-	cmd.common.cdw13 = cpu_to_le32(pt.cdw13);
-	cmd.common.cdw14 = cpu_to_le32(pt.cdw14);
-	cmd.common.cdw15 = cpu_to_le32(pt.cdw15);
-	if (!p2pnvme_admin_unprivileged(&cmd) && !capable(CAP_SYS_ADMIN))
-		return -EACCES;
-	ret = p2pnvme_admin_xfer_len(&cmd, &xfer);
+/* Why the namespace's format is refused, in the words of the spec. */
+static void ns_format_refused(struct p2pnvme *c, const struct nvme_id_ns *ns, int err)
+{
+	u8 idx = nvme_lbaf_index(ns->flbas);
+
+	if (err == -EINVAL)
+		pci_err(c->pdev, "namespace %u: LBA format %u, but it lists %u formats\n",
+			c->nsid, idx, ns->nlbaf + 1);
+	else if (ns->lbaf[idx].ms)
+		pci_err(c->pdev, "namespace %u has %u bytes of metadata per LBA (%s): not supported, format it without metadata\n",
+			c->nsid, le16_to_cpu(ns->lbaf[idx].ms),
+			ns->flbas & NVME_NS_FLBAS_META_EXT ? "extended LBAs" : "separate buffer");
+	else
+		pci_err(c->pdev, "namespace %u: unsupported LBA size 2^%u\n", c->nsid,
+			ns->lbaf[idx].ds);
+}
+
+/**
+ * p2pnvme_ns_recheck - is the namespace still the one the driver serves?
+ * @c: the controller, enabled again by a reset (its admin queue only), with
+ *     reset_lock held for write
+ *
+ * Nothing tells p2pnvme when the namespace changes underneath (no
+ * Asynchronous Event Requests): the physical function of an SR-IOV setup
+ * can Format it, or detach it. Every reset and recovery identifies it
+ * again; a namespace gone, formatted to another LBA size or with metadata,
+ * or shrunk, is refused rather than served with a stale lba_shift or size.
+ *
+ * Return: 0, -ENODEV for a namespace that changed, or the Identify's error.
+ */
+int p2pnvme_ns_recheck(struct p2pnvme *c)
+{
+	struct nvme_id_ns *ns = c->id_buf;
+	u32 shift = 0;
+	int ret;
+
+	lockdep_assert_held_write(&c->reset_lock);
+	memset(c->id_buf, 0, PAGE_SIZE);
+	ret = identify_cns(c, NVME_ID_CNS_NS, c->nsid, c->id_dma);
 	if (ret)
 		return ret;
-	if (xfer > pt.data_len)
-		return -EINVAL;
-	if (pt.data_len && !access_ok(u64_to_user_ptr(pt.addr), pt.data_len))
-		return -EFAULT;
-	/* the whole buffer: the controller never follows a pointer left 0 */
-	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
-	cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
-
-	/*
-	 * The copy-out faults outside the guard: a user buffer stuck in a
-	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
-	 */
-	if (pt.data_len) {
-		data = kmalloc(pt.data_len, GFP_KERNEL);
-		if (!data)
-			return -ENOMEM;
-	}
-	ret = p2pnvme_io_enter(c);
+	ret = p2pnvme_ns_format(ns, &shift);
 	if (ret)
-		goto out_free;
-	mutex_lock(&c->pt_lock);
-	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
-	ret = p2pnvme_admin_exec_status(c, &cmd, &result, &status);
-	if (!ret && data)
-		memcpy(data, c->pt_buf, pt.data_len);
-	mutex_unlock(&c->pt_lock);
-	p2pnvme_io_exit(c);
-	if (!ret && data && copy_to_user(u64_to_user_ptr(pt.addr), data, pt.data_len))
-		ret = -EFAULT;
-out_free:
-	kfree(data);
-	if (ret == -EIO)
-		ret = status;	/* the controller's answer, not an errno */
-	if (ret >= 0 && put_user(result, &up->result))
-		return -EFAULT;
+		ns_format_refused(c, ns, ret);
+	if (ret || shift != c->lba_shift || le64_to_cpu(ns->nsze) < c->nlb) {
+		pci_err(c->pdev, "namespace %u changed underneath (%llu LBAs of 2^%u bytes, was %llu of 2^%u): out of service\n",
+			c->nsid, le64_to_cpu(ns->nsze), shift, c->nlb, c->lba_shift);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/*
+ * Identify data lands in c->id_buf, which lives as long as the binding: a
+ * command the controller never completes cannot write into freed memory.
+ */
+int p2pnvme_identify(struct p2pnvme *c)
+{
+	struct nvme_id_ctrl *id = c->id_buf;
+	struct nvme_command cmd = {};
+	dma_addr_t dma = c->id_dma;
+	struct nvme_id_ns *ns;
+	u32 result, mps = P2PNVME_CTRL_PAGE;
+	__le32 *list;
+	int ret;
+
+	u64 mdts_bytes;
+
+	ret = identify_cns(c, NVME_ID_CNS_CTRL, 0, dma);
+	if (ret)
+		return ret;
+	memcpy(c->serial, id->sn, sizeof(c->serial));
+	memcpy(c->model, id->mn, sizeof(c->model));
+	c->max_xfer = P2PNVME_MAX_XFER;
+	/* MDTS is a power of two of pages; 52 and more do not fit: no limit */
+	if (id->mdts && !check_shl_overflow((u64)mps, id->mdts, &mdts_bytes))
+		c->max_xfer = min_t(u64, c->max_xfer, mdts_bytes);
+	c->sgl = le32_to_cpu(id->sgls) & 0x3;
+	c->acl = id->acl + 1;	/* zero-based */
+
+	/* the first active namespace */
+	ret = identify_cns(c, NVME_ID_CNS_NS_ACTIVE_LIST, 0, dma);
+	if (ret)
+		return ret;
+	list = c->id_buf;
+	c->nsid = le32_to_cpu(list[0]);
+	if (!c->nsid) {
+		pci_err(c->pdev, "no active namespace\n");
+		return -ENODEV;
+	}
+
+	ret = identify_cns(c, NVME_ID_CNS_NS, c->nsid, dma);
+	if (ret)
+		return ret;
+	ns = c->id_buf;
+	c->nlb = le64_to_cpu(ns->nsze);
+	ret = p2pnvme_ns_format(ns, &c->lba_shift);
+	if (ret) {
+		ns_format_refused(c, ns, ret);
+		return ret;
+	}
+
+	/* Number of Queues: ask, then take what was granted */
+	cmd.features.opcode = nvme_admin_set_features;
+	cmd.features.fid = cpu_to_le32(NVME_FEAT_NUM_QUEUES);
+	c->nr_ioq = clamp_t(unsigned int, min(p2pnvme_max_io_queues, num_online_cpus()), 1,
+			    P2PNVME_MAX_IOQ);
+	cmd.features.dword11 = cpu_to_le32((c->nr_ioq - 1) | (c->nr_ioq - 1) << 16);
+	ret = p2pnvme_admin_exec(c, &cmd, &result);
+	if (ret)
+		return ret;
+	c->nr_ioq = min3(c->nr_ioq, (result & 0xffff) + 1, (result >> 16) + 1);
+	return 0;
+}
+
+/* ---- registers ------------------------------------------------------- */
+
+bool p2pnvme_ctrl_gone(struct p2pnvme *c)
+{
+	/* surprise removal: config and MMIO reads return all ones */
+	return readl(c->bar + NVME_REG_CSTS) == ~0U;
+}
+
+int p2pnvme_wait_ready(struct p2pnvme *c, bool ready)
+{
+	unsigned long deadline = jiffies + c->ready_timeout;
+	u32 csts;
+
+	for (;;) {
+		csts = readl(c->bar + NVME_REG_CSTS);
+		if (csts == ~0U)
+			return -ENODEV;
+		if (!!(csts & NVME_CSTS_RDY) == ready)
+			return 0;
+		if (ready && (csts & NVME_CSTS_CFS))
+			return -EIO;
+		if (time_after(jiffies, deadline)) {
+			pci_err(c->pdev, "CSTS.RDY did not become %d within CAP.TO\n", ready);
+			return -ETIMEDOUT;
+		}
+		usleep_range(1000, 2000);
+	}
+}
+
+int p2pnvme_ctrl_disable(struct p2pnvme *c)
+{
+	u32 cc = readl(c->bar + NVME_REG_CC);
+
+	if (cc == ~0U)
+		return -ENODEV;
+	writel(cc & ~NVME_CC_ENABLE, c->bar + NVME_REG_CC);
+	return p2pnvme_wait_ready(c, false);
+}
+
+/* Return: 0 once the controller is disabled, else what disabling said. */
+int p2pnvme_ctrl_shutdown(struct p2pnvme *c)
+{
+	unsigned long deadline = jiffies + c->ready_timeout;
+	u32 cc = readl(c->bar + NVME_REG_CC);
+
+	if (cc == ~0U)
+		return -ENODEV;
+	if (!(cc & NVME_CC_ENABLE))
+		return 0;	/* disabled by a reset that stopped here */
+	/* orderly shutdown: CC.SHN normal, wait for CSTS.SHST complete */
+	writel((cc & ~NVME_CC_SHN_MASK) | NVME_CC_SHN_NORMAL, c->bar + NVME_REG_CC);
+	while ((readl(c->bar + NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {
+		if (time_after(jiffies, deadline) || p2pnvme_ctrl_gone(c)) {
+			pci_warn(c->pdev, "shutdown did not complete\n");
+			break;
+		}
+		usleep_range(1000, 2000);
+	}
+	return p2pnvme_ctrl_disable(c);
+}
+
+/* ---- bring-up ----------------------------------------------------------- */
+
+int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q)
+{
+	struct nvme_command cmd = {};
+	u16 flags = NVME_QUEUE_PHYS_CONTIG;
+	int ret;
+
+	p2pnvme_queue_start(q);
+	if (q->vector >= 0)
+		flags |= NVME_CQ_IRQ_ENABLED;
+	cmd.create_cq.opcode = nvme_admin_create_cq;
+	cmd.create_cq.prp1 = cpu_to_le64(q->cq_dma);
+	cmd.create_cq.cqid = cpu_to_le16(q->qid);
+	cmd.create_cq.qsize = cpu_to_le16(q->depth - 1);
+	cmd.create_cq.cq_flags = cpu_to_le16(flags);
+	cmd.create_cq.irq_vector = cpu_to_le16(q->vector >= 0 ? q->vector : 0);
+	ret = p2pnvme_admin_exec(c, &cmd, NULL);
+	if (ret)
+		return ret;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.create_sq.opcode = nvme_admin_create_sq;
+	cmd.create_sq.prp1 = cpu_to_le64(q->sq_dma);
+	cmd.create_sq.sqid = cpu_to_le16(q->qid);
+	cmd.create_sq.qsize = cpu_to_le16(q->depth - 1);
+	cmd.create_sq.sq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG);
+	cmd.create_sq.cqid = cpu_to_le16(q->qid);
+	return p2pnvme_admin_exec(c, &cmd, NULL);
+}
+
+/*
+ * Interrupt Coalescing (Feature 08h) as the module parameters ask, after
+ * every enable (a reset forgets it). A controller that refuses it keeps
+ * interrupting per completion: said, not fatal.
+ */
+static int set_coalescing(struct p2pnvme *c)
+{
+	unsigned int entries = READ_ONCE(p2pnvme_coalesce_entries);
+	unsigned int time = READ_ONCE(p2pnvme_coalesce_time_us) / 100;
+	struct nvme_command cmd = {};
+	u16 status;
+	int ret;
+
+	if (c->polled || (!entries && !time))
+		return 0;
+	cmd.features.opcode = nvme_admin_set_features;
+	cmd.features.fid = cpu_to_le32(NVME_FEAT_IRQ_COALESCE);
+	/* THR is 0's based; TIME in 100 us units */
+	cmd.features.dword11 = cpu_to_le32((entries ? entries - 1 : 0) | time << 8);
+	ret = p2pnvme_admin_exec_status(c, &cmd, NULL, &status);
+	if (ret == -EIO) {
+		pci_warn(c->pdev, "interrupt coalescing refused (status %#x): an interrupt per completion\n",
+			 status);
+		return 0;
+	}
 	return ret;
+}
+
+/**
+ * p2pnvme_ctrl_enable - enable the controller and create its I/O queues
+ * @c: the controller, with no command in flight
+ *
+ * A fresh admin queue, CC, CSTS.RDY, then the I/O queues (memory is kept
+ * across resets). Caller holds reset_lock for write, or is probe.
+ *
+ * Return: 0 or the first failure.
+ */
+int p2pnvme_ctrl_enable(struct p2pnvme *c)
+{
+	u32 aqa = (P2PNVME_AQ_DEPTH - 1) | (P2PNVME_AQ_DEPTH - 1) << 16;
+	unsigned int i;
+	int ret;
+
+	ret = p2pnvme_ctrl_disable(c);
+	if (ret)
+		return ret;
+	pci_set_master(c->pdev);	/* a reset turned it off */
+	p2pnvme_queue_start(&c->adminq);
+	writel(aqa, c->bar + NVME_REG_AQA);
+	lo_hi_writeq(c->adminq.sq_dma, c->bar + NVME_REG_ASQ);
+	lo_hi_writeq(c->adminq.cq_dma, c->bar + NVME_REG_ACQ);
+	writel(NVME_CC_ENABLE | NVME_CC_CSS_NVM |
+	       (ilog2(P2PNVME_CTRL_PAGE) - 12) << NVME_CC_MPS_SHIFT |
+	       NVME_CC_AMS_RR | NVME_CC_SHN_NONE | NVME_CC_IOSQES | NVME_CC_IOCQES,
+	       c->bar + NVME_REG_CC);
+	ret = p2pnvme_wait_ready(c, true);
+	if (ret)
+		return ret;
+	/* a reset: the namespace must still be the one served (not at probe) */
+	if (c->nsid) {
+		ret = p2pnvme_ns_recheck(c);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < c->nr_ioq; i++) {
+		ret = p2pnvme_create_io_queue(c, &c->ioq[i]);
+		if (ret)
+			return ret;
+	}
+	return set_coalescing(c);
 }

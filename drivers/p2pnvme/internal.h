@@ -591,6 +591,10 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  *	   queues must not see half done also under @reset_lock for write).
  *	   DEAD is final: the device, its BAR and its queue memory are not
  *	   touched again (all released at unbind).
+ * @escalate: how the queue layer asks for a reset when a timeout calls for
+ *	      one (p2pnvme_schedule_reset(), set by p2pnvme_ctrl_init()): the
+ *	      layer below the controller's never calls it by name, as blk-mq's
+ *	      timeout handler is the driver's
  * @reset_work: resets the controller, holding a reference on @kref
  * @wq: woken whenever slots go free (submitters waiting for one, removal
  *	waiting for the queues to drain) or @state changes
@@ -655,6 +659,7 @@ struct p2pnvme {
 	spinlock_t state_lock;	/* see above */
 	enum p2pnvme_recovery recovery;
 	enum p2pnvme_state state;
+	void (*escalate)(struct p2pnvme *c);
 	struct work_struct reset_work;
 	wait_queue_head_t wq;
 	atomic_t progress;
@@ -706,56 +711,26 @@ static inline struct p2pnvme_queue *p2pnvme_cpu_queue(struct p2pnvme *c)
 	return &c->ioq[c->cpu_queue[raw_smp_processor_id()]];
 }
 
-/* engine.c */
-bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new);
+/*
+ * The files by layer, top down; a file calls only into its own layer and
+ * those below it (scripts/layers.py, run by make check, says which call
+ * goes up). Queue timeouts ask for a reset through @escalate.
+ */
+
+/* pci.c: the PCI driver, module parameters, the controller's lifetime */
+extern unsigned int p2pnvme_max_io_queues;
+extern unsigned int p2pnvme_max_inflight_mb;
+extern struct xarray p2pnvme_minors;
 void p2pnvme_free(struct kref *kref);
-int p2pnvme_wait_ready(struct p2pnvme *c, bool ready);
-int p2pnvme_ctrl_disable(struct p2pnvme *c);
-bool p2pnvme_ctrl_gone(struct p2pnvme *c);
-int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth);
-int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q);
-int p2pnvme_ctrl_enable(struct p2pnvme *c);
-int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result);
-int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
-			      u16 *status);
-void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
-int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
-		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
-void p2pnvme_ring(struct p2pnvme_queue *q);
-bool p2pnvme_room_take(struct p2pnvme_queue *q, unsigned int n);
-void p2pnvme_room_give(struct p2pnvme_queue *q, unsigned int n);
-void p2pnvme_ring_live(struct p2pnvme_queue *q);
-void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n);
-void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
-void p2pnvme_batch_launch(struct p2pnvme_batch *b);
-void p2pnvme_check_async_timeouts(struct p2pnvme *c);
-unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q);
-irqreturn_t p2pnvme_irq(int irq, void *data);
-void p2pnvme_schedule_reset(struct p2pnvme *c);
-void p2pnvme_reset_work(struct work_struct *work);
-void p2pnvme_quiesce(struct p2pnvme *c);
-void p2pnvme_error_stop(struct p2pnvme *c, int err);
-int p2pnvme_error_resume(struct p2pnvme *c);
-void p2pnvme_reset_prepare(struct p2pnvme *c);
-void p2pnvme_reset_done(struct p2pnvme *c);
 
-/* main.c */
+/* cdev.c: the char device */
+extern const struct file_operations p2pnvme_fops;
+
+/* sysfs.c: sysfs and debugfs */
+extern const struct attribute_group *p2pnvme_groups[];
+void p2pnvme_sysfs_init(void);
+void p2pnvme_debugfs_add(struct p2pnvme *c);
 void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
-int p2pnvme_io_enter(struct p2pnvme *c);
-bool p2pnvme_io_tryenter(struct p2pnvme *c);
-void p2pnvme_io_freeze(struct p2pnvme *c);
-void p2pnvme_io_thaw(struct p2pnvme *c);
-void p2pnvme_io_exit(struct p2pnvme *c);
-int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
-int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
-			 u64 *bytes);
-
-/* give back what p2pnvme_inflight_get() took */
-static inline void p2pnvme_inflight_put(struct p2pnvme_file *f, u64 bytes)
-{
-	if (bytes)
-		atomic64_sub(bytes, &f->inflight);
-}
 
 /* dmabuf.c: the importer; without dma-buf support such requests are refused */
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
@@ -795,7 +770,18 @@ static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
 static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 #endif
 
-/* io.c */
+/* io.c: requests */
+int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
+int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
+			 u64 *bytes);
+
+/* give back what p2pnvme_inflight_get() took */
+static inline void p2pnvme_inflight_put(struct p2pnvme_file *f, u64 bytes)
+{
+	if (bytes)
+		atomic64_sub(bytes, &f->inflight);
+}
+
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
 		      unsigned int nr, unsigned int *failed);
 int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *r);
@@ -808,9 +794,6 @@ void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r);
 
 /* reg.c: registered buffers */
 void p2pnvme_reg_init(struct p2pnvme *c);
-long p2pnvme_ioc_admin(struct p2pnvme *c, unsigned long uarg);
-bool p2pnvme_dma_need_sync(struct device *dev, struct sg_table *sgt);
-int p2pnvme_ns_recheck(struct p2pnvme *c);
 long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
 long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
 void p2pnvme_reg_file_release(struct p2pnvme_file *f);
@@ -833,5 +816,58 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 void p2pnvme_async_init(struct p2pnvme *c);
 void p2pnvme_async_drain(struct p2pnvme *c);
 void p2pnvme_async_exit(struct p2pnvme *c);
+
+/* ctrl.c: the controller's state, the I/O guard, reset and recovery */
+int p2pnvme_ctrl_init(struct p2pnvme *c);
+void p2pnvme_ctrl_exit(struct p2pnvme *c);
+bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new);
+int p2pnvme_io_enter(struct p2pnvme *c);
+bool p2pnvme_io_tryenter(struct p2pnvme *c);
+void p2pnvme_io_exit(struct p2pnvme *c);
+void p2pnvme_io_freeze(struct p2pnvme *c);
+void p2pnvme_io_thaw(struct p2pnvme *c);
+void p2pnvme_schedule_reset(struct p2pnvme *c);
+void p2pnvme_quiesce(struct p2pnvme *c);
+void p2pnvme_error_stop(struct p2pnvme *c, int err);
+int p2pnvme_error_resume(struct p2pnvme *c);
+void p2pnvme_reset_prepare(struct p2pnvme *c);
+void p2pnvme_reset_done(struct p2pnvme *c);
+
+/* admin.c: registers, bring-up, Identify, what the admin passthrough may send */
+bool p2pnvme_ctrl_gone(struct p2pnvme *c);
+int p2pnvme_wait_ready(struct p2pnvme *c, bool ready);
+int p2pnvme_ctrl_disable(struct p2pnvme *c);
+int p2pnvme_ctrl_enable(struct p2pnvme *c);
+int p2pnvme_ctrl_shutdown(struct p2pnvme *c);
+int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q);
+int p2pnvme_identify(struct p2pnvme *c);
+int p2pnvme_ns_recheck(struct p2pnvme *c);
+
+/* queue.c: queue pairs, command slots, submission, completion, timeouts */
+int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth);
+int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result);
+int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
+			      u16 *status);
+void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
+int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
+		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
+void p2pnvme_ring(struct p2pnvme_queue *q);
+bool p2pnvme_room_take(struct p2pnvme_queue *q, unsigned int n);
+void p2pnvme_room_give(struct p2pnvme_queue *q, unsigned int n);
+void p2pnvme_ring_live(struct p2pnvme_queue *q);
+void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
+void p2pnvme_batch_launch(struct p2pnvme_batch *b);
+void p2pnvme_check_async_timeouts(struct p2pnvme *c);
+unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q);
+irqreturn_t p2pnvme_irq(int irq, void *data);
+void p2pnvme_queue_start(struct p2pnvme_queue *q);
+void p2pnvme_queues_stop(struct p2pnvme *c);
+void p2pnvme_queues_cancel(struct p2pnvme *c, int err);
+unsigned int p2pnvme_queues_inflight(struct p2pnvme *c);
+void p2pnvme_queues_poll(struct p2pnvme *c);
+
+/* dptr.c: data pointers (the builders are in p2pnvme.h, for KUnit) */
+void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n);
+bool p2pnvme_dma_need_sync(struct device *dev, struct sg_table *sgt);
 
 #endif /* P2PNVME_INTERNAL_H */

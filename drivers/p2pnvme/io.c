@@ -870,3 +870,43 @@ void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r)
 	req_unmap(c, r);
 	req_release(c, r, false);
 }
+
+/*
+ * May this file do @io? Writes need an fd opened for writing, as
+ * nvme_cmd_allowed() has it for nvme-pci's passthrough (-EACCES).
+ */
+int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io)
+{
+	if ((io->op == P2PNVME_OP_WRITE || io->op == P2PNVME_OP_WRITE_ZEROES) &&
+	    !(filp->f_mode & FMODE_WRITE))
+		return -EACCES;
+	return 0;
+}
+
+/*
+ * Account @ios against the file's max_inflight_mb: -E2BIG for a batch that
+ * can never fit, -EAGAIN while the file's other batches hold the room.
+ */
+int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
+			 unsigned int nr, u64 *bytes)
+{
+	u64 limit = (u64)READ_ONCE(p2pnvme_max_inflight_mb) << 20, sum = 0;
+	unsigned int i;
+
+	/* registered buffers pin nothing per transfer: not counted */
+	for (i = 0; i < nr; i++)
+		if ((ios[i].op == P2PNVME_OP_READ || ios[i].op == P2PNVME_OP_WRITE) &&
+		    !(ios[i].flags & P2PNVME_IO_F_REGISTERED))
+			sum += ios[i].len;	/* each at most P2PNVME_IO_MAX_LEN */
+	if (sum > limit)
+		return -E2BIG;
+	*bytes = 0;
+	if (!sum)	/* no shared cache line for what pins nothing */
+		return 0;
+	if (atomic64_add_return(sum, &f->inflight) > limit) {
+		atomic64_sub(sum, &f->inflight);
+		return -EAGAIN;
+	}
+	*bytes = sum;
+	return 0;
+}

@@ -193,25 +193,6 @@ void p2pnvme_reg_idle(struct p2pnvme_req *r)
 	}
 }
 
-/**
- * p2pnvme_dma_need_sync - does the DMA layer want syncs for any segment of
- *	a mapping (swiotlb's bounce slots, a non-coherent device)?
- * @dev: the device it is mapped for
- * @sgt: the mapping
- *
- * Return: true if it does.
- */
-bool p2pnvme_dma_need_sync(struct device *dev, struct sg_table *sgt)
-{
-	struct scatterlist *sg;
-	unsigned int i;
-
-	for_each_sgtable_dma_sg(sgt, sg, i)
-		if (dma_need_sync(dev, sg_dma_address(sg)))
-			return true;
-	return false;
-}
-
 /*
  * A mapping that needs syncs and whose bus addresses are not its pages'
  * own lives in swiotlb's bounce slots (or, rarely, behind a DMA offset:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * p2pnvme queue engine: controller registers, queue pairs, command slots,
- * submission and completion, timeouts, abort and reset.
+ * p2pnvme queue engine: queue pairs, command slots, submission and
+ * completion, batches, timeouts and abort. A leaf: it calls nothing above
+ * it; a timeout that needs a reset asks through c->escalate.
  *
  * Every queue has depth - 1 command slots; the low bits of a command
  * identifier are the slot index, a 4-bit generation above them catches a
@@ -38,220 +39,8 @@
 #define CREATE_TRACE_POINTS
 #include "trace.h"
 
-void p2pnvme_free(struct kref *kref)
-{
-	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
-
-	pci_dev_put(c->pdev);
-	percpu_ref_exit(&c->io_ref);
-	p2pnvme_async_exit(c);
-	free_percpu(c->pcpu);
-	kfree(c);
-}
-
 /* SCT << 8 | SC of a completion's status field (no CRD, More, DNR) */
 #define P2PNVME_STATUS_MASK	0x7ff
-
-/* ---- registers ------------------------------------------------------- */
-
-bool p2pnvme_ctrl_gone(struct p2pnvme *c)
-{
-	/* surprise removal: config and MMIO reads return all ones */
-	return readl(c->bar + NVME_REG_CSTS) == ~0U;
-}
-
-int p2pnvme_wait_ready(struct p2pnvme *c, bool ready)
-{
-	unsigned long deadline = jiffies + c->ready_timeout;
-	u32 csts;
-
-	for (;;) {
-		csts = readl(c->bar + NVME_REG_CSTS);
-		if (csts == ~0U)
-			return -ENODEV;
-		if (!!(csts & NVME_CSTS_RDY) == ready)
-			return 0;
-		if (ready && (csts & NVME_CSTS_CFS))
-			return -EIO;
-		if (time_after(jiffies, deadline)) {
-			pci_err(c->pdev, "CSTS.RDY did not become %d within CAP.TO\n", ready);
-			return -ETIMEDOUT;
-		}
-		usleep_range(1000, 2000);
-	}
-}
-
-int p2pnvme_ctrl_disable(struct p2pnvme *c)
-{
-	u32 cc = readl(c->bar + NVME_REG_CC);
-
-	if (cc == ~0U)
-		return -ENODEV;
-	writel(cc & ~NVME_CC_ENABLE, c->bar + NVME_REG_CC);
-	return p2pnvme_wait_ready(c, false);
-}
-
-/* ---- data pointers ----------------------------------------------------- */
-
-static dma_addr_t cursor_addr(struct p2pnvme_cursor *cur)
-{
-	return sg_dma_address(cur->sg) + cur->off;
-}
-
-void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n)
-{
-	while (n && cur->sg) {
-		u64 step = min_t(u64, n, sg_dma_len(cur->sg) - cur->off);
-
-		cur->off += step;
-		n -= step;
-		if (cur->off == sg_dma_len(cur->sg)) {
-			cur->sg = sg_next(cur->sg);
-			cur->off = 0;
-		}
-	}
-}
-
-/**
- * p2pnvme_data_needs_list - does a command's data need a PRP list or an SGL
- *	segment, or fit into the command itself
- * @cur: where the data starts in a DMA-mapped scatterlist
- * @len: bytes
- * @sgl: described with SGLs (else PRPs)
- *
- * Exactly what p2pnvme_build_prps() and p2pnvme_build_sgl() need: PRP1 and
- * PRP2 cover the data up to the end of its second controller page, one SGL
- * data block descriptor what is left of the current segment.
- *
- * Return: true if a list is needed.
- */
-bool p2pnvme_data_needs_list(const struct p2pnvme_cursor *cur, u64 len, bool sgl)
-{
-	dma_addr_t addr;
-
-	if (!cur->sg)
-		return false;	/* the build fails without a list just as well */
-	if (sgl)
-		return len > sg_dma_len(cur->sg) - cur->off;
-	addr = sg_dma_address(cur->sg) + cur->off;
-	return len > 2 * P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1));
-}
-EXPORT_SYMBOL_IF_KUNIT(p2pnvme_data_needs_list);
-
-/**
- * p2pnvme_build_prps - describe data with PRP1/PRP2 or a PRP list
- * @list: the command's list page (P2PNVME_LIST_SIZE bytes), or NULL when
- *	  p2pnvme_data_needs_list() said none is needed
- * @list_dma: its bus address
- * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
- * @len: bytes
- * @cmd: the command whose data pointer is filled in
- *
- * Return: 0, -EINVAL when the mapped segments cannot be PRPs (every entry
- * after the first must start on a controller page, every one before the
- * last end on one) or the list runs short, -E2BIG when the list is full
- * (or needed and missing).
- */
-int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor *cur,
-		       u64 len, struct nvme_command *cmd)
-{
-	dma_addr_t addr, second = 0;
-	u64 first;
-	int n = 0;
-
-	if (!cur->sg || !len)
-		return -EINVAL;
-	addr = cursor_addr(cur);
-	if (addr & 3)
-		return -EINVAL;		/* PRPs are dword aligned */
-	first = min_t(u64, len, P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1)));
-	/* the first PRP may not cross the end of its segment into another */
-	if (first > sg_dma_len(cur->sg) - cur->off)
-		return -EINVAL;
-	cmd->rw.dptr.prp1 = cpu_to_le64(addr);
-	p2pnvme_cursor_advance(cur, first);
-	len -= first;
-	while (len) {
-		u64 step = min_t(u64, len, P2PNVME_CTRL_PAGE);
-
-		if (!cur->sg)
-			return -EINVAL;
-		addr = cursor_addr(cur);
-		if (addr & (P2PNVME_CTRL_PAGE - 1))
-			return -EINVAL;
-		if (step > sg_dma_len(cur->sg) - cur->off)
-			return -EINVAL;	/* a page split over two segments */
-		if (n == P2PNVME_LIST_SIZE / sizeof(__le64) || (n && !list))
-			return -E2BIG;
-		if (list)
-			list[n] = cpu_to_le64(addr);
-		if (!n)
-			second = addr;
-		n++;
-		p2pnvme_cursor_advance(cur, step);
-		len -= step;
-	}
-	if (n == 1)
-		cmd->rw.dptr.prp2 = cpu_to_le64(second);
-	else if (n > 1)
-		cmd->rw.dptr.prp2 = cpu_to_le64(list_dma);
-	return 0;
-}
-EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_prps);
-
-/**
- * p2pnvme_build_sgl - describe data with SGL data block descriptors
- * @list: the command's list page, room for P2PNVME_LIST_SIZE / 16
- *	  descriptors, or NULL when p2pnvme_data_needs_list() said none is
- *	  needed
- * @list_dma: its bus address
- * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
- * @len: bytes
- * @cmd: the command whose data pointer is filled in
- *
- * One segment of the scatterlist is one descriptor; a single descriptor goes
- * into the command itself, several into @list behind a last-segment
- * descriptor.
- *
- * Return: 0, -EINVAL when the scatterlist runs short, -E2BIG when the list
- * is full (or needed and missing).
- */
-int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
-		      struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd)
-{
-	struct nvme_sgl_desc d = {};
-	int n = 0;
-
-	if (!len)
-		return -EINVAL;
-	cmd->rw.flags = NVME_CMD_SGL_METABUF;
-	while (len) {
-		u64 step;
-
-		if (!cur->sg)
-			return -EINVAL;
-		step = min_t(u64, len, sg_dma_len(cur->sg) - cur->off);
-		if (n == P2PNVME_LIST_SIZE / sizeof(*list) || (n && !list))
-			return -E2BIG;
-		d.addr = cpu_to_le64(cursor_addr(cur));
-		d.length = cpu_to_le32(step);
-		d.type = NVME_SGL_FMT_DATA_DESC << 4;
-		if (list)
-			list[n] = d;
-		n++;
-		p2pnvme_cursor_advance(cur, step);
-		len -= step;
-	}
-	if (n == 1) {
-		cmd->rw.dptr.sgl = d;
-	} else {
-		cmd->rw.dptr.sgl.addr = cpu_to_le64(list_dma);
-		cmd->rw.dptr.sgl.length = cpu_to_le32(n * sizeof(*list));
-		cmd->rw.dptr.sgl.type = NVME_SGL_FMT_LAST_SEG_DESC << 4;
-	}
-	return 0;
-}
-EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_sgl);
 
 /* ---- queues ---------------------------------------------------------- */
 
@@ -320,7 +109,7 @@ static bool cmd_busy(struct p2pnvme_cmd *cmd)
 }
 
 /* Fresh rings for a (re)created queue, open for submissions. */
-static void queue_start(struct p2pnvme_queue *q)
+void p2pnvme_queue_start(struct p2pnvme_queue *q)
 {
 	unsigned long flags;
 
@@ -1001,7 +790,7 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 		if (p2pnvme_state(c) == P2PNVME_LIVE)
 			pci_err(c->pdev, "controller %s\n",
 				csts == ~0U ? "gone (reads all ones)" : "fatal status (CSTS.CFS)");
-		p2pnvme_schedule_reset(c);
+		c->escalate(c);
 		return;
 	}
 
@@ -1014,7 +803,7 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 			pci_warn(c->pdev, "admin command timed out after %u ms\n",
 				 READ_ONCE(p2pnvme_io_timeout_ms));
 			progress(c, n);
-			p2pnvme_schedule_reset(c);
+			c->escalate(c);
 		}
 		return;
 	}
@@ -1064,7 +853,7 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 	if (p2pnvme_state(c) != P2PNVME_LIVE)
 		return;
 	if (reset)
-		p2pnvme_schedule_reset(c);
+		c->escalate(c);
 }
 
 /**
@@ -1091,81 +880,7 @@ void p2pnvme_check_async_timeouts(struct p2pnvme *c)
 	check_timeouts(c, &c->async_any);
 }
 
-/* Which states each state may follow (enum p2pnvme_state has the why). */
-static const u8 state_from[P2PNVME_NR_STATES] = {
-	[P2PNVME_LIVE]		= BIT(P2PNVME_RESETTING) | BIT(P2PNVME_RECOVERING),
-	[P2PNVME_RESETTING]	= BIT(P2PNVME_LIVE),
-	[P2PNVME_RECOVERING]	= BIT(P2PNVME_LIVE) | BIT(P2PNVME_RESETTING),
-	[P2PNVME_DELETING]	= BIT(P2PNVME_LIVE) | BIT(P2PNVME_RESETTING) |
-				  BIT(P2PNVME_RECOVERING),
-	[P2PNVME_DEAD]		= BIT(P2PNVME_LIVE) | BIT(P2PNVME_RESETTING) |
-				  BIT(P2PNVME_RECOVERING) | BIT(P2PNVME_DELETING),
-};
-
-/* p2pnvme_change_state() with state_lock held; the caller wakes @c->wq. */
-static bool __change_state(struct p2pnvme *c, enum p2pnvme_state new)
-{
-	enum p2pnvme_state old = c->state;
-
-	lockdep_assert_held(&c->state_lock);
-	if (!(state_from[new] & BIT(old)))
-		return false;
-	WRITE_ONCE(c->state, new);
-	if (new != P2PNVME_RECOVERING)
-		c->recovery = P2PNVME_RECOVERY_NONE;
-	return true;
-}
-
-/**
- * p2pnvme_change_state - move the controller to another state
- * @c: the controller
- * @new: where it goes
- *
- * The only writer of @c->state, as nvme_change_ctrl_state() is nvme
- * core's: the table above says which transitions exist (enum
- * p2pnvme_state, why). Whoever waits on @c->wq for a state is woken.
- *
- * Return: true if it moved; false if @new cannot follow the state it is in
- * (someone else took the controller over: a removal, a recovery, a
- * failure).
- */
-bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new)
-{
-	bool moved;
-
-	spin_lock(&c->state_lock);
-	moved = __change_state(c, new);
-	spin_unlock(&c->state_lock);
-	if (moved)
-		wake_up_all(&c->wq);
-	return moved;
-}
-
-/**
- * p2pnvme_schedule_reset - have the reset worker reset a live controller
- * @c: the controller
- *
- * Nothing happens unless it is LIVE: a reset already queued or running, a
- * recovery or a removal takes care of everything in flight.
- */
-void p2pnvme_schedule_reset(struct p2pnvme *c)
-{
-	bool queue = false;
-
-	spin_lock(&c->state_lock);
-	/* the link is down: PCI error recovery is coming, registers read ~0 */
-	if (!pci_channel_offline(c->pdev) && __change_state(c, P2PNVME_RESETTING)) {
-		kref_get(&c->kref);	/* the worker's, put when it is done */
-		queue = true;
-	}
-	spin_unlock(&c->state_lock);
-	if (!queue)
-		return;
-	queue_work(system_unbound_wq, &c->reset_work);
-	wake_up_all(&c->wq);
-}
-
-static void queues_stop(struct p2pnvme *c)
+void p2pnvme_queues_stop(struct p2pnvme *c)
 {
 	unsigned int i;
 
@@ -1201,7 +916,7 @@ static void queue_cancel(struct p2pnvme_queue *q, int err)
 	progress(c, n);
 }
 
-static void queues_cancel(struct p2pnvme *c, int err)
+void p2pnvme_queues_cancel(struct p2pnvme *c, int err)
 {
 	unsigned int i;
 
@@ -1210,237 +925,7 @@ static void queues_cancel(struct p2pnvme *c, int err)
 		queue_cancel(&c->ioq[i], err);
 }
 
-/*
- * The end of a reset or a recovery that left the controller in @from: LIVE
- * again when @ret is 0, else out of service for good (DEAD), and then the
- * controller does not DMA any more either. Caller holds reset_lock for
- * write. Whoever took over meanwhile (a removal: DELETING; a recovery:
- * RECOVERING, from the reset worker) keeps the controller.
- */
-static void reset_finish(struct p2pnvme *c, enum p2pnvme_state from, int ret)
-{
-	bool moved = false;
-
-	lockdep_assert_held_write(&c->reset_lock);
-	spin_lock(&c->state_lock);
-	if (c->state == from)
-		moved = __change_state(c, ret ? P2PNVME_DEAD : P2PNVME_LIVE);
-	spin_unlock(&c->state_lock);
-	if (!moved)
-		return;
-	wake_up_all(&c->wq);
-	if (ret) {
-		p2pnvme_ctrl_disable(c);
-		pci_clear_master(c->pdev);
-	}
-}
-
-/*
- * Take the controller out of service for a reset, while its registers
- * still answer: no more submissions, CC.EN = 0, bus mastering off, then
- * every command in flight fails. Nothing may be cancelled (buffers
- * unpinned, freed) while the controller can still DMA. CC.EN = 0 asks it to
- * stop, but a hung controller may not acknowledge within CAP.TO, or seem to
- * while its registers do not answer: bus mastering goes off in any case, as
- * nvme-pci disables the PCI device, and comes back with the enable.
- *
- * Return: what disabling said; -ENODEV: the device is gone, and so the
- * commands failed with -ENODEV rather than -ECANCELED.
- */
-static int ctrl_halt(struct p2pnvme *c)
-{
-	int ret;
-
-	queues_stop(c);
-	ret = p2pnvme_ctrl_disable(c);
-	pci_clear_master(c->pdev);
-	queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
-	return ret;
-}
-
-void p2pnvme_reset_work(struct work_struct *work)
-{
-	struct p2pnvme *c = container_of(work, struct p2pnvme, reset_work);
-	bool deleting;
-	int ret;
-
-	p2pnvme_stat_add(c, ST_RESETS, 1);
-	trace_p2pnvme_reset(c->pdev, false, 0);
-	pci_dbg(c->pdev, "reset: stopping the queues\n");
-	ret = ctrl_halt(c);
-
-	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
-	down_write(&c->reset_lock);	/* and every reader of the queues */
-	/* remove() or a recovery took over: it does the rest */
-	deleting = p2pnvme_state(c) != P2PNVME_RESETTING;
-	if (!ret && !deleting)
-		ret = p2pnvme_ctrl_enable(c);
-	/* before the state leaves RESETTING; remove() freezes it for good */
-	p2pnvme_io_thaw(c);
-	reset_finish(c, P2PNVME_RESETTING, ret);
-	trace_p2pnvme_reset(c->pdev, true, ret);
-	if (ret)
-		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
-	else if (!deleting)
-		pci_warn(c->pdev, "controller reset\n");
-	up_write(&c->reset_lock);
-	wake_up_all(&c->wq);
-	kref_put(&c->kref, p2pnvme_free);
-}
-
-/*
- * PCI error recovery or a PCI reset of the function (@owner) takes the
- * controller: LIVE or RESETTING -> RECOVERING (or DEAD, with @err -ENODEV),
- * so that no timeout schedules a reset from now on; then a reset queued is
- * dropped and one running is waited for (it sees RECOVERING and enables
- * nothing, and it never needs the device lock, which the caller holds:
- * nothing else can take the controller meanwhile, remove() included). The
- * I/O path waits in p2pnvme_io_enter() meanwhile, or fails (DEAD).
- * ctrl_give_back() ends it.
- *
- * Return: true if it was in service and is now the caller's; false: it
- * was out of service already, or another recovery owns it.
- */
-static bool ctrl_take(struct p2pnvme *c, enum p2pnvme_recovery owner, int err)
-{
-	bool taken;
-
-	device_lock_assert(&c->pdev->dev);
-	spin_lock(&c->state_lock);
-	taken = __change_state(c, err == -ENODEV ? P2PNVME_DEAD : P2PNVME_RECOVERING);
-	if (taken && err != -ENODEV)
-		c->recovery = owner;
-	spin_unlock(&c->state_lock);
-	if (!taken)
-		return false;
-	wake_up_all(&c->wq);
-	if (cancel_work_sync(&c->reset_work))
-		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
-	return true;
-}
-
-/* Does @owner's recovery hold the controller? (the device lock keeps it so) */
-static bool ctrl_owned(struct p2pnvme *c, enum p2pnvme_recovery owner)
-{
-	device_lock_assert(&c->pdev->dev);
-	return p2pnvme_state(c) == P2PNVME_RECOVERING && READ_ONCE(c->recovery) == owner;
-}
-
-/*
- * The end of what ctrl_take() began: a controller @owner still holds is
- * enabled again as the reset worker does it (every I/O ioctl has returned
- * first; the guard comes back before the state leaves RECOVERING), its
- * config space saved again for the next PCI reset or error (restoring it
- * used it up). Caller holds the device lock, as for ctrl_take().
- *
- * Return: 0 when it is LIVE again; otherwise it is out of service (DEAD,
- * or @owner did not hold it: -ENODEV).
- */
-static int ctrl_give_back(struct p2pnvme *c, enum p2pnvme_recovery owner)
-{
-	bool owned;
-	int ret = -ENODEV;
-
-	p2pnvme_io_freeze(c);		/* every I/O ioctl has returned */
-	down_write(&c->reset_lock);	/* and every reader of the queues */
-	owned = ctrl_owned(c, owner);
-	if (owned)
-		ret = p2pnvme_ctrl_enable(c);
-	p2pnvme_io_thaw(c);		/* before the state leaves RECOVERING */
-	if (owned)
-		reset_finish(c, P2PNVME_RECOVERING, ret);
-	up_write(&c->reset_lock);
-	if (owned)
-		p2pnvme_stat_add(c, ST_RESETS, 1);
-	if (!ret)
-		pci_save_state(c->pdev);
-	return ret;
-}
-
-/**
- * p2pnvme_error_stop - a PCI error froze the link: take everything back
- * @c: the controller; the PCI core holds the device lock (no remove())
- * @err: what the commands in flight fail with
- *
- * The controller's registers cannot be trusted now: no CC.EN = 0, just
- * bus mastering off, then every command in flight fails. The state goes to
- * RECOVERING (the I/O ioctls wait) or, with @err -ENODEV, to DEAD;
- * p2pnvme_error_resume() brings the controller back after the slot reset.
- */
-void p2pnvme_error_stop(struct p2pnvme *c, int err)
-{
-	ctrl_take(c, P2PNVME_RECOVERY_PCI_ERROR, err);
-	queues_stop(c);
-	pci_clear_master(c->pdev);
-	queues_cancel(c, err);
-}
-
-/**
- * p2pnvme_error_resume - bring a controller back after a PCI error's reset
- * @c: the controller; the PCI core holds the device lock
- *
- * Nothing happens unless p2pnvme_error_stop() took it (a recoverable error
- * of another device below the same bridge also ends in resume).
- *
- * Return: 0 when it is LIVE again; 1 when the error was not its own;
- * otherwise it is DEAD.
- */
-int p2pnvme_error_resume(struct p2pnvme *c)
-{
-	if (!ctrl_owned(c, P2PNVME_RECOVERY_PCI_ERROR))
-		return 1;
-	return ctrl_give_back(c, P2PNVME_RECOVERY_PCI_ERROR);
-}
-
-/**
- * p2pnvme_reset_prepare - a reset of the PCI function is coming: stop first
- * @c: the controller; the PCI core holds the device lock from here until
- *     after p2pnvme_reset_done() (no remove(), no PCI error callback)
- *
- * An FLR through sysfs, or a bus or slot reset that takes this function
- * along: the PCI core turns memory decoding and bus mastering off next,
- * then resets the function. As the reset worker does while the registers
- * still answer: queues stopped, CC.EN = 0, bus mastering off, every
- * command in flight fails (-ECANCELED, -ETIMEDOUT if it had expired,
- * -ENODEV if the device is gone). Until p2pnvme_reset_done() no timeout
- * schedules a reset (its registers read all ones or zeroes meanwhile) and
- * the I/O path waits (RECOVERING). A controller that PCI error recovery
- * owns is left to it (it resumes it), one out of service stays so.
- */
-void p2pnvme_reset_prepare(struct p2pnvme *c)
-{
-	if (!ctrl_take(c, P2PNVME_RECOVERY_FUNC_RESET, -ECANCELED))
-		return;
-	trace_p2pnvme_reset(c->pdev, false, 0);
-	pci_dbg(c->pdev, "PCI reset: stopping the controller\n");
-	ctrl_halt(c);
-}
-
-/**
- * p2pnvme_reset_done - the PCI function's reset is over: enable it again
- * @c: the controller; the PCI core restored its config space and holds the
- *     device lock
- *
- * As after a PCI error's slot reset: LIVE again, or out of service (DEAD)
- * if it does not come back. Nothing happens unless
- * p2pnvme_reset_prepare() took it.
- */
-void p2pnvme_reset_done(struct p2pnvme *c)
-{
-	int ret;
-
-	if (!ctrl_owned(c, P2PNVME_RECOVERY_FUNC_RESET))
-		return;
-	ret = ctrl_give_back(c, P2PNVME_RECOVERY_FUNC_RESET);
-	trace_p2pnvme_reset(c->pdev, true, ret);
-	if (ret)
-		pci_err(c->pdev, "controller did not come back after a PCI reset (%d); out of service\n",
-			ret);
-	else
-		pci_info(c->pdev, "controller back in service after a PCI reset\n");
-}
-
-static unsigned int inflight(struct p2pnvme *c)
+unsigned int p2pnvme_queues_inflight(struct p2pnvme *c)
 {
 	unsigned int i, n = p2pnvme_queue_inflight(&c->adminq);
 
@@ -1449,154 +934,15 @@ static unsigned int inflight(struct p2pnvme *c)
 	return n;
 }
 
-/* Return: 0 once the controller is disabled, else what disabling said. */
-static int ctrl_shutdown(struct p2pnvme *c)
-{
-	unsigned long deadline = jiffies + c->ready_timeout;
-	u32 cc = readl(c->bar + NVME_REG_CC);
-
-	if (cc == ~0U)
-		return -ENODEV;
-	if (!(cc & NVME_CC_ENABLE))
-		return 0;	/* disabled by a reset that stopped here */
-	/* orderly shutdown: CC.SHN normal, wait for CSTS.SHST complete */
-	writel((cc & ~NVME_CC_SHN_MASK) | NVME_CC_SHN_NORMAL, c->bar + NVME_REG_CC);
-	while ((readl(c->bar + NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {
-		if (time_after(jiffies, deadline) || p2pnvme_ctrl_gone(c)) {
-			pci_warn(c->pdev, "shutdown did not complete\n");
-			break;
-		}
-		usleep_range(1000, 2000);
-	}
-	return p2pnvme_ctrl_disable(c);
-}
-
 /**
- * p2pnvme_quiesce - take a controller out of service for removal
- * @c: the controller, state DELETING
- *
- * No new commands; the ones in flight get up to io_timeout_ms to complete
- * (unless the device is gone), then an orderly shutdown (CC.SHN) and
- * whatever is left fails with -ENODEV.
+ * p2pnvme_queues_poll - reap every queue's completions, admin and I/O
+ * @c: the controller (process context)
  */
-void p2pnvme_quiesce(struct p2pnvme *c)
+void p2pnvme_queues_poll(struct p2pnvme *c)
 {
-	unsigned long deadline = jiffies + p2pnvme_io_timeout();
 	unsigned int i;
 
-	queues_stop(c);
-	while (inflight(c) && !p2pnvme_ctrl_gone(c) && time_before(jiffies, deadline)) {
-		/* waiters reap their own completions; help the polled ones */
-		queue_poll(&c->adminq);
-		for (i = 0; i < c->nr_ioq; i++)
-			queue_poll(&c->ioq[i]);
-		wait_event_timeout(c->wq, !inflight(c), max(HZ / 100, 1));
-	}
-	/* as in a reset: no cancellation while the controller may DMA */
-	ctrl_shutdown(c);
-	pci_clear_master(c->pdev);
-	queues_cancel(c, -ENODEV);
-}
-
-/* ---- bring-up ----------------------------------------------------------- */
-
-int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q)
-{
-	struct nvme_command cmd = {};
-	u16 flags = NVME_QUEUE_PHYS_CONTIG;
-	int ret;
-
-	queue_start(q);
-	if (q->vector >= 0)
-		flags |= NVME_CQ_IRQ_ENABLED;
-	cmd.create_cq.opcode = nvme_admin_create_cq;
-	cmd.create_cq.prp1 = cpu_to_le64(q->cq_dma);
-	cmd.create_cq.cqid = cpu_to_le16(q->qid);
-	cmd.create_cq.qsize = cpu_to_le16(q->depth - 1);
-	cmd.create_cq.cq_flags = cpu_to_le16(flags);
-	cmd.create_cq.irq_vector = cpu_to_le16(q->vector >= 0 ? q->vector : 0);
-	ret = p2pnvme_admin_exec(c, &cmd, NULL);
-	if (ret)
-		return ret;
-
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.create_sq.opcode = nvme_admin_create_sq;
-	cmd.create_sq.prp1 = cpu_to_le64(q->sq_dma);
-	cmd.create_sq.sqid = cpu_to_le16(q->qid);
-	cmd.create_sq.qsize = cpu_to_le16(q->depth - 1);
-	cmd.create_sq.sq_flags = cpu_to_le16(NVME_QUEUE_PHYS_CONTIG);
-	cmd.create_sq.cqid = cpu_to_le16(q->qid);
-	return p2pnvme_admin_exec(c, &cmd, NULL);
-}
-
-/*
- * Interrupt Coalescing (Feature 08h) as the module parameters ask, after
- * every enable (a reset forgets it). A controller that refuses it keeps
- * interrupting per completion: said, not fatal.
- */
-static int set_coalescing(struct p2pnvme *c)
-{
-	unsigned int entries = READ_ONCE(p2pnvme_coalesce_entries);
-	unsigned int time = READ_ONCE(p2pnvme_coalesce_time_us) / 100;
-	struct nvme_command cmd = {};
-	u16 status;
-	int ret;
-
-	if (c->polled || (!entries && !time))
-		return 0;
-	cmd.features.opcode = nvme_admin_set_features;
-	cmd.features.fid = cpu_to_le32(NVME_FEAT_IRQ_COALESCE);
-	/* THR is 0's based; TIME in 100 us units */
-	cmd.features.dword11 = cpu_to_le32((entries ? entries - 1 : 0) | time << 8);
-	ret = p2pnvme_admin_exec_status(c, &cmd, NULL, &status);
-	if (ret == -EIO) {
-		pci_warn(c->pdev, "interrupt coalescing refused (status %#x): an interrupt per completion\n",
-			 status);
-		return 0;
-	}
-	return ret;
-}
-
-/**
- * p2pnvme_ctrl_enable - enable the controller and create its I/O queues
- * @c: the controller, with no command in flight
- *
- * A fresh admin queue, CC, CSTS.RDY, then the I/O queues (memory is kept
- * across resets). Caller holds reset_lock for write, or is probe.
- *
- * Return: 0 or the first failure.
- */
-int p2pnvme_ctrl_enable(struct p2pnvme *c)
-{
-	u32 aqa = (P2PNVME_AQ_DEPTH - 1) | (P2PNVME_AQ_DEPTH - 1) << 16;
-	unsigned int i;
-	int ret;
-
-	ret = p2pnvme_ctrl_disable(c);
-	if (ret)
-		return ret;
-	pci_set_master(c->pdev);	/* a reset turned it off */
-	queue_start(&c->adminq);
-	writel(aqa, c->bar + NVME_REG_AQA);
-	lo_hi_writeq(c->adminq.sq_dma, c->bar + NVME_REG_ASQ);
-	lo_hi_writeq(c->adminq.cq_dma, c->bar + NVME_REG_ACQ);
-	writel(NVME_CC_ENABLE | NVME_CC_CSS_NVM |
-	       (ilog2(P2PNVME_CTRL_PAGE) - 12) << NVME_CC_MPS_SHIFT |
-	       NVME_CC_AMS_RR | NVME_CC_SHN_NONE | NVME_CC_IOSQES | NVME_CC_IOCQES,
-	       c->bar + NVME_REG_CC);
-	ret = p2pnvme_wait_ready(c, true);
-	if (ret)
-		return ret;
-	/* a reset: the namespace must still be the one served (not at probe) */
-	if (c->nsid) {
-		ret = p2pnvme_ns_recheck(c);
-		if (ret)
-			return ret;
-	}
-	for (i = 0; i < c->nr_ioq; i++) {
-		ret = p2pnvme_create_io_queue(c, &c->ioq[i]);
-		if (ret)
-			return ret;
-	}
-	return set_coalescing(c);
+	queue_poll(&c->adminq);
+	for (i = 0; i < c->nr_ioq; i++)
+		queue_poll(&c->ioq[i]);
 }

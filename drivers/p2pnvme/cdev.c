@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme: the char device /dev/p2pnvmeN and its ioctls: INFO, IO,
+ * SUBMIT, the registered buffers' REGISTER and UNREGISTER, nvme-pci's
+ * admin passthrough, and the io_uring passthrough's entry. Each ioctl
+ * checks its argument before anything reaches the controller; the
+ * requests themselves are io.c's.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/nvme_ioctl.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/xarray.h>
+#include <linux/p2p_ioctl.h>
+#include <p2p_compat.h>
+
+#include "internal.h"
+
+/* ---- char device ------------------------------------------------------- */
+
+static int p2pnvme_open(struct inode *inode, struct file *filp)
+{
+	struct p2pnvme_file *f;
+	struct p2pnvme *c;
+
+	f = kzalloc_obj(*f, GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	xa_lock(&p2pnvme_minors);
+	c = xa_load(&p2pnvme_minors, iminor(inode));
+	if (c)
+		kref_get(&c->kref);
+	xa_unlock(&p2pnvme_minors);
+	if (!c) {
+		kfree(f);
+		return -ENODEV;
+	}
+	f->c = c;
+	xa_init_flags(&f->regs, XA_FLAGS_ALLOC);
+	filp->private_data = f;
+	return nonseekable_open(inode, filp);
+}
+
+static int p2pnvme_release(struct inode *inode, struct file *filp)
+{
+	struct p2pnvme_file *f = filp->private_data;
+
+	p2pnvme_reg_file_release(f);
+	kref_put(&f->c->kref, p2pnvme_free);
+	kfree(f);
+	return 0;
+}
+
+/* The queues exist while reset_lock is held for read and the state is below DELETING. */
+static long ioc_info(struct p2pnvme *c, unsigned long uarg)
+{
+	struct p2pnvme_info info;
+	int ret = p2p_ioctl_copy_in(&info, sizeof(info),
+				    offsetofend(struct p2pnvme_info, reserved2), uarg);
+
+	if (ret)
+		return ret;
+	if (info.flags || info.reserved || info.reserved2)
+		return -EINVAL;
+	down_read(&c->reset_lock);
+	if (p2pnvme_state(c) >= P2PNVME_DELETING) {
+		up_read(&c->reset_lock);
+		return -ENODEV;
+	}
+	info.flags = (c->sgl ? P2PNVME_INFO_F_SGL : 0) | (c->polled ? P2PNVME_INFO_F_POLLED : 0);
+	info.nsid = c->nsid;
+	info.lba_shift = c->lba_shift;
+	info.nlb = c->nlb;
+	info.max_xfer = c->max_xfer;
+	info.nr_io_queues = c->nr_ioq;
+	info.queue_depth = c->ioq[0].depth - 1;
+	memcpy(info.serial, c->serial, sizeof(info.serial));
+	memcpy(info.model, c->model, sizeof(info.model));
+	up_read(&c->reset_lock);
+	return p2p_ioctl_copy_out(uarg, &info, sizeof(info));
+}
+
+static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg)
+{
+	struct p2pnvme *c = f->c;
+	struct p2pnvme_io io;
+	unsigned int failed;
+	u64 bytes;
+	int ret = p2p_ioctl_copy_in(&io, sizeof(io), offsetofend(struct p2pnvme_io, reserved),
+				    uarg);
+
+	if (ret)
+		return ret;
+	p2pnvme_io_clear_out(&io);
+	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
+	if (!ret)
+		ret = p2pnvme_io_allowed(filp, &io);
+	if (!ret)
+		ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
+	if (ret)
+		return ret;
+	ret = p2pnvme_run_batch(c, f, &io, 1, &failed);
+	p2pnvme_inflight_put(f, bytes);
+	if (ret == -ERESTARTSYS)
+		return ret;	/* nothing was submitted, nothing is written */
+	if (p2p_ioctl_copy_out(uarg, &io, sizeof(io)))
+		return -EFAULT;
+	return ret;
+}
+
+static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long uarg)
+{
+	struct p2pnvme_submit __user *usub = (void __user *)uarg;
+	struct p2pnvme *c = f->c;
+	struct p2pnvme_submit sub;
+	struct p2pnvme_io *ios;
+	unsigned int i;
+	u64 bytes;
+	size_t size;
+	int ret = p2p_ioctl_copy_in(&sub, sizeof(sub), offsetofend(struct p2pnvme_submit, ios),
+				    uarg);
+
+	if (ret)
+		return ret;
+	if (sub.flags || !sub.nr || sub.nr > P2PNVME_SUBMIT_MAX)
+		return -EINVAL;
+	size = array_size(sub.nr, sizeof(*ios));
+	ios = memdup_user(u64_to_user_ptr(sub.ios), size);
+	if (IS_ERR(ios))
+		return PTR_ERR(ios);
+
+	/* every entry is checked before anything is pinned or submitted */
+	for (i = 0; i < sub.nr; i++) {
+		p2pnvme_io_clear_out(&ios[i]);
+		ret = ios[i].argsz == sizeof(*ios) ? 0 : -EINVAL;
+		if (!ret)
+			ret = p2pnvme_check_io(&ios[i], c->lba_shift, c->nlb);
+		if (!ret)
+			ret = p2pnvme_io_allowed(filp, &ios[i]);
+		if (ret) {
+			sub.failed = i;
+			goto out_failed;
+		}
+	}
+	ret = p2pnvme_inflight_get(f, ios, sub.nr, &bytes);
+	if (ret)
+		goto out_free;
+	sub.failed = sub.nr;
+	ret = p2pnvme_run_batch(c, f, ios, sub.nr, &sub.failed);
+	p2pnvme_inflight_put(f, bytes);
+	if (ret == -ERESTARTSYS)
+		goto out_free;	/* nothing was submitted, nothing is written */
+	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
+		ret = -EFAULT;
+out_failed:
+	if (put_user(sub.failed, &usub->failed))
+		ret = -EFAULT;
+out_free:
+	kfree(ios);
+	return ret;
+}
+
+/*
+ * The passthrough's data goes through a buffer of the controller's own
+ * (P2PNVME_PT_MAX bytes, PRP1 and PRP2 always describe all of it), zeroed
+ * before each command, and is copied out after. Returns the NVMe status
+ * (SCT << 8 | SC) when the controller fails the command, as nvme-pci does,
+ * a negative errno otherwise: -EPERM for a command the driver never sends
+ * for userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL for a
+ * transfer longer than data_len or the driver's buffer.
+ */
+static long ioc_admin(struct p2pnvme *c, unsigned long uarg)
+{
+	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
+	struct nvme_passthru_cmd pt;
+	struct nvme_command cmd = {};
+	void *data = NULL;
+	u32 result = 0;
+	u16 status = 0;
+	u64 xfer;
+	long ret;
+
+	if (copy_from_user(&pt, up, sizeof(pt)))
+		return -EFAULT;
+	/*
+	 * Everything else would pull the queues from under p2pnvme or change
+	 * the drive (Format, Firmware, queue management, Set Features).
+	 */
+	if (pt.opcode != nvme_admin_identify && pt.opcode != nvme_admin_get_log_page &&
+	    pt.opcode != nvme_admin_get_features)
+		return -EPERM;
+	if (pt.flags || pt.rsvd1 || pt.metadata || pt.metadata_len || pt.cdw2 || pt.cdw3)
+		return -EINVAL;
+	if (pt.data_len > P2PNVME_PT_MAX || (pt.data_len && !pt.addr))
+		return -EINVAL;
+
+	cmd.common.opcode = pt.opcode;
+	cmd.common.nsid = cpu_to_le32(pt.nsid);
+	cmd.common.cdw10 = cpu_to_le32(pt.cdw10);
+	cmd.common.cdw11 = cpu_to_le32(pt.cdw11);
+	cmd.common.cdw12 = cpu_to_le32(pt.cdw12);
+	cmd.common.cdw13 = cpu_to_le32(pt.cdw13);
+	cmd.common.cdw14 = cpu_to_le32(pt.cdw14);
+	cmd.common.cdw15 = cpu_to_le32(pt.cdw15);
+	if (!p2pnvme_admin_unprivileged(&cmd) && !capable(CAP_SYS_ADMIN))
+		return -EACCES;
+	ret = p2pnvme_admin_xfer_len(&cmd, &xfer);
+	if (ret)
+		return ret;
+	if (xfer > pt.data_len)
+		return -EINVAL;
+	if (pt.data_len && !access_ok(u64_to_user_ptr(pt.addr), pt.data_len))
+		return -EFAULT;
+	/* the whole buffer: the controller never follows a pointer left 0 */
+	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
+	cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
+
+	/*
+	 * The copy-out faults outside the guard: a user buffer stuck in a
+	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
+	 */
+	if (pt.data_len) {
+		data = kmalloc(pt.data_len, GFP_KERNEL);
+		if (!data)
+			return -ENOMEM;
+	}
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		goto out_free;
+	mutex_lock(&c->pt_lock);
+	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
+	ret = p2pnvme_admin_exec_status(c, &cmd, &result, &status);
+	if (!ret && data)
+		memcpy(data, c->pt_buf, pt.data_len);
+	mutex_unlock(&c->pt_lock);
+	p2pnvme_io_exit(c);
+	if (!ret && data && copy_to_user(u64_to_user_ptr(pt.addr), data, pt.data_len))
+		ret = -EFAULT;
+out_free:
+	kfree(data);
+	if (ret == -EIO)
+		ret = status;	/* the controller's answer, not an errno */
+	if (ret >= 0 && put_user(result, &up->result))
+		return -EFAULT;
+	return ret;
+}
+
+static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
+{
+	struct p2pnvme_file *f = filp->private_data;
+
+	switch (cmd) {
+	case NVME_IOCTL_ADMIN_CMD:
+		return ioc_admin(f->c, uarg);
+	case P2PNVME_IOC_INFO:
+		return ioc_info(f->c, uarg);
+	case P2PNVME_IOC_IO:
+		return ioc_io(f, filp, uarg);
+	case P2PNVME_IOC_SUBMIT:
+		return ioc_submit(f, filp, uarg);
+	case P2PNVME_IOC_BUF_REGISTER:
+		return p2pnvme_ioc_buf_register(f, uarg);
+	case P2PNVME_IOC_BUF_UNREGISTER:
+		return p2pnvme_ioc_buf_unregister(f, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+const struct file_operations p2pnvme_fops = {
+	.owner = THIS_MODULE,
+	.open = p2pnvme_open,
+	.release = p2pnvme_release,
+	.unlocked_ioctl = p2pnvme_ioctl,
+#if P2P_HAVE_URING_CMD
+	.uring_cmd = p2pnvme_uring_cmd,
+	.uring_cmd_iopoll = p2pnvme_uring_cmd_iopoll,
+#endif
+	.compat_ioctl = compat_ptr_ioctl,
+};

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme: /sys/class/p2pnvme/p2pnvmeN (the counters by path, the
+ * latencies, in flight) and debugfs (the queues' state, the io_uring
+ * requests, the registered buffers), for the operator and for a person
+ * looking at a stuck device.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/device.h>
+#include <linux/seq_file.h>
+#include <linux/sysfs.h>
+#include <p2p_compat.h>
+
+#include "internal.h"
+
+/* ---- sysfs: /sys/class/p2pnvme/p2pnvmeN/stats/<counter> --------------- */
+
+static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char *buf);
+
+#define STAT_ATTR(name)	__ATTR(name, 0444, stat_show, NULL)
+
+/* in enum p2pnvme_stat order: the index of an attribute is its counter */
+static struct device_attribute stat_attrs[ST_NR] = {
+	STAT_ATTR(reads_p2p), STAT_ATTR(writes_p2p),
+	STAT_ATTR(reads_bounce), STAT_ATTR(writes_bounce),
+	STAT_ATTR(reads_host), STAT_ATTR(writes_host),
+	STAT_ATTR(bytes_p2p), STAT_ATTR(bytes_bounce), STAT_ATTR(bytes_host),
+	STAT_ATTR(refused), STAT_ATTR(errors), STAT_ATTR(timeouts),
+	STAT_ATTR(aborts), STAT_ATTR(resets), STAT_ATTR(cancelled),
+	STAT_ATTR(irqs), STAT_ATTR(reads_dmabuf), STAT_ATTR(writes_dmabuf),
+	STAT_ATTR(bytes_dmabuf), STAT_ATTR(queue_full_waits), STAT_ATTR(queue_full_requeued),
+};
+
+/* The counters as of now, minus what they were at the last reset. */
+static void counts_raw(struct p2pnvme *c, struct p2pnvme_counts *out)
+{
+	unsigned int cpu, i, w, p, b;
+
+	memset(out, 0, sizeof(*out));
+	for_each_possible_cpu(cpu) {
+		struct p2pnvme_pcpu *pc = per_cpu_ptr(c->pcpu, cpu);
+
+		for (i = 0; i < ST_NR; i++)
+			out->stats[i] += local64_read(&pc->stats[i]);
+		for (w = 0; w < 2; w++) {
+			for (p = 0; p < LAT_PATHS; p++) {
+				struct p2pnvme_lat *l = &out->lat[w][p];
+
+				l->count += local64_read(&pc->lat_count[w][p]);
+				l->sum_ns += local64_read(&pc->lat_sum[w][p]);
+				for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
+					l->hist[b] += local64_read(&pc->lat_hist[w][p][b]);
+			}
+		}
+	}
+}
+
+/**
+ * p2pnvme_counts - the counters since the last reset, summed over the CPUs
+ * @c: the controller
+ * @out: filled in
+ */
+void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out)
+{
+	u64 *o = (u64 *)out, *base = (u64 *)&c->base;
+	size_t i;
+
+	BUILD_BUG_ON(sizeof(*out) % sizeof(u64));
+	mutex_lock(&c->stats_lock);
+	counts_raw(c, out);
+	for (i = 0; i < sizeof(*out) / sizeof(u64); i++)
+		o[i] -= base[i];
+	mutex_unlock(&c->stats_lock);
+}
+
+static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	struct p2pnvme_counts *n = kzalloc_obj(*n, GFP_KERNEL);
+	ssize_t ret;
+
+	if (!n)
+		return -ENOMEM;
+	p2pnvme_counts(c, n);
+	ret = sysfs_emit(buf, "%llu\n", n->stats[attr - stat_attrs]);
+	kfree(n);
+	return ret;
+}
+
+/*
+ * stats/latency_<read|write>_<path>: count, sum and maximum in ns, then the
+ * P2PNVME_LAT_BUCKETS buckets of the log2 histogram in microseconds: an
+ * array of one type, as sysfs allows.
+ */
+static ssize_t lat_show(struct device *dev, struct device_attribute *attr, char *buf);
+
+#define LAT_ATTR(name)	__ATTR(name, 0444, lat_show, NULL)
+
+/* [write * LAT_PATHS + path] */
+static struct device_attribute lat_attrs[2 * LAT_PATHS] = {
+	LAT_ATTR(latency_read_p2p), LAT_ATTR(latency_read_bounce),
+	LAT_ATTR(latency_read_host), LAT_ATTR(latency_read_dmabuf),
+	LAT_ATTR(latency_write_p2p), LAT_ATTR(latency_write_bounce),
+	LAT_ATTR(latency_write_host), LAT_ATTR(latency_write_dmabuf),
+};
+
+static ssize_t lat_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	struct p2pnvme_counts *n = kzalloc_obj(*n, GFP_KERNEL);
+	unsigned int i = attr - lat_attrs, b;
+	struct p2pnvme_lat *l;
+	int len;
+
+	if (!n)
+		return -ENOMEM;
+	p2pnvme_counts(c, n);
+	l = &n->lat[i / LAT_PATHS][i % LAT_PATHS];
+	len = sysfs_emit(buf, "%llu %llu %lld", l->count, l->sum_ns,
+			 (long long)atomic64_read(&c->lat_max[i / LAT_PATHS][i % LAT_PATHS]));
+	for (b = 0; b < P2PNVME_LAT_BUCKETS; b++)
+		len += sysfs_emit_at(buf, len, " %llu", l->hist[b]);
+	kfree(n);
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+/* stats/inflight: commands in flight now, per I/O queue */
+static ssize_t inflight_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	unsigned int i;
+	int len = 0;
+
+	down_read(&c->reset_lock);	/* the queues stay while we look */
+	for (i = 0; i < c->nr_ioq && p2pnvme_state(c) < P2PNVME_DELETING; i++)
+		len += sysfs_emit_at(buf, len, "%s%u", i ? " " : "",
+				     p2pnvme_queue_inflight(&c->ioq[i]));
+	up_read(&c->reset_lock);
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+static DEVICE_ATTR_RO(inflight);
+
+/* stats/reset: writing 1 zeroes every counter and histogram */
+static ssize_t reset_store(struct device *dev, struct device_attribute *attr, const char *buf,
+			   size_t count)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	unsigned int i, j;
+	bool val;
+	int ret = kstrtobool(buf, &val);
+
+	if (ret)
+		return ret;
+	if (!val)
+		return -EINVAL;
+	/* the per CPU counters are not touched: readers subtract @base */
+	mutex_lock(&c->stats_lock);
+	counts_raw(c, &c->base);
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < LAT_PATHS; j++)
+			atomic64_set(&c->lat_max[i][j], 0);
+	mutex_unlock(&c->stats_lock);
+	pci_dbg(c->pdev, "counters reset by %s\n", current->comm);
+	return count;
+}
+static DEVICE_ATTR_WO(reset);
+
+/* the counters, the latencies, inflight and reset */
+static struct attribute *stat_attr_list[ST_NR + 2 * LAT_PATHS + 2 + 1];
+
+static const struct attribute_group stats_group = {
+	.name = "stats",
+	.attrs = stat_attr_list,
+};
+
+const struct attribute_group *p2pnvme_groups[] = {
+	&stats_group,
+	NULL,
+};
+
+/* ---- debugfs: the queues' state, for a person looking at a stuck device -- */
+
+static void show_queue(struct seq_file *s, struct p2pnvme_queue *q)
+{
+	u16 sq_tail, inflight_max;
+	bool stopped;
+
+	/* the completion side as the reaper left it a moment ago */
+	spin_lock(&q->sq_lock);
+	sq_tail = q->sq_tail;
+	inflight_max = q->inflight_max;
+	stopped = q->stopped;
+	spin_unlock(&q->sq_lock);
+	seq_printf(s, "%u %u %d %u %u %u %u %u %u %pad %pad\n", q->qid, q->depth, q->vector,
+		   sq_tail, READ_ONCE(q->cq_head), READ_ONCE(q->cq_phase),
+		   p2pnvme_queue_inflight(q), inflight_max, stopped, &q->sq_dma, &q->cq_dma);
+}
+
+static int queues_show(struct seq_file *s, void *unused)
+{
+	static const char * const states[] = { "live", "resetting", "recovering", "deleting",
+					       "dead" };
+	struct p2pnvme *c = s->private;
+	unsigned int i;
+
+	seq_printf(s, "# %s\n", states[p2pnvme_state(c)]);
+	seq_puts(s, "qid depth vector sq_tail cq_head phase inflight max_inflight stopped sq_dma cq_dma\n");
+	show_queue(s, &c->adminq);
+	for (i = 0; i < c->nr_ioq; i++)
+		show_queue(s, &c->ioq[i]);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(queues);
+
+/* debugfs uring: io_uring requests not released yet, doorbells left to plugs */
+static int uring_show(struct seq_file *s, void *unused)
+{
+	struct p2pnvme *c = s->private;
+
+	seq_printf(s, "requests %d plugged %d\n", atomic_read(&c->async_live),
+		   atomic_read(&c->async_plugged));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(uring);
+
+static int buffers_show(struct seq_file *s, void *unused)
+{
+	return p2pnvme_reg_show(s, unused);
+}
+DEFINE_SHOW_ATTRIBUTE(buffers);
+
+/* The stats group's attributes: every counter, the latencies, the rest. */
+void p2pnvme_sysfs_init(void)
+{
+	int i;
+
+	for (i = 0; i < ST_NR; i++)
+		stat_attr_list[i] = &stat_attrs[i].attr;
+	for (i = 0; i < 2 * LAT_PATHS; i++)
+		stat_attr_list[ST_NR + i] = &lat_attrs[i].attr;
+	stat_attr_list[ST_NR + 2 * LAT_PATHS] = &dev_attr_inflight.attr;
+	stat_attr_list[ST_NR + 2 * LAT_PATHS + 1] = &dev_attr_reset.attr;
+}
+
+/* The controller's debugfs files, in its directory (@c->debugfs). */
+void p2pnvme_debugfs_add(struct p2pnvme *c)
+{
+	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
+	debugfs_create_file("uring", 0400, c->debugfs, c, &uring_fops);
+	debugfs_create_file("buffers", 0400, c->debugfs, c, &buffers_fops);
+}
