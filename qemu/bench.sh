@@ -92,6 +92,7 @@ build_suite() {
 	t "make install DESTDIR= lays out modules, depmod, p2pctl, man page, examples; uninstall removes them" \
 		"$P2P_TOP/qemu/install-check.sh" layout "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "checkpatch --strict is clean" checkpatch "$src"
+	t "p2pnvme's calls only go down (scripts/layers.py)" python3 "$P2P_TOP/scripts/layers.py"
 	t "kernel-doc is clean" kerneldoc "$src"
 	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
 	t "UAPI structures have one layout on i386 and x86_64" make -s -C "$P2P_TOP/tools" uapi-layout-m32
