@@ -677,11 +677,12 @@ static void *info_poller(void *arg)
 	return NULL;
 }
 
-static void zeroing_not_under_lock(int fd)
+/* One 48 MiB ALLOC with INFO polled meanwhile: 0 or -errno; *@took and *@worst in ms. */
+static int zeroing_round(int fd, double *took, double *worst, long *calls)
 {
 	struct poller p = { .fd = open(dev, O_RDONLY) };
 	struct p2pbar_alloc a;
-	double t0, took;
+	double t0;
 	pthread_t t;
 	int ret;
 
@@ -689,21 +690,46 @@ static void zeroing_not_under_lock(int fd)
 	usleep(20000);
 	t0 = now_ms();
 	ret = alloc(fd, 48 << 20, 0, &a);
-	took = now_ms() - t0;
+	*took = now_ms() - t0;
 	usleep(5000);
 	p.stop = 1;
 	pthread_join(t, NULL);
 	close(p.fd);
 	if (!ret)
 		pfree(fd, a.handle);
+	*worst = p.worst;
+	*calls = p.n;
+	return ret;
+}
+
+/*
+ * INFO answers while an ALLOC zeroes (the zeroing runs outside the
+ * instance lock). One INFO stalled by the scheduler for a few ms is noise
+ * when the whole zeroing takes 15 ms, as it does on a fast machine: up to
+ * three rounds, and one where no INFO waited for half of the zeroing
+ * suffices. Zeroing under the lock stalls INFO for all of it, every round.
+ */
+static void zeroing_not_under_lock(int fd)
+{
+	double took = 0, worst = 0;
+	long calls = 0;
+	int round, ret = 0;
+
+	for (round = 1; round <= 3; round++) {
+		ret = zeroing_round(fd, &took, &worst, &calls);
+		if (ret || took < 10 || worst < took / 2)
+			break;
+		printf("    # round %d: an INFO waited %.1f ms of the %.1f ms zeroing\n", round,
+		       worst, took);
+	}
 	if (ret || took < 10) {
 		result(!ret, "INFO during a 48 MiB ALLOC # SKIP the ALLOC took %.1f ms (%s): too fast to tell",
 		       took, strerror(-ret));
 		return;
 	}
-	result(p.worst < took / 2,
+	result(worst < took / 2,
 	       "INFO kept answering (worst %.1f ms, %ld calls) while a 48 MiB ALLOC zeroed for %.1f ms",
-	       p.worst, p.n, took);
+	       worst, calls, took);
 }
 
 /*
