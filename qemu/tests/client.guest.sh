@@ -253,6 +253,51 @@ else
 fi
 suite_end
 
+# CPU hotplug: CPU 1 goes offline and comes back, five times, while
+# batches of reads run on its queue (pinned there when they start). The
+# queue's managed interrupt goes down with the CPU: the batches' waiters
+# reap what it would have delivered (they poll every 50 ms). Every batch
+# that ran completes; nothing times out, nothing is reset.
+suite_begin client_cpu_hotplug
+C1=/sys/devices/system/cpu/cpu1/online
+if [ "$NCPU" -lt 2 ] || [ ! -w $C1 ]; then
+	skip "CPU 1 offline and back with reads on its queue" "no second CPU that can go offline"
+else
+	t0=$(cat $STATS/timeouts); r0=$(cat $STATS/resets)
+	rm -f /tmp/hp.stop /tmp/hp.rc /tmp/hp.err
+	(
+		while [ ! -e /tmp/hp.stop ]; do
+			# no status recorded when CPU 1 was offline at the start
+			taskset -c 1 sh -c "p2pctl nvme-read $N 0 4194304 --batch 64 >/dev/null 2>>/tmp/hp.err; echo \$? >> /tmp/hp.rc" 2>/dev/null
+		done
+	) &
+	bg=$!
+	sleep 1
+	k=0
+	for i in 1 2 3 4 5; do
+		echo 0 > $C1 && sleep 0.5 && echo 1 > $C1 && k=$((k + 1))
+		sleep 0.5
+	done
+	touch /tmp/hp.stop
+	i=0
+	while kill -0 $bg 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	check "the reads stop when asked ($((i / 10)) s)" sh -c "! kill -0 $bg"
+	wait $bg
+	check_eq "CPU 1 offline and back 5 times" "$k" 5
+	nb=$(wc -l < /tmp/hp.rc)
+	diag "$nb batches of 64 reads on CPU 1's queue, by exit status:" \
+		"$(sort /tmp/hp.rc | uniq -c | tr -s ' \n' ' ') $(sort -u /tmp/hp.err | head -n 2 | tr '\n' ';')"
+	check "batches ran meanwhile" [ "$nb" -gt 2 ]
+	check_eq "every batch completed" "$(grep -cvx 0 /tmp/hp.rc)" 0
+	check_eq "nothing timed out" "$(($(cat $STATS/timeouts) - t0))" 0
+	check_eq "nothing was reset" "$(($(cat $STATS/resets) - r0))" 0
+	check_eq "CPU 1 is online again" "$(cat $C1)" 1
+	held p2pctl --json nvme-read $N 2048 262144; out=$held_out
+	hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@0x100000
+	released; check_eq "a read afterwards moves the image's bytes" "$?" 0
+fi
+suite_end
+
 suite_begin client_policy
 r0=$(cat $STATS/refused)
 out=$(p2pctl --json nvme-read $N 30000 65536 --no-bounce)
