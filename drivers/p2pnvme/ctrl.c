@@ -364,8 +364,12 @@ static bool io_tryget(struct p2pnvme *c)
 }
 
 /**
- * p2pnvme_io_enter - enter the I/O path
+ * p2pnvme_io_enter_state - enter the I/O path
  * @c: the controller
+ * @state: how a reset in progress is waited out: TASK_INTERRUPTIBLE for a
+ *	   system call, TASK_KILLABLE where a signal means nothing to the
+ *	   caller (io_uring issues, whose task and workers see task work as a
+ *	   pending signal)
  *
  * Holds the I/O guard (@c->io_ref) with the controller LIVE on success; the
  * caller leaves with p2pnvme_io_exit(). A reset in progress is waited out.
@@ -376,7 +380,7 @@ static bool io_tryget(struct p2pnvme *c)
  * -ERESTARTSYS (a signal: nothing was done, and the caller writes nothing
  * back, so that the restarted call starts over from the same arguments).
  */
-int p2pnvme_io_enter(struct p2pnvme *c)
+int p2pnvme_io_enter_state(struct p2pnvme *c, unsigned int state)
 {
 	int ret;
 
@@ -389,11 +393,24 @@ int p2pnvme_io_enter(struct p2pnvme *c)
 		if (p2pnvme_state(c) >= P2PNVME_DELETING)
 			return -ENODEV;
 		/* the freeze revives the guard before the state leaves RESETTING */
-		ret = wait_event_interruptible(c->wq, p2pnvme_state(c) != P2PNVME_RESETTING &&
-					       p2pnvme_state(c) != P2PNVME_RECOVERING);
+		ret = wait_event_state(c->wq, p2pnvme_state(c) != P2PNVME_RESETTING &&
+				       p2pnvme_state(c) != P2PNVME_RECOVERING, state);
 		if (ret)
 			return ret;
 	}
+}
+
+/**
+ * p2pnvme_io_enter - enter the I/O path from a system call
+ * @c: the controller
+ *
+ * p2pnvme_io_enter_state(), interruptible.
+ *
+ * Return: as p2pnvme_io_enter_state().
+ */
+int p2pnvme_io_enter(struct p2pnvme *c)
+{
+	return p2pnvme_io_enter_state(c, TASK_INTERRUPTIBLE);
 }
 
 /**

@@ -821,6 +821,7 @@ void p2pnvme_async_exit(struct p2pnvme *c);
 int p2pnvme_ctrl_init(struct p2pnvme *c);
 void p2pnvme_ctrl_exit(struct p2pnvme *c);
 bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new);
+int p2pnvme_io_enter_state(struct p2pnvme *c, unsigned int state);
 int p2pnvme_io_enter(struct p2pnvme *c);
 bool p2pnvme_io_tryenter(struct p2pnvme *c);
 void p2pnvme_io_exit(struct p2pnvme *c);

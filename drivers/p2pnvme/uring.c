@@ -325,7 +325,12 @@ static int async_submit(struct p2pnvme_async *a)
 	ret = p2pnvme_req_prepare(c, a->f, r);
 	if (ret)
 		return async_fail(a, ret);
-	ret = p2pnvme_io_enter(c);
+	/*
+	 * Task work makes io_uring's submitter and its workers look as if a
+	 * signal were pending: only a fatal one ends the wait for a reset, as
+	 * nvme-pci's passthrough waits for a frozen queue.
+	 */
+	ret = p2pnvme_io_enter_state(c, TASK_KILLABLE);
 	if (ret)
 		return async_fail(a, ret);
 	q = p2pnvme_cpu_queue(c);
