@@ -125,7 +125,7 @@ dkms-source:
 	mkdir -p $(DKMS_SRC)
 	tar -C $(CURDIR) -cf - --exclude='include/generated' --exclude='*.o' --exclude='*.ko' \
 	    --exclude='*.cmd' --exclude='*.mod' --exclude='*.mod.c' --exclude='modules.order' \
-	    --exclude='Module.symvers' VERSION Makefile Kbuild Kconfig scripts include drivers kunit | \
+	    --exclude='Module.symvers' VERSION Makefile Kbuild Kconfig scripts include common drivers kunit | \
 	  tar -C $(DKMS_SRC) -xf -
 	test -f $(DKMS_SRC)/drivers/p2pbar/main.c
 	sed 's/@VERSION@/$(VERSION)/' packaging/dkms.conf.in > $(DKMS_SRC)/dkms.conf

@@ -4,11 +4,12 @@
  *
  * p2pbar_verdict_compute() is pure (no PCI access) so that KUnit can feed it
  * fake topologies; p2pbar_topo_path_fill() reads a real one. The rules are
- * those of calc_map_type_and_dist() in drivers/pci/p2pdma.c: walk up from
- * the provider, find the first bridge shared with the client, and look for
- * ACS redirect on the ports below it; without a shared bridge, or with a
- * redirect, traffic crosses the host bridge, which is allowed only on CPUs
- * known to route P2P or for allow-listed host bridges.
+ * those of calc_map_type_and_dist() in drivers/pci/p2pdma.c, written once
+ * in common/p2p_verdict.c (p2pctl's predictions come from the same file):
+ * walk up from the provider, find the first bridge shared with the client,
+ * and look for ACS redirect on the ports below it; without a shared bridge,
+ * or with a redirect, traffic crosses the host bridge, which is allowed
+ * only on CPUs known to route P2P or for allow-listed host bridges.
  *
  * The decision is the running kernel's, not ours: the allowlist differs
  * between kernels (7.2 lists more host bridges than 6.12), so
@@ -22,60 +23,6 @@
 
 #include "p2pbar.h"
 
-/*
- * The kernel's pci_p2pdma_whitelist[] as of 7.2 (a superset of 6.1/6.12):
- * only the explanation uses it, the running kernel decides.
- */
-#define REQ_SAME_HOST_BRIDGE	BIT(0)
-#define ANY_DEVICE		0xffff
-static const struct {
-	u16 vendor;
-	u16 device;
-	u8 flags;
-} p2pbar_host_allowlist[] = {
-	{ PCI_VENDOR_ID_INTEL, 0x3c00, REQ_SAME_HOST_BRIDGE },	/* Xeon E5 */
-	{ PCI_VENDOR_ID_INTEL, 0x3c01, REQ_SAME_HOST_BRIDGE },
-	{ PCI_VENDOR_ID_INTEL, 0x2f00, REQ_SAME_HOST_BRIDGE },	/* Xeon E5 v3 */
-	{ PCI_VENDOR_ID_INTEL, 0x2f01, REQ_SAME_HOST_BRIDGE },
-	{ PCI_VENDOR_ID_INTEL, 0x2030, 0 },			/* Skylake-E */
-	{ PCI_VENDOR_ID_INTEL, 0x2031, 0 },
-	{ PCI_VENDOR_ID_INTEL, 0x2032, 0 },
-	{ PCI_VENDOR_ID_INTEL, 0x2033, 0 },
-	{ PCI_VENDOR_ID_INTEL, 0x2020, 0 },
-	{ PCI_VENDOR_ID_INTEL, 0x09a2, 0 },
-	{ PCI_VENDOR_ID_INTEL, 0x0b25, 0 },			/* DSA SPR0 (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x0cfe, 0 },			/* IAX SPR0 (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x11fb, 0 },			/* DSA GNRD (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x1212, 0 },			/* DSA DMR (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x1216, 0 },			/* IAA DMR (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x4940, 0 },			/* QAT 4XXX (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x4942, 0 },			/* QAT 401XX (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x4944, 0 },			/* QAT 402XX (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x4946, 0 },			/* QAT 420XX (7.2) */
-	{ PCI_VENDOR_ID_INTEL, 0x4948, 0 },			/* QAT 6XXX (7.2) */
-	{ 0x1ae0, ANY_DEVICE, 0 },				/* Google SoCs (7.2) */
-};
-
-static int host_allowed(const struct p2pbar_topo_path *p, bool same_host)
-{
-	int i;
-
-	if (!p->host_vendor)
-		return P2PBAR_HOST_NOT_LISTED;
-	for (i = 0; i < ARRAY_SIZE(p2pbar_host_allowlist); i++) {
-		if (p2pbar_host_allowlist[i].vendor != p->host_vendor)
-			continue;
-		if (p2pbar_host_allowlist[i].device != ANY_DEVICE &&
-		    p2pbar_host_allowlist[i].device != p->host_device)
-			continue;
-		if ((p2pbar_host_allowlist[i].flags & REQ_SAME_HOST_BRIDGE) &&
-		    !same_host)
-			return P2PBAR_HOST_NEEDS_SAME;
-		return P2PBAR_HOST_ALLOWLIST;
-	}
-	return P2PBAR_HOST_NOT_LISTED;
-}
-
 /**
  * p2pbar_verdict_compute - decide whether and how two functions can do P2P
  * @a: path of the provider
@@ -84,76 +31,32 @@ static int host_allowed(const struct p2pbar_topo_path *p, bool same_host)
  * @v: filled in (distance, map_type, reason, host_ok, acs_devid, host_id);
  *     argsz, flags and client are left alone
  *
- * Pure function: the result depends only on the arguments.
+ * The rules are common/p2p_verdict.c's, which p2pctl is built from too;
+ * this puts the walk's findings into the ioctl's terms. Pure function:
+ * the result depends only on the arguments.
  */
 void p2pbar_verdict_compute(const struct p2pbar_topo_path *a,
 			    const struct p2pbar_topo_path *b,
 			    bool cpu_routes_p2p, struct p2pbar_verdict *v)
 {
-	int ia, ib, common_b = -1;
-	int host_a, host_b;
+	const struct p2pbar_topo_path *h;
+	struct p2p_walk w;
 
-	u64 acs = ~0ULL;
-
-	v->host_id = 0;
-	v->host_ok = P2PBAR_HOST_UNUSED;
-
-	/* Walk up from the provider until a node is also on the client path. */
-	for (ia = 0; ia < a->len; ia++) {
-		if (a->node[ia].acs_redirect && acs == ~0ULL)
-			acs = a->node[ia].id;
-		for (ib = 0; ib < b->len; ib++) {
-			if (a->node[ia].id == b->node[ib].id && a->host == b->host) {
-				common_b = ib;
-				break;
-			}
-		}
-		if (common_b >= 0)
-			break;
-	}
-
-	if (common_b < 0) {
-		v->distance = a->len + b->len;
-		v->reason = P2PBAR_REASON_NO_COMMON_BRIDGE;
-		v->acs_devid = ~0U;	/* the kernel only reports ACS below a common bridge */
-	} else {
-		v->distance = ia + common_b;
-		/* ACS on the client side, below the common bridge. */
-		for (ib = 0; ib < common_b; ib++)
-			if (b->node[ib].acs_redirect && acs == ~0ULL)
-				acs = b->node[ib].id;
-		/* below a common bridge: the client's domain, devid form */
-		v->acs_devid = acs == ~0ULL ? ~0U : (u16)acs;
-		if (acs == ~0ULL) {
-			v->map_type = P2PBAR_MAP_DIRECT;
-			v->reason = P2PBAR_REASON_COMMON_BRIDGE;
-			return;
-		}
-		v->reason = P2PBAR_REASON_ACS_REDIRECT;
-	}
-
-	/* Through the host bridge(s). */
-	v->host_id = (u32)a->host_vendor << 16 | a->host_device;
-	if (cpu_routes_p2p) {
-		v->host_ok = P2PBAR_HOST_CPU;
-	} else if (a->host == b->host) {
-		v->host_ok = host_allowed(a, true);
-	} else {
-		host_a = host_allowed(a, false);
-		host_b = host_allowed(b, false);
-		v->host_ok = host_a;
-		if (host_a == P2PBAR_HOST_ALLOWLIST && host_b != P2PBAR_HOST_ALLOWLIST) {
-			v->host_ok = host_b;
-			v->host_id = (u32)b->host_vendor << 16 | b->host_device;
-		}
-	}
-
-	if (v->host_ok == P2PBAR_HOST_CPU || v->host_ok == P2PBAR_HOST_ALLOWLIST) {
-		v->map_type = P2PBAR_MAP_HOST_BRIDGE;
-	} else {
-		v->map_type = P2PBAR_MAP_REFUSED;
-		v->distance = -1;
-	}
+	p2p_verdict_walk(a, b, cpu_routes_p2p, &w);
+	v->distance = w.distance;
+	v->map_type = w.map_type;
+	v->reason = w.reason;
+	v->host_ok = w.host_ok;
+	/* the first redirecting port, the provider's side first, in devid form */
+	if (w.acs_provider)
+		v->acs_devid = (u16)a->node[__ffs(w.acs_provider)].id;
+	else if (w.acs_client)
+		v->acs_devid = (u16)b->node[__ffs(w.acs_client)].id;
+	else
+		v->acs_devid = ~0U;
+	h = w.host_client ? b : a;
+	v->host_id = w.host_ok == P2PBAR_HOST_UNUSED ? 0 :
+		     (u32)h->host_vendor << 16 | h->host_device;
 }
 EXPORT_SYMBOL_GPL(p2pbar_verdict_compute);
 

@@ -42,39 +42,8 @@ struct p2pbar_user_ops {
 	void (*release)(void *priv);
 };
 
-/* A PCI function's identity in the verdict: domain (all 32 bits) and devid. */
-#define P2PBAR_TOPO_ID(domain, devid)	((u64)(u32)(domain) << 16 | (u16)(devid))
-
-/**
- * struct p2pbar_topo_node - one PCI function on the way to the root, for
- *	the topology verdict
- * @id: P2PBAR_TOPO_ID() of it (identity and messages)
- * @acs_redirect: ACS Control has P2P Request/Completion Redirect or Egress
- *	Control set (PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC)
- */
-struct p2pbar_topo_node {
-	u64 id;
-	bool acs_redirect;
-};
-
-#define P2PBAR_TOPO_MAX_DEPTH	16
-
-/**
- * struct p2pbar_topo_path - a function and its upstream bridges
- * @node: node[0] is the function, node[len - 1] sits on the root bus
- * @len: number of valid entries in @node
- * @host: identity of the host bridge: P2PBAR_TOPO_ID(domain, root bus)
- * @host_vendor: vendor of the host bridge's representative function
- *	(devfn 00.0 or a root port first on the root bus), 0 if none
- * @host_device: its device ID
- */
-struct p2pbar_topo_path {
-	struct p2pbar_topo_node node[P2PBAR_TOPO_MAX_DEPTH];
-	int len;
-	u64 host;
-	u16 host_vendor;
-	u16 host_device;
-};
+/* the topology paths, shared with p2pctl: common/p2p_verdict.h */
+#include <p2p_verdict.h>
 
 void p2pbar_verdict_compute(const struct p2pbar_topo_path *provider,
 			    const struct p2pbar_topo_path *client,

@@ -64,6 +64,8 @@
 #include <linux/p2pnvme.h>
 #include <linux/udmabuf.h>
 
+#include "p2p_verdict.h"
+
 static int json;
 static int hold;	/* keep p2pmem until stdin is closed */
 
@@ -469,33 +471,7 @@ static const char *map_name(uint32_t m);
  * allowlist (which differs between kernel versions: 7.x lists more).
  * drivers/p2pbar/verdict.c is the same walk, inside the kernel.
  */
-#define TOPO_DEPTH	16
-#define SAME_HOST	1	/* allow-listed only when both sit under it */
-#define ANY_ID		0xffff
-
-struct allow { uint16_t vendor, device; int flags; };
-
-static const struct allow allow_6x[] = {
-	{ 0x8086, 0x3c00, SAME_HOST }, { 0x8086, 0x3c01, SAME_HOST },	/* Xeon E5 */
-	{ 0x8086, 0x2f00, SAME_HOST }, { 0x8086, 0x2f01, SAME_HOST },	/* Xeon E5 v3 */
-	{ 0x8086, 0x2030, 0 }, { 0x8086, 0x2031, 0 }, { 0x8086, 0x2032, 0 },	/* Skylake-E */
-	{ 0x8086, 0x2033, 0 }, { 0x8086, 0x2020, 0 }, { 0x8086, 0x09a2, 0 },
-	{ 0 }
-};
-
-/* 7.x adds Intel accelerators that act as root ports, and Google SoCs */
-static const struct allow allow_7x[] = {
-	{ 0x8086, 0x3c00, SAME_HOST }, { 0x8086, 0x3c01, SAME_HOST },
-	{ 0x8086, 0x2f00, SAME_HOST }, { 0x8086, 0x2f01, SAME_HOST },
-	{ 0x8086, 0x2030, 0 }, { 0x8086, 0x2031, 0 }, { 0x8086, 0x2032, 0 },
-	{ 0x8086, 0x2033, 0 }, { 0x8086, 0x2020, 0 }, { 0x8086, 0x09a2, 0 },
-	{ 0x8086, 0x0b25, 0 }, { 0x8086, 0x0cfe, 0 }, { 0x8086, 0x11fb, 0 },	/* DSA, IAX */
-	{ 0x8086, 0x1212, 0 }, { 0x8086, 0x1216, 0 },				/* DSA, IAA DMR */
-	{ 0x8086, 0x4940, 0 }, { 0x8086, 0x4942, 0 }, { 0x8086, 0x4944, 0 },	/* QAT */
-	{ 0x8086, 0x4946, 0 }, { 0x8086, 0x4948, 0 },
-	{ 0x1ae0, ANY_ID, 0 },							/* Google */
-	{ 0 }
-};
+#define TOPO_DEPTH	P2PBAR_TOPO_MAX_DEPTH
 
 struct topo {
 	char name[TOPO_DEPTH][16];	/* [0] the function, up to the one on the root bus */
@@ -613,20 +589,6 @@ static int topo_of(const char *bdf, struct topo *t)
 	return 0;
 }
 
-/* the running kernel's major version, from uname */
-static int kernel_major(void)
-{
-	char buf[64];
-	FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
-	int major = 0;
-
-	if (f && fgets(buf, sizeof(buf), f))
-		major = atoi(buf);
-	if (f)
-		fclose(f);
-	return major;
-}
-
 /* cpu_supports_p2pdma(): an AMD CPU of family 0x17 (Zen) or later */
 static int cpu_routes_p2p(void)
 {
@@ -647,20 +609,26 @@ static int cpu_routes_p2p(void)
 	return amd && family >= 0x17;
 }
 
-static int host_allowed(const struct topo *t, int same, const struct allow *list)
+/*
+ * @t in the terms of the rules' one source (common/p2p_verdict.c, built
+ * into p2pbar too): identities from the PCI names.
+ */
+static void path_of(const struct topo *t, struct p2pbar_topo_path *p)
 {
-	const struct allow *a;
+	unsigned int dom, bus, dev, fn;
+	int i;
 
-	if (!t->host_vendor)
-		return P2PBAR_HOST_NOT_LISTED;
-	for (a = list; a->vendor; a++) {
-		if (a->vendor != t->host_vendor || (a->device != ANY_ID && a->device != t->host_device))
-			continue;
-		if ((a->flags & SAME_HOST) && !same)
-			return P2PBAR_HOST_NEEDS_SAME;
-		return P2PBAR_HOST_ALLOWLIST;
+	memset(p, 0, sizeof(*p));
+	for (i = 0; i < t->len; i++) {
+		if (sscanf(t->name[i], "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
+			p->node[i].id = P2PBAR_TOPO_ID(dom, bus << 8 | dev << 3 | fn);
+		p->node[i].acs_redirect = t->acs[i];
 	}
-	return P2PBAR_HOST_NOT_LISTED;
+	p->len = t->len;
+	if (sscanf(t->host, "pci%x:%x", &dom, &bus) == 2)
+		p->host = P2PBAR_TOPO_ID(dom, bus);
+	p->host_vendor = t->host_vendor;
+	p->host_device = t->host_device;
 }
 
 struct check {
@@ -670,62 +638,35 @@ struct check {
 	int nacs;
 	char common[16];		/* the common upstream bridge, or "" */
 	const struct topo *host;	/* the host bridge that refused or allowed */
+	int host_since;			/* the release whose allowlist lists it, or 0 */
 };
 
 static void check_compute(const struct topo *a, const struct topo *b, struct check *c)
 {
-	const struct allow *list = kernel_major() >= 7 ? allow_7x : allow_6x;
-	int ia, ib = 0, common = -1, ha, hb;
+	struct p2pbar_topo_path pa, pb;
+	struct p2p_walk w;
+	int i;
 
 	memset(c, 0, sizeof(*c));
-	for (ia = 0; ia < a->len && common < 0; ia++) {
-		if (a->acs[ia])
-			copy_str(c->acs[c->nacs++], sizeof(c->acs[0]), a->name[ia]);
-		for (ib = 0; ib < b->len; ib++)
-			if (!strcmp(a->name[ia], b->name[ib]) && !strcmp(a->host, b->host)) {
-				common = ib;
-				break;
-			}
-		if (common >= 0)
-			break;
-	}
-	if (common < 0) {
-		c->distance = a->len + b->len;
-		c->reason = P2PBAR_REASON_NO_COMMON_BRIDGE;
-		c->nacs = 0;	/* the kernel lists ACS only below a common bridge */
-	} else {
-		copy_str(c->common, sizeof(c->common), a->name[ia]);
-		c->distance = ia + common;
-		for (ib = 0; ib < common; ib++)
-			if (b->acs[ib])
-				copy_str(c->acs[c->nacs++], sizeof(c->acs[0]), b->name[ib]);
-		if (!c->nacs) {
-			c->map_type = P2PBAR_MAP_DIRECT;
-			c->reason = P2PBAR_REASON_COMMON_BRIDGE;
-			return;
-		}
-		c->reason = P2PBAR_REASON_ACS_REDIRECT;
-	}
-	c->host = a;
-	if (cpu_routes_p2p()) {
-		c->host_ok = P2PBAR_HOST_CPU;
-	} else if (!strcmp(a->host, b->host)) {
-		c->host_ok = host_allowed(a, 1, list);
-	} else {
-		ha = host_allowed(a, 0, list);
-		hb = host_allowed(b, 0, list);
-		c->host_ok = ha;
-		if (ha == P2PBAR_HOST_ALLOWLIST && hb != P2PBAR_HOST_ALLOWLIST) {
-			c->host_ok = hb;
-			c->host = b;
-		}
-	}
-	if (c->host_ok == P2PBAR_HOST_CPU || c->host_ok == P2PBAR_HOST_ALLOWLIST) {
-		c->map_type = P2PBAR_MAP_HOST_BRIDGE;
-	} else {
-		c->map_type = P2PBAR_MAP_REFUSED;
-		c->distance = -1;
-	}
+	path_of(a, &pa);
+	path_of(b, &pb);
+	p2p_verdict_walk(&pa, &pb, cpu_routes_p2p(), &w);
+	c->map_type = w.map_type;
+	c->reason = w.reason;
+	c->host_ok = w.host_ok;
+	c->distance = w.distance;
+	c->host_since = w.host_since;
+	if (w.common >= 0)
+		copy_str(c->common, sizeof(c->common), a->name[w.common]);
+	/* the redirecting ports as the kernel lists them: the provider's side first */
+	for (i = 0; i < a->len; i++)
+		if (w.acs_provider & 1U << i)
+			copy_str(c->acs[c->nacs++], sizeof(c->acs[0]), a->name[i]);
+	for (i = 0; i < b->len; i++)
+		if (w.acs_client & 1U << i)
+			copy_str(c->acs[c->nacs++], sizeof(c->acs[0]), b->name[i]);
+	if (w.host_ok != P2PBAR_HOST_UNUSED)
+		c->host = w.host_client ? b : a;
 }
 
 /* the reason in words, and what to change */
@@ -767,7 +708,9 @@ static void check_explain(const struct check *c, const char *a, const char *b, c
 			 "not in this kernel's P2PDMA allowlist, and the CPU is no AMD Zen or newer (those route P2P)");
 	else if (c->map_type == P2PBAR_MAP_HOST_BRIDGE)
 		snprintf(why + strlen(why), wl - strlen(why), "; the host bridge routes it (%s)",
-			 c->host_ok == P2PBAR_HOST_CPU ? "AMD Zen CPU" : "in this kernel's allowlist");
+			 c->host_ok == P2PBAR_HOST_CPU ? "AMD Zen CPU" :
+			 c->host_since > 600 ? "in the kernel's allowlist from 7.2 on" :
+			 "in this kernel's allowlist");
 }
 
 /* the /dev/p2pbarN bound to @bdf, if any */
@@ -831,6 +774,8 @@ static int cmd_check(int argc, char **argv)
 		jint(o, "distance", c.distance);
 		jstr(o, "reason", why);
 		jstr(o, "fix", fix);
+		/* the kernel's own answer when a provider is bound, else a prediction */
+		jstr(o, "source", kernel ? "kernel" : "predicted");
 		if (kernel) {
 			struct json_object *k = json_object_new_object();
 
@@ -850,6 +795,8 @@ static int cmd_check(int argc, char **argv)
 		if (kernel)
 			printf("  kernel (%s): %s, distance %d%s\n", kdev, map_name(v.map_type),
 			       v.distance, agree ? "" : "  <- DISAGREES");
+		else
+			printf("  predicted: no p2pbar provider is bound to either to ask the kernel\n");
 	}
 	if (!agree)
 		return fail(EPROTO, "p2pctl's verdict and the kernel's disagree: please report it");
@@ -927,7 +874,6 @@ static void tree(const char *dir, const char *prefix)
  */
 static int cmd_topo(void)
 {
-	const struct allow *list = kernel_major() >= 7 ? allow_7x : allow_6x;
 	char hosts[32][32], prov[64][16], cli[64][16], dir[300], v[64];
 	int nh = 0, np = 0, nc = 0, i, j;
 	struct dirent *e;
@@ -946,21 +892,26 @@ static int cmd_topo(void)
 		return fail(ENODEV, "no PCI host bridge in /sys/devices");
 	qsort(hosts, nh, 32, (int (*)(const void *, const void *))strcmp);
 	for (i = 0; i < nh; i++) {
+		struct p2pbar_topo_path p;
 		struct topo t;
 		char first[1][16];
-		int ok;
+		int ok, since = 0;
 
 		snprintf(dir, sizeof(dir), "/sys/devices/%.31s", hosts[i]);
 		memset(&t, 0, sizeof(t));
-		if (children(dir, first, 1) && !topo_of(first[0], &t) && t.host_vendor)
-			ok = host_allowed(&t, 1, list);
-		else
+		if (children(dir, first, 1) && !topo_of(first[0], &t) && t.host_vendor) {
+			path_of(&t, &p);
+			ok = p2p_host_allowed(&p, true, &since);
+		} else {
 			ok = P2PBAR_HOST_NOT_LISTED;
+		}
 		printf("%s host bridge%s%s: %s\n", hosts[i], *t.host_dev ? " " : "", t.host_dev,
 		       cpu_routes_p2p() ? "P2P through it (AMD Zen CPU)" :
-		       ok == P2PBAR_HOST_ALLOWLIST ? "P2P through it (in this kernel's allowlist)" :
+		       ok == P2PBAR_HOST_ALLOWLIST && since > 600 ?
+		       "P2P through it (in the kernel's allowlist from 7.2 on)" :
+		       ok == P2PBAR_HOST_ALLOWLIST ? "P2P through it (in the kernel's allowlist)" :
 		       ok == P2PBAR_HOST_NEEDS_SAME ? "P2P through it between its own devices only" :
-		       "no P2P through it (not in this kernel's allowlist)");
+		       "no P2P through it (not in the kernel's allowlist)");
 		tree(dir, "");
 	}
 
