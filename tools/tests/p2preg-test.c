@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include <linux/dma-buf.h>
+#include <linux/udmabuf.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
@@ -70,7 +71,7 @@
 #define D2OFF		(5 * MIB)	/* ... the range unregistered in flight */
 
 #define PLAN		82
-#define PLAN_REVOKE	10
+#define PLAN_REVOKE	11
 #define PLAN_UNBIND	8
 #define PLAN_CAP	3
 
@@ -262,6 +263,27 @@ static struct p2pnvme_io rio(uint32_t op, uint64_t slba, uint64_t len, uint32_t 
 	return (struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io), .op = op, .slba = slba,
 				    .len = len, .addr = off, .buf_id = id,
 				    .flags = P2PNVME_IO_F_REGISTERED | flags };
+}
+
+/* Host memory as a dma-buf (udmabuf) of @len bytes: its fd, or -errno. */
+static int udmabuf_of(size_t len)
+{
+	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = len };
+	int mfd = memfd_create("p2preg-test", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	int u = open("/dev/udmabuf", O_RDWR | O_CLOEXEC), fd = -ENODEV;
+
+	if (mfd >= 0 && u >= 0 && !ftruncate(mfd, len) &&
+	    !fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		c.memfd = mfd;
+		fd = ioctl(u, UDMABUF_CREATE, &c);
+		if (fd < 0)
+			fd = -errno;
+	}
+	if (mfd >= 0)
+		close(mfd);
+	if (u >= 0)
+		close(u);
+	return fd;
 }
 
 /* An unregistered transfer, host memory by address. */
@@ -1553,6 +1575,32 @@ static void revoke_mode(const char *bdf)
 		       strerror(-ret), at, bad);
 		tap(ret == -ENODEV && at == 1 && !bad,
 		    "a batch naming the revoked buffer second: ENODEV, failed 1, the first's buffer untouched");
+	}
+	/*
+	 * The same after an imported dma-buf: that batch publishes fences and
+	 * takes its list blocks first, without walking the revoked buffer's
+	 * mapping (gone with the revocation: KASAN would report the walk).
+	 * Under swiotlb the udmabuf itself is refused.
+	 */
+	{
+		int swiotlb = getenv("P2P_SWIOTLB") && *getenv("P2P_SWIOTLB");
+		int ufd = udmabuf_of(CHUNK);
+		struct p2pnvme_io b2[2] = {
+			{ .argsz = sizeof(b2[0]), .op = P2PNVME_OP_READ, .slba = REF_LBA,
+			  .len = CHUNK, .flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = ufd },
+			rio(P2PNVME_OP_READ, REF_LBA, CHUNK, dbid, 0, 0) };
+		unsigned int at = ~0U;
+
+		ret = ufd < 0 ? ufd : submit(nvme, b2, 2, &at);
+		printf("    # udmabuf %d; batch: %s, failed %u\n", ufd, strerror(-ret), at);
+		if (swiotlb)
+			tap(ret == -EOPNOTSUPP && at == 0,
+			    "a batch of a udmabuf and the revoked buffer: the udmabuf refused under swiotlb");
+		else
+			tap(ret == -ENODEV && at == 1,
+			    "a batch of a udmabuf (fences published) and the revoked buffer: ENODEV, failed 1");
+		if (ufd >= 0)
+			close(ufd);
 	}
 	ret = unreg(nvme, dbid);
 	io = rio(P2PNVME_OP_READ, REF_LBA, CHUNK, dbid, 0, 0);
