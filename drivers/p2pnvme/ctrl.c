@@ -87,13 +87,16 @@ void p2pnvme_schedule_reset(struct p2pnvme *c)
 	/* the link is down: PCI error recovery is coming, registers read ~0 */
 	if (!pci_channel_offline(c->pdev) && __change_state(c, P2PNVME_RESETTING)) {
 		kref_get(&c->kref);	/* the worker's, put when it is done */
+		/*
+		 * Queued with the state: whoever moves it on (remove(), a
+		 * recovery) cancels the work afterwards and cannot miss it.
+		 */
+		queue_work(system_unbound_wq, &c->reset_work);
 		queue = true;
 	}
 	spin_unlock(&c->state_lock);
-	if (!queue)
-		return;
-	queue_work(system_unbound_wq, &c->reset_work);
-	wake_up_all(&c->wq);
+	if (queue)
+		wake_up_all(&c->wq);
 }
 
 /*
@@ -165,9 +168,12 @@ static void p2pnvme_reset_work(struct work_struct *work)
 	p2pnvme_io_thaw(c);
 	reset_finish(c, P2PNVME_RESETTING, ret);
 	trace_p2pnvme_reset(c->pdev, true, ret);
-	if (ret)
+	if (deleting)
+		pci_dbg(c->pdev, "reset: handed over to %s\n",
+			p2pnvme_state(c) == P2PNVME_RECOVERING ? "PCI recovery" : "removal");
+	else if (ret)
 		pci_err(c->pdev, "reset failed (%d); the controller is out of service\n", ret);
-	else if (!deleting)
+	else
 		pci_warn(c->pdev, "controller reset\n");
 	up_write(&c->reset_lock);
 	wake_up_all(&c->wq);
