@@ -325,14 +325,29 @@ static int async_submit(struct p2pnvme_async *a)
 	ret = p2pnvme_req_prepare(c, a->f, r);
 	if (ret)
 		return async_fail(a, ret);
-	/*
-	 * Task work makes io_uring's submitter and its workers look as if a
-	 * signal were pending: only a fatal one ends the wait for a reset, as
-	 * nvme-pci's passthrough waits for a frozen queue.
-	 */
-	ret = p2pnvme_io_enter_state(c, TASK_KILLABLE);
-	if (ret)
-		return async_fail(a, ret);
+	if (a->nowait) {
+		/*
+		 * A reset in progress is waited out by io_uring's workers, not
+		 * here with the ring's lock held (the -EAGAIN below, as a full
+		 * queue's): bound to its registration as there.
+		 */
+		if (!p2pnvme_io_tryenter(c)) {
+			if (p2pnvme_state(c) >= P2PNVME_DELETING)
+				return async_fail(a, -ENODEV);
+			if (r->reg)
+				pdu->bound = r->reg->serial;
+			return async_fail(a, -EAGAIN);
+		}
+	} else {
+		/*
+		 * Task work makes io_uring's submitter and its workers look as
+		 * if a signal were pending: only a fatal one ends the wait for
+		 * a reset, as nvme-pci's passthrough waits for a frozen queue.
+		 */
+		ret = p2pnvme_io_enter_state(c, TASK_KILLABLE);
+		if (ret)
+			return async_fail(a, ret);
+	}
 	q = p2pnvme_cpu_queue(c);
 	r->q = q;
 	/*
