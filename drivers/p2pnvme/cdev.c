@@ -241,7 +241,7 @@ static long ioc_admin(struct p2pnvme *c, unsigned long uarg)
 		ret = -EFAULT;
 out_free:
 	kfree(data);
-	if (ret == -EIO)
+	if (ret == -EIO && status)
 		ret = status;	/* the controller's answer, not an errno */
 	if (ret >= 0 && put_user(result, &up->result))
 		return -EFAULT;
