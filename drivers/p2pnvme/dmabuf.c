@@ -189,6 +189,11 @@ retry:
 			r->resv_locked = true;
 			continue;
 		}
+		/* another dma-buf of the batch shares it: locked by its entry */
+		if (ret == -EALREADY) {
+			ret = 0;
+			continue;
+		}
 		for (j = 0; j < nr; j++) {
 			if (reqs[j].resv_locked) {
 				dma_resv_unlock(reqs[j].dmabuf->resv);
@@ -203,9 +208,16 @@ retry:
 		goto retry;
 	}
 	ww_acquire_done(&ctx);
-	for (i = 0; i < nr && !ret; i++)
-		if (reqs[i].fence)
-			ret = dma_resv_reserve_fences(reqs[i].dmabuf->resv, 1);
+	/* a slot for every fence the reservation object gets */
+	for (i = 0; i < nr && !ret; i++) {
+		unsigned int n = 0;
+
+		if (!reqs[i].resv_locked)
+			continue;
+		for (j = 0; j < nr; j++)
+			n += reqs[j].fence && reqs[j].dmabuf->resv == reqs[i].dmabuf->resv;
+		ret = dma_resv_reserve_fences(reqs[i].dmabuf->resv, n);
+	}
 	for (i = 0; i < nr && !ret; i++) {
 		struct p2pnvme_req *r = &reqs[i];
 
