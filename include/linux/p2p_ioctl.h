@@ -29,12 +29,16 @@
 static inline int p2p_ioctl_copy_in(void *karg, size_t ksize, size_t minsz, unsigned long uarg)
 {
 	u32 argsz;
+	int ret;
 
 	if (get_user(argsz, (u32 __user *)uarg))
 		return -EFAULT;
 	if (argsz < minsz)
 		return -EINVAL;
-	return copy_struct_from_user(karg, ksize, (void __user *)uarg, argsz);
+	ret = copy_struct_from_user(karg, ksize, (void __user *)uarg, argsz);
+	/* the size checked, not one another thread wrote meanwhile */
+	*(u32 *)karg = argsz;
+	return ret;
 }
 
 /**
