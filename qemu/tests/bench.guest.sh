@@ -54,7 +54,10 @@ fi
 echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
 out2=$(p2pctl check "$IVSHMEM" "$NVME")
 check_eq "p2pctl check without a bound provider says the same" \
-	"$(echo "$out2" | grep -v '^  kernel')" "$(echo "$out" | grep -v '^  kernel')"
+	"$(echo "$out2" | grep -v '^  \(kernel\|predicted\)')" "$(echo "$out" | grep -v '^  kernel')"
+check "... and says it is a prediction" has "$out2" '^  predicted: no p2pbar provider is bound'
+check_eq "... in JSON too (source: predicted)" \
+	"$(p2pctl check "$IVSHMEM" "$NVME" -o json | sed -n 's/.*"source":"\([a-z]*\)".*/\1/p')" predicted
 bind p2pbar "$IVSHMEM"
 
 # p2pctl topo: the tree shows the provider, ACS redirect where it is set,
