@@ -259,6 +259,7 @@ int p2pnvme_identify(struct p2pnvme *c)
 		return ret;
 	memcpy(c->serial, id->sn, sizeof(c->serial));
 	memcpy(c->model, id->mn, sizeof(c->model));
+	memcpy(c->firmware, id->fr, sizeof(c->firmware));
 	c->max_xfer = P2PNVME_MAX_XFER;
 	/* MDTS is a power of two of pages; 52 and more do not fit: no limit */
 	if (id->mdts && !check_shl_overflow((u64)mps, id->mdts, &mdts_bytes))

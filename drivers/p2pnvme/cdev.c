@@ -11,6 +11,7 @@
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/nvme_ioctl.h>
+#include <linux/ptrace.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
@@ -164,7 +165,9 @@ out_free:
 }
 
 /*
- * The passthrough's data goes through a buffer of the controller's own
+ * NVME_IOCTL_ADMIN_CMD and NVME_IOCTL_ADMIN64_CMD (@wide: the 64-bit
+ * result of struct nvme_passthru_cmd64), as nvme-pci takes them. The
+ * passthrough's data goes through a buffer of the controller's own
  * (P2PNVME_PT_MAX bytes, PRP1 and PRP2 always describe all of it), zeroed
  * before each command, and is copied out after. Returns the NVMe status
  * (SCT << 8 | SC) when the controller fails the command, as nvme-pci does,
@@ -172,10 +175,12 @@ out_free:
  * for userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL for a
  * transfer longer than data_len or the driver's buffer.
  */
-static long ioc_admin(struct p2pnvme *c, unsigned long uarg)
+static long ioc_admin(struct p2pnvme *c, unsigned long uarg, bool wide)
 {
+	struct nvme_passthru_cmd64 __user *up64 = (void __user *)uarg;
 	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
-	struct nvme_passthru_cmd pt;
+	/* the two agree up to timeout_ms; the narrow one's result is rsvd2 here */
+	struct nvme_passthru_cmd64 pt = {};
 	struct nvme_command cmd = {};
 	void *data = NULL;
 	u32 result = 0;
@@ -183,7 +188,9 @@ static long ioc_admin(struct p2pnvme *c, unsigned long uarg)
 	u64 xfer;
 	long ret;
 
-	if (copy_from_user(&pt, up, sizeof(pt)))
+	BUILD_BUG_ON(offsetof(struct nvme_passthru_cmd, result) !=
+		     offsetof(struct nvme_passthru_cmd64, rsvd2));
+	if (copy_from_user(&pt, up64, wide ? sizeof(*up64) : sizeof(*up)))
 		return -EFAULT;
 	/*
 	 * Everything else would pull the queues from under p2pnvme or change
@@ -243,7 +250,8 @@ out_free:
 	kfree(data);
 	if (ret == -EIO && status)
 		ret = status;	/* the controller's answer, not an errno */
-	if (ret >= 0 && put_user(result, &up->result))
+	if (ret >= 0 &&
+	    (wide ? put_user((u64)result, &up64->result) : put_user(result, &up->result)))
 		return -EFAULT;
 	return ret;
 }
@@ -253,8 +261,14 @@ static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uar
 	struct p2pnvme_file *f = filp->private_data;
 
 	switch (cmd) {
+	case NVME_IOCTL_ID:
+		/* the namespace served, as on nvme-pci's namespace char device */
+		force_successful_syscall_return();
+		return f->c->nsid;
 	case NVME_IOCTL_ADMIN_CMD:
-		return ioc_admin(f->c, uarg);
+		return ioc_admin(f->c, uarg, false);
+	case NVME_IOCTL_ADMIN64_CMD:
+		return ioc_admin(f->c, uarg, true);
 	case P2PNVME_IOC_INFO:
 		return ioc_info(f->c, uarg);
 	case P2PNVME_IOC_IO:

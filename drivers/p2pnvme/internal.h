@@ -567,6 +567,7 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @aborts: Aborts outstanding
  * @serial: Identify serial number
  * @model: Identify model number
+ * @firmware: Identify firmware revision
  * @id_buf: one page for Identify data (coherent, lives as long as the device)
  * @id_dma: its bus address
  * @pt_buf: P2PNVME_PT_MAX bytes for admin passthrough data (coherent, lives
@@ -643,6 +644,7 @@ struct p2pnvme {
 	atomic_t aborts;
 	char serial[20];
 	char model[40];
+	char firmware[8];
 	void *id_buf;
 	dma_addr_t id_dma;
 	void *pt_buf;

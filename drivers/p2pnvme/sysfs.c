@@ -175,7 +175,72 @@ static const struct attribute_group stats_group = {
 	.attrs = stat_attr_list,
 };
 
+/*
+ * The drive as a drive: what nvme-pci's sysfs says of a controller and its
+ * namespace (space padding trimmed), for udev rules and inventory tools.
+ */
+static ssize_t show_padded(char *buf, const char *s, size_t len)
+{
+	while (len && (s[len - 1] == ' ' || !s[len - 1]))
+		len--;
+	return sysfs_emit(buf, "%.*s\n", (int)len, s);
+}
+
+static ssize_t serial_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+
+	return show_padded(buf, c->serial, sizeof(c->serial));
+}
+static DEVICE_ATTR_RO(serial);
+
+static ssize_t model_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+
+	return show_padded(buf, c->model, sizeof(c->model));
+}
+static DEVICE_ATTR_RO(model);
+
+static ssize_t firmware_rev_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+
+	return show_padded(buf, c->firmware, sizeof(c->firmware));
+}
+static DEVICE_ATTR_RO(firmware_rev);
+
+static ssize_t nsid_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%u\n", c->nsid);
+}
+static DEVICE_ATTR_RO(nsid);
+
+static ssize_t numa_node_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%d\n", dev_to_node(&c->pdev->dev));
+}
+static DEVICE_ATTR_RO(numa_node);
+
+static struct attribute *drive_attrs[] = {
+	&dev_attr_serial.attr,
+	&dev_attr_model.attr,
+	&dev_attr_firmware_rev.attr,
+	&dev_attr_nsid.attr,
+	&dev_attr_numa_node.attr,
+	NULL,
+};
+
+static const struct attribute_group drive_group = {
+	.attrs = drive_attrs,
+};
+
 const struct attribute_group *p2pnvme_groups[] = {
+	&drive_group,
 	&stats_group,
 	NULL,
 };
