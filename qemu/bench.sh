@@ -202,6 +202,7 @@ check)
 	else
 		kernels
 		build_suite
+		bench_run_deps	# once, before boots run two at a time
 		run_matrix || true
 	fi
 	summary

@@ -28,6 +28,15 @@ done
 for b in "$P2P_TOP"/tools/build/*; do
 	[ -x "$b" ] && install -m 0755 "$b" "$root/bin/"
 done
+# Tools the suite does not own, from this machine's Debian packages, with
+# their shared libraries and loader (as dracut copies a binary in)
+for b in /usr/sbin/nvme /usr/sbin/smartctl; do
+	[ -x "$b" ] || continue
+	install -D -m 0755 "$b" "$root$b"
+	for l in $(ldd "$b" | grep -o '/[^ ]*'); do
+		[ -e "$root$l" ] || install -D -m 0644 "$l" "$root$l"
+	done
+done
 # an unprivileged user for permission tests
 printf 'root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/tmp:/bin/sh\n' > "$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"

@@ -73,6 +73,9 @@ host_build_deps() {
 	need_pkgs build-essential flex bison bc libelf-dev libssl-dev cpio xz-utils kmod \
 		rsync python3 debian-archive-keyring libjson-c-dev liburing-dev
 }
+# nvme-cli, smartmontools: tools the suite does not own, run against it in
+# the guest (qemu/initramfs.sh copies them in with their libraries)
 bench_run_deps() {
-	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev liburing-dev
+	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev liburing-dev \
+		nvme-cli smartmontools
 }

@@ -502,6 +502,53 @@ if [ "$p2pexpect" != refused ]; then
 	suite_end
 fi
 
+# Tools the suite does not own (Debian's nvme-cli and smartmontools, as an
+# operator runs them): against /dev/p2pnvme0 and, for the same answers,
+# against nvme-pci's device of the identical second controller.
+suite_begin client_tools
+has() { printf '%s\n' "$1" | grep -q -- "$2"; }
+norm() { sed -n 's/^ *"\([A-Za-z_0-9]*\)" *: *\(.*[^,]\),\{0,1\}$/\1=\2/p'; }
+pci_ctrl=$(ls /sys/bus/pci/devices/"$NVME1"/nvme 2>/dev/null | head -n 1)
+pci_ns=$(ls /dev/ng"${pci_ctrl#nvme}"n1 2>/dev/null)
+if ! command -v nvme >/dev/null || ! command -v smartctl >/dev/null; then
+	skip "nvme-cli and smartctl against $N" "they were not on the machine that built the guest"
+elif [ -z "$pci_ctrl" ] || [ -z "$pci_ns" ]; then
+	skip "nvme-cli and smartctl against $N" "no second controller under nvme-pci to compare with"
+else
+	diag "nvme-cli $(nvme version | head -n 1); nvme-pci: /dev/$pci_ctrl, $pci_ns"
+	# the serial number and what QEMU derives from it differ, nothing else
+	ours=$(nvme id-ctrl $N -o json | norm | grep -v '^\(sn\|subnqn\)=')
+	theirs=$(nvme id-ctrl /dev/$pci_ctrl -o json | norm | grep -v '^\(sn\|subnqn\)=')
+	diag "id-ctrl: $(echo "$ours" | wc -l) fields; differing: $(echo "$ours" > /tmp/a; echo "$theirs" > /tmp/b; diff /tmp/a /tmp/b | grep '^[<>]' | tr '\n' ' ')"
+	check "nvme id-ctrl $N -o json" [ "$(echo "$ours" | wc -l)" -gt 20 ]
+	check_eq "... field by field the answer of nvme-pci's /dev/$pci_ctrl (but the serial)" "$ours" "$theirs"
+	check_eq "nvme id-ctrl: the serial is the one sysfs shows" \
+		"$(nvme id-ctrl $N -o json | norm | sed -n 's/^sn="\(.*\)"$/\1/p' | sed 's/ *$//')" \
+		"$(cat /sys/class/p2pnvme/p2pnvme0/serial)"
+	# without -n: NVME_IOCTL_ID names the namespace
+	ours=$(nvme id-ns $N -o json | norm | grep -v '^\(nguid\|eui64\)=')
+	theirs=$(nvme id-ns $pci_ns -o json | norm | grep -v '^\(nguid\|eui64\)=')
+	check "nvme id-ns $N without -n (NVME_IOCTL_ID)" [ "$(echo "$ours" | wc -l)" -gt 10 ]
+	check_eq "... field by field nvme-pci's $pci_ns (but the unique ids)" "$ours" "$theirs"
+	for f in critical_warning avail_spare spare_thresh percent_used; do
+		check_eq "nvme smart-log: $f as nvme-pci's" \
+			"$(nvme smart-log $N -o json | norm | grep "^$f=")" \
+			"$(nvme smart-log /dev/$pci_ctrl -o json | norm | grep "^$f=")"
+	done
+	check "nvme error-log $N" sh -c "nvme error-log $N -o json >/dev/null"
+	check_eq "nvme fw-log $N as nvme-pci's" "$(nvme fw-log $N -o json | norm)" \
+		"$(nvme fw-log /dev/$pci_ctrl -o json | norm)"
+	check "nvme get-feature -f 7 (number of queues) $N" sh -c "nvme get-feature $N -f 7 >/dev/null"
+	out=$(smartctl -a -d nvme $N 2>&1); rc=$?
+	diag "smartctl exit $rc: $(echo "$out" | grep -m1 'overall-health')"
+	check_eq "smartctl -a -d nvme $N: no command line or device open error" "$((rc & 3))" 0
+	check "... SMART overall-health PASSED" has "$out" 'overall-health self-assessment test result: PASSED'
+	check_eq "... the model and firmware smartctl sees on nvme-pci's controller" \
+		"$(echo "$out" | grep -E '^(Model Number|Firmware Version):')" \
+		"$(smartctl -i -d nvme /dev/$pci_ctrl | grep -E '^(Model Number|Firmware Version):')"
+fi
+suite_end
+
 if [ -n "$NVME1" ]; then
 	suite_begin client_copy
 	check "p2pnvme takes over the second controller $NVME1" bind p2pnvme "$NVME1"
