@@ -494,7 +494,8 @@ if [ "$p2pexpect" != refused ]; then
 	# a registered dma-buf whose exporter goes: p2pbar unbound while reads
 	# into it are in flight; it leaves p2pbar unbound
 	echo "<<<KTAP-BEGIN guest.client_reg_revoke>>>"
-	p2preg-test --revoke $N /dev/p2pbar0 "$IVSHMEM" || _any_failed=1
+	P2P_SWIOTLB=$([ "$p2pprofile" = swiotlb ] && echo 1) \
+		p2preg-test --revoke $N /dev/p2pbar0 "$IVSHMEM" || _any_failed=1
 	echo "<<<KTAP-END>>>"
 	suite_begin client_reg_revoke_after
 	check "p2pbar binds to ivshmem again after the registered revoke" bind p2pbar "$IVSHMEM"
