@@ -34,7 +34,7 @@ for b in /usr/sbin/nvme /usr/sbin/smartctl; do
 	[ -x "$b" ] || continue
 	install -D -m 0755 "$b" "$root$b"
 	for l in $(ldd "$b" | grep -o '/[^ ]*'); do
-		[ -e "$root$l" ] || install -D -m 0644 "$l" "$root$l"
+		[ -e "$root$l" ] || install -D -m 0755 "$l" "$root$l"
 	done
 done
 # an unprivileged user for permission tests

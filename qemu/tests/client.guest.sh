@@ -508,7 +508,8 @@ fi
 # against nvme-pci's device of the identical second controller.
 suite_begin client_tools
 has() { printf '%s\n' "$1" | grep -q -- "$2"; }
-norm() { sed -n 's/^ *"\([A-Za-z_0-9]*\)" *: *\(.*[^,]\),\{0,1\}$/\1=\2/p'; }
+# nvme-cli's JSON as key=value lines, objects' names (a device's) left out
+norm() { sed -n 's/^ *"\([A-Za-z_0-9]*\)" *: *\(.*[^,]\),\{0,1\}$/\1=\2/p' | grep -v '=[{[]$'; }
 pci_ctrl=$(ls /sys/bus/pci/devices/"$NVME1"/nvme 2>/dev/null | head -n 1)
 pci_ns=$(ls /dev/ng"${pci_ctrl#nvme}"n1 2>/dev/null)
 if ! command -v nvme >/dev/null || ! command -v smartctl >/dev/null; then
@@ -516,7 +517,7 @@ if ! command -v nvme >/dev/null || ! command -v smartctl >/dev/null; then
 elif [ -z "$pci_ctrl" ] || [ -z "$pci_ns" ]; then
 	skip "nvme-cli and smartctl against $N" "no second controller under nvme-pci to compare with"
 else
-	diag "nvme-cli $(nvme version | head -n 1); nvme-pci: /dev/$pci_ctrl, $pci_ns"
+	diag "$(nvme version 2>&1 | head -n 1); nvme-pci: /dev/$pci_ctrl, $pci_ns"
 	# the serial number and what QEMU derives from it differ, nothing else
 	ours=$(nvme id-ctrl $N -o json | norm | grep -v '^\(sn\|subnqn\)=')
 	theirs=$(nvme id-ctrl /dev/$pci_ctrl -o json | norm | grep -v '^\(sn\|subnqn\)=')
