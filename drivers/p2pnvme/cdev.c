@@ -112,6 +112,84 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 	return ret;
 }
 
+/*
+ * NVME_IOCTL_IO_CMD and NVME_IOCTL_IO64_CMD (@wide), as nvme-pci takes
+ * them on a namespace: Read, Write, Flush and Write Zeroes of the served
+ * namespace, the data at a user address (host memory, or a mapping of
+ * p2pmem) through the same pin, map and policy as P2PNVME_IOC_IO. What a
+ * standard client cannot say, it cannot get: p2pmem the topology refuses
+ * is -EREMOTEIO unless the device's passthru_bounce allows a bounce. No
+ * metadata, protection information, dataset management or flags. Returns
+ * the NVMe status when the controller fails the command, as nvme-pci does.
+ */
+static long ioc_nvme_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg, bool wide)
+{
+	struct nvme_passthru_cmd64 __user *up64 = (void __user *)uarg;
+	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
+	struct p2pnvme_io io = { .argsz = sizeof(io) };
+	struct nvme_passthru_cmd64 pt = {};
+	struct p2pnvme *c = f->c;
+	unsigned int failed;
+	u64 bytes;
+	int ret;
+
+	if (copy_from_user(&pt, up64, wide ? sizeof(*up64) : sizeof(*up)))
+		return -EFAULT;
+	switch (pt.opcode) {
+	case nvme_cmd_read:
+		io.op = P2PNVME_OP_READ;
+		break;
+	case nvme_cmd_write:
+		io.op = P2PNVME_OP_WRITE;
+		break;
+	case nvme_cmd_flush:
+		io.op = P2PNVME_OP_FLUSH;
+		break;
+	case nvme_cmd_write_zeroes:
+		io.op = P2PNVME_OP_WRITE_ZEROES;
+		break;
+	default:
+		return -EPERM;	/* the queues are p2pnvme's; nothing else is sent */
+	}
+	/* NLB in CDW12 15:0; FUA, PRINFO, DSM, reference tags: not taken */
+	if (pt.flags || pt.rsvd1 || pt.cdw2 || pt.cdw3 || pt.metadata || pt.metadata_len ||
+	    (pt.cdw12 >> 16) || pt.cdw13 || pt.cdw14 || pt.cdw15 || pt.nsid != c->nsid)
+		return -EINVAL;
+	if (io.op != P2PNVME_OP_FLUSH) {
+		io.slba = (u64)pt.cdw11 << 32 | pt.cdw10;
+		io.len = (u64)((pt.cdw12 & 0xffff) + 1) << c->lba_shift;
+	} else if (pt.cdw10 || pt.cdw11 || pt.cdw12) {
+		return -EINVAL;
+	}
+	if (io.op == P2PNVME_OP_READ || io.op == P2PNVME_OP_WRITE) {
+		if (pt.data_len != io.len)
+			return -EINVAL;
+		io.addr = pt.addr;
+		if (!READ_ONCE(c->passthru_bounce))
+			io.flags = P2PNVME_IO_F_NO_BOUNCE;
+	} else if (pt.data_len || pt.addr) {
+		return -EINVAL;
+	}
+	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
+	if (!ret)
+		ret = p2pnvme_io_allowed(filp, &io);
+	/* nvme_cmd_allowed(): CAP_SYS_ADMIN writes through a read-only fd too */
+	if (ret == -EACCES && capable(CAP_SYS_ADMIN))
+		ret = 0;
+	if (!ret)
+		ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
+	if (ret)
+		return ret;
+	ret = p2pnvme_run_batch(c, f, &io, 1, &failed);
+	p2pnvme_inflight_put(f, bytes);
+	if (ret == -EIO && io.status)
+		ret = io.status;	/* the controller's answer, not an errno */
+	/* no command returns a result dword worth passing on here */
+	if (ret >= 0 && (wide ? put_user(0ULL, &up64->result) : put_user(0U, &up->result)))
+		return -EFAULT;
+	return ret;
+}
+
 static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long uarg)
 {
 	struct p2pnvme_submit __user *usub = (void __user *)uarg;
@@ -269,6 +347,10 @@ static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uar
 		return ioc_admin(f->c, uarg, false);
 	case NVME_IOCTL_ADMIN64_CMD:
 		return ioc_admin(f->c, uarg, true);
+	case NVME_IOCTL_IO_CMD:
+		return ioc_nvme_io(f, filp, uarg, false);
+	case NVME_IOCTL_IO64_CMD:
+		return ioc_nvme_io(f, filp, uarg, true);
 	case P2PNVME_IOC_INFO:
 		return ioc_info(f->c, uarg);
 	case P2PNVME_IOC_IO:

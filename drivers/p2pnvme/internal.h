@@ -568,6 +568,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @serial: Identify serial number
  * @model: Identify model number
  * @firmware: Identify firmware revision
+ * @passthru_bounce: the NVMe passthrough's I/O (NVME_IOCTL_IO_CMD) may bounce
+ *		     p2pmem the topology refuses (sysfs, default no)
  * @id_buf: one page for Identify data (coherent, lives as long as the device)
  * @id_dma: its bus address
  * @pt_buf: P2PNVME_PT_MAX bytes for admin passthrough data (coherent, lives
@@ -645,6 +647,7 @@ struct p2pnvme {
 	char serial[20];
 	char model[40];
 	char firmware[8];
+	bool passthru_bounce;
 	void *id_buf;
 	dma_addr_t id_dma;
 	void *pt_buf;

@@ -226,12 +226,35 @@ static ssize_t numa_node_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(numa_node);
 
+/* May the standard passthrough's I/O bounce p2pmem the topology refuses? */
+static ssize_t passthru_bounce_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%d\n", READ_ONCE(c->passthru_bounce));
+}
+
+static ssize_t passthru_bounce_store(struct device *dev, struct device_attribute *attr,
+				     const char *buf, size_t count)
+{
+	struct p2pnvme *c = dev_get_drvdata(dev);
+	bool val;
+	int ret = kstrtobool(buf, &val);
+
+	if (ret)
+		return ret;
+	WRITE_ONCE(c->passthru_bounce, val);
+	return count;
+}
+static DEVICE_ATTR_RW(passthru_bounce);
+
 static struct attribute *drive_attrs[] = {
 	&dev_attr_serial.attr,
 	&dev_attr_model.attr,
 	&dev_attr_firmware_rev.attr,
 	&dev_attr_nsid.attr,
 	&dev_attr_numa_node.attr,
+	&dev_attr_passthru_bounce.attr,
 	NULL,
 };
 

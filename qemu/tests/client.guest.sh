@@ -548,6 +548,23 @@ else
 	check_eq "... the model and firmware smartctl sees on nvme-pci's controller" \
 		"$(echo "$out" | grep -E '^(Model Number|Firmware Version):')" \
 		"$(smartctl -i -d nvme /dev/$pci_ctrl | grep -E '^(Model Number|Firmware Version):')"
+	# I/O through the standard passthrough (NVME_IOCTL_IO_CMD), host memory
+	nvme io-passthru $N -o 2 -n 1 -4 2048 -6 7 -l 4096 -r -b > /tmp/pt.bin 2>/tmp/pt.err
+	check_eq "nvme io-passthru: a Read of 8 LBAs at 2048" "$?:$(wc -c < /tmp/pt.bin)" "0:4096"
+	hostcheck sha256 4096 nvme0@$((2048 * 512)) "$(sha256sum /tmp/pt.bin | cut -d' ' -f1)"
+	# nvme-cli opens read-only: root writes through it, as on nvme-pci
+	dd if=/dev/urandom of=/tmp/pt.in bs=4096 count=1 2>/dev/null
+	nvme io-passthru $N -o 1 -n 1 -4 50000 -6 7 -l 4096 -w -i /tmp/pt.in >/dev/null 2>>/tmp/pt.err
+	check_eq "nvme io-passthru: a Write of 8 random LBAs at 50000" "$?" 0
+	hostcheck sha256 4096 nvme0@$((50000 * 512)) "$(sha256sum /tmp/pt.in | cut -d' ' -f1)"
+	check "nvme write-zeroes over them" sh -c "nvme write-zeroes $N -n 1 -s 50000 -c 7 >/dev/null"
+	hostcheck fill 4096 nvme0@$((50000 * 512)) 0x00
+	check "nvme flush" sh -c "nvme flush $N -n 1 >/dev/null"
+	nvme io-passthru $N -o 9 -n 1 -l 0 >/dev/null 2>&1
+	check "nvme io-passthru: Dataset Management is not sent" [ $? -ne 0 ]
+	nvme io-passthru $N -o 2 -n 2 -4 0 -6 0 -l 512 -r -b >/dev/null 2>&1
+	check "nvme io-passthru: another namespace is refused" [ $? -ne 0 ]
+	diag "$(sort -u /tmp/pt.err | head -n 3 | tr '\n' ';')"
 fi
 suite_end
 
