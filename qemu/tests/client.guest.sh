@@ -427,6 +427,11 @@ hostcheck dma-none
 echo "<<<KTAP-BEGIN guest.client_reuse>>>"
 p2pnvme-test --reuse $N || _any_failed=1
 echo "<<<KTAP-END>>>"
+# the standard I/O passthrough into a mapping of p2pmem, as fio's
+# --iomem=mmapshared:/dev/p2pbar0 gives it
+echo "<<<KTAP-BEGIN guest.client_std_p2pmem>>>"
+p2pnvme-test --std-p2pmem $N /dev/p2pbar0 "$p2pexpect" || _any_failed=1
+echo "<<<KTAP-END>>>"
 
 # io_uring passthrough: many commands in flight from one thread into
 # p2pmem and host memory, writes, the bad-SQE table, a ring torn down with

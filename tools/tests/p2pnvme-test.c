@@ -554,6 +554,93 @@ static int reuse(const char *dev)
 	return !!failed;
 }
 
+/* /sys/class/p2pnvme/<name of @dev>/@attr as a number, -1 if unreadable */
+static long long attr_of(const char *dev, const char *attr)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/%s", strrchr(dev, '/') + 1, attr);
+	return read_num(path);
+}
+
+static int set_attr(const char *dev, const char *attr, const char *val)
+{
+	char path[256];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/%s", strrchr(dev, '/') + 1, attr);
+	fd = open(path, O_WRONLY);
+	ok = fd >= 0 && write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/* NVME_IOCTL_IO_CMD: a Read of @len bytes at @slba into @buf: 0, -errno or the NVMe status */
+static int std_read(int fd, uint32_t nsid, uint64_t slba, uint32_t len, unsigned int shift,
+		    void *buf)
+{
+	struct nvme_passthru_cmd c = { .opcode = 0x02, .nsid = nsid, .addr = (uintptr_t)buf,
+				       .data_len = len, .cdw10 = (uint32_t)slba,
+				       .cdw11 = (uint32_t)(slba >> 32),
+				       .cdw12 = (len >> shift) - 1 };
+	int ret = ioctl(fd, NVME_IOCTL_IO_CMD, &c);
+
+	return ret < 0 ? -errno : ret;
+}
+
+/*
+ * The standard I/O passthrough into p2pmem: a mapping of @bar (an
+ * allocating mmap at offset 0, as fio's --iomem=mmapshared does) is the
+ * buffer. Where the topology allows P2P the read goes there (reads_p2p)
+ * with the bytes a host-memory read gets; where it refuses, EREMOTEIO
+ * unless passthru_bounce allows the bounce. @refused: the profile's verdict.
+ */
+static int std_p2pmem(const char *dev, const char *bar, int refused)
+{
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	int fd = open(dev, O_RDWR), bfd = open(bar, O_RDWR), ret, id;
+	size_t len = 65536;
+	unsigned char *p, *h = malloc(len);
+	long long p2p0, bounce0;
+
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_std_p2pmem\n    1..3\n");
+	if (fd < 0 || bfd < 0 || !h || ioctl(fd, P2PNVME_IOC_INFO, &info))
+		return 1;
+	id = ioctl(fd, NVME_IOCTL_ID);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bfd, 0);
+	if (p == MAP_FAILED || id <= 0)
+		return 1;
+	ret = std_read(fd, id, 4096, len, info.lba_shift, h);
+	result(!ret && id == (int)info.nsid, "NVME_IOCTL_ID, and a Read into host memory", 0, -ret);
+	p2p0 = attr_of(dev, "stats/reads_p2p");
+	bounce0 = attr_of(dev, "stats/reads_bounce");
+	memset(p, 0xee, len);
+	ret = std_read(fd, id, 4096, len, info.lba_shift, p);
+	if (refused) {
+		result(ret == -EREMOTEIO && p[0] == 0xee,
+		       "a Read into p2pmem the topology refuses: EREMOTEIO, no silent bounce",
+		       EREMOTEIO, -ret);
+		set_attr(dev, "passthru_bounce", "1");
+		ret = std_read(fd, id, 4096, len, info.lba_shift, p);
+		set_attr(dev, "passthru_bounce", "0");
+		result(!ret && !memcmp(p, h, len) &&
+		       attr_of(dev, "stats/reads_bounce") == bounce0 + 1,
+		       "with passthru_bounce 1: bounced, the same bytes", 0, -ret);
+	} else {
+		result(!ret && !memcmp(p, h, len) && attr_of(dev, "stats/reads_p2p") == p2p0 + 1,
+		       "a Read into p2pmem: path p2p, the bytes of the host-memory read", 0, -ret);
+		result(attr_of(dev, "stats/reads_bounce") == bounce0,
+		       "... and nothing bounced", 0, 0);
+	}
+	munmap(p, len);
+	close(bfd);
+	close(fd);
+	free(h);
+	printf("%s 1 client_std_p2pmem\n", failed ? "not ok" : "ok");
+	return !!failed;
+}
+
 int main(int argc, char **argv)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
@@ -573,6 +660,8 @@ int main(int argc, char **argv)
 		return restart(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--reuse"))
 		return reuse(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "--std-p2pmem"))
+		return std_p2pmem(argv[2], argv[3], !strcmp(argv[4], "refused"));
 	if (argc != 2)
 		return 2;
 	fd = open(argv[1], O_RDWR);
