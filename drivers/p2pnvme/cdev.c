@@ -126,56 +126,23 @@ static long ioc_nvme_io(struct p2pnvme_file *f, struct file *filp, unsigned long
 {
 	struct nvme_passthru_cmd64 __user *up64 = (void __user *)uarg;
 	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
-	struct p2pnvme_io io = { .argsz = sizeof(io) };
-	struct nvme_passthru_cmd64 pt = {};
 	struct p2pnvme *c = f->c;
+	struct nvme_uring_cmd nc;
+	struct p2pnvme_io io;
 	unsigned int failed;
 	u64 bytes;
 	int ret;
 
-	if (copy_from_user(&pt, up64, wide ? sizeof(*up64) : sizeof(*up)))
+	/* both start as struct nvme_uring_cmd does, up to rsvd2 */
+	BUILD_BUG_ON(offsetof(struct nvme_passthru_cmd64, result) != sizeof(nc));
+	if (copy_from_user(&nc, up64, sizeof(nc)))
 		return -EFAULT;
-	switch (pt.opcode) {
-	case nvme_cmd_read:
-		io.op = P2PNVME_OP_READ;
-		break;
-	case nvme_cmd_write:
-		io.op = P2PNVME_OP_WRITE;
-		break;
-	case nvme_cmd_flush:
-		io.op = P2PNVME_OP_FLUSH;
-		break;
-	case nvme_cmd_write_zeroes:
-		io.op = P2PNVME_OP_WRITE_ZEROES;
-		break;
-	default:
-		return -EPERM;	/* the queues are p2pnvme's; nothing else is sent */
-	}
-	/* NLB in CDW12 15:0; FUA, PRINFO, DSM, reference tags: not taken */
-	if (pt.flags || pt.rsvd1 || pt.cdw2 || pt.cdw3 || pt.metadata || pt.metadata_len ||
-	    (pt.cdw12 >> 16) || pt.cdw13 || pt.cdw14 || pt.cdw15 || pt.nsid != c->nsid)
-		return -EINVAL;
-	if (io.op != P2PNVME_OP_FLUSH) {
-		io.slba = (u64)pt.cdw11 << 32 | pt.cdw10;
-		io.len = (u64)((pt.cdw12 & 0xffff) + 1) << c->lba_shift;
-	} else if (pt.cdw10 || pt.cdw11 || pt.cdw12) {
-		return -EINVAL;
-	}
-	if (io.op == P2PNVME_OP_READ || io.op == P2PNVME_OP_WRITE) {
-		if (pt.data_len != io.len)
-			return -EINVAL;
-		io.addr = pt.addr;
-		if (!READ_ONCE(c->passthru_bounce))
-			io.flags = P2PNVME_IO_F_NO_BOUNCE;
-	} else if (pt.data_len || pt.addr) {
-		return -EINVAL;
-	}
+	ret = p2pnvme_io_from_nvme(c, &nc, &io);
+	if (ret)
+		return ret;
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
 	if (!ret)
-		ret = p2pnvme_io_allowed(filp, &io);
-	/* nvme_cmd_allowed(): CAP_SYS_ADMIN writes through a read-only fd too */
-	if (ret == -EACCES && capable(CAP_SYS_ADMIN))
-		ret = 0;
+		ret = p2pnvme_nvme_io_allowed(filp, &io);
 	if (!ret)
 		ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
 	if (ret)

@@ -777,6 +777,10 @@ static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 
 /* io.c: requests */
 int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
+struct nvme_uring_cmd;
+int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc,
+			 struct p2pnvme_io *io);
+int p2pnvme_nvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
 int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
 			 u64 *bytes);
 

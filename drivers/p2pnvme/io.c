@@ -18,12 +18,14 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/highmem.h>
 #include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/overflow.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
@@ -916,4 +918,81 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
 	}
 	*bytes = sum;
 	return 0;
+}
+
+/**
+ * p2pnvme_io_from_nvme - a request from an NVMe I/O command, as the kernel's
+ *	passthrough takes it (NVME_IOCTL_IO_CMD, NVME_URING_CMD_IO)
+ * @c: the controller
+ * @nc: the command (struct nvme_passthru_cmd64 starts the same way)
+ * @io: out: the request, for p2pnvme_check_io() next
+ *
+ * Read, Write, Flush and Write Zeroes of the served namespace; NLB in CDW12
+ * 15:0, the data at a user address of exactly the NLB's bytes. FUA,
+ * PRINFO, DSM, reference tags, metadata and flags are not taken. A standard
+ * client cannot say whether it accepts a bounce: p2pmem the topology
+ * refuses is -EREMOTEIO unless @c->passthru_bounce allows one.
+ *
+ * Return: 0, -EPERM (another opcode: the queues are p2pnvme's, nothing else
+ * is sent) or -EINVAL.
+ */
+int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc,
+			 struct p2pnvme_io *io)
+{
+	*io = (struct p2pnvme_io){ .argsz = sizeof(*io) };
+	switch (nc->opcode) {
+	case nvme_cmd_read:
+		io->op = P2PNVME_OP_READ;
+		break;
+	case nvme_cmd_write:
+		io->op = P2PNVME_OP_WRITE;
+		break;
+	case nvme_cmd_flush:
+		io->op = P2PNVME_OP_FLUSH;
+		break;
+	case nvme_cmd_write_zeroes:
+		io->op = P2PNVME_OP_WRITE_ZEROES;
+		break;
+	default:
+		return -EPERM;
+	}
+	if (nc->flags || nc->rsvd1 || nc->cdw2 || nc->cdw3 || nc->metadata || nc->metadata_len ||
+	    (nc->cdw12 >> 16) || nc->cdw13 || nc->cdw14 || nc->cdw15 || nc->nsid != c->nsid)
+		return -EINVAL;
+	if (io->op != P2PNVME_OP_FLUSH) {
+		io->slba = (u64)nc->cdw11 << 32 | nc->cdw10;
+		io->len = (u64)((nc->cdw12 & 0xffff) + 1) << c->lba_shift;
+	} else if (nc->cdw10 || nc->cdw11 || nc->cdw12) {
+		return -EINVAL;
+	}
+	if (has_data(io)) {
+		if (nc->data_len != io->len)
+			return -EINVAL;
+		io->addr = nc->addr;
+		if (!READ_ONCE(c->passthru_bounce))
+			io->flags = P2PNVME_IO_F_NO_BOUNCE;
+	} else if (nc->data_len || nc->addr) {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
+ * p2pnvme_nvme_io_allowed - may this file send @io through the kernel's
+ *	NVMe passthrough?
+ * @filp: the file
+ * @io: from p2pnvme_io_from_nvme()
+ *
+ * As nvme_cmd_allowed(): writes need a writable fd or CAP_SYS_ADMIN
+ * (nvme-cli opens read-only).
+ *
+ * Return: 0 or -EACCES.
+ */
+int p2pnvme_nvme_io_allowed(struct file *filp, const struct p2pnvme_io *io)
+{
+	int ret = p2pnvme_io_allowed(filp, io);
+
+	if (ret == -EACCES && capable(CAP_SYS_ADMIN))
+		ret = 0;
+	return ret;
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * p2pnvme's io_uring passthrough: IORING_OP_URING_CMD with cmd_op
- * P2PNVME_URING_CMD_IO carries one struct p2pnvme_io in a 128-byte SQE.
- * One io_uring_enter() submits many; none waits for its completion.
+ * P2PNVME_URING_CMD_IO carries one struct p2pnvme_uring_cmd in a 128-byte
+ * SQE, NVME_URING_CMD_IO (the kernel's NVMe passthrough, as fio's
+ * io_uring_cmd engine sends it) one struct nvme_uring_cmd. One
+ * io_uring_enter() submits many; none waits for its completion.
  *
  * Life of a request:
  *   submit  in the submitter's context: check, pin (may fault: no lock
@@ -32,6 +34,7 @@
 #include <linux/fs.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -56,7 +59,7 @@ static unsigned long async_watch_period(void)
  * struct p2pnvme_async - one io_uring request
  * @b: its batch; @b.end is async_end()
  * @r: its transfer
- * @io: the SQE's struct p2pnvme_io, kernel copy
+ * @io: the request, from the SQE's command (kernel copy)
  * @c: the controller
  * @f: the file it came through (io_uring holds it open until the answer)
  * @ioucmd: what is answered
@@ -72,6 +75,8 @@ static unsigned long async_watch_period(void)
  *	    work
  * @nowait: issued with IO_URING_F_NONBLOCK: answered -EAGAIN (io_uring's
  *	    workers issue it again) rather than waiting for room on its queue
+ * @std: NVME_URING_CMD_IO (the kernel's NVMe passthrough), answered as
+ *	 nvme-pci answers it (async_done())
  * @ring: that ring, only compared (p2p_uring_cmd_ring())
  */
 struct p2pnvme_async {
@@ -89,6 +94,7 @@ struct p2pnvme_async {
 	bool released;
 	bool iopoll;
 	bool nowait;
+	bool std;
 	void *ring;
 };
 
@@ -178,6 +184,22 @@ static bool async_released(struct p2pnvme_async *a)
 }
 
 /*
+ * The CQE of an ended request: for P2PNVME_URING_CMD_IO its result and,
+ * in a 32-byte CQE, path | status << 16; for NVME_URING_CMD_IO as nvme-pci
+ * answers it, the NVMe status of a command the controller failed (else 0
+ * or the -errno) and the result dword, 0 for these commands.
+ */
+static void async_done(struct p2pnvme_async *a, unsigned int issue_flags)
+{
+	if (a->std)
+		p2p_uring_cmd_done(a->ioucmd, a->io.result == -EIO && a->io.status ?
+				   a->io.status : a->io.result, 0, issue_flags);
+	else
+		p2p_uring_cmd_done(a->ioucmd, a->io.result,
+				   P2PNVME_URING_RES2(a->io.path, a->io.status), issue_flags);
+}
+
+/*
  * In the submitter's task (task work, or the IOPOLL ring's poller with the
  * ring locked): release (unless removal did) and answer.
  */
@@ -195,8 +217,7 @@ static void async_answer(struct p2pnvme_async *a, unsigned int issue_flags)
 		async_release(a);
 	else	/* removal is releasing it: the answer needs its result */
 		wait_event(c->wq, async_released(a));
-	p2p_uring_cmd_done(a->ioucmd, a->io.result, P2PNVME_URING_RES2(a->io.path, a->io.status),
-			   issue_flags);
+	async_done(a, issue_flags);
 	async_free(c, a);
 }
 
@@ -411,13 +432,15 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
 	struct p2pnvme *c = f->c;
-	struct p2pnvme_uring_cmd uc;
+	bool std = ioucmd->cmd_op == NVME_URING_CMD_IO;
 	struct p2pnvme_io req, *io = &req;
+	struct p2pnvme_uring_cmd uc;
+	struct nvme_uring_cmd nc;
 	struct p2pnvme_async *a;
 	u64 bytes;
 	int ret;
 
-	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO)
+	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO && !std)
 		return -ENOTTY;
 	if (!p2p_uring_cmd_reissued(ioucmd))
 		pdu_of(ioucmd)->bound = 0;	/* see struct p2pnvme_pdu */
@@ -431,13 +454,23 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
 	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
 				  offsetof(struct io_uring_sqe, cmd));
-	memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
-	/* zero, so that they can be given a meaning one day */
-	if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
-		return -EINVAL;
-	req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
-				   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
-				   .dmabuf_fd = uc.dmabuf_fd };
+	if (std) {
+		/* the kernel's NVMe passthrough, as nvme-pci's ng devices take it */
+		memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
+		if (nc.rsvd2)
+			return -EINVAL;
+		ret = p2pnvme_io_from_nvme(c, &nc, io);
+		if (ret)
+			return ret;
+	} else {
+		memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
+		/* zero, so that they can be given a meaning one day */
+		if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
+			return -EINVAL;
+		req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
+					   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
+					   .dmabuf_fd = uc.dmabuf_fd };
+	}
 	ret = p2pnvme_check_io(io, c->lba_shift, c->nlb);
 	if (ret)
 		return ret;
@@ -446,7 +479,8 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	/* nothing would reap a polled queue for a ring that does not poll */
 	if (c->polled && !(issue_flags & IO_URING_F_IOPOLL))
 		return -EOPNOTSUPP;
-	ret = p2pnvme_io_allowed(ioucmd->file, io);
+	ret = std ? p2pnvme_nvme_io_allowed(ioucmd->file, io) :
+		    p2pnvme_io_allowed(ioucmd->file, io);
 	if (ret)
 		return ret;
 	ret = p2pnvme_inflight_get(f, io, 1, &bytes);
@@ -464,6 +498,7 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	a->ioucmd = ioucmd;
 	a->bytes = bytes;
 	a->iopoll = issue_flags & IO_URING_F_IOPOLL;
+	a->std = std;
 	/* a kernel that re-issues from the SQ ring: wait for room here instead */
 	a->nowait = P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK);
 	a->ring = p2p_uring_cmd_ring(ioucmd);
@@ -531,8 +566,7 @@ static void async_answer_ring(struct p2pnvme_async *a)
 	spin_unlock(&c->async_lock);
 	list_for_each_entry_safe(e, tmp, &ended, link) {
 		async_release(e);
-		p2p_uring_cmd_done(e->ioucmd, e->io.result,
-				   P2PNVME_URING_RES2(e->io.path, e->io.status), 0);
+		async_done(e, 0);
 		async_free(c, e);
 	}
 	if (!found)	/* removal took it: wait for its release, then answer */

@@ -429,6 +429,10 @@ p2pnvme-test --reuse $N || _any_failed=1
 echo "<<<KTAP-END>>>"
 # the standard I/O passthrough into a mapping of p2pmem, as fio's
 # --iomem=mmapshared:/dev/p2pbar0 gives it
+# the kernel's NVMe io_uring passthrough (fio's io_uring_cmd engine sends it)
+echo "<<<KTAP-BEGIN guest.client_uring_std>>>"
+p2puring-test --std $N || _any_failed=1
+echo "<<<KTAP-END>>>"
 echo "<<<KTAP-BEGIN guest.client_std_p2pmem>>>"
 p2pnvme-test --std-p2pmem $N /dev/p2pbar0 "$p2pexpect" || _any_failed=1
 echo "<<<KTAP-END>>>"

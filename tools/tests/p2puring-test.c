@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include <linux/p2pbar.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/p2pnvme.h>
 
 #include "ktap.h"
@@ -908,6 +909,84 @@ static int rebind(const char *dev, const char *bdf)
 	return fd;
 }
 
+/* One NVME_URING_CMD_IO command on @ring: its CQE's res, *@res2 its result dword */
+static int std_cmd(struct io_uring *ring, int fd, const struct nvme_uring_cmd *nc, uint64_t *res2)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	int res = -EIO;
+	uint64_t r2 = ~0ULL;
+
+	if (!sqe)
+		return -EBUSY;
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = NVME_URING_CMD_IO;
+	memcpy(sqe->cmd, nc, sizeof(*nc));
+	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, &r2))
+		return -EIO;
+	if (res2)
+		*res2 = r2;
+	return res;
+}
+
+/*
+ * The kernel's NVMe io_uring passthrough, as fio's io_uring_cmd engine and
+ * liburing's test send it: struct nvme_uring_cmd with NVME_URING_CMD_IO on
+ * an SQE128 + CQE32 ring, the namespace from NVME_IOCTL_ID. Reads land the
+ * bytes a P2PNVME_IOC_IO read gets, a write is read back, and the answers
+ * are nvme-pci's: res 0 and the result dword in big_cqe[0], -EPERM for an
+ * opcode the driver does not send, -EINVAL for another namespace.
+ */
+static int std_mode(const char *dev)
+{
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	unsigned char *a = malloc(65536), *b = malloc(65536), *w = malloc(4096);
+	int fd = open(dev, O_RDWR | O_CLOEXEC), nsid, res, i;
+	struct p2pnvme_io io;
+	struct io_uring ring;
+	uint64_t r2 = 0;
+
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_uring_std\n    1..5\n");
+	if (fd < 0 || !a || !b || !w || ioctl(fd, P2PNVME_IOC_INFO, &info) ||
+	    io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
+		return 1;
+	nsid = ioctl(fd, NVME_IOCTL_ID);
+	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_READ, .slba = 2048,
+				  .len = 65536, .addr = (uintptr_t)b };
+	memset(a, 0xee, 65536);
+	res = std_cmd(&ring, fd, &(struct nvme_uring_cmd){ .opcode = 0x02, .nsid = nsid,
+		      .addr = (uintptr_t)a, .data_len = 65536, .cdw10 = 2048,
+		      .cdw12 = (65536 >> info.lba_shift) - 1 }, &r2);
+	i = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	result(!res && !r2 && !i && !memcmp(a, b, 65536),
+	       "NVME_URING_CMD_IO: a 64 KiB Read, the bytes of a P2PNVME_IOC_IO read, result 0",
+	       0, -res);
+	for (i = 0; i < 4096; i++)
+		w[i] = i * 7 + 1;
+	res = std_cmd(&ring, fd, &(struct nvme_uring_cmd){ .opcode = 0x01, .nsid = nsid,
+		      .addr = (uintptr_t)w, .data_len = 4096, .cdw10 = 60000,
+		      .cdw12 = (4096 >> info.lba_shift) - 1 }, NULL);
+	memset(a, 0, 4096);
+	if (!res)
+		res = std_cmd(&ring, fd, &(struct nvme_uring_cmd){ .opcode = 0x02, .nsid = nsid,
+			      .addr = (uintptr_t)a, .data_len = 4096, .cdw10 = 60000,
+			      .cdw12 = (4096 >> info.lba_shift) - 1 }, NULL);
+	result(!res && !memcmp(a, w, 4096), "a Write, then read back", 0, -res);
+	res = std_cmd(&ring, fd, &(struct nvme_uring_cmd){ .opcode = 0x00, .nsid = nsid }, NULL);
+	result(!res, "a Flush", 0, -res);
+	res = std_cmd(&ring, fd, &(struct nvme_uring_cmd){ .opcode = 0x09, .nsid = nsid }, NULL);
+	result(res == -EPERM, "Dataset Management is not sent", EPERM, -res);
+	res = std_cmd(&ring, fd, &(struct nvme_uring_cmd){ .opcode = 0x02, .nsid = nsid + 1,
+		      .addr = (uintptr_t)a, .data_len = 4096,
+		      .cdw12 = (4096 >> info.lba_shift) - 1 }, NULL);
+	result(res == -EINVAL, "another namespace", EINVAL, -res);
+	io_uring_queue_exit(&ring);
+	close(fd);
+	printf("%s 1 client_uring_std\n", failed ? "not ok" : "ok");
+	return !!failed;
+}
+
 int main(int argc, char **argv)
 {
 	int unbind = argc > 1 && !strcmp(argv[1], "--unbind");
@@ -922,6 +1001,8 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--polled"))
 		return polled(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--std"))
+		return std_mode(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "--reset-race")) {
 		name = "client_faults_uring_reset";
 		printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..%d\n",
