@@ -37,6 +37,10 @@ for b in /usr/sbin/nvme /usr/sbin/smartctl; do
 		[ -e "$root$l" ] || install -D -m 0755 "$l" "$root$l"
 	done
 done
+# the directories install -D made have the builder's umask
+for d in usr lib64 lib/x86_64-linux-gnu; do
+	[ -d "$root/$d" ] && find "$root/$d" -type d -exec chmod 0755 {} +
+done
 # an unprivileged user for permission tests
 printf 'root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/tmp:/bin/sh\n' > "$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"

@@ -620,8 +620,20 @@ static void path_of(const struct topo *t, struct p2pbar_topo_path *p)
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < t->len; i++) {
-		if (sscanf(t->name[i], "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
+		if (sscanf(t->name[i], "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4) {
 			p->node[i].id = P2PBAR_TOPO_ID(dom, bus << 8 | dev << 3 | fn);
+		} else {
+			/*
+			 * Not a function (a VMD domain's pciDDDDD:BB): an identity
+			 * of its name, above every P2PBAR_TOPO_ID() (48 bits)
+			 */
+			uint64_t h = 0xcbf29ce484222325ULL;
+			const char *s;
+
+			for (s = t->name[i]; *s; s++)
+				h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+			p->node[i].id = 1ULL << 63 | h >> 1;
+		}
 		p->node[i].acs_redirect = t->acs[i];
 	}
 	p->len = t->len;
@@ -761,6 +773,18 @@ static int cmd_check(int argc, char **argv)
 		    !ioctl(fd, P2PBAR_IOC_VERDICT, &v)) {
 			kernel = 1;
 			agree = v.map_type == c.map_type && v.distance == c.distance;
+			/*
+			 * A host bridge listed from 7.2 on, on an older kernel: its
+			 * allowlist lacks it, and its answer is the one that holds
+			 */
+			if (!agree && c.host_since > 600 && v.map_type == P2PBAR_MAP_REFUSED &&
+			    c.map_type == P2PBAR_MAP_HOST_BRIDGE) {
+				c.map_type = P2PBAR_MAP_REFUSED;
+				c.distance = -1;
+				c.host_ok = P2PBAR_HOST_NOT_LISTED;
+				check_explain(&c, argv[0], argv[1], why, sizeof(why), fix, sizeof(fix));
+				agree = 1;
+			}
 		}
 		if (fd >= 0)
 			close(fd);
