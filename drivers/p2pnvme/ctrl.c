@@ -19,6 +19,31 @@
 
 static struct lock_class_key p2pnvme_io_key;
 
+/*
+ * Resets run here, not on system_unbound_wq: a dma-buf's write fence can
+ * be waited on from reclaim (an exporter's shrinker), and only a reset
+ * may end the commands it waits for. WQ_MEM_RECLAIM keeps a rescuer, as
+ * nvme-pci's nvme_reset_wq does.
+ */
+static struct workqueue_struct *p2pnvme_reset_wq;
+
+/**
+ * p2pnvme_reset_wq_create - the module's reset workqueue, before any probe
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int p2pnvme_reset_wq_create(void)
+{
+	p2pnvme_reset_wq = alloc_workqueue("p2pnvme-reset", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return p2pnvme_reset_wq ? 0 : -ENOMEM;
+}
+
+/* after the last remove(): every controller cancelled its reset work */
+void p2pnvme_reset_wq_destroy(void)
+{
+	destroy_workqueue(p2pnvme_reset_wq);
+}
+
 static void p2pnvme_io_ref_zero(struct percpu_ref *ref);
 static void p2pnvme_reset_work(struct work_struct *work);
 
@@ -91,7 +116,7 @@ void p2pnvme_schedule_reset(struct p2pnvme *c)
 		 * Queued with the state: whoever moves it on (remove(), a
 		 * recovery) cancels the work afterwards and cannot miss it.
 		 */
-		queue_work(system_unbound_wq, &c->reset_work);
+		queue_work(p2pnvme_reset_wq, &c->reset_work);
 		queue = true;
 	}
 	spin_unlock(&c->state_lock);

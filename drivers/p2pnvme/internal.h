@@ -827,6 +827,8 @@ void p2pnvme_async_drain(struct p2pnvme *c);
 void p2pnvme_async_exit(struct p2pnvme *c);
 
 /* ctrl.c: the controller's state, the I/O guard, reset and recovery */
+int p2pnvme_reset_wq_create(void);
+void p2pnvme_reset_wq_destroy(void);
 int p2pnvme_ctrl_init(struct p2pnvme *c);
 void p2pnvme_ctrl_exit(struct p2pnvme *c);
 bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new);

@@ -468,9 +468,12 @@ static int __init p2pnvme_init(void)
 	int ret;
 
 	p2pnvme_sysfs_init();
-	ret = alloc_chrdev_region(&p2pnvme_devt, 0, P2PNVME_MAX_DEVS, KBUILD_MODNAME);
+	ret = p2pnvme_reset_wq_create();
 	if (ret)
 		return ret;
+	ret = alloc_chrdev_region(&p2pnvme_devt, 0, P2PNVME_MAX_DEVS, KBUILD_MODNAME);
+	if (ret)
+		goto err_wq;
 	cdev_init(&p2pnvme_cdev, &p2pnvme_fops);
 	ret = cdev_add(&p2pnvme_cdev, p2pnvme_devt, P2PNVME_MAX_DEVS);
 	if (ret)
@@ -493,6 +496,8 @@ err_cdev:
 	cdev_del(&p2pnvme_cdev);
 err_region:
 	unregister_chrdev_region(p2pnvme_devt, P2PNVME_MAX_DEVS);
+err_wq:
+	p2pnvme_reset_wq_destroy();
 	return ret;
 }
 
@@ -503,6 +508,7 @@ static void __exit p2pnvme_exit(void)
 	class_destroy(p2pnvme_class);
 	cdev_del(&p2pnvme_cdev);
 	unregister_chrdev_region(p2pnvme_devt, P2PNVME_MAX_DEVS);
+	p2pnvme_reset_wq_destroy();
 }
 
 module_init(p2pnvme_init);
