@@ -30,9 +30,15 @@ for b in "$P2P_TOP"/tools/build/*; do
 done
 # Tools the suite does not own, from this machine's Debian packages, with
 # their shared libraries and loader (as dracut copies a binary in)
-for b in /usr/sbin/nvme /usr/sbin/smartctl; do
+# fio and liburing's passthrough test, built by qemu/extools.sh
+ext=$(ls -d "$P2P_CACHE"/extools/*/.complete 2>/dev/null | sort -V | tail -n 1 || true)
+ext=${ext%/.complete}
+for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*}; do
 	[ -x "$b" ] || continue
-	install -D -m 0755 "$b" "$root$b"
+	case $b in
+	/usr/*) install -D -m 0755 "$b" "$root$b" ;;
+	*) install -m 0755 "$b" "$root/bin/" ;;
+	esac
 	for l in $(ldd "$b" | grep -o '/[^ ]*'); do
 		[ -e "$root$l" ] || install -D -m 0755 "$l" "$root$l"
 	done
