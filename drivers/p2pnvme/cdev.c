@@ -137,7 +137,7 @@ static long ioc_nvme_io(struct p2pnvme_file *f, struct file *filp, unsigned long
 	BUILD_BUG_ON(offsetof(struct nvme_passthru_cmd64, result) != sizeof(nc));
 	if (copy_from_user(&nc, up64, sizeof(nc)))
 		return -EFAULT;
-	ret = p2pnvme_io_from_nvme(c, &nc, &io);
+	ret = p2pnvme_io_from_nvme(c, &nc, false, &io);
 	if (ret)
 		return ret;
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);

@@ -29,6 +29,7 @@
 #include <linux/overflow.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
+#include <linux/uio.h>
 #include <kunit/visibility.h>
 #include <p2p_compat.h>
 
@@ -147,6 +148,54 @@ static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
 	return 0;
 }
 
+#if P2P_HAVE_URING_CMD
+/*
+ * The pages of @r->iter: user memory pinned (p2pmem too), io_uring's
+ * registered buffer borrowed. They must make one buffer as @io->addr's
+ * would (what the bounce copy and the PRP and SGL builders walk): the
+ * first segment starts at offset_in_page(@io->addr), every later one on a
+ * page, and every one but the last ends on one. Else -EINVAL, as a
+ * segment of no bytes is.
+ */
+static int pin_iter(struct p2pnvme_req *r, struct iov_iter *it)
+{
+	unsigned int n = DIV_ROUND_UP(offset_in_page(r->io->addr) + r->io->len, PAGE_SIZE);
+	bool ragged = false;
+	int ret = 0;
+
+	if (iov_iter_count(it) != r->io->len)
+		return -EINVAL;
+	r->borrowed = !iov_iter_extract_will_pin(it);
+	r->pages = kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
+	if (!r->pages)
+		return -ENOMEM;
+	while (iov_iter_count(it)) {
+		struct page **p = r->pages + r->nr;
+		size_t off;
+		ssize_t got;
+
+		if (r->nr == n || ragged)
+			return -EINVAL;	/* more pages than one buffer has */
+		got = iov_iter_extract_pages(it, &p, iov_iter_count(it), n - r->nr,
+					     ITER_ALLOW_P2PDMA, &off);
+		if (got <= 0)
+			return got ?: -EINVAL;
+		if (r->nr ? off : off != offset_in_page(r->io->addr))
+			ret = -EINVAL;
+		r->nr += DIV_ROUND_UP(off + got, PAGE_SIZE);
+		if (ret)
+			return ret;	/* what was extracted is counted: released */
+		ragged = (off + got) & ~PAGE_MASK;
+	}
+	return 0;
+}
+#else
+static int pin_iter(struct p2pnvme_req *r, struct iov_iter *it)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
 /* A transfer that cannot be made: counted, traced, said at debug level. */
 static void path_refused(struct p2pnvme *c, struct p2pnvme_req *r, enum p2pnvme_why why)
 {
@@ -249,7 +298,14 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 		r->why = P2PNVME_WHY_DMABUF;
 		return p2pnvme_dmabuf_attach(c, reqs, i);
 	}
-	ret = pin_user(r, !write);
+	if (r->iter) {
+		struct iov_iter *it = r->iter;
+
+		r->iter = NULL;	/* the caller's, on its stack */
+		ret = pin_iter(r, it);
+	} else {
+		ret = pin_user(r, !write);
+	}
 	if (ret)
 		return ret;
 	r->p2p = is_pci_p2pdma_page(r->pages[0]);
@@ -399,7 +455,9 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 		__free_page(r->bpages[i]);
 	kvfree(r->bpages);
 	if (r->pages) {
-		unpin_user_pages_dirty_lock(r->pages, r->nr, ok && r->dir == DMA_FROM_DEVICE);
+		if (!r->borrowed)
+			unpin_user_pages_dirty_lock(r->pages, r->nr,
+						    ok && r->dir == DMA_FROM_DEVICE);
 		kvfree(r->pages);
 	}
 }
@@ -925,10 +983,13 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
  *	passthrough takes it (NVME_IOCTL_IO_CMD, NVME_URING_CMD_IO)
  * @c: the controller
  * @nc: the command (struct nvme_passthru_cmd64 starts the same way)
+ * @vec: NVME_URING_CMD_IO_VEC: @nc->addr is an array of @nc->data_len
+ *	 iovecs, which the caller imports (@io->addr is left for it to set)
  * @io: out: the request, for p2pnvme_check_io() next
  *
  * Read, Write, Flush and Write Zeroes of the served namespace; NLB in CDW12
- * 15:0, the data at a user address of exactly the NLB's bytes. FUA,
+ * 15:0, the data at a user address of exactly the NLB's bytes (or in
+ * iovecs of that many bytes together). FUA,
  * PRINFO, DSM, reference tags, metadata and flags are not taken. A standard
  * client cannot say whether it accepts a bounce: p2pmem the topology
  * refuses is -EREMOTEIO unless @c->passthru_bounce allows one.
@@ -936,7 +997,7 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
  * Return: 0, -EPERM (another opcode: the queues are p2pnvme's, nothing else
  * is sent) or -EINVAL.
  */
-int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc,
+int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, bool vec,
 			 struct p2pnvme_io *io)
 {
 	*io = (struct p2pnvme_io){ .argsz = sizeof(*io) };
@@ -966,9 +1027,9 @@ int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc,
 		return -EINVAL;
 	}
 	if (has_data(io)) {
-		if (nc->data_len != io->len)
+		if (vec ? !nc->data_len || nc->data_len > UIO_MAXIOV : nc->data_len != io->len)
 			return -EINVAL;
-		io->addr = nc->addr;
+		io->addr = vec ? 0 : nc->addr;
 		if (!READ_ONCE(c->passthru_bounce))
 			io->flags = P2PNVME_IO_F_NO_BOUNCE;
 	} else if (nc->data_len || nc->addr) {

@@ -418,59 +418,56 @@ static int async_submit(struct p2pnvme_async *a)
  * fd, __pad1, uring_cmd_flags and personality itself; 6.12 and 7.2 also
  * refuse an ioprio for IORING_OP_URING_CMD (io_init_req()), which is
  * checked again here for a kernel that lets one through. buf_index is
- * io_uring's only with IORING_URING_CMD_FIXED or buffer selection (7.x,
- * with IORING_URING_CMD_MULTISHOT), both refused. file_index covers the
+ * io_uring's with IORING_URING_CMD_FIXED (@fixed) and buffer selection
+ * (7.x, with IORING_URING_CMD_MULTISHOT, refused). file_index covers the
  * whole 32-bit union at offset 44.
  */
-static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe)
+static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe, bool fixed)
 {
 	return !(READ_ONCE(sqe->ioprio) | READ_ONCE(sqe->addr) | READ_ONCE(sqe->len) |
-		 READ_ONCE(sqe->buf_index) | READ_ONCE(sqe->file_index));
+		 (fixed ? 0 : READ_ONCE(sqe->buf_index)) | READ_ONCE(sqe->file_index));
 }
 
-static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+/*
+ * Where the data of a command of the kernel's NVMe passthrough is when it
+ * is not at one user address: @nc->data_len iovecs at @nc->addr
+ * (NVME_URING_CMD_IO_VEC), or io_uring's registered buffer (@fixed). Not
+ * both: nvme-pci takes registered buffers only unvectored too. @iov: out,
+ * what import_iovec() allocated (NULL or the caller's to free).
+ */
+static int uring_std_data(struct io_uring_cmd *ioucmd, const struct nvme_uring_cmd *nc,
+			  struct p2pnvme_io *io, bool vec, bool fixed, unsigned int issue_flags,
+			  struct iovec *fast, struct iovec **iov, struct iov_iter *iter)
+{
+	int dir = io->op == P2PNVME_OP_READ ? ITER_DEST : ITER_SOURCE;
+	ssize_t ret;
+
+	if (vec && fixed)
+		return -EINVAL;
+	if (fixed)
+		return p2p_uring_cmd_import_fixed(io->addr, io->len, dir, iter, ioucmd,
+						  issue_flags);
+	*iov = fast;
+	ret = import_iovec(dir, u64_to_user_ptr(nc->addr), nc->data_len, UIO_FASTIOV, iov, iter);
+	if (ret < 0)
+		return ret;
+	io->addr = (u64)(uintptr_t)iter_iov_addr(iter);
+	return 0;
+}
+
+/*
+ * Check, charge and submit a request whose data is at @io->addr or, for
+ * the kernel's passthrough, in @iter (read while it is prepared).
+ */
+static int uring_cmd_queue(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io, bool std,
+			   struct iov_iter *iter, unsigned int issue_flags)
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
 	struct p2pnvme *c = f->c;
-	bool std = ioucmd->cmd_op == NVME_URING_CMD_IO;
-	struct p2pnvme_io req, *io = &req;
-	struct p2pnvme_uring_cmd uc;
-	struct nvme_uring_cmd nc;
 	struct p2pnvme_async *a;
 	u64 bytes;
 	int ret;
 
-	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO && !std)
-		return -ENOTTY;
-	if (!p2p_uring_cmd_reissued(ioucmd))
-		pdu_of(ioucmd)->bound = 0;	/* see struct p2pnvme_pdu */
-	/*
-	 * io_uring's own registered buffers (IORING_URING_CMD_FIXED): ours
-	 * instead. The kernel's bits (7.x marks a re-issue) are not the user's.
-	 */
-	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK) ||
-	    !uring_sqe_unused_zero(ioucmd->sqe))
-		return -EINVAL;
-	/* one copy: the SQE may be rewritten by userspace meanwhile */
-	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
-				  offsetof(struct io_uring_sqe, cmd));
-	if (std) {
-		/* the kernel's NVMe passthrough, as nvme-pci's ng devices take it */
-		memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
-		if (nc.rsvd2)
-			return -EINVAL;
-		ret = p2pnvme_io_from_nvme(c, &nc, io);
-		if (ret)
-			return ret;
-	} else {
-		memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
-		/* zero, so that they can be given a meaning one day */
-		if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
-			return -EINVAL;
-		req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
-					   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
-					   .dmabuf_fd = uc.dmabuf_fd };
-	}
 	ret = p2pnvme_check_io(io, c->lba_shift, c->nlb);
 	if (ret)
 		return ret;
@@ -493,6 +490,7 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	}
 	a->io = *io;
 	a->r.io = &a->io;
+	a->r.iter = iter;
 	a->c = c;
 	a->f = f;
 	a->ioucmd = ioucmd;
@@ -504,6 +502,67 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	a->ring = p2p_uring_cmd_ring(ioucmd);
 	*async_of(ioucmd) = a;
 	return async_submit(a);
+}
+
+static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_file *f = ioucmd->file->private_data;
+	struct p2pnvme *c = f->c;
+	bool vec = ioucmd->cmd_op == NVME_URING_CMD_IO_VEC;
+	bool std = ioucmd->cmd_op == NVME_URING_CMD_IO || vec;
+	/* io_uring's registered buffers, for the kernel's passthrough */
+	bool fixed = std && (ioucmd->flags & IORING_URING_CMD_FIXED);
+	struct iovec fast[UIO_FASTIOV], *iov = NULL;
+	struct p2pnvme_io req, *io = &req;
+	struct p2pnvme_uring_cmd uc;
+	struct nvme_uring_cmd nc;
+	struct iov_iter iter;
+	bool iterated = false;
+	int ret;
+
+	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO && !std)
+		return -ENOTTY;
+	if (!p2p_uring_cmd_reissued(ioucmd))
+		pdu_of(ioucmd)->bound = 0;	/* see struct p2pnvme_pdu */
+	/*
+	 * p2pnvme's own command names p2pnvme's registered buffers, not
+	 * io_uring's. The kernel's bits (7.x marks a re-issue) are not the
+	 * user's.
+	 */
+	if (!(issue_flags & IO_URING_F_SQE128) ||
+	    (ioucmd->flags & IORING_URING_CMD_MASK & ~(fixed ? IORING_URING_CMD_FIXED : 0)) ||
+	    !uring_sqe_unused_zero(ioucmd->sqe, fixed))
+		return -EINVAL;
+	/* one copy: the SQE may be rewritten by userspace meanwhile */
+	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
+				  offsetof(struct io_uring_sqe, cmd));
+	if (std) {
+		/* the kernel's NVMe passthrough, as nvme-pci's ng devices take it */
+		memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
+		if (nc.rsvd2)
+			return -EINVAL;
+		ret = p2pnvme_io_from_nvme(c, &nc, vec, io);
+		if (ret)
+			return ret;
+		if ((vec || fixed) && (io->op == P2PNVME_OP_READ || io->op == P2PNVME_OP_WRITE)) {
+			ret = uring_std_data(ioucmd, &nc, io, vec, fixed, issue_flags, fast, &iov,
+					     &iter);
+			if (ret)
+				return ret;
+			iterated = true;
+		}
+	} else {
+		memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
+		/* zero, so that they can be given a meaning one day */
+		if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
+			return -EINVAL;
+		req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
+					   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
+					   .dmabuf_fd = uc.dmabuf_fd };
+	}
+	ret = uring_cmd_queue(ioucmd, io, std, iterated ? &iter : NULL, issue_flags);
+	kfree(iov);
+	return ret;
 }
 
 /**
