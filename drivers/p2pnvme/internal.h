@@ -788,6 +788,9 @@ struct nvme_uring_cmd;
 int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, bool vec,
 			 struct p2pnvme_io *io);
 int p2pnvme_nvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
+struct nvme_passthru_cmd64;
+long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
+			    u32 *result);
 int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
 			 u64 *bytes);
 

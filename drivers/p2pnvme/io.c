@@ -29,6 +29,7 @@
 #include <linux/overflow.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <kunit/visibility.h>
 #include <p2p_compat.h>
@@ -1036,6 +1037,95 @@ int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, boo
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/**
+ * p2pnvme_admin_passthru - an admin command from userspace, as nvme-pci's
+ *	passthrough takes it (NVME_IOCTL_ADMIN_CMD, NVME_IOCTL_ADMIN64_CMD,
+ *	NVME_URING_CMD_ADMIN)
+ * @c: the controller
+ * @pt: the command, kernel copy (its result member is not read)
+ * @result: out: the completion's dword 0
+ *
+ * Identify, Get Log Page and Get Features. The data goes through a buffer
+ * of the controller's own (P2PNVME_PT_MAX bytes, PRP1 and PRP2 always
+ * describe all of it), zeroed before each command, and is copied out to
+ * @pt->addr after. Sleeps; the copy-out may fault.
+ *
+ * Return: 0, the NVMe status (SCT << 8 | SC) when the controller fails the
+ * command, as nvme-pci returns it, or -EPERM for a command the driver never
+ * sends for userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL
+ * for a transfer longer than data_len or the driver's buffer, -EFAULT,
+ * -ENOMEM, -ENODEV, -EINTR and the errors of the command.
+ */
+long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
+			    u32 *result)
+{
+	struct nvme_command cmd = {};
+	void *data = NULL;
+	u16 status = 0;
+	u64 xfer;
+	long ret;
+
+	/*
+	 * Everything else would pull the queues from under p2pnvme or change
+	 * the drive (Format, Firmware, queue management, Set Features).
+	 */
+	if (pt->opcode != nvme_admin_identify && pt->opcode != nvme_admin_get_log_page &&
+	    pt->opcode != nvme_admin_get_features)
+		return -EPERM;
+	if (pt->flags || pt->rsvd1 || pt->metadata || pt->metadata_len || pt->cdw2 || pt->cdw3)
+		return -EINVAL;
+	if (pt->data_len > P2PNVME_PT_MAX || (pt->data_len && !pt->addr))
+		return -EINVAL;
+
+	cmd.common.opcode = pt->opcode;
+	cmd.common.nsid = cpu_to_le32(pt->nsid);
+	cmd.common.cdw10 = cpu_to_le32(pt->cdw10);
+	cmd.common.cdw11 = cpu_to_le32(pt->cdw11);
+	cmd.common.cdw12 = cpu_to_le32(pt->cdw12);
+	cmd.common.cdw13 = cpu_to_le32(pt->cdw13);
+	cmd.common.cdw14 = cpu_to_le32(pt->cdw14);
+	cmd.common.cdw15 = cpu_to_le32(pt->cdw15);
+	if (!p2pnvme_admin_unprivileged(&cmd) && !capable(CAP_SYS_ADMIN))
+		return -EACCES;
+	ret = p2pnvme_admin_xfer_len(&cmd, &xfer);
+	if (ret)
+		return ret;
+	if (xfer > pt->data_len)
+		return -EINVAL;
+	if (pt->data_len && !access_ok(u64_to_user_ptr(pt->addr), pt->data_len))
+		return -EFAULT;
+	/* the whole buffer: the controller never follows a pointer left 0 */
+	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
+	cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
+
+	/*
+	 * The copy-out faults outside the guard: a user buffer stuck in a
+	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
+	 */
+	if (pt->data_len) {
+		data = kmalloc(pt->data_len, GFP_KERNEL);
+		if (!data)
+			return -ENOMEM;
+	}
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		goto out_free;
+	mutex_lock(&c->pt_lock);
+	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
+	ret = p2pnvme_admin_exec_status(c, &cmd, result, &status);
+	if (!ret && data)
+		memcpy(data, c->pt_buf, pt->data_len);
+	mutex_unlock(&c->pt_lock);
+	p2pnvme_io_exit(c);
+	if (!ret && data && copy_to_user(u64_to_user_ptr(pt->addr), data, pt->data_len))
+		ret = -EFAULT;
+out_free:
+	kfree(data);
+	if (ret == -EIO && status)
+		ret = status;	/* the controller's answer, not an errno */
+	return ret;
 }
 
 /**

@@ -2,9 +2,10 @@
 /*
  * p2pnvme's io_uring passthrough: IORING_OP_URING_CMD with cmd_op
  * P2PNVME_URING_CMD_IO carries one struct p2pnvme_uring_cmd in a 128-byte
- * SQE, NVME_URING_CMD_IO (the kernel's NVMe passthrough, as fio's
- * io_uring_cmd engine sends it) one struct nvme_uring_cmd. One
+ * SQE, NVME_URING_CMD_IO and _IO_VEC (the kernel's NVMe passthrough, as
+ * fio's io_uring_cmd engine sends it) one struct nvme_uring_cmd. One
  * io_uring_enter() submits many; none waits for its completion.
+ * NVME_URING_CMD_ADMIN is the admin passthrough, answered at its issue.
  *
  * Life of a request:
  *   submit  in the submitter's context: check, pin (may fault: no lock
@@ -565,12 +566,53 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	return ret;
 }
 
+/*
+ * NVME_URING_CMD_ADMIN: the admin passthrough (p2pnvme_admin_passthru()),
+ * answered before the issue returns: res the NVMe status or -errno, the
+ * result dword in a 32-byte CQE, as nvme-pci answers it. It sleeps on the
+ * admin queue and the copy-out: where io_uring issues a command again from
+ * its own copy of the SQE (7.x), a non-blocking issue is left to its
+ * workers; 6.12 runs it here, in the submitter, as its I/O waits out a
+ * reset.
+ */
+static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_file *f = ioucmd->file->private_data;
+	struct nvme_passthru_cmd64 pt = {};
+	struct nvme_uring_cmd nc;
+	u32 result = 0;
+	long ret;
+
+	*async_of(ioucmd) = NULL;	/* nothing for p2pnvme_uring_cmd_iopoll() */
+	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK) ||
+	    !uring_sqe_unused_zero(ioucmd->sqe, false))
+		return -EINVAL;
+	if (P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK))
+		return -EAGAIN;
+	memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
+	if (nc.rsvd2)
+		return -EINVAL;
+	pt = (struct nvme_passthru_cmd64){
+		.opcode = nc.opcode, .flags = nc.flags, .rsvd1 = nc.rsvd1, .nsid = nc.nsid,
+		.cdw2 = nc.cdw2, .cdw3 = nc.cdw3, .metadata = nc.metadata, .addr = nc.addr,
+		.metadata_len = nc.metadata_len, .data_len = nc.data_len, .cdw10 = nc.cdw10,
+		.cdw11 = nc.cdw11, .cdw12 = nc.cdw12, .cdw13 = nc.cdw13, .cdw14 = nc.cdw14,
+		.cdw15 = nc.cdw15, .timeout_ms = nc.timeout_ms,
+	};
+	ret = p2pnvme_admin_passthru(f->c, &pt, &result);
+	p2p_uring_cmd_done(ioucmd, ret, result, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 /**
  * p2pnvme_uring_cmd - file_operations.uring_cmd of /dev/p2pnvmeN
- * @ioucmd: the command; its SQE holds a struct p2pnvme_io
+ * @ioucmd: the command; its SQE holds a struct p2pnvme_uring_cmd
+ *	    (P2PNVME_URING_CMD_IO) or a struct nvme_uring_cmd (NVME_URING_CMD_IO,
+ *	    _IO_VEC, _ADMIN)
  * @issue_flags: IO_URING_F_*
  *
- * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
+ * Return: -EIOCBQUEUED (answered with io_uring_cmd_done(), later, or for
+ * an admin command already), or the
  * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
  * bad request, a non-zero byte after it in the command area or in an SQE
  * field without a meaning here: ioprio, addr, len, buf_index, file_index),
@@ -586,7 +628,8 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
-	int ret = uring_cmd_issue(ioucmd, issue_flags);
+	int ret = ioucmd->cmd_op == NVME_URING_CMD_ADMIN ? uring_admin(ioucmd, issue_flags) :
+							     uring_cmd_issue(ioucmd, issue_flags);
 
 	/*
 	 * io_uring issues a command answered -EAGAIN again, from its SQ slot
@@ -652,8 +695,11 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 			     unsigned int poll_flags)
 {
 	struct p2pnvme_async *a = *async_of(ioucmd);
-	struct p2pnvme *c = a->c;
+	struct p2pnvme *c;
 
+	if (!a)		/* an admin command: answered when it was issued */
+		return 0;
+	c = a->c;
 	/* the queue lives while the controller is LIVE under the guard */
 	if (!READ_ONCE(a->ended) && percpu_ref_tryget_live(&c->io_ref)) {
 		if (p2pnvme_state(c) == P2PNVME_LIVE)

@@ -1024,6 +1024,41 @@ static void std_iter(struct io_uring *ring, int fd, int nsid, unsigned int lba_s
 }
 
 /*
+ * NVME_URING_CMD_ADMIN, as libnvme built with liburing reads log pages: the
+ * Identify Controller data and the result dword of Get Features (Number of
+ * Queues) the admin ioctl gets, Set Features refused as there.
+ */
+static void std_admin(struct io_uring *ring, int fd)
+{
+	unsigned char *a = calloc(1, 4096), *b = calloc(1, 4096);
+	struct nvme_admin_cmd ac = { .opcode = 0x06, .addr = (uintptr_t)b, .data_len = 4096,
+				     .cdw10 = 1 };
+	struct nvme_uring_cmd nc = { .opcode = 0x06, .addr = (uintptr_t)a, .data_len = 4096,
+				     .cdw10 = 1 };
+	uint64_t r2 = ~0ULL;
+	int res, io;
+
+	if (!a || !b)
+		return;
+	res = std_cmdx(ring, fd, NVME_URING_CMD_ADMIN, 0, &nc, &r2);
+	io = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &ac);
+	result(!res && !io && !memcmp(a, b, 4096) && a[0] | a[1],
+	       "NVME_URING_CMD_ADMIN: Identify Controller, the data of the admin ioctl", 0, -res);
+	nc = (struct nvme_uring_cmd){ .opcode = 0x0a, .cdw10 = 7 };
+	ac = (struct nvme_admin_cmd){ .opcode = 0x0a, .cdw10 = 7 };
+	res = std_cmdx(ring, fd, NVME_URING_CMD_ADMIN, 0, &nc, &r2);
+	io = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &ac);
+	result(!res && !io && r2 == ac.result && r2,
+	       "... Get Features (Number of Queues): the result dword in big_cqe[0]", 0, -res);
+	nc.opcode = 0x09;
+	nc.cdw11 = 0x00010001;
+	res = std_cmdx(ring, fd, NVME_URING_CMD_ADMIN, 0, &nc, NULL);
+	result(res == -EPERM, "... Set Features is not sent", EPERM, -res);
+	free(a);
+	free(b);
+}
+
+/*
  * The kernel's NVMe io_uring passthrough, as fio's io_uring_cmd engine and
  * liburing's test send it: struct nvme_uring_cmd with NVME_URING_CMD_IO on
  * an SQE128 + CQE32 ring, the namespace from NVME_IOCTL_ID. Reads land the
@@ -1041,7 +1076,7 @@ static int std_mode(const char *dev)
 	uint64_t r2 = 0;
 
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n");
-	printf("    # Subtest: client_uring_std\n    1..12\n");
+	printf("    # Subtest: client_uring_std\n    1..15\n");
 	if (fd < 0 || !a || !b || !w || ioctl(fd, P2PNVME_IOC_INFO, &info) ||
 	    io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
 		return 1;
@@ -1076,6 +1111,7 @@ static int std_mode(const char *dev)
 		      .cdw12 = (4096 >> info.lba_shift) - 1 }, NULL);
 	result(res == -EINVAL, "another namespace", EINVAL, -res);
 	std_iter(&ring, fd, nsid, info.lba_shift, b);
+	std_admin(&ring, fd);
 	io_uring_queue_exit(&ring);
 	close(fd);
 	printf("%s 1 client_uring_std\n", failed ? "not ok" : "ok");
