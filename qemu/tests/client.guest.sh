@@ -604,6 +604,12 @@ else
 	$FIO --filename=$N $VJOB --verify_only=1 --hipri=1 >/tmp/fio.out 2>&1
 	check_eq "fio io_uring_cmd --hipri (IOPOLL ring): the verify pass again" "$?" 0
 	check_eq "... 512 reads counted" "$(($(cnt reads_host) - before))" 512
+	# io_uring's registered buffers (IORING_URING_CMD_FIXED), and iovecs
+	# (NVME_URING_CMD_IO_VEC)
+	$FIO --filename=$N $VJOB --verify_only=1 --fixedbufs=1 >/tmp/fio.out 2>&1
+	check_eq "fio io_uring_cmd --fixedbufs (registered buffers): the verify pass" "$?" 0
+	$FIO --filename=$N $VJOB --verify_only=1 --nonvectored=0 >/tmp/fio.out 2>&1
+	check_eq "fio io_uring_cmd --nonvectored=0 (NVME_URING_CMD_IO_VEC): the verify pass" "$?" 0
 	$FIO --filename=$N --name=p --rw=write --size=1M --offset=52M --buffer_pattern=0x5a \
 		--scramble_buffers=0 >/tmp/fio.out 2>&1
 	check_eq "fio io_uring_cmd: 1 MiB of 0x5a written" "$?" 0
