@@ -414,19 +414,21 @@ static int async_submit(struct p2pnvme_async *a)
 }
 
 /*
- * The SQE's fields that io_uring hands over with no meaning for this
- * command are zero, for the same reason. io_uring checks opcode, flags,
- * fd, __pad1, uring_cmd_flags and personality itself; 6.12 and 7.2 also
- * refuse an ioprio for IORING_OP_URING_CMD (io_init_req()), which is
- * checked again here for a kernel that lets one through. buf_index is
- * io_uring's with IORING_URING_CMD_FIXED (@fixed) and buffer selection
- * (7.x, with IORING_URING_CMD_MULTISHOT, refused). file_index covers the
- * whole 32-bit union at offset 44.
+ * The SQE's fields that io_uring hands over with no meaning for
+ * P2PNVME_URING_CMD_IO are zero, for the same reason. io_uring checks
+ * opcode, flags, fd, __pad1, uring_cmd_flags and personality itself; 6.12
+ * and 7.2 also refuse an ioprio for IORING_OP_URING_CMD (io_init_req()),
+ * which is checked again here for a kernel that lets one through. buf_index
+ * is io_uring's with IORING_URING_CMD_FIXED and buffer selection (7.x, with
+ * IORING_URING_CMD_MULTISHOT), both refused for this command. file_index
+ * covers the whole 32-bit union at offset 44. The kernel's NVMe commands
+ * are taken as nvme-pci takes them, which reads none of these: liburing's
+ * own test leaves a prep_readv()'s addr and len there.
  */
-static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe, bool fixed)
+static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe)
 {
 	return !(READ_ONCE(sqe->ioprio) | READ_ONCE(sqe->addr) | READ_ONCE(sqe->len) |
-		 (fixed ? 0 : READ_ONCE(sqe->buf_index)) | READ_ONCE(sqe->file_index));
+		 READ_ONCE(sqe->buf_index) | READ_ONCE(sqe->file_index));
 }
 
 /*
@@ -532,7 +534,7 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	 */
 	if (!(issue_flags & IO_URING_F_SQE128) ||
 	    (ioucmd->flags & IORING_URING_CMD_MASK & ~(fixed ? IORING_URING_CMD_FIXED : 0)) ||
-	    !uring_sqe_unused_zero(ioucmd->sqe, fixed))
+	    (!std && !uring_sqe_unused_zero(ioucmd->sqe)))
 		return -EINVAL;
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
 	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
@@ -584,8 +586,7 @@ static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	long ret;
 
 	*async_of(ioucmd) = NULL;	/* nothing for p2pnvme_uring_cmd_iopoll() */
-	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK) ||
-	    !uring_sqe_unused_zero(ioucmd->sqe, false))
+	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK))
 		return -EINVAL;
 	if (P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK))
 		return -EAGAIN;

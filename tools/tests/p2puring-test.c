@@ -1076,7 +1076,7 @@ static int std_mode(const char *dev)
 	uint64_t r2 = 0;
 
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n");
-	printf("    # Subtest: client_uring_std\n    1..15\n");
+	printf("    # Subtest: client_uring_std\n    1..14\n");
 	if (fd < 0 || !a || !b || !w || ioctl(fd, P2PNVME_IOC_INFO, &info) ||
 	    io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
 		return 1;
