@@ -57,6 +57,18 @@ for n in names:
     size, qd = parts[-2], parts[-1]
     out.append(f"| {int(size) // 1024} KiB QD{qd} | {mem} | {o['iops']:.0f} | {t['iops']:.0f} | {ratio[n][0]:.2f} | "
                f"{o['p50']:.0f}/{o['p99']:.0f} | {t['p50']:.0f}/{t['p99']:.0f} | {o['cpu']:.0f} | {t['cpu']:.0f} | {ratio[n][1]:.2f} |")
+bench = [json.loads(l.split(' ', 1)[1]) for l in open(sys.argv[1], errors='replace')
+         if l.startswith('P2P-BENCH {')]
+if bench:
+    def bmed(name, k):
+        return statistics.median(r[k] for r in bench if r['bench'] == name)
+    out += ['', '### the same engine through p2pbench (its own command, unregistered host memory), 4 KiB QD32: the plain ring and fio\'s ring', '',
+            '| ring | p2pnvme IOPS | nvme-pci (ng) IOPS | IOPS ratio | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |',
+            '|---|---|---|---|---|---|---|']
+    for tag, label in (('', 'SQE128 | CQE32'), ('-defer', '+ SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN (fio\'s)')):
+        e, n = 'engine-uring' + tag, 'nvme-pci-ng' + tag
+        out.append(f"| {label} | {bmed(e, 'iops'):.0f} | {bmed(n, 'iops'):.0f} | {bmed(e, 'iops') / bmed(n, 'iops'):.2f} | "
+                   f"{bmed(e, 'cpu_us_per_io'):.0f} | {bmed(n, 'cpu_us_per_io'):.0f} | {bmed(e, 'cpu_us_per_io') / bmed(n, 'cpu_us_per_io'):.2f} |")
 def verdict(ok):
     return 'met' if ok else 'missed'
 h, f = ratio['host-4096-32'], ratio['fixed-4096-32']

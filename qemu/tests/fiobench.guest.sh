@@ -61,6 +61,19 @@ for pass in 1 2; do
 		done
 	done
 done
+# the same engine through p2pbench's own command, unregistered host memory,
+# on p2pbench's plain ring and on the ring fio sets up (DEFER_TASKRUN ...),
+# beside nvme-pci's passthrough on both: where the fio rows differ from
+# benchmarks.md's p2pbench rows, this says whether the ring is why
+for pass in 1 2; do
+	for defer in "" --defer; do
+		for d in "engine /dev/p2pnvme0" "ng $NG1"; do
+			out=$(p2pbench uring $d 4096 "$SECS" 32 --host $defer)
+			check_eq "p2pbench uring $d 4096 QD32 $defer" "$?" 0
+			echo "P2P-BENCH $out"
+		done
+	done
+done
 # both polled: p2pnvme with poll=1 (no I/O interrupts), nvme-pci probed
 # again with two poll queues, IOPOLL rings (fio's hipri)
 echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind

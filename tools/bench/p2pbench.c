@@ -8,13 +8,15 @@
  *        T threads, each does that on its own buffer (T x N in flight)
  *   p2pbench blk BLKDEV SIZE SECONDS QD [--host]
  *        O_DIRECT reads through the kernel's nvme driver (Linux AIO, depth QD)
- *   p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce | --host] [--iopoll]
+ *   p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce | --host] [--iopoll] [--defer]
  *        one thread keeps QD reads in flight through io_uring: the engine's
  *        P2PNVME_URING_CMD_IO on /dev/p2pnvmeN, O_DIRECT IORING_OP_READ on
  *        nvme-pci's /dev/nvmeXnY (non-fixed buffers), or nvme-pci's
  *        passthrough NVME_URING_CMD_IO on /dev/ngXnY; adds p99 latency.
  *        --iopoll: an IORING_SETUP_IOPOLL ring, completions reaped by
- *        polling (p2pnvme loaded with poll=1, nvme-pci with poll_queues)
+ *        polling (p2pnvme loaded with poll=1, nvme-pci with poll_queues).
+ *        --defer: the ring fio sets up (SINGLE_ISSUER | DEFER_TASKRUN |
+ *        COOP_TASKRUN: completions' task work runs when the task waits)
  *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host] [--iopoll]
  *        the engine's io_uring path with a registered buffer: the p2pmem,
  *        exported by p2pbar as a dma-buf (P2PBAR_IOC_EXPORT), or the host
@@ -401,7 +403,7 @@ static int uring(int argc, char **argv)
 		   -1;
 	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22;
 	double secs = atof(argv[3]), t0, t1, c0, c1, lat = 0, *start, *lats;
-	int qd = atoi(argv[4]), host = 0, flags = 0, iopoll = 0, fd, i, ret;
+	int qd = atoi(argv[4]), host = 0, flags = 0, iopoll = 0, defer = 0, fd, i, ret;
 	unsigned int setup = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
 	char name[32];
 	long ops = 0, inflight = 0, buf_id = 0;
@@ -418,6 +420,8 @@ static int uring(int argc, char **argv)
 			flags |= P2PNVME_IO_F_BOUNCE;
 		else if (!strcmp(argv[i], "--iopoll"))
 			iopoll = 1;
+		else if (!strcmp(argv[i], "--defer"))
+			defer = 1;
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
@@ -467,6 +471,9 @@ static int uring(int argc, char **argv)
 	/* completions reaped by polling: p2pnvme's queues, nvme-pci's poll queues */
 	if (iopoll)
 		setup |= IORING_SETUP_IOPOLL;
+	if (defer)
+		setup |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+			 IORING_SETUP_COOP_TASKRUN;
 	start = calloc(qd, sizeof(*start));
 	lats = calloc(maxlat, sizeof(*lats));
 	if ((!buf && kind != U_ENGINE_REG) || !start || !lats ||
@@ -525,7 +532,8 @@ static int uring(int argc, char **argv)
 	}
 	c1 = cpu_busy();	/* before the sort: its CPU is not the I/O's */
 	qsort(lats, nlat, sizeof(*lats), cmp_double);
-	snprintf(name, sizeof(name), "%s%s", names[kind], iopoll ? "-iopoll" : "");
+	snprintf(name, sizeof(name), "%s%s%s", names[kind], iopoll ? "-iopoll" : "",
+		 defer ? "-defer" : "");
 	report_p99(name, argv[1], size, qd,
 		   host ? "host" : kind == U_BLK || kind == U_NG ? "p2p" :
 		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" :
