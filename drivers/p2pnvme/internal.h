@@ -866,6 +866,7 @@ int p2pnvme_identify(struct p2pnvme *c);
 int p2pnvme_ns_recheck(struct p2pnvme *c);
 
 /* queue.c: queue pairs, command slots, submission, completion, timeouts */
+void p2pnvme_queue_setup(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth);
 int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth);
 int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result);
 int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,

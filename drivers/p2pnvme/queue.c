@@ -44,10 +44,19 @@
 
 /* ---- queues ---------------------------------------------------------- */
 
-int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth)
+/**
+ * p2pnvme_queue_setup - the state of a queue pair, before its memory
+ * @c: its controller
+ * @q: the queue
+ * @qid: 0 for the admin queue
+ * @depth: entries of each ring
+ *
+ * Stopped, every slot free. p2pnvme_queue_alloc() gives it its rings, slots
+ * and doorbells; KUnit gives it memory of its own and doorbells it reads
+ * (the queue layer's seam: a fake controller fills the CQ).
+ */
+void p2pnvme_queue_setup(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth)
 {
-	struct device *dev = &c->pdev->dev;
-
 	q->c = c;
 	q->qid = qid;
 	q->depth = depth;
@@ -55,11 +64,19 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 	q->stopped = true;
 	spin_lock_init(&q->sq_lock);
 	spin_lock_init(&q->cq_lock);
+	atomic_set(&q->room, depth - 1);
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_queue_setup);
+
+int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth)
+{
+	struct device *dev = &c->pdev->dev;
+
+	p2pnvme_queue_setup(c, q, qid, depth);
 	q->sq = dmam_alloc_coherent(dev, depth * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
 	q->cq = dmam_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
 	q->cmds = devm_kcalloc(dev, depth - 1, sizeof(*q->cmds), GFP_KERNEL);
 	q->slot_map = devm_bitmap_zalloc(dev, depth - 1, GFP_KERNEL);
-	atomic_set(&q->room, depth - 1);
 	if (!q->sq || !q->cq || !q->cmds || !q->slot_map)
 		return -ENOMEM;
 	/*
@@ -127,6 +144,7 @@ void p2pnvme_queue_start(struct p2pnvme_queue *q)
 	WRITE_ONCE(q->stopped, false);
 	spin_unlock(&q->sq_lock);
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_queue_start);
 
 /*
  * No more submissions. Commands past their deadline are marked expired: a
@@ -246,6 +264,7 @@ bool p2pnvme_room_take(struct p2pnvme_queue *q, unsigned int n)
 	} while (!atomic_try_cmpxchg(&q->room, &room, room - n));
 	return true;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_room_take);
 
 /**
  * p2pnvme_room_give - give back reserved room not used for a command
@@ -259,6 +278,7 @@ void p2pnvme_room_give(struct p2pnvme_queue *q, unsigned int n)
 	atomic_add(n, &q->room);
 	progress(q->c, n);
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_room_give);
 
 /*
  * Take a free command slot of @q with room reserved for it: one is free,
@@ -462,6 +482,7 @@ unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q)
 	progress(q->c, n);
 	return n;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_queue_reap);
 
 irqreturn_t p2pnvme_irq(int irq, void *data)
 {
@@ -527,6 +548,7 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin)
 	b->end = NULL;
 	b->lists = NULL;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_batch_init);
 
 /**
  * p2pnvme_submit - queue one command of a request
@@ -626,6 +648,7 @@ free_slot:
 	progress(c, 1);
 	return ret;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_submit);
 
 /**
  * p2pnvme_wait_batch - wait until every command of a batch is done
