@@ -91,6 +91,12 @@ build_suite() {
 		"$P2P_TOP/qemu/install-check.sh" nokdir
 	t "make install DESTDIR= lays out modules, depmod, p2pctl, man page, examples; uninstall removes them" \
 		"$P2P_TOP/qemu/install-check.sh" layout "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	t "make against a kernel older than 6.1 (a tree saying 5.14, RHEL 9's) stops naming what to use; dkms skips it" \
+		"$P2P_TOP/qemu/install-check.sh" old-kernel
+	t "make install KEY= CERT= signs the modules (throwaway key, sign-file of $(basename "$(stock_headers)"))" \
+		"$P2P_TOP/qemu/install-check.sh" sign "$(stock_headers)"
+	t "make install refuses a second copy of the modules beside DKMS's" \
+		"$P2P_TOP/qemu/install-check.sh" dkms-copy "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "checkpatch --strict is clean" checkpatch "$src"
 	t "p2pnvme's calls only go down (scripts/layers.py)" python3 "$P2P_TOP/scripts/layers.py"
 	t "kernel-doc is clean" kerneldoc "$src"
