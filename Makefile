@@ -104,13 +104,13 @@ tools:
 	$(MAKE) -C tools
 
 # Modules into /lib/modules/<release>/updates/p2pdma (found before in-tree
-# ones), depmod; p2pctl, its man page; udev and modprobe.d files as examples
+# ones), depmod; p2pctl, its man page; udev, modprobe.d, modules-load.d files as examples
 # only (docs/examples): they change permissions and options, so the
 # administrator activates them (Documentation/quickstart.rst).
 EXAMPLES = $(PREFIX)/share/doc/p2pdma-suite/examples
 INSTALLED = $(MODDIR)/p2pbar.ko $(MODDIR)/p2pnvme.ko $(PREFIX)/bin/p2pctl \
 	    $(PREFIX)/share/man/man8/p2pctl.8 $(EXAMPLES)/70-p2pdma.rules \
-	    $(EXAMPLES)/p2pdma.conf $(EXAMPLES)/71-p2pbar-bind.rules
+	    $(EXAMPLES)/p2pdma.conf $(EXAMPLES)/71-p2pbar-bind.rules $(EXAMPLES)/p2pdma-modules.conf
 
 install: P2P_KUNIT = 0
 install: no-dkms-copy modules tools
@@ -123,6 +123,7 @@ install: no-dkms-copy modules tools
 	install -D -m 0644 packaging/udev/70-p2pdma.rules $(DESTDIR)$(EXAMPLES)/70-p2pdma.rules
 	install -D -m 0644 packaging/udev/71-p2pbar-bind.rules $(DESTDIR)$(EXAMPLES)/71-p2pbar-bind.rules
 	install -D -m 0644 packaging/modprobe.d/p2pdma.conf $(DESTDIR)$(EXAMPLES)/p2pdma.conf
+	install -D -m 0644 packaging/modules-load.d/p2pdma-modules.conf $(DESTDIR)$(EXAMPLES)/p2pdma-modules.conf
 	depmod $(if $(DESTDIR),-b $(DESTDIR)) -a $(KRELEASE) 2>/dev/null || \
 	  echo "  NOTE     depmod -a $(KRELEASE) failed: run it before modprobe"
 
@@ -150,7 +151,7 @@ dkms-source:
 	mkdir -p $(DKMS_SRC)
 	tar -C $(CURDIR) -cf - --exclude='include/generated' --exclude='*.o' --exclude='*.ko' \
 	    --exclude='*.cmd' --exclude='*.mod' --exclude='*.mod.c' --exclude='modules.order' \
-	    --exclude='Module.symvers' VERSION Makefile Kbuild Kconfig scripts include common drivers kunit | \
+	    --exclude='Module.symvers' VERSION Makefile Kbuild Kconfig scripts/conftest.sh include common drivers kunit | \
 	  tar -C $(DKMS_SRC) -xf -
 	test -f $(DKMS_SRC)/drivers/p2pbar/main.c
 	sed 's/@VERSION@/$(VERSION)/' packaging/dkms.conf.in > $(DKMS_SRC)/dkms.conf
@@ -165,13 +166,12 @@ dkms: dkms-source
 	  echo "  NOTE     removed make install's modules for $$k: DKMS's are the ones now"; done
 
 # A release tarball with the RPM spec inside (rpmbuild -ta takes it as is):
-# the tree as git would ship it, under p2pdma-suite-<version>/.
+# the files git tracks or would (not ignored), under p2pdma-suite-<version>/.
 DIST = out/dist/p2pdma-suite-$(VERSION)
 dist:
 	rm -rf out/dist
 	mkdir -p $(DIST)
-	tar -C $(CURDIR) -cf - --exclude-vcs --exclude-vcs-ignores --exclude=./out --exclude=./debian/.debhelper \
-	    --exclude=./debian/tmp . | tar -C $(DIST) -xf -
+	cd $(CURDIR) && git ls-files -co --exclude-standard | grep -v '^out/' | tar -cf - -T - | tar -C $(DIST) -xf -
 	sed 's/@VERSION@/$(VERSION)/' packaging/rpm/p2pdma-suite.spec.in > $(DIST)/p2pdma-suite.spec
 	tar -C out/dist --owner=0 --group=0 -czf $(DIST).tar.gz p2pdma-suite-$(VERSION)
 	rm -rf $(DIST)

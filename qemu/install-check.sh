@@ -36,9 +36,10 @@ layout)
 ./usr/bin/p2pctl
 ./usr/share/doc/p2pdma-suite/examples/70-p2pdma.rules
 ./usr/share/doc/p2pdma-suite/examples/71-p2pbar-bind.rules
+./usr/share/doc/p2pdma-suite/examples/p2pdma-modules.conf
 ./usr/share/doc/p2pdma-suite/examples/p2pdma.conf
 ./usr/share/man/man8/p2pctl.8"
-	got=$(cd "$tmp" && find . -type f ! -name 'modules.*' | sort)
+	got=$(cd "$tmp" && find . -type f ! -name 'modules.*' | LC_ALL=C sort)
 	if [ "$got" != "$want" ]; then
 		echo "install laid out:"; echo "$got"; echo "expected:"; echo "$want"; exit 1
 	fi
