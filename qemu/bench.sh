@@ -97,6 +97,16 @@ build_suite() {
 		"$P2P_TOP/qemu/install-check.sh" sign "$(stock_headers)"
 	t "make install refuses a second copy of the modules beside DKMS's" \
 		"$P2P_TOP/qemu/install-check.sh" dkms-copy "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	say "build: the Debian packages and the RPM spec"
+	t "dpkg-buildpackage -us -uc -b: p2pdma-dkms and p2pdma-tools at VERSION's version, each with its files" \
+		"$P2P_TOP/qemu/package-check.sh" debs
+	t "lintian --pedantic -I -E finds nothing in them" "$P2P_TOP/qemu/package-check.sh" lintian
+	t "make dist, rpmbuild -ta: p2pdma-dkms and p2pdma-tools RPMs; rpmlint: 0 errors, 0 warnings" \
+		"$P2P_TOP/qemu/package-check.sh" rpm
+	t "dpkg -i in a scratch root: DKMS builds the modules for $P2P_RUNTIME_SERIES, skips a kernel without P2PDMA; purge leaves nothing" \
+		"$P2P_TOP/qemu/package-check.sh" dkms-deb "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	t "without liburing the tools that need it are skipped in one line naming the package" \
+		"$P2P_TOP/qemu/package-check.sh" no-uring
 	t "checkpatch --strict is clean" checkpatch "$src"
 	t "p2pnvme's calls only go down (scripts/layers.py)" python3 "$P2P_TOP/scripts/layers.py"
 	t "kernel-doc is clean" kerneldoc "$src"
