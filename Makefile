@@ -130,7 +130,8 @@ install: no-dkms-copy modules tools
 # One copy of the modules per kernel: DKMS's (updates/dkms) or make
 # install's (updates/p2pdma), never both (which one modprobe loads would
 # depend on depmod's order). make install refuses while DKMS has them;
-# make dkms removes make install's.
+# make dkms removes make install's once DKMS has built its own, before
+# dkms install (whose version check would keep make install's otherwise).
 DKMS_COPY = $(wildcard $(DESTDIR)/lib/modules/$(KRELEASE)/updates/dkms/p2pbar.ko*)
 no-dkms-copy:
 	@test -z "$(DKMS_COPY)" || { \
@@ -144,7 +145,8 @@ uninstall:
 	-rmdir $(DESTDIR)$(MODDIR) $(DESTDIR)$(EXAMPLES) $(DESTDIR)$(PREFIX)/share/doc/p2pdma-suite 2>/dev/null
 	depmod $(if $(DESTDIR),-b $(DESTDIR)) -a $(KRELEASE) 2>/dev/null || true
 
-# DKMS: the sources to /usr/src/p2pdma-suite-<version>, then add, build, install.
+# DKMS: the sources to /usr/src/p2pdma-suite-<version>, then add, build and
+# install for KDIR's kernel (the running one by default).
 DKMS_SRC = $(DESTDIR)/usr/src/p2pdma-suite-$(VERSION)
 dkms-source:
 	rm -rf $(DKMS_SRC)
@@ -158,12 +160,12 @@ dkms-source:
 
 dkms: dkms-source
 	dkms add -m p2pdma-suite -v $(VERSION)
-	dkms build -m p2pdma-suite -v $(VERSION)
-	dkms install -m p2pdma-suite -v $(VERSION)
+	dkms build -m p2pdma-suite -v $(VERSION) -k $(KRELEASE) --kernelsourcedir $(KDIR)
 	@for d in $(wildcard $(DESTDIR)/lib/modules/*/updates/p2pdma); do \
 	  rm -f $$d/p2pbar.ko $$d/p2pnvme.ko; rmdir $$d 2>/dev/null || true; \
 	  k=$${d#$(DESTDIR)/lib/modules/}; k=$${k%/updates/p2pdma}; depmod -a $$k 2>/dev/null || true; \
 	  echo "  NOTE     removed make install's modules for $$k: DKMS's are the ones now"; done
+	dkms install -m p2pdma-suite -v $(VERSION) -k $(KRELEASE)
 
 # A release tarball with the RPM spec inside (rpmbuild -ta takes it as is):
 # the files git tracks or would (not ignored), under p2pdma-suite-<version>/.

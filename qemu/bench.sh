@@ -105,6 +105,8 @@ build_suite() {
 		"$P2P_TOP/qemu/package-check.sh" rpm
 	t "dpkg -i in a scratch root: DKMS builds the modules for $P2P_RUNTIME_SERIES, skips a kernel without P2PDMA; purge leaves nothing" \
 		"$P2P_TOP/qemu/package-check.sh" dkms-deb "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	t "make install, make dkms, make install in a scratch root: DKMS's copy replaces make install's, which is then refused" \
+		"$P2P_TOP/qemu/package-check.sh" two-copies "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "without liburing the tools that need it are skipped in one line naming the package" \
 		"$P2P_TOP/qemu/package-check.sh" no-uring
 	t "checkpatch --strict is clean" checkpatch "$src"

@@ -15,6 +15,8 @@
 #                                         dpkg -i both packages: DKMS builds the modules
 #                                         for KDIR's kernel, skips kernels without
 #                                         CONFIG_PCI_P2PDMA; dpkg --purge leaves nothing
+#   qemu/package-check.sh two-copies KDIR make install, make dkms, make install in a scratch
+#                                         root: one copy of the modules at every step
 #   qemu/package-check.sh no-uring        the tools without liburing: its four are left
 #                                         out in one line naming the package, the rest built
 set -euo pipefail
@@ -168,6 +170,40 @@ dkms-deb)
 		echo "purge left nothing"
 	' sh "$ovl" "$kdir" "$rel" "$dir" "$VER" "$arch"
 	;;
+two-copies)
+	# make install, then make dkms, then make install again, against the
+	# bench kernel in a scratch root as dkms-deb has one: DKMS's copy
+	# replaces make install's, and make install then refuses to add its own.
+	kdir=$(cd "${2:?kdir}" && pwd)
+	need_pkgs dkms
+	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
+	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
+	trap 'rm -rf "$ovl"' EXIT
+	mkdir -p "$ovl/upper" "$ovl/work" "$ovl/root"
+	# shellcheck disable=SC2016
+	unshare -m --propagation private bash -euo pipefail -c '
+		ovl=$1 kdir=$2 rel=$3 top=$4 ver=$5 r=$1/root rc=0
+		mount -t overlay p2p-pkgroot -o "lowerdir=/,upperdir=$ovl/upper,workdir=$ovl/work" "$r"
+		for m in proc sys dev; do mount --rbind "/$m" "$r/$m"; done
+		mkdir -p "$r/lib/modules/$rel"
+		ln -sfn "$kdir" "$r/lib/modules/$rel/build"
+		inroot() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+		m=$r/lib/modules/$rel/updates
+		echo "# make install"
+		inroot make -s -C "$top" KDIR="$kdir" PREFIX=/usr install >"$ovl/log" 2>&1 || { cat "$ovl/log"; exit 1; }
+		ls "$m"/p2pdma/p2pbar.ko "$m"/p2pdma/p2pnvme.ko
+		echo "# make dkms"
+		inroot make -s -C "$top" KDIR="$kdir" dkms >"$ovl/log" 2>&1 || { cat "$ovl/log"; exit 1; }
+		grep "NOTE .*removed make install.s modules for $rel" "$ovl/log"
+		ls "$m"/dkms/p2pbar.ko* "$m"/dkms/p2pnvme.ko*
+		[ ! -e "$m/p2pdma" ] || { echo "make install'"'"'s copy is still there:"; ls -R "$m/p2pdma"; exit 1; }
+		inroot modprobe -S "$rel" --show-depends p2pbar | tee /dev/stderr | grep -q "updates/dkms/p2pbar.ko"
+		echo "# make install again"
+		inroot make -s -C "$top" KDIR="$kdir" PREFIX=/usr install >"$ovl/log" 2>&1 || rc=$?
+		cat "$ovl/log"
+		[ $rc -ne 0 ] && grep -q "DKMS has installed the suite for $rel" "$ovl/log" && [ ! -e "$m/p2pdma" ]
+	' sh "$ovl" "$kdir" "$rel" "$P2P_TOP" "$VER"
+	;;
 no-uring)
 	dir=$P2P_TOP/out/tools-no-uring
 	mkdir -p "$dir"
@@ -179,5 +215,5 @@ no-uring)
 	[ -x "$dir/tools/build/p2pctl" ] && [ ! -e "$dir/tools/build/p2pbench" ]
 	;;
 *)
-	sed -n '3,22p' "$0" | sed 's/^# \?//'; exit 2 ;;
+	sed -n '3,24p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
