@@ -161,10 +161,9 @@ dkms-source:
 dkms: dkms-source
 	dkms add -m p2pdma-suite -v $(VERSION)
 	dkms build -m p2pdma-suite -v $(VERSION) -k $(KRELEASE) --kernelsourcedir $(KDIR)
-	@for d in $(wildcard $(DESTDIR)/lib/modules/*/updates/p2pdma); do \
-	  rm -f $$d/p2pbar.ko $$d/p2pnvme.ko; rmdir $$d 2>/dev/null || true; \
-	  k=$${d#$(DESTDIR)/lib/modules/}; k=$${k%/updates/p2pdma}; depmod -a $$k 2>/dev/null || true; \
-	  echo "  NOTE     removed make install's modules for $$k: DKMS's are the ones now"; done
+	@if [ -e $(DESTDIR)$(MODDIR)/p2pbar.ko ] || [ -e $(DESTDIR)$(MODDIR)/p2pnvme.ko ]; then \
+	  rm -f $(DESTDIR)$(MODDIR)/p2pbar.ko $(DESTDIR)$(MODDIR)/p2pnvme.ko; rmdir $(DESTDIR)$(MODDIR) 2>/dev/null || true; \
+	  echo "  NOTE     removed make install's modules for $(KRELEASE): DKMS's are the ones now"; fi
 	dkms install -m p2pdma-suite -v $(VERSION) -k $(KRELEASE)
 
 # A release tarball with the RPM spec inside (rpmbuild -ta takes it as is):

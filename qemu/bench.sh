@@ -29,6 +29,8 @@ kernels() {
 	"$P2P_TOP/qemu/kernel.sh" prepare "$P2P_RUNTIME_SERIES" minimal >/dev/null
 	"$P2P_TOP/qemu/kernel.sh" stock "$P2P_RUNTIME_SERIES" >/dev/null
 	need_pkgs linux-headers-amd64 dkms
+	# the packages' checks (qemu/package-check.sh)
+	need_pkgs dpkg-dev debhelper dh-dkms pkgconf lintian rpm rpmlint
 }
 
 # Debian's own headers package of this machine's release (no KUnit, no

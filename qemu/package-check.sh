@@ -67,7 +67,9 @@ debs)
 		echo "$c" | grep -qx "$f" || { echo "p2pdma-tools lacks $f"; exit 1; }
 	done
 	# linked dynamically, against json-c: the package depends on its library
-	dpkg-deb -f "$tools" Depends | tee /dev/stderr | grep -q 'libjson-c'
+	deps=$(dpkg-deb -f "$tools" Depends)
+	echo "p2pdma-tools depends on: $deps"
+	echo "$deps" | grep -q 'libjson-c'
 	;;
 lintian)
 	need_pkgs lintian
@@ -197,7 +199,7 @@ two-copies)
 		grep "NOTE .*removed make install.s modules for $rel" "$ovl/log"
 		ls "$m"/dkms/p2pbar.ko* "$m"/dkms/p2pnvme.ko*
 		[ ! -e "$m/p2pdma" ] || { echo "make install'"'"'s copy is still there:"; ls -R "$m/p2pdma"; exit 1; }
-		inroot modprobe -S "$rel" --show-depends p2pbar | tee /dev/stderr | grep -q "updates/dkms/p2pbar.ko"
+		inroot modprobe -S "$rel" --show-depends p2pbar | grep "updates/dkms/p2pbar.ko"
 		echo "# make install again"
 		inroot make -s -C "$top" KDIR="$kdir" PREFIX=/usr install >"$ovl/log" 2>&1 || rc=$?
 		cat "$ovl/log"
