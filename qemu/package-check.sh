@@ -3,12 +3,13 @@
 #
 # Checks of the distribution packages (run by the build suite of make check):
 #
-#   qemu/package-check.sh build [-b|-A]   dpkg-buildpackage -us -uc (-b: both packages,
-#                                         -A: p2pdma-dkms only) in a copy of the tree;
-#                                         prints the directory holding the .debs
+#   qemu/package-check.sh build [full|-A] dpkg-buildpackage -us -uc (full: the source and
+#                                         both packages, -A: p2pdma-dkms only) in a copy of
+#                                         the tree; prints the directory holding the .debs
 #   qemu/package-check.sh debs            build both; versions are VERSION's, each package
 #                                         holds what it should
-#   qemu/package-check.sh lintian         lintian --pedantic -I -E: no tag at all
+#   qemu/package-check.sh lintian         lintian --pedantic -I -E of the source and both
+#                                         packages: no tag (but the justified overrides)
 #   qemu/package-check.sh rpm             make dist, rpmbuild -ta, rpmlint: no error or
 #                                         warning (the rpmlintrc's filters aside)
 #   qemu/package-check.sh dkms-deb KDIR   in a scratch root (an overlay of this machine's),
@@ -25,13 +26,13 @@ set -euo pipefail
 PKG=$P2P_TOP/out/packages
 VER=$(cat "$P2P_TOP/VERSION")
 
-build() {	# build -b|-A: the .debs into $PKG/deb-all (-b) or $PKG/deb-indep (-A)
-	local how=$1 dir=$PKG/deb-all
-	[ "$how" = -A ] && dir=$PKG/deb-indep
+build() {	# build full|-A: into $PKG/deb-all (full) or $PKG/deb-indep (-A)
+	local how=$1 dir=$PKG/deb-all args=()
+	[ "$how" = -A ] && dir=$PKG/deb-indep args=(-A)
 	need_pkgs dpkg-dev debhelper dh-dkms libjson-c-dev pkgconf
 	rm -rf "$dir"; mkdir -p "$dir/src"
 	rsync -rl --exclude /.git --exclude /out --filter ':- .gitignore' "$P2P_TOP/" "$dir/src/"
-	(cd "$dir/src" && dpkg-buildpackage -us -uc "$how" >"$dir/build.log" 2>&1) ||
+	(cd "$dir/src" && dpkg-buildpackage -us -uc "${args[@]}" >"$dir/build.log" 2>&1) ||
 		{ cat "$dir/build.log" >&2; die "dpkg-buildpackage $how failed"; }
 	echo "$dir"
 }
@@ -42,10 +43,10 @@ contents() {	# contents DEB: the paths it holds, ./ stripped
 
 case "${1:-}" in
 build)
-	build "${2:--b}"
+	build "${2:-full}"
 	;;
 debs)
-	dir=$(build -b)
+	dir=$(build full)
 	v=$(cd "$dir/src" && dpkg-parsechangelog -S Version)
 	echo "debian/changelog: $v, VERSION: $VER"
 	[ "$v" = "$VER" ]
@@ -57,10 +58,10 @@ debs)
 	done
 	dpkg-deb --fsys-tarfile "$dkms" | tar -xOf - "./usr/src/p2pdma-suite-$VER/dkms.conf" > "$dir/dkms.conf"
 	grep -qx "PACKAGE_VERSION=\"$VER\"" "$dir/dkms.conf" && grep -qx 'BUILD_EXCLUSIVE_CONFIG="CONFIG_PCI_P2PDMA"' "$dir/dkms.conf"
-	dpkg-deb -f "$dkms" Depends | grep -q 'dkms'
+	dpkg-deb -f "$dkms" Depends | grep dkms >/dev/null
 	# the postinst hands the source to DKMS, the prerm takes it back
-	dpkg-deb -I "$dkms" postinst | grep -q 'DKMS_NAME=p2pdma-suite'
-	dpkg-deb -I "$dkms" prerm | grep -q 'dkms remove'
+	dpkg-deb -I "$dkms" postinst | grep 'DKMS_NAME=p2pdma-suite' >/dev/null
+	dpkg-deb -I "$dkms" prerm | grep 'dkms remove' >/dev/null
 	c=$(contents "$tools")
 	for f in /usr/bin/p2pctl /usr/share/man/man8/p2pctl.8.gz \
 		 /usr/share/doc/p2pdma-tools/examples/{70-p2pdma.rules,71-p2pbar-bind.rules,p2pdma.conf,p2pdma-modules.conf}; do
@@ -74,7 +75,7 @@ debs)
 lintian)
 	need_pkgs lintian
 	dir=$PKG/deb-all
-	[ -f "$dir/p2pdma-suite_${VER}_$(dpkg --print-architecture).changes" ] || dir=$(build -b)
+	[ -f "$dir/p2pdma-suite_${VER}_$(dpkg --print-architecture).changes" ] || dir=$(build full)
 	out=$(lintian --pedantic -I -E --tag-display-limit 0 "$dir"/p2pdma-suite_"${VER}"_*.changes 2>&1 |
 	      grep -v 'running with root privileges' || true)
 	echo "${out:-lintian: no tag}"
@@ -94,9 +95,9 @@ rpm)
 	rpms=("$dir"/RPMS/noarch/p2pdma-dkms-"$VER"-1*.noarch.rpm "$dir"/RPMS/*/p2pdma-tools-"$VER"-1*.rpm
 	      "$dir"/SRPMS/p2pdma-suite-"$VER"-1*.src.rpm)
 	ls "${rpms[@]}"
-	rpm -qpl "${rpms[0]}" | grep -qx "/usr/src/p2pdma-suite-$VER/dkms.conf"
-	rpm -qp --scripts "${rpms[0]}" | grep -q "dkms add -m p2pdma-suite -v $VER"
-	rpm -qpl "${rpms[1]}" | grep -qx /usr/bin/p2pctl
+	rpm -qpl "${rpms[0]}" | grep -x "/usr/src/p2pdma-suite-$VER/dkms.conf" >/dev/null
+	rpm -qp --scripts "${rpms[0]}" | grep "dkms add -m p2pdma-suite -v $VER" >/dev/null
+	rpm -qpl "${rpms[1]}" | grep -x /usr/bin/p2pctl >/dev/null
 	out=$(rpmlint -r "$P2P_TOP/packaging/rpm/p2pdma-suite.rpmlintrc" "$dir/p2pdma-suite.spec" "${rpms[@]}" 2>&1) ||
 		{ echo "$out"; exit 1; }
 	echo "$out" | tail -n 1
@@ -110,7 +111,7 @@ dkms-deb)
 	kdir=$(cd "${2:?kdir}" && pwd)
 	need_pkgs dkms
 	dir=$PKG/deb-all
-	[ -f "$dir/p2pdma-dkms_${VER}_all.deb" ] || dir=$(build -b)
+	[ -f "$dir/p2pdma-dkms_${VER}_all.deb" ] || dir=$(build full)
 	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
 	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
 	trap 'rm -rf "$ovl"' EXIT
@@ -223,5 +224,5 @@ no-uring)
 	[ -x "$dir/tools/build/p2pctl" ] && [ ! -e "$dir/tools/build/p2pbench" ]
 	;;
 *)
-	sed -n '3,24p' "$0" | sed 's/^# \?//'; exit 2 ;;
+	sed -n '3,22p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
