@@ -141,13 +141,13 @@ checkpatch() {
 	files=$(cd "$P2P_TOP" && git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^tools/' || true)
 	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
 	(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) |
-		tee /dev/stderr | grep -qE ': (ERROR|WARNING|CHECK):' && return 1
+		tee -a /dev/stderr | grep -qE ': (ERROR|WARNING|CHECK):' && return 1
 	return 0
 }
 
 kerneldoc() {
 	(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
-		include/uapi/linux/*.h) 2>&1 | tee /dev/stderr | grep -q . && return 1
+		include/uapi/linux/*.h) 2>&1 | tee -a /dev/stderr | grep -q . && return 1
 	return 0
 }
 
