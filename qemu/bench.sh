@@ -137,18 +137,22 @@ build_suite() {
 }
 
 checkpatch() {
-	local files
+	local files out
 	files=$(cd "$P2P_TOP" && git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^tools/' || true)
 	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
-	(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) |
-		tee -a /dev/stderr | grep -qE ': (ERROR|WARNING|CHECK):' && return 1
-	return 0
+	# the whole report first: grep -q behind a pipe would end tee with
+	# SIGPIPE at the first finding, and pipefail turn that into a pass
+	out=$(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) || true
+	printf '%s\n' "$out" >&2
+	! grep -qE ': (ERROR|WARNING|CHECK):' <<< "$out"
 }
 
 kerneldoc() {
-	(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
-		include/uapi/linux/*.h) 2>&1 | tee -a /dev/stderr | grep -q . && return 1
-	return 0
+	local out
+	out=$(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
+		include/uapi/linux/*.h 2>&1) || true
+	printf '%s\n' "$out" >&2
+	[ -z "$out" ]
 }
 
 # matrix lines selected by PROFILE.TEST[.FLAVOUR[-SERIES]] globs (all without)
