@@ -11,8 +11,10 @@ memory):
     absent LEN A@OFF B                    A's first 4 KiB appear nowhere in B
     pristine LEN A@OFF                    an image still holds its initial pattern
     dma-mark                              start watching QEMU's nvme DMA trace
-    dma-in LEN ADDR                       every NVMe data DMA since the mark fell
-                                          inside [ADDR, ADDR+LEN) (bus addresses)
+    dma-in LEN ADDR [io]                  every NVMe data DMA since the mark fell
+                                          inside [ADDR, ADDR+LEN) (bus addresses);
+                                          io: of I/O commands only (a tool's
+                                          Identify at its start left out)
     dma-none                              no NVMe data DMA at all since the mark
     io-none                               no NVMe I/O command at all since the mark
                                           (admin commands may have run)
@@ -69,6 +71,9 @@ def read_at(run, ref, length):
 
 
 DMA_RE = re.compile(r'pci_nvme_map_addr addr (0x[0-9a-f]+) len (\d+)')
+# QEMU's nvme maps a command's data while it processes that command, right
+# after tracing it: a mapping belongs to the command traced last
+DMA_CMD_RE = re.compile(r'pci_nvme_(io_cmd|admin_cmd)|pci_nvme_map_addr addr (0x[0-9a-f]+) len (\d+)')
 CMD_RE = re.compile(r'pci_nvme_(io_cmd|enqueue_req_completion) cid (\d+) (?:nsid \S+ sqid|cqid) (\d+)')
 SETFEAT_RE = re.compile(r'pci_nvme_setfeat cid \d+ nsid \S+ fid (0x[0-9a-f]+) save \S+ cdw11 (0x[0-9a-f]+)')
 
@@ -133,7 +138,15 @@ def do_check(run, words):
         length, lo = int(words[1], 0), int(words[2], 0)
         with open(os.path.join(run, 'dma.mark')) as f:
             mark = int(f.read())
-        maps = [(int(a, 16), int(n)) for a, n in DMA_RE.findall(dma_trace(run)[mark:])]
+        if words[3:] == ['io']:
+            maps, kind = [], None
+            for k, a, n in DMA_CMD_RE.findall(dma_trace(run)[mark:]):
+                if k:
+                    kind = k
+                elif kind == 'io_cmd':
+                    maps.append((int(a, 16), int(n)))
+        else:
+            maps = [(int(a, 16), int(n)) for a, n in DMA_RE.findall(dma_trace(run)[mark:])]
         outside = [(a, n) for a, n in maps if a < lo or a + n > lo + length]
         desc = f'QEMU nvme DMA addresses all inside [{lo:#x}, +{length:#x})'
         note = f'{len(maps)} mappings' + (f', first outside {outside[0][0]:#x}' if outside else '')

@@ -95,7 +95,7 @@ mem=1G
 [ -n "$timeout" ] || { [ "$flavour" = debug ] && timeout=1800 || timeout=600; }
 # QEMU's nvme trace, the host's view of the controllers: data DMA addresses,
 # commands fetched and completed (qemu/hostcheck.py reads it)
-printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_enqueue_req_completion pci_nvme_setfeat \
+printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_admin_cmd pci_nvme_enqueue_req_completion pci_nvme_setfeat \
 	> "$RUN/trace-events"
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-nodefaults -display none -no-reboot

@@ -67,6 +67,9 @@ probe HAVE_IO_URING_CMD_FROM_TW '#include <linux/io_uring/cmd.h>' \
 # 7.x: the ring a command came from, as a handle
 probe HAVE_IO_URING_CMD_CTX_HANDLE '#include <linux/io_uring/cmd.h>' \
 	'void *h = io_uring_cmd_ctx_handle(NULL); (void)h;'
+# 7.x: io_uring_cmd_import_fixed() takes the issue flags
+probe HAVE_IO_URING_CMD_IMPORT_FIXED_FLAGS '#include <linux/io_uring/cmd.h>' \
+	'struct iov_iter i; int r = io_uring_cmd_import_fixed(0, 0, 0, &i, NULL, 0); (void)r;'
 probe HAVE_IO_URING_SQE128_CMD '#include <linux/io_uring/cmd.h>' \
 	'struct io_uring_cmd *c = NULL; const u64 *p = io_uring_sqe128_cmd(c->sqe, u64); (void)p;'
 

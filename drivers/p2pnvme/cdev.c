@@ -137,7 +137,7 @@ static long ioc_nvme_io(struct p2pnvme_file *f, struct file *filp, unsigned long
 	BUILD_BUG_ON(offsetof(struct nvme_passthru_cmd64, result) != sizeof(nc));
 	if (copy_from_user(&nc, up64, sizeof(nc)))
 		return -EFAULT;
-	ret = p2pnvme_io_from_nvme(c, &nc, &io);
+	ret = p2pnvme_io_from_nvme(c, &nc, false, &io);
 	if (ret)
 		return ret;
 	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
@@ -211,14 +211,8 @@ out_free:
 
 /*
  * NVME_IOCTL_ADMIN_CMD and NVME_IOCTL_ADMIN64_CMD (@wide: the 64-bit
- * result of struct nvme_passthru_cmd64), as nvme-pci takes them. The
- * passthrough's data goes through a buffer of the controller's own
- * (P2PNVME_PT_MAX bytes, PRP1 and PRP2 always describe all of it), zeroed
- * before each command, and is copied out after. Returns the NVMe status
- * (SCT << 8 | SC) when the controller fails the command, as nvme-pci does,
- * a negative errno otherwise: -EPERM for a command the driver never sends
- * for userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL for a
- * transfer longer than data_len or the driver's buffer.
+ * result of struct nvme_passthru_cmd64), as nvme-pci takes them:
+ * p2pnvme_admin_passthru().
  */
 static long ioc_admin(struct p2pnvme *c, unsigned long uarg, bool wide)
 {
@@ -226,75 +220,14 @@ static long ioc_admin(struct p2pnvme *c, unsigned long uarg, bool wide)
 	struct nvme_passthru_cmd __user *up = (void __user *)uarg;
 	/* the two agree up to timeout_ms; the narrow one's result is rsvd2 here */
 	struct nvme_passthru_cmd64 pt = {};
-	struct nvme_command cmd = {};
-	void *data = NULL;
 	u32 result = 0;
-	u16 status = 0;
-	u64 xfer;
 	long ret;
 
 	BUILD_BUG_ON(offsetof(struct nvme_passthru_cmd, result) !=
 		     offsetof(struct nvme_passthru_cmd64, rsvd2));
 	if (copy_from_user(&pt, up64, wide ? sizeof(*up64) : sizeof(*up)))
 		return -EFAULT;
-	/*
-	 * Everything else would pull the queues from under p2pnvme or change
-	 * the drive (Format, Firmware, queue management, Set Features).
-	 */
-	if (pt.opcode != nvme_admin_identify && pt.opcode != nvme_admin_get_log_page &&
-	    pt.opcode != nvme_admin_get_features)
-		return -EPERM;
-	if (pt.flags || pt.rsvd1 || pt.metadata || pt.metadata_len || pt.cdw2 || pt.cdw3)
-		return -EINVAL;
-	if (pt.data_len > P2PNVME_PT_MAX || (pt.data_len && !pt.addr))
-		return -EINVAL;
-
-	cmd.common.opcode = pt.opcode;
-	cmd.common.nsid = cpu_to_le32(pt.nsid);
-	cmd.common.cdw10 = cpu_to_le32(pt.cdw10);
-	cmd.common.cdw11 = cpu_to_le32(pt.cdw11);
-	cmd.common.cdw12 = cpu_to_le32(pt.cdw12);
-	cmd.common.cdw13 = cpu_to_le32(pt.cdw13);
-	cmd.common.cdw14 = cpu_to_le32(pt.cdw14);
-	cmd.common.cdw15 = cpu_to_le32(pt.cdw15);
-	if (!p2pnvme_admin_unprivileged(&cmd) && !capable(CAP_SYS_ADMIN))
-		return -EACCES;
-	ret = p2pnvme_admin_xfer_len(&cmd, &xfer);
-	if (ret)
-		return ret;
-	if (xfer > pt.data_len)
-		return -EINVAL;
-	if (pt.data_len && !access_ok(u64_to_user_ptr(pt.addr), pt.data_len))
-		return -EFAULT;
-	/* the whole buffer: the controller never follows a pointer left 0 */
-	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
-	cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
-
-	/*
-	 * The copy-out faults outside the guard: a user buffer stuck in a
-	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
-	 */
-	if (pt.data_len) {
-		data = kmalloc(pt.data_len, GFP_KERNEL);
-		if (!data)
-			return -ENOMEM;
-	}
-	ret = p2pnvme_io_enter(c);
-	if (ret)
-		goto out_free;
-	mutex_lock(&c->pt_lock);
-	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
-	ret = p2pnvme_admin_exec_status(c, &cmd, &result, &status);
-	if (!ret && data)
-		memcpy(data, c->pt_buf, pt.data_len);
-	mutex_unlock(&c->pt_lock);
-	p2pnvme_io_exit(c);
-	if (!ret && data && copy_to_user(u64_to_user_ptr(pt.addr), data, pt.data_len))
-		ret = -EFAULT;
-out_free:
-	kfree(data);
-	if (ret == -EIO && status)
-		ret = status;	/* the controller's answer, not an errno */
+	ret = p2pnvme_admin_passthru(c, &pt, &result);
 	if (ret >= 0 &&
 	    (wide ? put_user((u64)result, &up64->result) : put_user(result, &up->result)))
 		return -EFAULT;

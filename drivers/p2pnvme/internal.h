@@ -307,6 +307,11 @@ struct p2pnvme_fence {
  * @q: queue every command of this request goes to
  * @pages: pinned user pages (NULL for commands without data)
  * @nr: how many
+ * @iter: where the data is, instead of @io->addr: the iovecs or io_uring's
+ *	  registered buffer of the kernel's NVMe passthrough through io_uring;
+ *	  the caller's, read and cleared when the request is prepared
+ * @borrowed: @pages are io_uring's registered buffer's, held by the command
+ *	      until it is answered: not unpinned here
  * @sgt: DMA-mapped table the commands describe: @pages, or @bpages
  * @bpages: host bounce pages when the request bounces
  * @bnr: how many
@@ -349,6 +354,8 @@ struct p2pnvme_req {
 	struct p2pnvme_queue *q;
 	struct page **pages;
 	unsigned int nr;
+	struct iov_iter *iter;
+	bool borrowed;
 	struct sg_table sgt;
 	struct page **bpages;
 	unsigned int bnr;
@@ -778,9 +785,12 @@ static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 /* io.c: requests */
 int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
 struct nvme_uring_cmd;
-int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc,
+int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, bool vec,
 			 struct p2pnvme_io *io);
 int p2pnvme_nvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
+struct nvme_passthru_cmd64;
+long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
+			    u32 *result);
 int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
 			 u64 *bytes);
 

@@ -29,6 +29,8 @@
 #include <linux/overflow.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
 #include <kunit/visibility.h>
 #include <p2p_compat.h>
 
@@ -147,6 +149,54 @@ static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
 	return 0;
 }
 
+#if P2P_HAVE_URING_CMD
+/*
+ * The pages of @r->iter: user memory pinned (p2pmem too), io_uring's
+ * registered buffer borrowed. They must make one buffer as @io->addr's
+ * would (what the bounce copy and the PRP and SGL builders walk): the
+ * first segment starts at offset_in_page(@io->addr), every later one on a
+ * page, and every one but the last ends on one. Else -EINVAL, as a
+ * segment of no bytes is.
+ */
+static int pin_iter(struct p2pnvme_req *r, struct iov_iter *it)
+{
+	unsigned int n = DIV_ROUND_UP(offset_in_page(r->io->addr) + r->io->len, PAGE_SIZE);
+	bool ragged = false;
+	int ret = 0;
+
+	if (iov_iter_count(it) != r->io->len)
+		return -EINVAL;
+	r->borrowed = !iov_iter_extract_will_pin(it);
+	r->pages = kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
+	if (!r->pages)
+		return -ENOMEM;
+	while (iov_iter_count(it)) {
+		struct page **p = r->pages + r->nr;
+		size_t off;
+		ssize_t got;
+
+		if (r->nr == n || ragged)
+			return -EINVAL;	/* more pages than one buffer has */
+		got = iov_iter_extract_pages(it, &p, iov_iter_count(it), n - r->nr,
+					     ITER_ALLOW_P2PDMA, &off);
+		if (got <= 0)
+			return got ?: -EINVAL;
+		if (r->nr ? off : off != offset_in_page(r->io->addr))
+			ret = -EINVAL;
+		r->nr += DIV_ROUND_UP(off + got, PAGE_SIZE);
+		if (ret)
+			return ret;	/* what was extracted is counted: released */
+		ragged = (off + got) & ~PAGE_MASK;
+	}
+	return 0;
+}
+#else
+static int pin_iter(struct p2pnvme_req *r, struct iov_iter *it)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
 /* A transfer that cannot be made: counted, traced, said at debug level. */
 static void path_refused(struct p2pnvme *c, struct p2pnvme_req *r, enum p2pnvme_why why)
 {
@@ -249,7 +299,14 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 		r->why = P2PNVME_WHY_DMABUF;
 		return p2pnvme_dmabuf_attach(c, reqs, i);
 	}
-	ret = pin_user(r, !write);
+	if (r->iter) {
+		struct iov_iter *it = r->iter;
+
+		r->iter = NULL;	/* the caller's, on its stack */
+		ret = pin_iter(r, it);
+	} else {
+		ret = pin_user(r, !write);
+	}
 	if (ret)
 		return ret;
 	r->p2p = is_pci_p2pdma_page(r->pages[0]);
@@ -399,7 +456,9 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 		__free_page(r->bpages[i]);
 	kvfree(r->bpages);
 	if (r->pages) {
-		unpin_user_pages_dirty_lock(r->pages, r->nr, ok && r->dir == DMA_FROM_DEVICE);
+		if (!r->borrowed)
+			unpin_user_pages_dirty_lock(r->pages, r->nr,
+						    ok && r->dir == DMA_FROM_DEVICE);
 		kvfree(r->pages);
 	}
 }
@@ -925,10 +984,13 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
  *	passthrough takes it (NVME_IOCTL_IO_CMD, NVME_URING_CMD_IO)
  * @c: the controller
  * @nc: the command (struct nvme_passthru_cmd64 starts the same way)
+ * @vec: NVME_URING_CMD_IO_VEC: @nc->addr is an array of @nc->data_len
+ *	 iovecs, which the caller imports (@io->addr is left for it to set)
  * @io: out: the request, for p2pnvme_check_io() next
  *
  * Read, Write, Flush and Write Zeroes of the served namespace; NLB in CDW12
- * 15:0, the data at a user address of exactly the NLB's bytes. FUA,
+ * 15:0, the data at a user address of exactly the NLB's bytes (or in
+ * iovecs of that many bytes together). FUA,
  * PRINFO, DSM, reference tags, metadata and flags are not taken. A standard
  * client cannot say whether it accepts a bounce: p2pmem the topology
  * refuses is -EREMOTEIO unless @c->passthru_bounce allows one.
@@ -936,7 +998,7 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
  * Return: 0, -EPERM (another opcode: the queues are p2pnvme's, nothing else
  * is sent) or -EINVAL.
  */
-int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc,
+int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, bool vec,
 			 struct p2pnvme_io *io)
 {
 	*io = (struct p2pnvme_io){ .argsz = sizeof(*io) };
@@ -966,15 +1028,104 @@ int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc,
 		return -EINVAL;
 	}
 	if (has_data(io)) {
-		if (nc->data_len != io->len)
+		if (vec ? !nc->data_len || nc->data_len > UIO_MAXIOV : nc->data_len != io->len)
 			return -EINVAL;
-		io->addr = nc->addr;
+		io->addr = vec ? 0 : nc->addr;
 		if (!READ_ONCE(c->passthru_bounce))
 			io->flags = P2PNVME_IO_F_NO_BOUNCE;
 	} else if (nc->data_len || nc->addr) {
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/**
+ * p2pnvme_admin_passthru - an admin command from userspace, as nvme-pci's
+ *	passthrough takes it (NVME_IOCTL_ADMIN_CMD, NVME_IOCTL_ADMIN64_CMD,
+ *	NVME_URING_CMD_ADMIN)
+ * @c: the controller
+ * @pt: the command, kernel copy (its result member is not read)
+ * @result: out: the completion's dword 0
+ *
+ * Identify, Get Log Page and Get Features. The data goes through a buffer
+ * of the controller's own (P2PNVME_PT_MAX bytes, PRP1 and PRP2 always
+ * describe all of it), zeroed before each command, and is copied out to
+ * @pt->addr after. Sleeps; the copy-out may fault.
+ *
+ * Return: 0, the NVMe status (SCT << 8 | SC) when the controller fails the
+ * command, as nvme-pci returns it, or -EPERM for a command the driver never
+ * sends for userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL
+ * for a transfer longer than data_len or the driver's buffer, -EFAULT,
+ * -ENOMEM, -ENODEV, -EINTR and the errors of the command.
+ */
+long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
+			    u32 *result)
+{
+	struct nvme_command cmd = {};
+	void *data = NULL;
+	u16 status = 0;
+	u64 xfer;
+	long ret;
+
+	/*
+	 * Everything else would pull the queues from under p2pnvme or change
+	 * the drive (Format, Firmware, queue management, Set Features).
+	 */
+	if (pt->opcode != nvme_admin_identify && pt->opcode != nvme_admin_get_log_page &&
+	    pt->opcode != nvme_admin_get_features)
+		return -EPERM;
+	if (pt->flags || pt->rsvd1 || pt->metadata || pt->metadata_len || pt->cdw2 || pt->cdw3)
+		return -EINVAL;
+	if (pt->data_len > P2PNVME_PT_MAX || (pt->data_len && !pt->addr))
+		return -EINVAL;
+
+	cmd.common.opcode = pt->opcode;
+	cmd.common.nsid = cpu_to_le32(pt->nsid);
+	cmd.common.cdw10 = cpu_to_le32(pt->cdw10);
+	cmd.common.cdw11 = cpu_to_le32(pt->cdw11);
+	cmd.common.cdw12 = cpu_to_le32(pt->cdw12);
+	cmd.common.cdw13 = cpu_to_le32(pt->cdw13);
+	cmd.common.cdw14 = cpu_to_le32(pt->cdw14);
+	cmd.common.cdw15 = cpu_to_le32(pt->cdw15);
+	if (!p2pnvme_admin_unprivileged(&cmd) && !capable(CAP_SYS_ADMIN))
+		return -EACCES;
+	ret = p2pnvme_admin_xfer_len(&cmd, &xfer);
+	if (ret)
+		return ret;
+	if (xfer > pt->data_len)
+		return -EINVAL;
+	if (pt->data_len && !access_ok(u64_to_user_ptr(pt->addr), pt->data_len))
+		return -EFAULT;
+	/* the whole buffer: the controller never follows a pointer left 0 */
+	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
+	cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
+
+	/*
+	 * The copy-out faults outside the guard: a user buffer stuck in a
+	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
+	 */
+	if (pt->data_len) {
+		data = kmalloc(pt->data_len, GFP_KERNEL);
+		if (!data)
+			return -ENOMEM;
+	}
+	ret = p2pnvme_io_enter(c);
+	if (ret)
+		goto out_free;
+	mutex_lock(&c->pt_lock);
+	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
+	ret = p2pnvme_admin_exec_status(c, &cmd, result, &status);
+	if (!ret && data)
+		memcpy(data, c->pt_buf, pt->data_len);
+	mutex_unlock(&c->pt_lock);
+	p2pnvme_io_exit(c);
+	if (!ret && data && copy_to_user(u64_to_user_ptr(pt->addr), data, pt->data_len))
+		ret = -EFAULT;
+out_free:
+	kfree(data);
+	if (ret == -EIO && status)
+		ret = status;	/* the controller's answer, not an errno */
+	return ret;
 }
 
 /**

@@ -2,9 +2,10 @@
 /*
  * p2pnvme's io_uring passthrough: IORING_OP_URING_CMD with cmd_op
  * P2PNVME_URING_CMD_IO carries one struct p2pnvme_uring_cmd in a 128-byte
- * SQE, NVME_URING_CMD_IO (the kernel's NVMe passthrough, as fio's
- * io_uring_cmd engine sends it) one struct nvme_uring_cmd. One
+ * SQE, NVME_URING_CMD_IO and _IO_VEC (the kernel's NVMe passthrough, as
+ * fio's io_uring_cmd engine sends it) one struct nvme_uring_cmd. One
  * io_uring_enter() submits many; none waits for its completion.
+ * NVME_URING_CMD_ADMIN is the admin passthrough, answered at its issue.
  *
  * Life of a request:
  *   submit  in the submitter's context: check, pin (may fault: no lock
@@ -418,59 +419,56 @@ static int async_submit(struct p2pnvme_async *a)
  * fd, __pad1, uring_cmd_flags and personality itself; 6.12 and 7.2 also
  * refuse an ioprio for IORING_OP_URING_CMD (io_init_req()), which is
  * checked again here for a kernel that lets one through. buf_index is
- * io_uring's only with IORING_URING_CMD_FIXED or buffer selection (7.x,
- * with IORING_URING_CMD_MULTISHOT), both refused. file_index covers the
+ * io_uring's with IORING_URING_CMD_FIXED (@fixed) and buffer selection
+ * (7.x, with IORING_URING_CMD_MULTISHOT, refused). file_index covers the
  * whole 32-bit union at offset 44.
  */
-static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe)
+static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe, bool fixed)
 {
 	return !(READ_ONCE(sqe->ioprio) | READ_ONCE(sqe->addr) | READ_ONCE(sqe->len) |
-		 READ_ONCE(sqe->buf_index) | READ_ONCE(sqe->file_index));
+		 (fixed ? 0 : READ_ONCE(sqe->buf_index)) | READ_ONCE(sqe->file_index));
 }
 
-static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+/*
+ * Where the data of a command of the kernel's NVMe passthrough is when it
+ * is not at one user address: @nc->data_len iovecs at @nc->addr
+ * (NVME_URING_CMD_IO_VEC), or io_uring's registered buffer (@fixed). Not
+ * both: nvme-pci takes registered buffers only unvectored too. @iov: out,
+ * what import_iovec() allocated (NULL or the caller's to free).
+ */
+static int uring_std_data(struct io_uring_cmd *ioucmd, const struct nvme_uring_cmd *nc,
+			  struct p2pnvme_io *io, bool vec, bool fixed, unsigned int issue_flags,
+			  struct iovec *fast, struct iovec **iov, struct iov_iter *iter)
+{
+	int dir = io->op == P2PNVME_OP_READ ? ITER_DEST : ITER_SOURCE;
+	ssize_t ret;
+
+	if (vec && fixed)
+		return -EINVAL;
+	if (fixed)
+		return p2p_uring_cmd_import_fixed(io->addr, io->len, dir, iter, ioucmd,
+						  issue_flags);
+	*iov = fast;
+	ret = import_iovec(dir, u64_to_user_ptr(nc->addr), nc->data_len, UIO_FASTIOV, iov, iter);
+	if (ret < 0)
+		return ret;
+	io->addr = (u64)(uintptr_t)iter_iov_addr(iter);
+	return 0;
+}
+
+/*
+ * Check, charge and submit a request whose data is at @io->addr or, for
+ * the kernel's passthrough, in @iter (read while it is prepared).
+ */
+static int uring_cmd_queue(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io, bool std,
+			   struct iov_iter *iter, unsigned int issue_flags)
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
 	struct p2pnvme *c = f->c;
-	bool std = ioucmd->cmd_op == NVME_URING_CMD_IO;
-	struct p2pnvme_io req, *io = &req;
-	struct p2pnvme_uring_cmd uc;
-	struct nvme_uring_cmd nc;
 	struct p2pnvme_async *a;
 	u64 bytes;
 	int ret;
 
-	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO && !std)
-		return -ENOTTY;
-	if (!p2p_uring_cmd_reissued(ioucmd))
-		pdu_of(ioucmd)->bound = 0;	/* see struct p2pnvme_pdu */
-	/*
-	 * io_uring's own registered buffers (IORING_URING_CMD_FIXED): ours
-	 * instead. The kernel's bits (7.x marks a re-issue) are not the user's.
-	 */
-	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK) ||
-	    !uring_sqe_unused_zero(ioucmd->sqe))
-		return -EINVAL;
-	/* one copy: the SQE may be rewritten by userspace meanwhile */
-	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
-				  offsetof(struct io_uring_sqe, cmd));
-	if (std) {
-		/* the kernel's NVMe passthrough, as nvme-pci's ng devices take it */
-		memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
-		if (nc.rsvd2)
-			return -EINVAL;
-		ret = p2pnvme_io_from_nvme(c, &nc, io);
-		if (ret)
-			return ret;
-	} else {
-		memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
-		/* zero, so that they can be given a meaning one day */
-		if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
-			return -EINVAL;
-		req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
-					   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
-					   .dmabuf_fd = uc.dmabuf_fd };
-	}
 	ret = p2pnvme_check_io(io, c->lba_shift, c->nlb);
 	if (ret)
 		return ret;
@@ -493,6 +491,7 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	}
 	a->io = *io;
 	a->r.io = &a->io;
+	a->r.iter = iter;
 	a->c = c;
 	a->f = f;
 	a->ioucmd = ioucmd;
@@ -506,12 +505,114 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	return async_submit(a);
 }
 
+static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_file *f = ioucmd->file->private_data;
+	struct p2pnvme *c = f->c;
+	bool vec = ioucmd->cmd_op == NVME_URING_CMD_IO_VEC;
+	bool std = ioucmd->cmd_op == NVME_URING_CMD_IO || vec;
+	/* io_uring's registered buffers, for the kernel's passthrough */
+	bool fixed = std && (ioucmd->flags & IORING_URING_CMD_FIXED);
+	struct iovec fast[UIO_FASTIOV], *iov = NULL;
+	struct p2pnvme_io req, *io = &req;
+	struct p2pnvme_uring_cmd uc;
+	struct nvme_uring_cmd nc;
+	struct iov_iter iter;
+	bool iterated = false;
+	int ret;
+
+	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO && !std)
+		return -ENOTTY;
+	if (!p2p_uring_cmd_reissued(ioucmd))
+		pdu_of(ioucmd)->bound = 0;	/* see struct p2pnvme_pdu */
+	/*
+	 * p2pnvme's own command names p2pnvme's registered buffers, not
+	 * io_uring's. The kernel's bits (7.x marks a re-issue) are not the
+	 * user's.
+	 */
+	if (!(issue_flags & IO_URING_F_SQE128) ||
+	    (ioucmd->flags & IORING_URING_CMD_MASK & ~(fixed ? IORING_URING_CMD_FIXED : 0)) ||
+	    !uring_sqe_unused_zero(ioucmd->sqe, fixed))
+		return -EINVAL;
+	/* one copy: the SQE may be rewritten by userspace meanwhile */
+	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
+				  offsetof(struct io_uring_sqe, cmd));
+	if (std) {
+		/* the kernel's NVMe passthrough, as nvme-pci's ng devices take it */
+		memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
+		if (nc.rsvd2)
+			return -EINVAL;
+		ret = p2pnvme_io_from_nvme(c, &nc, vec, io);
+		if (ret)
+			return ret;
+		if ((vec || fixed) && (io->op == P2PNVME_OP_READ || io->op == P2PNVME_OP_WRITE)) {
+			ret = uring_std_data(ioucmd, &nc, io, vec, fixed, issue_flags, fast, &iov,
+					     &iter);
+			if (ret)
+				return ret;
+			iterated = true;
+		}
+	} else {
+		memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
+		/* zero, so that they can be given a meaning one day */
+		if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
+			return -EINVAL;
+		req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
+					   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
+					   .dmabuf_fd = uc.dmabuf_fd };
+	}
+	ret = uring_cmd_queue(ioucmd, io, std, iterated ? &iter : NULL, issue_flags);
+	kfree(iov);
+	return ret;
+}
+
+/*
+ * NVME_URING_CMD_ADMIN: the admin passthrough (p2pnvme_admin_passthru()),
+ * answered before the issue returns: res the NVMe status or -errno, the
+ * result dword in a 32-byte CQE, as nvme-pci answers it. It sleeps on the
+ * admin queue and the copy-out: where io_uring issues a command again from
+ * its own copy of the SQE (7.x), a non-blocking issue is left to its
+ * workers; 6.12 runs it here, in the submitter, as its I/O waits out a
+ * reset.
+ */
+static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_file *f = ioucmd->file->private_data;
+	struct nvme_passthru_cmd64 pt = {};
+	struct nvme_uring_cmd nc;
+	u32 result = 0;
+	long ret;
+
+	*async_of(ioucmd) = NULL;	/* nothing for p2pnvme_uring_cmd_iopoll() */
+	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK) ||
+	    !uring_sqe_unused_zero(ioucmd->sqe, false))
+		return -EINVAL;
+	if (P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK))
+		return -EAGAIN;
+	memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
+	if (nc.rsvd2)
+		return -EINVAL;
+	pt = (struct nvme_passthru_cmd64){
+		.opcode = nc.opcode, .flags = nc.flags, .rsvd1 = nc.rsvd1, .nsid = nc.nsid,
+		.cdw2 = nc.cdw2, .cdw3 = nc.cdw3, .metadata = nc.metadata, .addr = nc.addr,
+		.metadata_len = nc.metadata_len, .data_len = nc.data_len, .cdw10 = nc.cdw10,
+		.cdw11 = nc.cdw11, .cdw12 = nc.cdw12, .cdw13 = nc.cdw13, .cdw14 = nc.cdw14,
+		.cdw15 = nc.cdw15, .timeout_ms = nc.timeout_ms,
+	};
+	ret = p2pnvme_admin_passthru(f->c, &pt, &result);
+	p2p_uring_cmd_done(ioucmd, ret, result, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 /**
  * p2pnvme_uring_cmd - file_operations.uring_cmd of /dev/p2pnvmeN
- * @ioucmd: the command; its SQE holds a struct p2pnvme_io
+ * @ioucmd: the command; its SQE holds a struct p2pnvme_uring_cmd
+ *	    (P2PNVME_URING_CMD_IO) or a struct nvme_uring_cmd (NVME_URING_CMD_IO,
+ *	    _IO_VEC, _ADMIN)
  * @issue_flags: IO_URING_F_*
  *
- * Return: -EIOCBQUEUED (answered later with io_uring_cmd_done()), or the
+ * Return: -EIOCBQUEUED (answered with io_uring_cmd_done(), later, or for
+ * an admin command already), or the
  * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
  * bad request, a non-zero byte after it in the command area or in an SQE
  * field without a meaning here: ioprio, addr, len, buf_index, file_index),
@@ -527,7 +628,8 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
-	int ret = uring_cmd_issue(ioucmd, issue_flags);
+	int ret = ioucmd->cmd_op == NVME_URING_CMD_ADMIN ? uring_admin(ioucmd, issue_flags) :
+							     uring_cmd_issue(ioucmd, issue_flags);
 
 	/*
 	 * io_uring issues a command answered -EAGAIN again, from its SQ slot
@@ -593,8 +695,11 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 			     unsigned int poll_flags)
 {
 	struct p2pnvme_async *a = *async_of(ioucmd);
-	struct p2pnvme *c = a->c;
+	struct p2pnvme *c;
 
+	if (!a)		/* an admin command: answered when it was issued */
+		return 0;
+	c = a->c;
 	/* the queue lives while the controller is LIVE under the guard */
 	if (!READ_ONCE(a->ended) && percpu_ref_tryget_live(&c->io_ref)) {
 		if (p2pnvme_state(c) == P2PNVME_LIVE)

@@ -202,6 +202,22 @@ static inline void p2p_uring_cmd_done(struct io_uring_cmd *ioucmd, s32 ret, u64 
 #define p2p_uring_cmd_reissued(ioucmd)	((void)(ioucmd), false)
 #endif
 
+/*
+ * The pages of io_uring's registered buffer a command names
+ * (IORING_URING_CMD_FIXED); 7.x also takes the issue flags.
+ */
+#ifdef HAVE_IO_URING_CMD_IMPORT_FIXED_FLAGS
+#define p2p_uring_cmd_import_fixed(ubuf, len, rw, iter, ioucmd, issue_flags) \
+	io_uring_cmd_import_fixed(ubuf, len, rw, iter, ioucmd, issue_flags)
+#else
+static inline int p2p_uring_cmd_import_fixed(u64 ubuf, unsigned long len, int rw,
+					     struct iov_iter *iter, struct io_uring_cmd *ioucmd,
+					     unsigned int issue_flags)
+{
+	return io_uring_cmd_import_fixed(ubuf, len, rw, iter, ioucmd);
+}
+#endif
+
 #ifdef HAVE_IO_URING_SQE128_CMD
 #define p2p_uring_cmd_payload(ioucmd, type)	io_uring_sqe128_cmd((ioucmd)->sqe, type)
 #else

@@ -577,6 +577,99 @@ else
 fi
 suite_end
 
+# fio (built from Debian's source package without SysV IPC, which the bench
+# kernels lack: its jobs run as threads) and liburing's passthrough test, as
+# a storage engineer runs them: fio's io_uring_cmd engine on /dev/p2pnvme0,
+# with buffers in host memory and in p2pmem (--iomem=mmapshared:/dev/p2pbar0,
+# an mmap that allocates); the bytes checked on the host, the same jobs on
+# nvme-pci's /dev/ngXnY, and p2pbar as the memory of nvme-pci's O_DIRECT.
+suite_begin client_fio
+cnt() { cat "$STATS/$1"; }
+# a hung job fails its test instead of the boot's timeout; 48 MiB .. 54 MiB
+# of the 64 MiB namespace are fio's
+FIO="timeout 120 fio --minimal --ioengine=io_uring_cmd --cmd_type=nvme --bs=4k --iodepth=16"
+VJOB="--name=v --rw=randwrite --size=2M --offset=48M --verify=crc32c --verify_fatal=1 --randseed=7"
+if ! command -v fio >/dev/null; then
+	skip "fio against $N" "it could not be built on the machine that built the guest"
+else
+	diag "$(fio --version)"
+	before="$(cnt writes_host) $(cnt reads_host)"
+	$FIO --filename=$N $VJOB >/tmp/fio.out 2>&1
+	check_eq "fio io_uring_cmd: random writes then reads, crc32c verified, host memory" "$?" 0
+	set -- $before
+	check_eq "... 512 writes and 512 reads counted (host memory)" \
+		"$(($(cnt writes_host) - $1)) $(($(cnt reads_host) - $2))" "512 512"
+	# an IORING_SETUP_IOPOLL ring (fio's hipri) on the interrupt-driven queues
+	before=$(cnt reads_host)
+	$FIO --filename=$N $VJOB --verify_only=1 --hipri=1 >/tmp/fio.out 2>&1
+	check_eq "fio io_uring_cmd --hipri (IOPOLL ring): the verify pass again" "$?" 0
+	check_eq "... 512 reads counted" "$(($(cnt reads_host) - before))" 512
+	# io_uring's registered buffers (IORING_URING_CMD_FIXED), and iovecs
+	# (NVME_URING_CMD_IO_VEC)
+	$FIO --filename=$N $VJOB --verify_only=1 --fixedbufs=1 >/tmp/fio.out 2>&1
+	check_eq "fio io_uring_cmd --fixedbufs (registered buffers): the verify pass" "$?" 0
+	$FIO --filename=$N $VJOB --verify_only=1 --nonvectored=0 >/tmp/fio.out 2>&1
+	check_eq "fio io_uring_cmd --nonvectored=0 (NVME_URING_CMD_IO_VEC): the verify pass" "$?" 0
+	$FIO --filename=$N --name=p --rw=write --size=1M --offset=52M --buffer_pattern=0x5a \
+		--scramble_buffers=0 >/tmp/fio.out 2>&1
+	check_eq "fio io_uring_cmd: 1 MiB of 0x5a written" "$?" 0
+	hostcheck fill 1048576 nvme0@$((52 << 20)) 0x5a
+	# into p2pmem: the verify pass again, reading into the BAR
+	if [ "$want_path" = p2p ]; then
+		before=$(cnt reads_p2p)
+		hostd check dma-mark >/dev/null
+		$FIO --filename=$N $VJOB --verify_only=1 --iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
+		check_eq "fio io_uring_cmd --iomem=mmapshared:/dev/p2pbar0: the verify pass, read into p2pmem" "$?" 0
+		check_eq "... 512 reads counted P2P" "$(($(cnt reads_p2p) - before))" 512
+		hostcheck dma-in 0x4000000 "$BUS" io
+		before=$(cnt writes_p2p)
+		hostd check dma-mark >/dev/null
+		$FIO --filename=$N --name=p --rw=write --size=1M --offset=53M --buffer_pattern=0xc3 \
+			--scramble_buffers=0 --iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
+		check_eq "fio io_uring_cmd: 1 MiB of 0xc3 written from p2pmem" "$?" 0
+		check_eq "... 256 writes counted P2P" "$(($(cnt writes_p2p) - before))" 256
+		hostcheck dma-in 0x4000000 "$BUS" io
+		hostcheck fill 1048576 nvme0@$((53 << 20)) 0xc3
+	else
+		# the topology refuses: no silent bounce for a standard client
+		$FIO --filename=$N $VJOB --verify_only=1 --iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
+		check "fio into p2pmem the topology refuses: an error" [ $? -ne 0 ]
+		check "... Remote I/O error (EREMOTEIO)" grep -q "Remote I/O error" /tmp/fio.out
+		echo 1 > /sys/class/p2pnvme/p2pnvme0/passthru_bounce
+		before=$(cnt reads_bounce)
+		$FIO --filename=$N $VJOB --verify_only=1 --iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
+		check_eq "... with passthru_bounce 1: verified" "$?" 0
+		check_eq "... 512 reads counted bounced" "$(($(cnt reads_bounce) - before))" 512
+		echo 0 > /sys/class/p2pnvme/p2pnvme0/passthru_bounce
+	fi
+	diag "$(tail -n 2 /tmp/fio.out | cut -c1-160)"
+	if [ -n "$pci_ns" ]; then
+		$FIO --filename=$pci_ns $VJOB >/tmp/fio.out 2>&1
+		check_eq "the same fio job on nvme-pci's $pci_ns" "$?" 0
+		blk=/dev/${pci_ctrl}n1
+		if [ "$want_path" = p2p ]; then
+			hostd check dma-mark >/dev/null
+			timeout 120 fio --minimal --name=b --filename=$blk --ioengine=io_uring --direct=1 --bs=64k \
+				--iodepth=8 --rw=randwrite --offset=48M --size=4M --verify=crc32c --verify_fatal=1 \
+				--iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
+			check_eq "fio io_uring O_DIRECT on nvme-pci's $blk with p2pmem buffers, verified" "$?" 0
+			hostcheck dma-in 0x4000000 "$BUS"
+		fi
+	fi
+fi
+if ! command -v io_uring_passthrough.t >/dev/null; then
+	skip "liburing's io_uring_passthrough.t against $N" "it could not be built on the machine that built the guest"
+else
+	timeout 120 io_uring_passthrough.t $N >/tmp/lu.out 2>&1
+	check_eq "liburing's io_uring_passthrough.t $N" "$?" 0
+	diag "$(tail -n 3 /tmp/lu.out | tr '\n' ';')"
+	if [ -n "$pci_ns" ]; then
+		timeout 120 io_uring_passthrough.t $pci_ns >/tmp/lu.out 2>&1
+		check_eq "... and on nvme-pci's $pci_ns" "$?" 0
+	fi
+fi
+suite_end
+
 if [ -n "$NVME1" ]; then
 	suite_begin client_copy
 	check "p2pnvme takes over the second controller $NVME1" bind p2pnvme "$NVME1"

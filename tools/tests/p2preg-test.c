@@ -1086,8 +1086,9 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 	uint32_t x = ~0U, y = ~0U, room = 0;
 	unsigned int workers[2] = { 0, 1 };	/* bounded as they are, one unbound */
 	cpu_set_t one_cpu, cpus;
+	struct sched_param fifo = { .sched_priority = 1 }, normal = { 0 };
 	struct io_uring rr;
-	int pinned, have_ring, last;
+	int pinned, have_ring, last, rt = 0;
 
 	if (!ioctl(nvme, P2PNVME_IOC_INFO, &info))
 		room = info.queue_depth;	/* slots */
@@ -1104,12 +1105,20 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 		r0 = io_uring_register_iowq_max_workers(&rr, workers);
 		if (r0)
 			printf("    # one io_uring worker: %s\n", strerror(-r0));
+		/*
+		 * The worker on this CPU, this thread above it until it waits:
+		 * the worker issues nothing again before the unregistration
+		 */
+		rt = !io_uring_register_iowq_aff(&rr, sizeof(one_cpu), &one_cpu) &&
+		     !sched_setscheduler(0, SCHED_FIFO, &fifo);
 	}
 	if (!r0) {
 		r0 = round_reads(&rr, d, nr, &x);
 		got = r0 ? 0 : io_uring_submit(&rr);
 		r1 = r0 ? r0 : unreg(nvme, x);
 		r2 = r1 ? r1 : reg_host(nvme, u, 2 * MIB, &y);	/* at the same id */
+		if (rt)
+			sched_setscheduler(0, SCHED_OTHER, &normal);
 		memset(res, 0xff, sizeof(res));
 		if (got > 0 && reap(&rr, got, res, NULL, 2 * NR))
 			bad = -1;
@@ -1125,8 +1134,9 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 		if (res[i] && res[i] != -ENOENT && bad++ < 4)
 			printf("    # read %d: %s\n", i, strerror(-res[i]));
 	}
-	printf("    # %d reads on %u slots; id %u unregistered: %s, given to host memory: %s, id %u; %lld requeued, %d complete, %d ENOENT\n",
-	       got, room, x, strerror(-r1), strerror(-r2), y, requeued, ok, enoent);
+	printf("    # %d reads on %u slots; id %u unregistered: %s, given to host memory: %s, id %u; %lld requeued, %d complete, %d ENOENT%s\n",
+	       got, room, x, strerror(-r1), strerror(-r2), y, requeued, ok, enoent,
+	       rt ? "" : "; the worker not held back");
 	if (!r2)
 		unreg(nvme, y);
 	/* the round to report: one with ENOENT, the last, or one that failed */
@@ -1162,10 +1172,13 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
  * none is given back, and all complete into the old buffer.
  *
  * Whether the worker issues any read again only after the unregistration
- * is a race the test cannot steer (a test thread descheduled long enough
- * lets it issue all of them first, seen once with two boots sharing the
- * CPUs): up to three rounds are run until one shows ENOENT; each round's
- * reads must stay out of the new buffer.
+ * is a race: a test thread descheduled long enough lets it issue all of
+ * them first (seen with two boots sharing the CPUs, and on faster
+ * machines in all three rounds). So the worker runs on the test's CPU and
+ * the test is SCHED_FIFO until the new registration: the worker issues
+ * nothing before the test waits for the answers. Up to three rounds are
+ * still run until one shows ENOENT (where the affinity or FIFO is
+ * refused); each round's reads must stay out of the new buffer.
  */
 static void requeued_binding(unsigned char *u, const struct dbuf *d)
 {

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -909,8 +910,13 @@ static int rebind(const char *dev, const char *bdf)
 	return fd;
 }
 
-/* One NVME_URING_CMD_IO command on @ring: its CQE's res, *@res2 its result dword */
-static int std_cmd(struct io_uring *ring, int fd, const struct nvme_uring_cmd *nc, uint64_t *res2)
+/*
+ * One command of the kernel's NVMe passthrough on @ring (@op, with
+ * io_uring's registered buffer @fixed - 1 when @fixed): its CQE's res,
+ * *@res2 its result dword
+ */
+static int std_cmdx(struct io_uring *ring, int fd, unsigned int op, int fixed,
+		    const struct nvme_uring_cmd *nc, uint64_t *res2)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	int res = -EIO;
@@ -921,13 +927,135 @@ static int std_cmd(struct io_uring *ring, int fd, const struct nvme_uring_cmd *n
 	memset(sqe, 0, 2 * sizeof(*sqe));
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = fd;
-	sqe->cmd_op = NVME_URING_CMD_IO;
+	sqe->cmd_op = op;
+	if (fixed) {
+		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+		sqe->buf_index = fixed - 1;
+	}
 	memcpy(sqe->cmd, nc, sizeof(*nc));
 	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, &r2))
 		return -EIO;
 	if (res2)
 		*res2 = r2;
 	return res;
+}
+
+static int std_cmd(struct io_uring *ring, int fd, const struct nvme_uring_cmd *nc, uint64_t *res2)
+{
+	return std_cmdx(ring, fd, NVME_URING_CMD_IO, 0, nc, res2);
+}
+
+/*
+ * NVME_URING_CMD_IO_VEC and io_uring's registered buffers
+ * (IORING_URING_CMD_FIXED), as fio and liburing's test send them: a 64 KiB
+ * read in three iovecs lands what the unvectored read @want got; iovecs
+ * that cannot make one buffer (a middle one off a page) are refused and
+ * nothing is read; a registered buffer is read into and written from;
+ * both together, and a registered buffer for p2pnvme's own command, are
+ * refused as nvme-pci refuses the first.
+ */
+static void std_iter(struct io_uring *ring, int fd, int nsid, unsigned int lba_shift,
+		     const unsigned char *want)
+{
+	unsigned char *p = mmap(NULL, 3 << 16, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct nvme_uring_cmd nc = { .opcode = 0x02, .nsid = nsid, .cdw10 = 2048,
+				     .cdw12 = (65536 >> lba_shift) - 1 };
+	struct iovec v[3], reg;
+	int res, regd;
+
+	if (p == MAP_FAILED) {
+		result(0, "three buffers for the vectored cases", 0, errno);
+		return;
+	}
+	/* 4 KiB, 56 KiB, 4 KiB in three places, not in order */
+	v[0] = (struct iovec){ p + (2 << 16), 4096 };
+	v[1] = (struct iovec){ p, 57344 };
+	v[2] = (struct iovec){ p + (1 << 16), 4096 };
+	memset(p, 0xee, 3 << 16);
+	nc.addr = (uintptr_t)v;
+	nc.data_len = 3;
+	res = std_cmdx(ring, fd, NVME_URING_CMD_IO_VEC, 0, &nc, NULL);
+	result(!res && !memcmp(v[0].iov_base, want, 4096) &&
+	       !memcmp(v[1].iov_base, want + 4096, 57344) &&
+	       !memcmp(v[2].iov_base, want + 61440, 4096),
+	       "NVME_URING_CMD_IO_VEC: a 64 KiB Read into 3 iovecs, the bytes of one buffer",
+	       0, -res);
+	memset(p, 0xee, 3 << 16);
+	v[1].iov_base = p + 512;
+	res = std_cmdx(ring, fd, NVME_URING_CMD_IO_VEC, 0, &nc, NULL);
+	result(res == -EINVAL && p[512] == 0xee && *(unsigned char *)v[0].iov_base == 0xee,
+	       "... a middle iovec off a page: EINVAL, nothing read", EINVAL, -res);
+	nc.data_len = 0;
+	res = std_cmdx(ring, fd, NVME_URING_CMD_IO_VEC, 0, &nc, NULL);
+	result(res == -EINVAL, "... no iovec: EINVAL", EINVAL, -res);
+
+	reg = (struct iovec){ p + (1 << 16), 1 << 16 };
+	regd = io_uring_register_buffers(ring, &reg, 1);
+	memset(p, 0xee, 3 << 16);
+	nc.addr = (uintptr_t)reg.iov_base;
+	nc.data_len = 65536;
+	res = regd ? regd : std_cmdx(ring, fd, NVME_URING_CMD_IO, 1, &nc, NULL);
+	result(!res && !memcmp(reg.iov_base, want, 65536),
+	       "IORING_URING_CMD_FIXED: a 64 KiB Read into io_uring's registered buffer", 0, -res);
+	for (res = 0; res < 4096; res++)
+		p[(2 << 16) + res] = res * 13 + 5;
+	memcpy(reg.iov_base, p + (2 << 16), 4096);
+	nc = (struct nvme_uring_cmd){ .opcode = 0x01, .nsid = nsid, .cdw10 = 60016,
+				      .addr = (uintptr_t)reg.iov_base, .data_len = 4096,
+				      .cdw12 = (4096 >> lba_shift) - 1 };
+	res = regd ? regd : std_cmdx(ring, fd, NVME_URING_CMD_IO, 1, &nc, NULL);
+	nc.opcode = 0x02;
+	nc.addr = (uintptr_t)p;
+	memset(p, 0, 4096);
+	if (!res)
+		res = std_cmd(ring, fd, &nc, NULL);
+	result(!res && !memcmp(p, p + (2 << 16), 4096),
+	       "... a Write from it, read back", 0, -res);
+	nc.addr = (uintptr_t)v;
+	nc.data_len = 1;
+	v[0] = (struct iovec){ reg.iov_base, 4096 };
+	res = regd ? regd : std_cmdx(ring, fd, NVME_URING_CMD_IO_VEC, 1, &nc, NULL);
+	result(res == -EINVAL, "... vectored and registered together: EINVAL, as nvme-pci",
+	       EINVAL, -res);
+	if (!regd)
+		io_uring_unregister_buffers(ring);
+	munmap(p, 3 << 16);
+}
+
+/*
+ * NVME_URING_CMD_ADMIN, as libnvme built with liburing reads log pages: the
+ * Identify Controller data and the result dword of Get Features (Number of
+ * Queues) the admin ioctl gets, Set Features refused as there.
+ */
+static void std_admin(struct io_uring *ring, int fd)
+{
+	unsigned char *a = calloc(1, 4096), *b = calloc(1, 4096);
+	struct nvme_admin_cmd ac = { .opcode = 0x06, .addr = (uintptr_t)b, .data_len = 4096,
+				     .cdw10 = 1 };
+	struct nvme_uring_cmd nc = { .opcode = 0x06, .addr = (uintptr_t)a, .data_len = 4096,
+				     .cdw10 = 1 };
+	uint64_t r2 = ~0ULL;
+	int res, io;
+
+	if (!a || !b)
+		return;
+	res = std_cmdx(ring, fd, NVME_URING_CMD_ADMIN, 0, &nc, &r2);
+	io = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &ac);
+	result(!res && !io && !memcmp(a, b, 4096) && a[0] | a[1],
+	       "NVME_URING_CMD_ADMIN: Identify Controller, the data of the admin ioctl", 0, -res);
+	nc = (struct nvme_uring_cmd){ .opcode = 0x0a, .cdw10 = 7 };
+	ac = (struct nvme_admin_cmd){ .opcode = 0x0a, .cdw10 = 7 };
+	res = std_cmdx(ring, fd, NVME_URING_CMD_ADMIN, 0, &nc, &r2);
+	io = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &ac);
+	result(!res && !io && r2 == ac.result && r2,
+	       "... Get Features (Number of Queues): the result dword in big_cqe[0]", 0, -res);
+	nc.opcode = 0x09;
+	nc.cdw11 = 0x00010001;
+	res = std_cmdx(ring, fd, NVME_URING_CMD_ADMIN, 0, &nc, NULL);
+	result(res == -EPERM, "... Set Features is not sent", EPERM, -res);
+	free(a);
+	free(b);
 }
 
 /*
@@ -947,7 +1075,8 @@ static int std_mode(const char *dev)
 	struct io_uring ring;
 	uint64_t r2 = 0;
 
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_uring_std\n    1..5\n");
+	printf("KTAP version 1\n1..1\n    KTAP version 1\n");
+	printf("    # Subtest: client_uring_std\n    1..15\n");
 	if (fd < 0 || !a || !b || !w || ioctl(fd, P2PNVME_IOC_INFO, &info) ||
 	    io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
 		return 1;
@@ -981,6 +1110,8 @@ static int std_mode(const char *dev)
 		      .addr = (uintptr_t)a, .data_len = 4096,
 		      .cdw12 = (4096 >> info.lba_shift) - 1 }, NULL);
 	result(res == -EINVAL, "another namespace", EINVAL, -res);
+	std_iter(&ring, fd, nsid, info.lba_shift, b);
+	std_admin(&ring, fd);
 	io_uring_queue_exit(&ring);
 	close(fd);
 	printf("%s 1 client_uring_std\n", failed ? "not ok" : "ok");

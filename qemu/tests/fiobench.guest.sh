@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The benchmark on fio (scripts/fio-benchmark.sh reads the P2P-FIO lines):
+# the same fio jobs, io_uring_cmd engine, on this suite's /dev/p2pnvme0
+# (nvme0) and on nvme-pci's /dev/ngXnY of an identical controller (nvme1),
+# into host memory, io_uring's registered host buffers and p2pmem of the
+# same BAR (an mmap of /dev/p2pbar0), then both polled (hipri). Each line:
+# the job, fio's IOPS and completion latency percentiles, and the guest's
+# CPU per I/O (all CPUs' busy time from /proc/stat over the job, so the
+# completion side is counted wherever it runs).
+. /tests/lib.sh
+
+SECS=${p2pbenchsecs:-3}
+IVSHMEM=$(find_pci 1af4 1110)
+NVME0=$(find_pci 1b36 0010)
+NVME1=$(find_pci 1b36 0010 2)
+BLK1=$(nvme_blk "$NVME1")
+NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+
+suite_begin fiobench
+check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
+bind p2pbar "$IVSHMEM"
+check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko; true"
+bind p2pnvme "$NVME0"
+check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
+check "fio is in the guest" sh -c 'command -v fio >/dev/null'
+
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+# row NAME DEV MEM BS QD [fio options]: one time-based random-read job
+row() {
+	_name=$1 _dev=$2 _mem=$3 _bs=$4 _qd=$5
+	shift 5
+	case $_mem in
+	host) _m= ;;
+	fixed) _m=--fixedbufs=1 ;;
+	p2p) _m=--iomem=mmapshared:/dev/p2pbar0 ;;
+	esac
+	_b0=$(busy)
+	fio --output-format=json --name=r --filename="$_dev" --ioengine=io_uring_cmd --cmd_type=nvme \
+		--rw=randread --bs="$_bs" --iodepth="$_qd" --size=48M --norandommap --randrepeat=0 \
+		--time_based --runtime="$SECS" $_m "$@" >/tmp/fio.json 2>/tmp/fio.err
+	_rc=$?
+	_b1=$(busy)
+	# fio's whole JSON on one line: the host picks what it needs
+	echo "P2P-FIO {\"row\":\"$_name\",\"dev\":\"$_dev\",\"mem\":\"$_mem\",\"bs\":$_bs,\"qd\":$_qd,\"busy\":$((_b1 - _b0)),\"fio\":$( [ $_rc -eq 0 ] && tr -d '\n' </tmp/fio.json || echo null)}"
+	check_eq "fio $_name on $_dev" "$_rc" 0
+	[ $_rc -eq 0 ] || diag "$(head -c 300 /tmp/fio.err)"
+}
+# warm up (TCG translates code on first use), results discarded
+for d in /dev/p2pnvme0 "$NG1"; do
+	fio --name=w --filename="$d" --ioengine=io_uring_cmd --cmd_type=nvme --rw=randread \
+		--bs=4k --iodepth=32 --size=48M --time_based --runtime=1 >/dev/null 2>&1
+done
+for pass in 1 2; do
+	for shape in "4096 1" "4096 32" "131072 32"; do
+		set -- $shape
+		[ $pass = 2 ] && [ $1 = 131072 ] && continue	# 4 KiB twice: it moves most
+		for mem in host fixed p2p; do
+			row "$mem-$1-$2" /dev/p2pnvme0 $mem $1 $2
+			row "$mem-$1-$2" "$NG1" $mem $1 $2
+		done
+	done
+done
+# both polled: p2pnvme with poll=1 (no I/O interrupts), nvme-pci probed
+# again with two poll queues, IOPOLL rings (fio's hipri)
+echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind
+check "p2pnvme again with poll=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko poll=1"
+bind p2pnvme "$NVME0"
+echo 2 > /sys/module/nvme/parameters/poll_queues
+check "nvme-pci probes nvme1 again with poll queues" bind nvme "$NVME1"
+for i in $(seq 50); do BLK1=$(nvme_blk "$NVME1") && break; sleep 0.1; done
+NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+for pass in 1 2; do
+	for mem in host p2p; do
+		row "hipri-$mem-4096-32" /dev/p2pnvme0 $mem 4096 32 --hipri=1
+		row "hipri-$mem-4096-32" "$NG1" $mem 4096 32 --hipri=1
+	done
+done
+suite_end
