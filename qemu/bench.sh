@@ -29,6 +29,8 @@ kernels() {
 	"$P2P_TOP/qemu/kernel.sh" prepare "$P2P_RUNTIME_SERIES" minimal >/dev/null
 	"$P2P_TOP/qemu/kernel.sh" stock "$P2P_RUNTIME_SERIES" >/dev/null
 	need_pkgs linux-headers-amd64 dkms
+	# the packages' checks (qemu/package-check.sh)
+	need_pkgs dpkg-dev debhelper dh-dkms pkgconf lintian rpm rpmlint
 }
 
 # Debian's own headers package of this machine's release (no KUnit, no
@@ -91,6 +93,24 @@ build_suite() {
 		"$P2P_TOP/qemu/install-check.sh" nokdir
 	t "make install DESTDIR= lays out modules, depmod, p2pctl, man page, examples; uninstall removes them" \
 		"$P2P_TOP/qemu/install-check.sh" layout "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	t "make against a kernel older than 6.1 (a tree saying 5.14, RHEL 9's) stops naming what to use; dkms skips it" \
+		"$P2P_TOP/qemu/install-check.sh" old-kernel
+	t "make install KEY= CERT= signs the modules (throwaway key, sign-file of $(basename "$(stock_headers)"))" \
+		"$P2P_TOP/qemu/install-check.sh" sign "$(stock_headers)"
+	t "make install refuses a second copy of the modules beside DKMS's" \
+		"$P2P_TOP/qemu/install-check.sh" dkms-copy "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	say "build: the Debian packages and the RPM spec"
+	t "dpkg-buildpackage -us -uc -b: p2pdma-dkms and p2pdma-tools at VERSION's version, each with its files" \
+		"$P2P_TOP/qemu/package-check.sh" debs
+	t "lintian --pedantic -I -E finds nothing in them" "$P2P_TOP/qemu/package-check.sh" lintian
+	t "make dist, rpmbuild -ta: p2pdma-dkms and p2pdma-tools RPMs; rpmlint: 0 errors, 0 warnings" \
+		"$P2P_TOP/qemu/package-check.sh" rpm
+	t "dpkg -i in a scratch root: DKMS builds the modules for $P2P_RUNTIME_SERIES, skips a kernel without P2PDMA; purge leaves nothing" \
+		"$P2P_TOP/qemu/package-check.sh" dkms-deb "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	t "make install, make dkms, make install in a scratch root: DKMS's copy replaces make install's, which is then refused" \
+		"$P2P_TOP/qemu/package-check.sh" two-copies "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	t "without liburing the tools that need it are skipped in one line naming the package" \
+		"$P2P_TOP/qemu/package-check.sh" no-uring
 	t "checkpatch --strict is clean" checkpatch "$src"
 	t "p2pnvme's calls only go down (scripts/layers.py)" python3 "$P2P_TOP/scripts/layers.py"
 	t "kernel-doc is clean" kerneldoc "$src"
@@ -117,18 +137,22 @@ build_suite() {
 }
 
 checkpatch() {
-	local files
+	local files out
 	files=$(cd "$P2P_TOP" && git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^tools/' || true)
 	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
-	(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) |
-		tee /dev/stderr | grep -qE ': (ERROR|WARNING|CHECK):' && return 1
-	return 0
+	# the whole report first: grep -q behind a pipe would end tee with
+	# SIGPIPE at the first finding, and pipefail turn that into a pass
+	out=$(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) || true
+	printf '%s\n' "$out" >&2
+	! grep -qE ': (ERROR|WARNING|CHECK):' <<< "$out"
 }
 
 kerneldoc() {
-	(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
-		include/uapi/linux/*.h) 2>&1 | tee /dev/stderr | grep -q . && return 1
-	return 0
+	local out
+	out=$(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
+		include/uapi/linux/*.h 2>&1) || true
+	printf '%s\n' "$out" >&2
+	[ -z "$out" ]
 }
 
 # matrix lines selected by PROFILE.TEST[.FLAVOUR[-SERIES]] globs (all without)

@@ -3,9 +3,10 @@
 #
 # DKMS round trip against a bench kernel, in a private DKMS tree (the
 # machine's own /var/lib/dkms and /usr/src are not touched): the sources as
-# make dkms-source lays them out, dkms add and build for the kernel's
-# release with its tree as kernel source. Prints the directory holding the
-# modules DKMS built, which the dkms guest test loads.
+# the p2pdma-dkms package ships them (qemu/package-check.sh build -A), dkms
+# add and build for the kernel's release with its tree as kernel source.
+# Prints the directory holding the modules DKMS built, which the dkms guest
+# test loads.
 #
 #   qemu/dkms.sh KDIR
 set -euo pipefail
@@ -18,7 +19,9 @@ rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/uts
 top=$P2P_TOP/out/dkms
 rm -rf "$top"
 mkdir -p "$top/tree" "$top/root"
-make -s -C "$P2P_TOP" DESTDIR="$top/root" dkms-source >"$top/log" 2>&1 || { cat "$top/log" >&2; exit 1; }
+debs=$("$P2P_TOP/qemu/package-check.sh" build -A)
+dpkg-deb -x "$debs/p2pdma-dkms_${ver}_all.deb" "$top/root"
+: > "$top/log"
 d=(dkms --dkmstree "$top/tree" --sourcetree "$top/root/usr/src")
 "${d[@]}" add -m p2pdma-suite -v "$ver" >>"$top/log" 2>&1 || { cat "$top/log" >&2; exit 1; }
 "${d[@]}" build -m p2pdma-suite -v "$ver" -k "$rel" --kernelsourcedir "$kdir" >>"$top/log" 2>&1 ||

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build the guest initramfs: busybox-static, /init, the suite's modules,
-# the guest test scripts and static userspace tools.
+# the guest test scripts and userspace tools with their shared libraries.
 #
 #   qemu/initramfs.sh <output.cpio.gz> <module-dir>...
 set -euo pipefail
@@ -29,17 +29,19 @@ for b in "$P2P_TOP"/tools/build/*; do
 	[ -x "$b" ] && install -m 0755 "$b" "$root/bin/"
 done
 # Tools the suite does not own, from this machine's Debian packages, with
-# their shared libraries and loader (as dracut copies a binary in)
+# their shared libraries and loader (as dracut copies a binary in); the
+# suite's tools, linked dynamically as users build them, need theirs too
 # fio and liburing's passthrough test, built by qemu/extools.sh
 ext=$(ls -d "$P2P_CACHE"/extools/*/.complete 2>/dev/null | sort -V | tail -n 1 || true)
 ext=${ext%/.complete}
-for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*}; do
+for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools/build/*; do
 	[ -x "$b" ] || continue
 	case $b in
 	/usr/*) install -D -m 0755 "$b" "$root$b" ;;
+	"$P2P_TOP"/tools/build/*) ;;	# in /bin already
 	*) install -m 0755 "$b" "$root/bin/" ;;
 	esac
-	for l in $(ldd "$b" | grep -o '/[^ ]*'); do
+	for l in $(ldd "$b" 2>/dev/null | grep -o '/[^ ]*'); do
 		[ -e "$root$l" ] || install -D -m 0755 "$l" "$root$l"
 	done
 done

@@ -67,7 +67,7 @@ need_pkgs() {
 		die "apt-get install ${missing[*]} failed"
 }
 
-# libjson-c-dev: p2pctl's JSON, liburing-dev: p2puring-test (static
+# libjson-c-dev: p2pctl's JSON, liburing-dev: the io_uring tools (shared
 # libraries both); run.sh builds the tools too
 host_build_deps() {
 	need_pkgs build-essential flex bison bc libelf-dev libssl-dev cpio xz-utils kmod \

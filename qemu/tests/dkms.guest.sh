@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# The modules as DKMS built them (qemu/dkms.sh: dkms add + build against
-# this kernel's tree, in a private DKMS tree) load, carry the suite's
+# The modules as DKMS built them from the p2pdma-dkms package's source
+# (qemu/dkms.sh: dkms add + build against this kernel's tree, in a private
+# DKMS tree) load, carry the suite's
 # version, and work: a verdict, an O_DIRECT read by the kernel's nvme
 # driver into p2pmem and a p2pnvme read, both checked from the host.
 . /tests/lib.sh
