@@ -77,6 +77,31 @@ for size in (4096, 131072):
         out.append(f"| {kib(size)} | {qd} | {c['iops']:.0f} | {u['iops']:.0f} | {a['iops']:.0f} | {b['iops']:.0f} | {ratio[size, qd]['iops']:.2f} | "
                    f"{c['lat_us']:.0f}/{c['p99_us']:.0f} | {best_lat['lat_us']:.0f}/{best_lat['p99_us']:.0f} | "
                    f"{c['cpu_us_per_io']:.0f} | {u['cpu_us_per_io']:.0f} | {best_cpu['cpu_us_per_io']:.0f} | {ratio[size, qd]['cpu']:.2f} |")
+
+# issue 22: the same registered 4 KiB reads (c) through the bench-only
+# blk-mq prototype (p2pnvme blkmq_proto), interleaved with the engine's in
+# each pass; blk-mq is taken if it costs at most 10% IOPS and CPU per I/O
+out += ['', "### blk-mq prototype vs the engine: (c) through each, one thread, 4 KiB, medians of three interleaved passes", '',
+        '| QD | engine IOPS | blk-mq IOPS | IOPS blk-mq/engine | engine lat µs mean/p99 | blk-mq lat µs mean/p99 | engine CPU µs/IO | blk-mq CPU µs/IO | CPU blk-mq/engine | within 10% |',
+        '|---|---|---|---|---|---|---|---|---|---|']
+bm = {}
+for qd in (1, 32):
+    e, m = get('engine-uring-reg', 4096, qd, path='dmabuf'), get('engine-uring-reg-blkmq', 4096, qd, path='dmabuf')
+    bm[qd] = (m['iops'] / e['iops'], m['cpu_us_per_io'] / e['cpu_us_per_io'])
+    out.append(f"| {qd} | {e['iops']:.0f} | {m['iops']:.0f} | {bm[qd][0]:.2f} | "
+               f"{e['lat_us']:.0f}/{e['p99_us']:.0f} | {m['lat_us']:.0f}/{m['p99_us']:.0f} | "
+               f"{e['cpu_us_per_io']:.2f} | {m['cpu_us_per_io']:.2f} | {bm[qd][1]:.2f} | "
+               f"{'yes' if bm[qd][0] >= 0.9 and bm[qd][1] <= 1.1 else 'no'} |")
+for qd in (1, 32):
+    es = [r for r in rows if r['bench'] == 'engine-uring-reg' and r['size'] == 4096 and r['qd'] == qd]
+    ms = [r for r in rows if r['bench'] == 'engine-uring-reg-blkmq' and r['size'] == 4096 and r['qd'] == qd]
+    out.append('')
+    out.append(f"QD{qd} pass by pass (engine, blk-mq): IOPS " +
+               ', '.join(f"{e['iops']:.0f}/{m['iops']:.0f} ({m['iops'] / e['iops']:.2f})" for e, m in zip(es, ms)) +
+               '; CPU µs/IO ' +
+               ', '.join(f"{e['cpu_us_per_io']:.2f}/{m['cpu_us_per_io']:.2f} ({m['cpu_us_per_io'] / e['cpu_us_per_io']:.2f})"
+                         for e, m in zip(es, ms)))
+
 pb = {}
 for size in (4096, 131072):
     p, b = get('engine-uring', size, 32), get('engine-uring', size, 32, path='bounce')
