@@ -97,4 +97,16 @@ check_eq "p2pnvme took no interrupt" "$(cat /sys/class/p2pnvme/p2pnvme0/stats/ir
 # p2pbar's allocator with 0 .. 10000 live allocations
 run regcost /dev/p2pnvme0 1048576 200
 run allocflat /dev/p2pbar0 2000
+# the blk-mq prototype's removal with its reads in flight: the unbind
+# returns, the reads end (with an error), nothing is left behind
+echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind
+check "p2pnvme again with blkmq_proto=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko blkmq_proto=1"
+bind p2pnvme "$NVME0"
+p2pbench uring engine-reg /dev/p2pnvme0 4096 10 32 --blkmq >/dev/null 2>&1 &
+bench=$!
+sleep 2
+check "unbind with blk-mq prototype reads in flight" sh -c "echo $NVME0 > /sys/bus/pci/drivers/p2pnvme/unbind"
+wait $bench
+check_eq "those reads failed" "$?" 1
+check "p2pnvme unloads after" rmmod p2pnvme
 suite_end; exit $_any_failed
