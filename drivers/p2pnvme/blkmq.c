@@ -353,17 +353,21 @@ int p2pnvme_blkmq_issue(struct io_uring_cmd *ioucmd, struct p2pnvme_file *f,
 			const struct p2pnvme_io *io, unsigned int issue_flags)
 {
 	struct p2pnvme *c = f->c;
-	struct p2pnvme_blkmq *bq = c->blkmq;
 	bool nowait = P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK);
+	struct p2pnvme_blkmq *bq;
 	struct blkmq_pdu *pdu;
 	struct request *rq;
 	int ret;
 
-	/* the guard keeps @bq alive until the request holds its queue */
+	/*
+	 * The guard keeps @bq alive until the request holds its queue:
+	 * removal tears it down only once the guard is frozen for good.
+	 */
 	if (!p2pnvme_io_tryenter(c))
 		return p2pnvme_state(c) >= P2PNVME_DELETING ? -ENODEV : -EIO;
+	bq = READ_ONCE(c->blkmq);
 	ret = -EIO;
-	if (READ_ONCE(c->enables) != bq->enables)
+	if (!bq || READ_ONCE(c->enables) != bq->enables)
 		goto out_exit;
 	rq = blk_mq_alloc_request(bq->queue, REQ_OP_DRV_IN | (nowait ? REQ_NOWAIT : 0),
 				  nowait ? BLK_MQ_REQ_NOWAIT : 0);
