@@ -6,17 +6,25 @@
 # second controller, and the engine's P2P path against its bounce path.
 #
 #   scripts/benchmark.sh [SECONDS]        print the tables (default 3 s per point)
+#   scripts/benchmark.sh --passes N       interrupt-driven io_uring 4 KiB points in N
+#                                         interleaved passes, not 3 (medians of N)
 #   scripts/benchmark.sh --update-doc     ... and rewrite Documentation/benchmarks.md
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 update=
 secs=3
-for a in "$@"; do
-	case "$a" in --update-doc) update=1 ;; *) secs=$a ;; esac
+passes=3
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--update-doc) update=1 ;;
+	--passes) passes=${2:?--passes N}; shift ;;
+	*) secs=$1 ;;
+	esac
+	shift
 done
 run=$top/out/runs/switch.benchmark.base
 echo "benchmark: booting the switch profile, $secs s per point (about $((secs * 61 + 110)) s)" >&2
-P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet switch benchmark ||
+P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes" "$top/qemu/run.sh" --quiet switch benchmark ||
 	{ echo "benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" <<'PY'
 import json, statistics, sys
@@ -29,6 +37,10 @@ def get(bench, size, qd=1, path='p2p'):
         raise SystemExit(f'no result for {bench} {size} QD{qd} {path}')
     return {k: statistics.median(r[k] for r in rs) if isinstance(v, (int, float)) else v
             for k, v in rs[0].items()}
+# how many interleaved passes the 4 KiB io_uring points had (--passes)
+npass = sum(1 for r in rows if r['bench'] == 'engine-uring-reg' and r['size'] == 4096 and r['qd'] == 32)
+words = {1: 'one', 2: 'two', 3: 'three'}
+passes = f"medians of {words.get(npass, npass)} interleaved passes"
 def one(bench):
     return next(r for r in rows if r['bench'] == bench)
 def kib(s): return f'{s // 1024} KiB'
@@ -60,7 +72,7 @@ for size, qd in ((4096, 1), (131072, 1), (131072, 32)):
 # (b) nvme-pci passthrough, one thread, QD kept full
 # (c) reads into a registered p2pmem dma-buf; (c') is the same engine with
 # the buffer pinned and mapped per I/O (no registration), for reference
-out += ['', '### io_uring, one thread: engine with a registered buffer (c) vs nvme-pci O_DIRECT (a) and nvme-pci passthrough (b); 4 KiB: medians of three interleaved passes', '',
+out += ['', f'### io_uring, one thread: engine with a registered buffer (c) vs nvme-pci O_DIRECT (a) and nvme-pci passthrough (b); 4 KiB: {passes}', '',
         "| size | QD | (c) IOPS | (c') IOPS unregistered | (a) IOPS | (b) IOPS | IOPS (c)/best | (c) lat µs mean/p99 | best lat µs mean/p99 | (c) CPU µs/IO | (c') CPU µs/IO | best CPU µs/IO | CPU (c)/best |",
         '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
 ratio = {}
@@ -77,6 +89,38 @@ for size in (4096, 131072):
         out.append(f"| {kib(size)} | {qd} | {c['iops']:.0f} | {u['iops']:.0f} | {a['iops']:.0f} | {b['iops']:.0f} | {ratio[size, qd]['iops']:.2f} | "
                    f"{c['lat_us']:.0f}/{c['p99_us']:.0f} | {best_lat['lat_us']:.0f}/{best_lat['p99_us']:.0f} | "
                    f"{c['cpu_us_per_io']:.0f} | {u['cpu_us_per_io']:.0f} | {best_cpu['cpu_us_per_io']:.0f} | {ratio[size, qd]['cpu']:.2f} |")
+
+# issue 22: the same registered 4 KiB reads (c) through the bench-only
+# blk-mq prototype (p2pnvme blkmq_proto), interleaved with the engine's in
+# each pass; blk-mq is taken if it costs at most 10% IOPS and CPU per I/O
+out += ['', f"### blk-mq prototype vs the engine: (c) through each, one thread, 4 KiB, {passes}", '',
+        '| QD | engine IOPS | blk-mq IOPS | IOPS blk-mq/engine | engine lat µs mean/p99 | blk-mq lat µs mean/p99 | engine CPU µs/IO | blk-mq CPU µs/IO | CPU blk-mq/engine | within 10% |',
+        '|---|---|---|---|---|---|---|---|---|---|']
+def pooled(rs, what):
+    ops = sum(r['ops'] for r in rs)
+    if what == 'iops':
+        return ops / sum(r['ops'] / r['iops'] for r in rs)
+    return sum(r['cpu_us_per_io'] * r['ops'] for r in rs) / ops
+bm = {}
+for qd in (1, 32):
+    e, m = get('engine-uring-reg', 4096, qd, path='dmabuf'), get('engine-uring-reg-blkmq', 4096, qd, path='dmabuf')
+    bm[qd] = (m['iops'] / e['iops'], m['cpu_us_per_io'] / e['cpu_us_per_io'])
+    out.append(f"| {qd} | {e['iops']:.0f} | {m['iops']:.0f} | {bm[qd][0]:.2f} | "
+               f"{e['lat_us']:.0f}/{e['p99_us']:.0f} | {m['lat_us']:.0f}/{m['p99_us']:.0f} | "
+               f"{e['cpu_us_per_io']:.2f} | {m['cpu_us_per_io']:.2f} | {bm[qd][1]:.2f} | "
+               f"{'yes' if bm[qd][0] >= 0.9 and bm[qd][1] <= 1.1 else 'no'} |")
+for qd in (1, 32):
+    es = [r for r in rows if r['bench'] == 'engine-uring-reg' and r['size'] == 4096 and r['qd'] == qd]
+    ms = [r for r in rows if r['bench'] == 'engine-uring-reg-blkmq' and r['size'] == 4096 and r['qd'] == qd]
+    out.append('')
+    out.append(f"QD{qd} pass by pass (engine, blk-mq): IOPS " +
+               ', '.join(f"{e['iops']:.0f}/{m['iops']:.0f} ({m['iops'] / e['iops']:.2f})" for e, m in zip(es, ms)) +
+               '; CPU µs/IO ' +
+               ', '.join(f"{e['cpu_us_per_io']:.2f}/{m['cpu_us_per_io']:.2f} ({m['cpu_us_per_io'] / e['cpu_us_per_io']:.2f})"
+                         for e, m in zip(es, ms)) +
+               '; pooled (all reads over all time, all CPU over all reads): IOPS %.2f, CPU %.2f' % (
+                   pooled(ms, 'iops') / pooled(es, 'iops'), pooled(ms, 'cpu') / pooled(es, 'cpu')))
+
 pb = {}
 for size in (4096, 131072):
     p, b = get('engine-uring', size, 32), get('engine-uring', size, 32, path='bounce')

@@ -83,6 +83,13 @@ probe HAVE_PCIM_REQUEST_REGION '#include <linux/pci.h>' \
 probe HAVE_PCIM_IOMAP_REGION '#include <linux/pci.h>' \
 	'void __iomem *p = pcim_iomap_region(NULL, 0, "x"); (void)p;'
 
+# 6.9+: a request_queue without a disk (p2pnvme's blk-mq prototype); 7.x:
+# a request's end_io gets the completion batch too
+probe HAVE_BLK_MQ_ALLOC_QUEUE '#include <linux/blk-mq.h>' \
+	'struct request_queue *q = blk_mq_alloc_queue(NULL, NULL, NULL); (void)q;'
+probe HAVE_RQ_END_IO_IOB '#include <linux/blk-mq.h>' \
+	'rq_end_io_fn *f = NULL; enum rq_end_io_ret r = f(NULL, BLK_STS_OK, NULL); (void)r;'
+
 objs=$(sed -n 's/^obj-m += //p' "$tmp/Kbuild")
 # -k: a probe that does not compile is an answer, not an error.
 make -k -s -C "$kdir" M="$tmp" KBUILD_MODPOST_WARN=1 $objs >"$tmp/log" 2>&1 || true

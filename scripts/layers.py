@@ -20,7 +20,7 @@ import sys
 # top down; a file not listed is an error (say where a new file belongs)
 LAYERS = [
     ['pci.c', 'cdev.c', 'sysfs.c'],	# the PCI driver, the char device, sysfs
-    ['uring.c'],			# io_uring passthrough
+    ['uring.c', 'blkmq.c'],		# io_uring passthrough; its blk-mq prototype
     ['io.c'],				# requests
     ['reg.c', 'dmabuf.c'],		# registered buffers, dma-buf import
     ['ctrl.c'],				# state, I/O guard, reset, recovery

@@ -249,6 +249,7 @@ int p2pnvme_identify(struct p2pnvme *c)
 	dma_addr_t dma = c->id_dma;
 	struct nvme_id_ns *ns;
 	u32 result, mps = P2PNVME_CTRL_PAGE;
+	unsigned int want, granted;
 	__le32 *list;
 	int ret;
 
@@ -289,16 +290,22 @@ int p2pnvme_identify(struct p2pnvme *c)
 		return ret;
 	}
 
-	/* Number of Queues: ask, then take what was granted */
+	/*
+	 * Number of Queues: ask, then take what was granted; twice as many
+	 * for the blk-mq prototype, which gets them only if all are granted
+	 */
 	cmd.features.opcode = nvme_admin_set_features;
 	cmd.features.fid = cpu_to_le32(NVME_FEAT_NUM_QUEUES);
 	c->nr_ioq = clamp_t(unsigned int, min(p2pnvme_max_io_queues, num_online_cpus()), 1,
 			    P2PNVME_MAX_IOQ);
-	cmd.features.dword11 = cpu_to_le32((c->nr_ioq - 1) | (c->nr_ioq - 1) << 16);
+	want = c->nr_ioq * (c->want_protoq ? 2 : 1);
+	cmd.features.dword11 = cpu_to_le32((want - 1) | (want - 1) << 16);
 	ret = p2pnvme_admin_exec(c, &cmd, &result);
 	if (ret)
 		return ret;
-	c->nr_ioq = min3(c->nr_ioq, (result & 0xffff) + 1, (result >> 16) + 1);
+	granted = min((result & 0xffff) + 1, (result >> 16) + 1);
+	c->nr_protoq = c->want_protoq && granted >= want ? c->nr_ioq : 0;
+	c->nr_ioq = min(c->nr_ioq, granted);
 	return 0;
 }
 
@@ -452,6 +459,7 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 	ret = p2pnvme_wait_ready(c, true);
 	if (ret)
 		return ret;
+	c->enables++;	/* every I/O queue of the enable before is gone */
 	/* a reset: the namespace must still be the one served (not at probe) */
 	if (c->nsid) {
 		ret = p2pnvme_ns_recheck(c);

@@ -211,6 +211,7 @@ enum p2pnvme_recovery {
 
 struct p2pnvme_batch;
 struct p2pnvme_file;
+struct p2pnvme_blkmq;
 
 /* what a registered buffer is (struct p2pnvme_reg.kind) */
 enum p2pnvme_reg_kind {
@@ -585,6 +586,15 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @pt_dma: its bus address
  * @pt_lock: serialises users of @pt_buf
  * @nr_ioq: I/O queue pairs created
+ * @want_protoq: probe asks for the blk-mq prototype's queues too (blkmq.c,
+ *		 bench only)
+ * @nr_protoq: the prototype's queue pairs: as many as @nr_ioq, after
+ *	       them, each with its own vector; 0 without it
+ * @enables: times the controller was enabled (p2pnvme_ctrl_enable(), under
+ *	     @reset_lock for write, or probe): the prototype's queues exist in
+ *	     the enable that created them only
+ * @blkmq: the prototype, or NULL (set and cleared by blkmq.c at probe and
+ *	   removal)
  * @cpu_queue: per possible CPU, the index of the I/O queue it submits to:
  *	       the one whose interrupt the CPU takes
  * @adminq: the admin queue (polled)
@@ -661,6 +671,10 @@ struct p2pnvme {
 	dma_addr_t pt_dma;
 	struct mutex pt_lock;	/* see above */
 	unsigned int nr_ioq;
+	bool want_protoq;
+	unsigned int nr_protoq;
+	u32 enables;
+	struct p2pnvme_blkmq *blkmq;
 	u16 *cpu_queue;
 	struct p2pnvme_queue adminq;
 	struct p2pnvme_queue *ioq;
@@ -780,6 +794,28 @@ static inline void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int 
 					 bool cookie) {}
 static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
 static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
+#endif
+
+/* blkmq.c: the bench-only blk-mq prototype of the io_uring read path */
+struct irq_affinity;
+#if P2P_HAVE_BLKMQ_PROTO
+bool p2pnvme_blkmq_wanted(void);
+void p2pnvme_blkmq_irq_sets(struct irq_affinity *affd, unsigned int nvecs);
+void p2pnvme_blkmq_init(struct p2pnvme *c);
+void p2pnvme_blkmq_exit(struct p2pnvme *c);
+bool p2pnvme_blkmq_takes(struct p2pnvme *c, const struct p2pnvme_io *io,
+			 unsigned int issue_flags);
+int p2pnvme_blkmq_issue(struct io_uring_cmd *ioucmd, struct p2pnvme_file *f,
+			const struct p2pnvme_io *io, unsigned int issue_flags);
+#else
+static inline bool p2pnvme_blkmq_wanted(void)
+{
+	return false;
+}
+
+static inline void p2pnvme_blkmq_irq_sets(struct irq_affinity *affd, unsigned int nvecs) {}
+static inline void p2pnvme_blkmq_init(struct p2pnvme *c) {}
+static inline void p2pnvme_blkmq_exit(struct p2pnvme *c) {}
 #endif
 
 /* io.c: requests */

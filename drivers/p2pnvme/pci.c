@@ -140,11 +140,15 @@ void p2pnvme_free(struct kref *kref)
 /*
  * MSI-X: vector 0 stays with the (polled) admin queue, I/O queue i gets
  * vector i, spread over the CPUs by the IRQ core (managed affinity, as
- * nvme-pci); each CPU submits to the queue whose interrupt it takes.
+ * nvme-pci); each CPU submits to the queue whose interrupt it takes. The
+ * blk-mq prototype's queues (blkmq.c, bench only) get a second set of as
+ * many vectors after them, spread the same way, or none at all.
  */
 static int setup_irqs(struct p2pnvme *c)
 {
 	struct irq_affinity affd = { .pre_vectors = 1 };
+	struct irq_affinity sets = { .pre_vectors = 1, .calc_sets = p2pnvme_blkmq_irq_sets };
+	unsigned int want = 2 * c->nr_ioq + 1;
 	struct pci_dev *pdev = c->pdev;
 	const struct cpumask *mask;
 	unsigned int cpu, i;
@@ -154,7 +158,15 @@ static int setup_irqs(struct p2pnvme *c)
 	if (!c->cpu_queue)
 		return -ENOMEM;
 	c->polled = poll_mode;
-	if (!c->polled) {
+	if (c->polled)
+		c->nr_protoq = 0;
+	if (c->nr_protoq &&
+	    pci_alloc_irq_vectors_affinity(pdev, want, want, PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
+					   &sets) < 0) {
+		pci_info(pdev, "no vectors for the blk-mq prototype\n");
+		c->nr_protoq = 0;
+	}
+	if (!c->polled && !c->nr_protoq) {
 		nvec = pci_alloc_irq_vectors_affinity(pdev, 2, c->nr_ioq + 1,
 						      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY, &affd);
 		if (nvec < 0) {
@@ -283,6 +295,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_put;
 	/* admin queue only, to learn how many I/O queues there will be */
 	c->nr_ioq = 0;
+	c->want_protoq = !poll_mode && p2pnvme_blkmq_wanted();
 	ret = p2pnvme_ctrl_enable(c);
 	if (!ret)
 		ret = p2pnvme_identify(c);
@@ -318,6 +331,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	p2pnvme_debugfs_add(c);
+	p2pnvme_blkmq_init(c);	/* bench only; without it on failure */
 	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
 	/* last: an early opener of the minor saw RESETTING and waited */
 	p2pnvme_change_state(c, P2PNVME_LIVE);
@@ -361,6 +375,8 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	down_write(&c->reset_lock);	/* and every reader of the queues */
 	p2pnvme_change_state(c, P2PNVME_DEAD);
 	up_write(&c->reset_lock);
+	/* nobody issues any more and the controller is stopped */
+	p2pnvme_blkmq_exit(c);
 	/*
 	 * Every command is over and no submitter is inside the I/O guard any
 	 * more: the io_uring requests are released now, before the queues go.

@@ -17,12 +17,16 @@
  *        polling (p2pnvme loaded with poll=1, nvme-pci with poll_queues).
  *        --defer: the ring fio sets up (SINGLE_ISSUER | DEFER_TASKRUN |
  *        COOP_TASKRUN: completions' task work runs when the task waits)
- *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host] [--iopoll]
+ *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host] [--iopoll] [--blkmq]
  *        the engine's io_uring path with a registered buffer: the p2pmem,
  *        exported by p2pbar as a dma-buf (P2PBAR_IOC_EXPORT), or the host
  *        memory, is registered once (P2PNVME_IOC_BUF_REGISTER) and every
  *        read names it (P2PNVME_IO_F_REGISTERED): nothing is pinned or
- *        mapped per I/O
+ *        mapped per I/O. --blkmq: the same reads through p2pnvme's
+ *        bench-only blk-mq prototype (p2pnvme loaded with blkmq_proto=1;
+ *        its parameter is set to 1 for the run and to 0 after), reported as
+ *        engine-uring-reg-blkmq; the prototype's debugfs count must have
+ *        grown by every read (and, without --blkmq, by none)
  *
  *   p2pbench regcost NVME SIZE N
  *        what registering costs (P2PNVME_IOC_BUF_REGISTER + _UNREGISTER, N
@@ -41,6 +45,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <linux/aio_abi.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -105,7 +110,7 @@ static void report_p99(const char *what, const char *dev, size_t size, int qd,
 {
 	printf("{\"bench\":\"%s\",\"dev\":\"%s\",\"size\":%zu,\"qd\":%d,\"path\":\"%s\","
 	       "\"ops\":%ld,\"iops\":%.1f,\"mib_s\":%.2f,\"lat_us\":%.1f,\"p99_us\":%.1f,"
-	       "\"cpu_us_per_io\":%.1f,\"cpu_s_per_gib\":%.3f}\n",
+	       "\"cpu_us_per_io\":%.2f,\"cpu_s_per_gib\":%.3f}\n",
 	       what, dev, size, qd, path, ops, ops / secs, ops * (double)size / secs / (1 << 20),
 	       ops ? lat_sum / ops * 1e6 : 0, p99 * 1e6, ops ? cpu / ops * 1e6 : 0,
 	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0);
@@ -353,6 +358,42 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 	sqe->user_data = i;
 }
 
+#define BLKMQ_PARAM	"/sys/module/p2pnvme/parameters/blkmq_proto"
+
+/* Route registered io_uring reads through the blk-mq prototype, or not. */
+static int blkmq_set(int on)
+{
+	FILE *f = fopen(BLKMQ_PARAM, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(on ? "1" : "0", f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* Reads the prototype has answered (its debugfs file), or -1 without one. */
+static long long blkmq_ios(void)
+{
+	long long n = -1;
+	glob_t g;
+	FILE *f;
+	char line[64];
+
+	if (glob("/sys/kernel/debug/p2pnvme/*/blkmq_proto", 0, NULL, &g))
+		return -1;
+	f = g.gl_pathc == 1 ? fopen(g.gl_pathv[0], "r") : NULL;
+	globfree(&g);
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "ios %lld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /*
  * The buffer of engine-reg, registered once on @fd: @len bytes of p2pmem
  * exported by p2pbar as a dma-buf (whose fd can go: the registration holds
@@ -398,6 +439,8 @@ static int uring(int argc, char **argv)
 {
 	static const char * const names[] = { "engine-uring", "nvme-pci-uring", "nvme-pci-ng",
 					      "engine-uring-reg" };
+	long long ios0, ios1;
+	int blkmq = 0;
 	int kind = !strcmp(argv[0], "engine") ? U_ENGINE : !strcmp(argv[0], "blk") ? U_BLK :
 		   !strcmp(argv[0], "ng") ? U_NG : !strcmp(argv[0], "engine-reg") ? U_ENGINE_REG :
 		   -1;
@@ -422,6 +465,8 @@ static int uring(int argc, char **argv)
 			iopoll = 1;
 		else if (!strcmp(argv[i], "--defer"))
 			defer = 1;
+		else if (!strcmp(argv[i], "--blkmq"))
+			blkmq = 1;
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
@@ -430,6 +475,8 @@ static int uring(int argc, char **argv)
 		       2;
 	if (kind == U_ENGINE_REG && (flags & P2PNVME_IO_F_BOUNCE))
 		return fprintf(stderr, "engine-reg: registered buffers are never bounced\n"), 2;
+	if (blkmq && (kind != U_ENGINE_REG || iopoll))
+		return fprintf(stderr, "--blkmq: engine-reg on interrupts only\n"), 2;
 	fd = open(argv[1], kind == U_BLK ? O_RDONLY | O_DIRECT : O_RDWR);
 	if (fd < 0)
 		return perror(argv[1]), 1;
@@ -481,6 +528,9 @@ static int uring(int argc, char **argv)
 		return perror("setup"), 1;
 	/* fault the latency array in now: its page faults are not the I/O's CPU */
 	memset(lats, 0, maxlat * sizeof(*lats));
+	ios0 = blkmq_ios();
+	if (blkmq && (ios0 < 0 || blkmq_set(1)))
+		return fprintf(stderr, "--blkmq: no blk-mq prototype (p2pnvme blkmq_proto=1)\n"), 1;
 	srand(1);
 	c0 = cpu_busy();
 	t0 = t1 = now();
@@ -531,9 +581,16 @@ static int uring(int argc, char **argv)
 			return perror("io_uring_submit"), 1;
 	}
 	c1 = cpu_busy();	/* before the sort: its CPU is not the I/O's */
+	if (blkmq && blkmq_set(0))
+		return perror(BLKMQ_PARAM), 1;
+	ios1 = blkmq_ios();
+	/* every read went the way it was meant to */
+	if (kind == U_ENGINE_REG && ios0 >= 0 && ios1 - ios0 != (blkmq ? ops : 0))
+		return fprintf(stderr, "blk-mq prototype answered %lld of %ld reads\n",
+			       ios1 - ios0, ops), 1;
 	qsort(lats, nlat, sizeof(*lats), cmp_double);
-	snprintf(name, sizeof(name), "%s%s%s", names[kind], iopoll ? "-iopoll" : "",
-		 defer ? "-defer" : "");
+	snprintf(name, sizeof(name), "%s%s%s", names[kind],
+		 iopoll ? "-iopoll" : blkmq ? "-blkmq" : "", defer ? "-defer" : "");
 	report_p99(name, argv[1], size, qd,
 		   host ? "host" : kind == U_BLK || kind == U_NG ? "p2p" :
 		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" :
