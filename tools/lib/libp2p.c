@@ -302,6 +302,7 @@ int p2p_mem_get(int fd, size_t len, size_t align, struct p2p_mem *m)
 	}
 	m->len = len;
 	m->handle = a.handle;
+	m->mmap_offset = a.mmap_offset;
 	m->fd = fd;
 	m->bar_offset = a.bus_addr - i.bus_addr + i.offset;
 	return 0;

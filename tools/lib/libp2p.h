@@ -52,6 +52,7 @@ int p2p_bar_verdict(int fd, uint32_t domain, uint32_t devid, struct p2pbar_verdi
  * @len: its length
  * @bar_offset: where it starts in the provider's BAR
  * @handle: P2PBAR_IOC_FREE's name for it
+ * @mmap_offset: the provider file's offset that maps it
  * @fd: the provider's open file it came from
  */
 struct p2p_mem {
@@ -59,6 +60,7 @@ struct p2p_mem {
 	size_t len;
 	uint64_t bar_offset;
 	uint32_t handle;
+	uint64_t mmap_offset;
 	int fd;
 };
 
