@@ -91,7 +91,7 @@ int p2p_parse_bdf(const char *s, uint32_t *domain, uint32_t *devid)
 			p++;
 			continue;
 		}
-		if (*p++ != '.' || n < 2 || hex_field(&p, 1, &f[n]) || *p)
+		if (*p++ != '.' || n < 2 || n > 3 || hex_field(&p, 1, &f[n]) || *p)
 			return -EINVAL;
 		n++;
 		break;

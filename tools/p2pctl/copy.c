@@ -15,8 +15,8 @@
 
 static int cmd_dma(struct p2pctl *c, bool write, char **argv)
 {
-	const char *blk = argv[0], *dev = "/dev/p2pbar0", *bdf;
-	char sha[65], sum[17];
+	const char *blk = argv[0], *dev = "/dev/p2pbar0", *bdf = NULL;
+	char sha[65], sum[17], pci[P2P_BDF_LEN];
 	unsigned long long off, len;
 	struct dma_report r = { .write = write };
 	int bfd, byte = 0, n;
@@ -32,7 +32,21 @@ static int cmd_dma(struct p2pctl *c, bool write, char **argv)
 	}
 	if (c->opt[O_DEV])
 		dev = c->opt[O_DEV];
-	bdf = c->opt[O_SYSFS];
+	if (c->opt[O_SYSFS]) {
+		const char *cmd = write ? "dma-write" : "dma-read";
+		char dir[96], what[160];
+
+		n = pci_arg(cmd, "--sysfs", c->opt[O_SYSFS], pci, sizeof(pci));
+		if (n)
+			return n;
+		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", pci);
+		if (access(dir, F_OK)) {
+			snprintf(what, sizeof(what),
+				 "%s: --sysfs: no such PCI function %s (lspci -D lists them)", cmd, pci);
+			return fail(c, errno, what);
+		}
+		bdf = pci;
+	}
 	n = get_p2pmem(c, dev, bdf, len, &b);
 	if (n)
 		return n;

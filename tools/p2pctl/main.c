@@ -36,9 +36,13 @@
  * transfer (which p2pbar zeroes when it is freed) until stdin is closed, so
  * that someone else can look at the bytes first; -h/--help (also after a
  * command: its usage). A command refuses the options of the others.
- * Numbers are decimal, 0x hex, or with a binary suffix (4k, 2M, 1G).
- * Exit status: 0, 2 for a usage error, or the errno of the failing step
- * (EREMOTEIO = 121 when the kernel refuses P2P).
+ * Numbers are decimal, 0x hex, or with a binary suffix (4k, 2M, 1G); PCI
+ * addresses in any form lspci prints (03:00.0, 0000:03:00.0, 10000:00:02.0).
+ * Options that exclude each other (--dev/--host, --bounce/--no-bounce,
+ * --prp/--sgl, ...) are a usage error.
+ * Exit status: 0, 2 for a usage error, 19 (ENODEV) for a device that is not
+ * there, or the errno of the failing step (EREMOTEIO = 121 when the kernel
+ * refuses P2P); see p2pctl.h.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -68,11 +72,23 @@ static const char *missing_hint(int err, const char *what)
 	return NULL;
 }
 
+/*
+ * The exit status for a step that failed with errno @err: the errno, but
+ * a missing device (ENOENT, ENXIO) is ENODEV, so that 2 (ENOENT) only ever
+ * means a usage error.
+ */
+int exit_status(int err)
+{
+	if (err == ENOENT || err == ENXIO || err == ENODEV)
+		return EXIT_NODEV;
+	return err > 0 && err < 256 ? err : 1;
+}
+
 /* The step @what failed with errno @err: said through the output; the exit status. */
 int fail(struct p2pctl *c, int err, const char *what)
 {
 	c->out->error(c, err, what, missing_hint(err, what));
-	return err;
+	return exit_status(err);
 }
 
 /* A usage error: one line saying what is wrong and where to look; exit 2. */
@@ -87,6 +103,28 @@ int usage_error(const char *fmt, ...)
 	fputs(" (see p2pctl --help)\n", stderr);
 	return EXIT_USAGE;
 }
+
+/*
+ * Argument @name of @cmd, a PCI function in any form lspci prints, as the
+ * kernel names it (sysfs), into @buf; or a usage error naming it.
+ */
+int pci_arg(const char *cmd, const char *name, const char *s, char *buf, size_t len)
+{
+	if (p2p_bdf_canon(s, buf, len))
+		return usage_error("%s: %s: not a PCI address: '%s' (lspci's 03:00.0 or 0000:03:00.0)",
+				   cmd, name, s);
+	return 0;
+}
+
+/* options that exclude each other: the pairs */
+static const struct {
+	unsigned int a, b;
+} exclusive[] = {
+	{ O_DEV, O_HOST }, { O_DEV, O_UDMABUF }, { O_DEV, O_SYSFS },
+	{ O_HOST, O_DMABUF }, { O_HOST, O_UDMABUF }, { O_DMABUF, O_UDMABUF },
+	{ O_BOUNCE, O_NO_BOUNCE }, { O_BOUNCE, O_DMABUF }, { O_BOUNCE, O_UDMABUF },
+	{ O_PRP, O_SGL },
+};
 
 #define OPT(o)		(1u << (o))
 #define DMA_MASK	(OPT(O_DEV) | OPT(O_SYSFS))
@@ -161,8 +199,10 @@ static void usage(FILE *f)
 	      "--sysfs BDF uses the kernel's p2pmem/allocate.\n"
 	      "--hold keeps the p2pmem of a transfer until stdin is closed (p2pbar zeroes\n"
 	      "memory when it is freed): another observer can check the bytes first.\n"
-	      "Exit status: 0, 2 for a usage error, or the errno of the failing step\n"
-	      "(121 = EREMOTEIO: the kernel refuses P2P). See p2pctl(8).\n", f);
+	      "PCI addresses as lspci prints them (03:00.0, 0000:03:00.0).\n"
+	      "Exit status: 0, 2 for a usage error, 19 (ENODEV) for a device that is not\n"
+	      "there, or the errno of the failing step (121 = EREMOTEIO: the kernel\n"
+	      "refuses P2P). See p2pctl(8).\n", f);
 }
 
 static const struct cmd *find_cmd(const char *name)
@@ -239,6 +279,11 @@ static int run(struct p2pctl *c, int argc, char **argv, const char *bad)
 	for (k = 0; k < O_NCMD; k++)
 		if (c->opt[k] && !(cmd->opts & OPT(k)))
 			return usage_error("%s does not take --%s", argv[1], options[k].name);
+	for (k = 0; k < ARRAY_SIZE(exclusive); k++)
+		if (c->opt[exclusive[k].a] && c->opt[exclusive[k].b])
+			return usage_error("%s: --%s and --%s exclude each other", argv[1],
+					   options[exclusive[k].a].name,
+					   options[exclusive[k].b].name);
 	if ((unsigned int)argc - 2 < cmd->min || (unsigned int)argc - 2 > cmd->max)
 		return usage_error("usage: %s%s%s", cmd->name, *cmd->args ? " " : "", cmd->args);
 	return cmd->fn(c, argc - 2, argv + 2);

@@ -381,7 +381,7 @@ static int cmd_nvme_io(struct p2pctl *c, bool write, char **argv)
 			snprintf(step, sizeof(step), "%s",
 				 batch ? "P2PNVME_IOC_SUBMIT" : "P2PNVME_IOC_IO");
 		c->out->io_error(c, step, err, io.status);
-		return err;
+		return exit_status(err);
 	}
 	close(fd);
 	checksums(buf + off, io.len, sum, sha);

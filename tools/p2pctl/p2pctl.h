@@ -49,11 +49,20 @@ struct p2pctl {
 	bool printed;
 };
 
-/* Exit status (p2pctl(8), EXIT STATUS) */
+/*
+ * Exit status (p2pctl(8), EXIT STATUS): 0; EXIT_USAGE for a usage error
+ * and nothing else; EXIT_NODEV (ENODEV) when a device named on the line,
+ * or the default one, is not there; else the errno of the step that failed
+ * (EREMOTEIO when the kernel refuses P2P, EACCES, EPERM, EOPNOTSUPP when
+ * it refuses the operation, EIO for an NVMe status).
+ */
 #define EXIT_USAGE	2
+#define EXIT_NODEV	19
 
+int exit_status(int err);
 int fail(struct p2pctl *c, int err, const char *what);
 __attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...);
+int pci_arg(const char *cmd, const char *name, const char *s, char *buf, size_t len);
 
 /* p2p_parse_num() of argument @name of @cmd into @dst, or a usage error */
 #define NUM(cmd, name, str, dst) do {						\

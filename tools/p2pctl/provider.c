@@ -25,14 +25,17 @@ int cmd_info(struct p2pctl *c, int argc, char **argv)
 /* p2pctl verdict CLIENT [DEV] */
 int cmd_verdict(struct p2pctl *c, int argc, char **argv)
 {
-	const char *client = argv[0], *path = argc > 1 ? argv[1] : "/dev/p2pbar0";
+	const char *path = argc > 1 ? argv[1] : "/dev/p2pbar0";
+	char client[P2P_BDF_LEN];
 	struct p2pbar_verdict v;
 	struct p2pbar_info i;
 	uint32_t dom, devid;
 	int fd, ret;
 
-	if (p2p_parse_bdf(client, &dom, &devid))
-		return fail(c, EINVAL, "client must be a PCI address like 0000:03:00.0");
+	ret = pci_arg("verdict", "CLIENT", argv[0], client, sizeof(client));
+	if (ret)
+		return ret;
+	p2p_parse_bdf(client, &dom, &devid);
 	fd = p2p_bar_open(path, &i);
 	if (fd < 0)
 		return fail(c, -fd, path);

@@ -123,31 +123,41 @@ static const char *provider_dev(const char *bdf, char *buf, size_t len)
 /* p2pctl check PROVIDER CLIENT */
 int cmd_check(struct p2pctl *c, int argc __maybe_unused, char **argv)
 {
-	struct check_report r = { .provider = argv[0], .client = argv[1], .agrees = true };
+	static const char * const names[] = { "PROVIDER", "CLIENT" };
+	char pci[2][P2P_BDF_LEN], why[512], fix[512], dev[96];
+	struct check_report r = { .provider = pci[0], .client = pci[1], .agrees = true };
 	struct p2pbar_verdict v;
-	struct topo ta, tb;
+	struct topo t[2];
 	struct check k;
-	char why[512], fix[512], dev[96];
 	const char *kdev, *other;
-	int ret;
+	int ret, i;
 
+	for (i = 0; i < 2; i++) {
+		ret = pci_arg("check", names[i], argv[i], pci[i], sizeof(pci[i]));
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < 2; i++) {
+		ret = topo_of(pci[i], &t[i]);
+		if (ret) {
+			snprintf(why, sizeof(why),
+				 "check: %s: no such PCI function %s (lspci -D lists them)", names[i],
+				 pci[i]);
+			return fail(c, -ret, why);
+		}
+	}
 	/* without root, config space past 64 bytes reads short: ACS unknown */
 	if (geteuid())
 		return fail(c, EACCES, "check reads the ACS capabilities in config space: run it as root");
-	ret = topo_of(argv[0], &ta);
-	if (!ret)
-		ret = topo_of(argv[1], &tb);
-	if (ret)
-		return fail(c, -ret, "no such PCI function (lspci -D lists them)");
-	check_compute(&ta, &tb, &k);
-	check_explain(&k, argv[0], argv[1], why, sizeof(why), fix, sizeof(fix));
+	check_compute(&t[0], &t[1], &k);
+	check_explain(&k, pci[0], pci[1], why, sizeof(why), fix, sizeof(fix));
 
 	/* with a provider bound, the kernel's own verdict must be the same */
-	kdev = provider_dev(argv[0], dev, sizeof(dev));
-	other = argv[1];
+	kdev = provider_dev(pci[0], dev, sizeof(dev));
+	other = pci[1];
 	if (!kdev) {
-		kdev = provider_dev(argv[1], dev, sizeof(dev));
-		other = argv[0];
+		kdev = provider_dev(pci[1], dev, sizeof(dev));
+		other = pci[0];
 	}
 	if (kdev) {
 		struct p2pbar_info i;
@@ -167,7 +177,7 @@ int cmd_check(struct p2pctl *c, int argc __maybe_unused, char **argv)
 				k.map_type = P2PBAR_MAP_REFUSED;
 				k.distance = -1;
 				k.host_ok = P2PBAR_HOST_NOT_LISTED;
-				check_explain(&k, argv[0], argv[1], why, sizeof(why), fix,
+				check_explain(&k, pci[0], pci[1], why, sizeof(why), fix,
 					      sizeof(fix));
 				r.agrees = true;
 			}
