@@ -57,18 +57,52 @@ static uint64_t le(const uint8_t *p, int n)
  * One admin command through the passthrough p2pnvme shares with nvme-pci
  * (and nvme-cli): 0, the NVMe status (> 0), or -errno.
  */
-static int admin(const char *dev, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf,
-		 uint32_t len)
+static int admin(const char *dev, struct nvme_admin_cmd *cmd)
 {
-	struct nvme_admin_cmd cmd = { .opcode = opcode, .nsid = nsid, .cdw10 = cdw10,
-				      .addr = (uintptr_t)buf, .data_len = len };
 	int fd = open(dev, O_RDONLY | O_CLOEXEC), ret;
 
 	if (fd < 0)
 		return -errno;
-	ret = p2p_nvme_admin(fd, &cmd);
+	ret = p2p_nvme_admin(fd, cmd);
 	close(fd);
 	return ret;
+}
+
+/* Identify Controller into @id (4096 bytes) */
+static int identify_ctrl(const char *dev, uint8_t *id)
+{
+	struct nvme_admin_cmd cmd = { .opcode = 0x06, .cdw10 = 1 /* CNS controller */,
+				      .addr = (uintptr_t)id, .data_len = 4096 };
+
+	return admin(dev, &cmd);
+}
+
+/*
+ * Get Log Page @lid of @len bytes (a dword multiple) for all namespaces,
+ * in pieces of 4 KiB at increasing offsets (LPOL/LPOU) as libnvme reads
+ * it, asking the controller to retain the asynchronous event (RAE) until
+ * the last piece: a passthrough moves at most 8 KiB at once.
+ */
+#define LOG_PIECE	4096
+
+static int get_log(const char *dev, uint8_t lid, void *buf, uint32_t len)
+{
+	uint32_t off, n;
+	int ret;
+
+	for (off = 0; off < len; off += n) {
+		struct nvme_admin_cmd cmd = { .opcode = 0x02, .nsid = 0xffffffff };
+
+		n = len - off < LOG_PIECE ? len - off : LOG_PIECE;
+		cmd.cdw10 = (n / 4 - 1) << 16 | (off + n < len ? 1U << 15 : 0) | lid;
+		cmd.cdw12 = off;	/* LPOL; LPOU (cdw13) stays 0 below 4 GiB */
+		cmd.addr = (uintptr_t)buf + off;
+		cmd.data_len = n;
+		ret = admin(dev, &cmd);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 static int admin_fail(struct p2pctl *c, const char *what, int ret)
@@ -79,16 +113,10 @@ static int admin_fail(struct p2pctl *c, const char *what, int ret)
 	return EIO;
 }
 
-/* printable, trimmed copy of an identify string field */
+/* an identify string field as nvme-cli takes it ("%-.*s"): up to a NUL, padding kept */
 static void id_str(char *dst, const uint8_t *src, int n)
 {
-	int i;
-
-	for (i = 0; i < n; i++)
-		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : ' ';
-	while (n && dst[n - 1] == ' ')
-		n--;
-	dst[n] = 0;
+	snprintf(dst, n + 1, "%-.*s", n, (const char *)src);
 }
 
 /* p2pctl nvme-id-ctrl [NVME] */
@@ -97,7 +125,7 @@ int cmd_nvme_id_ctrl(struct p2pctl *c, int argc, char **argv)
 	const char *dev = argc ? argv[0] : "/dev/p2pnvme0";
 	uint8_t id[4096];
 	struct id_ctrl r;
-	int ret = admin(dev, 0x06, 0, 1 /* CNS controller */, id, sizeof(id));
+	int ret = identify_ctrl(dev, id);
 
 	if (ret)
 		return admin_fail(c, "Identify Controller", ret);
@@ -112,12 +140,6 @@ int cmd_nvme_id_ctrl(struct p2pctl *c, int argc, char **argv)
 	id_str(r.fr, id + 64, 8);
 	c->out->id_ctrl(c, &r);
 	return 0;
-}
-
-/* Get Log Page @lid of @len bytes (a dword multiple) for all namespaces */
-static int get_log(const char *dev, uint8_t lid, void *buf, uint32_t len)
-{
-	return admin(dev, 0x02, 0xffffffff, ((len / 4 - 1) << 16) | lid, buf, len);
 }
 
 /* p2pctl nvme-smart [NVME] */
@@ -146,20 +168,18 @@ int cmd_nvme_smart(struct p2pctl *c, int argc, char **argv)
 	return 0;
 }
 
-/* p2pctl nvme-error-log [NVME] */
+/* p2pctl nvme-error-log [NVME]: every entry of the log, those in use shown */
 int cmd_nvme_error_log(struct p2pctl *c, int argc, char **argv)
 {
 	const char *dev = argc ? argv[0] : "/dev/p2pnvme0";
 	struct error_entry errs[256];
 	uint8_t id[4096], log[256 * 64];
 	unsigned int n, i, used = 0;
-	int ret = admin(dev, 0x06, 0, 1, id, sizeof(id));
+	int ret = identify_ctrl(dev, id);
 
 	if (ret)
 		return admin_fail(c, "Identify Controller", ret);
-	n = id[262] + 1;	/* ELPE: entries - 1 */
-	if (n * 64 > 8192)
-		n = 8192 / 64;	/* what one passthrough takes */
+	n = id[262] + 1;	/* ELPE: entries - 1, 256 at most */
 	ret = get_log(dev, 0x01, log, n * 64);
 	if (ret)
 		return admin_fail(c, "Get Log Page (Error Information)", ret);
@@ -170,7 +190,10 @@ int cmd_nvme_error_log(struct p2pctl *c, int argc, char **argv)
 			continue;
 		errs[used++] = (struct error_entry){
 			.count = le(e, 8), .sqid = le(e + 8, 2), .cmdid = le(e + 10, 2),
-			.sf = le(e + 12, 2), .lba = le(e + 16, 8), .nsid = le(e + 24, 4),
+			.sf = le(e + 12, 2), .parm = le(e + 14, 2), .lba = le(e + 16, 8),
+			.nsid = le(e + 24, 4), .vs = e[28], .trtype = e[29], .csi = e[30],
+			.opcode = e[31], .cs = le(e + 32, 8), .tsi = le(e + 40, 2),
+			.version = e[63],
 		};
 	}
 	c->out->error_log(c, dev, n, errs, used);

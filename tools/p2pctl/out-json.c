@@ -299,12 +299,22 @@ static void json_error_log(struct p2pctl *c, const char *dev __maybe_unused,
 	for (i = 0; i < n; i++) {
 		struct json_object *x = json_object_new_object();
 
+		/* nvme-cli's names, values and order (json_error_log()) */
 		juint(x, "error_count", e[i].count);
 		juint(x, "sqid", e[i].sqid);
 		juint(x, "cmdid", e[i].cmdid);
-		juint(x, "status_field", e[i].sf);
+		juint(x, "status_field", ERR_SF_STATUS(e[i].sf));
+		juint(x, "phase_tag", ERR_SF_PHASE(e[i].sf));
+		juint(x, "parm_error_location", e[i].parm);
 		juint(x, "lba", e[i].lba);
 		juint(x, "nsid", e[i].nsid);
+		juint(x, "vs", e[i].vs);
+		juint(x, "trtype", e[i].trtype);
+		juint(x, "csi", e[i].csi);
+		juint(x, "opcode", e[i].opcode);
+		juint(x, "cs", e[i].cs);
+		juint(x, "trtype_spec_info", e[i].tsi);
+		juint(x, "log_page_version", e[i].version);
 		json_object_array_add(a, x);
 	}
 	juint(o, "entries", entries);

@@ -183,12 +183,28 @@ static void text_nvme_info(struct p2pctl *c __maybe_unused, const char *path,
 	       i->flags & P2PNVME_INFO_F_SGL ? ", SGL" : "");
 }
 
+/* @src printable and without its padding, into @dst of @len bytes */
+static const char *trimmed(char *dst, size_t len, const char *src)
+{
+	size_t i, n = strnlen(src, len - 1);
+
+	for (i = 0; i < n; i++)
+		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : ' ';
+	while (n && dst[n - 1] == ' ')
+		n--;
+	dst[n] = 0;
+	return dst;
+}
+
 static void text_id_ctrl(struct p2pctl *c __maybe_unused, const struct id_ctrl *id)
 {
+	char sn[sizeof(id->sn)], mn[sizeof(id->mn)], fr[sizeof(id->fr)];
+
 	printf("vid     : %#06x\nssvid   : %#06x\nsn      : %s\nmn      : %s\nfr      : %s\n"
 	       "mdts    : %u\ncntlid  : %u\nver     : %#x\nelpe    : %u\nnn      : %u\n",
-	       id->vid, id->ssvid, id->sn, id->mn, id->fr, id->mdts, id->cntlid, id->ver,
-	       id->elpe, id->nn);
+	       id->vid, id->ssvid, trimmed(sn, sizeof(sn), id->sn),
+	       trimmed(mn, sizeof(mn), id->mn), trimmed(fr, sizeof(fr), id->fr), id->mdts,
+	       id->cntlid, id->ver, id->elpe, id->nn);
 }
 
 static void text_smart(struct p2pctl *c __maybe_unused, const char *dev,
@@ -212,8 +228,9 @@ static void text_error_log(struct p2pctl *c __maybe_unused, const char *dev,
 
 	printf("Error information log of %s: %u entries\n", dev, entries);
 	for (i = 0; i < n; i++)
-		printf("  #%llu: sq %u cid %u status %#x lba %llu nsid %u\n", e[i].count, e[i].sqid,
-		       e[i].cmdid, e[i].sf >> 1, e[i].lba, e[i].nsid);
+		printf("  #%llu: sq %u cid %#x status %#x opcode %#x lba %llu nsid %u\n", e[i].count,
+		       e[i].sqid, e[i].cmdid, ERR_SF_STATUS(e[i].sf), e[i].opcode, e[i].lba,
+		       e[i].nsid);
 	if (!n)
 		printf("  no errors logged\n");
 }

@@ -207,7 +207,7 @@ struct copy_report {
 struct id_ctrl {
 	unsigned int vid, ssvid, mdts, cntlid, acl, elpe, sqes, cqes;
 	uint32_t ver, oacs, nn, sgls;
-	char sn[21], mn[41], fr[9];
+	char sn[21], mn[41], fr[9];	/* as the controller pads them */
 };
 
 /* nvme-smart: a field of the log, as nvme-cli names it */
@@ -216,11 +216,18 @@ struct smart_field {
 	unsigned long long v;
 };
 
-/* nvme-error-log: an entry in use */
+/* nvme-error-log: an entry in use, its fields as the log has them */
 struct error_entry {
-	unsigned long long count, lba;
-	unsigned int sqid, cmdid, sf, nsid;	/* sf: the Status Field word, phase tag in bit 0 */
+	unsigned long long count, lba, cs;
+	unsigned int sqid, cmdid, nsid;
+	unsigned int sf;		/* Status Field (bits 15:1) and Phase Tag (bit 0) */
+	unsigned int parm, tsi;		/* parameter error location, transport specific */
+	unsigned int vs, trtype, csi, opcode, version;
 };
+
+/* the Status Field and the Phase Tag of an entry's word, as nvme-cli shows them */
+#define ERR_SF_STATUS(sf)	((sf) >> 1 & 0x7fff)
+#define ERR_SF_PHASE(sf)	((sf) & 1)
 
 /* nvme-stats */
 #define STATS_PATHS	4
