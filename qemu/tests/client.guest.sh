@@ -335,6 +335,17 @@ e=$(p2pctl nvme-error-log $N -o json)
 diag "$e"
 check "nvme-error-log: the log's entries (elpe + 1)" \
 	[ "$(js entries "$e")" = "$(( $(js elpe "$id") + 1 ))" ]
+# every command's -o json is one object python parses (on the host),
+# errors included
+jsoncheck nvme-info device,nsid,lba_size,nlb,max_xfer nvme-info $N
+jsoncheck nvme-id-ctrl vid,sn,mn,fr,elpe nvme-id-ctrl $N
+jsoncheck nvme-smart critical_warning,temperature,num_err_log_entries nvme-smart $N
+jsoncheck nvme-error-log entries,errors nvme-error-log $N
+jsoncheck nvme-stats device,reads_p2p,inflight,latency nvme-stats $N
+jsoncheck nvme-read bytes,entries,path,bar_offset,sha256 nvme-read $N 2048 65536 --host
+jsoncheck nvme-zeroes device,command,result nvme-zeroes $N 24576 65536
+jsoncheck nvme-flush device,command,result nvme-flush $N
+jsoncheck nvme-info:missing error,errno,step,hint nvme-info /dev/p2pnvme99
 suite_end
 # Checksums coreutils reproduce: p2pctl's sha256 of the moved bytes is what
 # the host computes over the same range of the image.

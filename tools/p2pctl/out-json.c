@@ -102,6 +102,18 @@ static void json_info(struct p2pctl *c, const char *path, const char *pci,
 	print(c, o);
 }
 
+/* a function's NUMA node, link and IOMMU group, null where unknown */
+static void jattrs(struct json_object *o, const struct pci_attrs *a)
+{
+	json_object_object_add(o, "numa_node", a->numa >= 0 ? json_object_new_int(a->numa) : NULL);
+	json_object_object_add(o, "link_speed", *a->speed ? json_object_new_string(a->speed) :
+				NULL);
+	json_object_object_add(o, "link_width", a->width > 0 ? json_object_new_int(a->width) :
+				NULL);
+	json_object_object_add(o, "iommu_group", a->iommu >= 0 ? json_object_new_int(a->iommu) :
+				NULL);
+}
+
 static void json_list(struct p2pctl *c, const struct list_dev *d, unsigned int n)
 {
 	struct json_object *o = json_object_new_object(), *devs = json_object_new_array();
@@ -119,6 +131,7 @@ static void json_list(struct p2pctl *c, const struct list_dev *d, unsigned int n
 			jint(e, "p2pmem_available", d[i].p2pmem_available);
 			jbool(e, "published", d[i].published);
 		}
+		jattrs(e, &d[i].at);
 		json_object_array_add(devs, e);
 	}
 	json_object_object_add(o, "devices", devs);
@@ -190,6 +203,7 @@ static void json_topo(struct p2pctl *c, const struct topo_report *r)
 		jbool(e, "acs_redirect", f->acs);
 		jint(e, "p2pmem_size", f->p2pmem);
 		jstr(e, "p2pbar", f->p2pbar);
+		jattrs(e, &f->at);
 		json_object_array_add(a, e);
 	}
 	json_object_object_add(o, "functions", a);
@@ -206,6 +220,11 @@ static void json_topo(struct p2pctl *c, const struct topo_report *r)
 			jstr(e, "client", r->cli[j]);
 			jstr(e, "verdict", map_name(cell->map_type));
 			jint(e, "distance", cell->distance);
+			/* nvidia-smi topo -m's legend, and whether the kernel agrees */
+			jstr(e, "topology", topo_level_name(cell->level));
+			jbool(e, "differs", cell->why);
+			if (cell->why)
+				jstr(e, "why", cell->why);
 			json_object_array_add(a, e);
 		}
 	}

@@ -38,23 +38,34 @@ static void text_info(struct p2pctl *c __maybe_unused, const char *path,
 	       i->flags & P2PBAR_INFO_F_PUBLISHED ? "" : "not ");
 }
 
+/* a function's place as topo and list show it: "0", "8.0GT/s", "x4", "12" or "-" */
+static void attrs_text(const struct pci_attrs *a, char numa[12], char width[12], char iommu[12])
+{
+	snprintf(numa, 12, a->numa >= 0 ? "%d" : "-", a->numa);
+	snprintf(width, 12, a->width > 0 ? "x%d" : "-", a->width);
+	snprintf(iommu, 12, a->iommu >= 0 ? "%d" : "-", a->iommu);
+}
+
 static void text_list(struct p2pctl *c __maybe_unused, const struct list_dev *d,
 		      unsigned int n)
 {
 	unsigned int i;
 
-	printf("%-13s %-9s %-10s %-11s %10s %10s %s\n", "PCI", "KIND", "DRIVER", "DEVICE",
-	       "P2PMEM", "AVAILABLE", "PUBLISHED");
+	printf("%-13s %-9s %-10s %-11s %10s %10s %-9s %4s %-8s %5s %5s\n", "PCI", "KIND",
+	       "DRIVER", "DEVICE", "P2PMEM", "AVAILABLE", "PUBLISHED", "NUMA", "SPEED", "WIDTH",
+	       "IOMMU");
 	for (i = 0; i < n; i++) {
-		char sz[24] = "-", av[24] = "-";
+		char sz[24] = "-", av[24] = "-", numa[12], width[12], iommu[12];
 
 		if (d[i].has_p2pmem) {
 			snprintf(sz, sizeof(sz), "%lld", d[i].p2pmem_size);
 			snprintf(av, sizeof(av), "%lld", d[i].p2pmem_available);
 		}
-		printf("%-13s %-9s %-10s %-11s %10s %10s %s\n", d[i].pci, d[i].kind,
-		       *d[i].driver ? d[i].driver : "-", *d[i].dev ? d[i].dev : "-", sz, av,
-		       d[i].has_p2pmem ? (d[i].published ? "yes" : "no") : "-");
+		attrs_text(&d[i].at, numa, width, iommu);
+		printf("%-13s %-9s %-10s %-11s %10s %10s %-9s %4s %-8s %5s %5s\n", d[i].pci,
+		       d[i].kind, *d[i].driver ? d[i].driver : "-", *d[i].dev ? d[i].dev : "-", sz,
+		       av, d[i].has_p2pmem ? (d[i].published ? "yes" : "no") : "-", numa,
+		       *d[i].at.speed ? d[i].at.speed : "-", width, iommu);
 	}
 	if (!n)
 		printf("no p2pmem provider and no NVMe controller: load p2pbar and bind a device (p2pctl --help)\n");
@@ -85,6 +96,23 @@ static const char *host_says(const struct topo_host *h)
 	       "no P2P through it (not in the kernel's allowlist)";
 }
 
+/* " (numa 0, 8.0GT/s x4, iommu 12)" with what is known, or nothing */
+static void place(const struct pci_attrs *a, char *out, size_t len)
+{
+	char s[96] = "";
+
+	if (a->numa >= 0)
+		snprintf(s, sizeof(s), "numa %d", a->numa);
+	if (*a->speed || a->width > 0)
+		snprintf(s + strlen(s), sizeof(s) - strlen(s), "%s%s%sx%d", *s ? ", " : "",
+			 a->speed, *a->speed ? " " : "", a->width);
+	if (a->iommu >= 0)
+		snprintf(s + strlen(s), sizeof(s) - strlen(s), "%siommu %d", *s ? ", " : "",
+			 a->iommu);
+	if (*s)
+		snprintf(out, len, " (%s)", s);
+}
+
 /* the tree as lspci -tv draws it, one host bridge after the other */
 static void text_tree(const struct topo_report *r)
 {
@@ -112,6 +140,7 @@ static void text_tree(const struct topo_report *r)
 			snprintf(what + strlen(what), sizeof(what) - strlen(what),
 				 " [p2pmem %lld MiB%s%s]", f->p2pmem >> 20, *f->p2pbar ? ", " : "",
 				 f->p2pbar);
+		place(&f->at, what + strlen(what), sizeof(what) - strlen(what));
 		for (j = 0; j < f->depth && j < 64; j++)
 			fputs(last[j] ? "   " : "|  ", stdout);
 		printf("%s %s %s:%s%s\n", f->last ? "`-" : "+-", f->pci, f->vendor, f->device,
@@ -125,37 +154,71 @@ static void text_tree(const struct topo_report *r)
 	}
 }
 
+/* a cell of the matrix: the legend, the kernel's verdict, * where they differ */
+static void cell_text(const struct topo_cell *cell, char *s, size_t len)
+{
+	char k[16];
+
+	if (!cell->valid) {
+		snprintf(s, len, "X");
+		return;
+	}
+	if (cell->map_type == P2PBAR_MAP_REFUSED)
+		snprintf(k, sizeof(k), "-");
+	else
+		snprintf(k, sizeof(k), "%c %d", cell->map_type == P2PBAR_MAP_DIRECT ? 'D' : 'H',
+			 cell->distance);
+	snprintf(s, len, "%s %s%s", topo_level_name(cell->level), k, cell->why ? " *" : "");
+}
+
 static void text_topo(struct p2pctl *c __maybe_unused, const struct topo_report *r)
 {
-	int i, j;
+	int i, j, differ = 0;
 
 	text_tree(r);
 	if (!r->nprov) {
 		printf("\nno p2pmem provider (bind p2pbar to a device: p2pctl --help)\n");
 		return;
 	}
-	printf("\nverdicts (provider in rows; D direct, H host bridge, - refused; distance):\n%-13s",
+	printf("\nverdicts (provider in rows; the path as nvidia-smi topo -m names it, then the kernel's):\n%-13s",
 	       "");
 	for (j = 0; j < r->ncli; j++)
 		printf(" %-13s", r->cli[j]);
-	printf("\n");
+	printf(" NUMA\n");
 	for (i = 0; i < r->nprov; i++) {
 		printf("%-13s", r->prov[i]);
 		for (j = 0; j < r->ncli; j++) {
-			const struct topo_cell *cell = &r->cells[i * r->ncli + j];
-			char s[16];
+			char s[24];
 
-			if (!cell->valid)
-				snprintf(s, sizeof(s), ".");
-			else if (cell->map_type == P2PBAR_MAP_REFUSED)
-				snprintf(s, sizeof(s), "-");
-			else
-				snprintf(s, sizeof(s), "%c %d",
-					 cell->map_type == P2PBAR_MAP_DIRECT ? 'D' : 'H',
-					 cell->distance);
+			cell_text(&r->cells[i * r->ncli + j], s, sizeof(s));
 			printf(" %-13s", s);
 		}
-		printf("\n");
+		if (r->prov_numa[i] >= 0)
+			printf(" %d\n", r->prov_numa[i]);
+		else
+			printf(" -\n");
+	}
+	printf("\nLegend:\n"
+	       "  X    = Self\n"
+	       "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes\n"
+	       "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+	       "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+	       "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+	       "  PIX  = Connection traversing at most a single PCIe bridge\n"
+	       "  D n  = the kernel's P2PDMA: direct, n its distance; H n: through the host bridge; -: refused\n"
+	       "  *    = the path and the kernel's verdict differ: below a common bridge but not direct,\n"
+	       "         or through host bridges where the kernel refuses P2P\n");
+	for (i = 0; i < r->nprov; i++) {
+		for (j = 0; j < r->ncli; j++) {
+			const struct topo_cell *cell = &r->cells[i * r->ncli + j];
+
+			if (!cell->why)
+				continue;
+			if (!differ++)
+				printf("\nwhere they differ:\n");
+			printf("  %s -> %s: %s, but %s: %s\n", r->prov[i], r->cli[j],
+			       topo_level_name(cell->level), map_name(cell->map_type), cell->why);
+		}
 	}
 }
 

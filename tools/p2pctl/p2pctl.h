@@ -95,7 +95,19 @@ struct check {
 	char common[16];		/* the common upstream bridge, or "" */
 	const struct topo *host;	/* the host bridge that refused or allowed */
 	int host_since;			/* the release whose allowlist lists it, or 0 */
+	int hops_a, hops_b;		/* each function's hops up to the common bridge */
 };
+
+/* what sysfs says of a function's place: NUMA node, link, IOMMU group */
+struct pci_attrs {
+	int numa;			/* -1: none or unknown */
+	char speed[24];			/* "8.0GT/s", "" if unknown */
+	int width;			/* lanes, 0 if unknown */
+	int iommu;			/* group, -1 if none */
+};
+
+/* nvidia-smi topo -m's legend for the path between two functions */
+enum topo_level { TOPO_X, TOPO_PIX, TOPO_PXB, TOPO_PHB, TOPO_NODE, TOPO_SYS };
 
 int topo_of(const char *bdf, struct topo *t);
 int acs_redirect(const char *bdf);
@@ -105,6 +117,11 @@ void check_compute(const struct topo *a, const struct topo *b, struct check *c);
 void check_explain(const struct check *c, const char *a, const char *b, char *why, size_t wl,
 		   char *fix, size_t fl);
 const char *class_dev_of(const char *class, const char *bdf, char *buf, size_t len);
+void pci_attrs_of(const char *bdf, struct pci_attrs *a);
+enum topo_level topo_level(const struct topo *a, const struct topo *b, const struct check *k,
+			   int numa_a, int numa_b);
+const char *topo_level_name(enum topo_level l);
+bool topo_differs(enum topo_level l, uint32_t map_type);
 const char *map_name(uint32_t m);
 const char *reason_name(uint32_t r);
 
@@ -133,6 +150,7 @@ struct list_dev {
 	char dev[64];			/* p2pbar0, p2pnvme0, or "" */
 	bool has_p2pmem, published;
 	long long p2pmem_size, p2pmem_available;
+	struct pci_attrs at;
 };
 
 /* check */
@@ -163,12 +181,15 @@ struct topo_fn {
 	bool acs;
 	long long p2pmem;		/* bytes, 0 if none */
 	char p2pbar[64];		/* its p2pbar instance, or "" */
+	struct pci_attrs at;
 };
 
 struct topo_cell {
 	bool valid;			/* not itself, both paths read */
-	uint32_t map_type;
+	uint32_t map_type;		/* the kernel's rules */
 	int distance;
+	enum topo_level level;		/* nvidia-smi's legend */
+	const char *why;		/* where the two differ: the kernel's reason */
 };
 
 struct topo_report {
@@ -177,6 +198,7 @@ struct topo_report {
 	struct topo_fn *fns;
 	int nfns;
 	char (*prov)[16], (*cli)[16];
+	int *prov_numa;
 	int nprov, ncli;
 	struct topo_cell *cells;	/* [nprov][ncli] */
 };

@@ -5,6 +5,7 @@
  * from too).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -212,8 +213,14 @@ void check_compute(const struct topo *a, const struct topo *b, struct check *c)
 	c->host_ok = w.host_ok;
 	c->distance = w.distance;
 	c->host_since = w.host_since;
-	if (w.common >= 0)
+	c->hops_a = c->hops_b = -1;
+	if (w.common >= 0) {
 		p2p_copy_str(c->common, sizeof(c->common), a->name[w.common]);
+		c->hops_a = w.common;
+		for (i = 0; i < b->len; i++)
+			if (!strcmp(b->name[i], c->common))
+				c->hops_b = i;
+	}
 	/* the redirecting ports as the kernel lists them: the provider's side first */
 	for (i = 0; i < a->len; i++)
 		if (w.acs_provider & 1U << i)
@@ -282,3 +289,63 @@ const char *reason_name(uint32_t r)
 	       "no common upstream bridge";
 }
 
+
+/* /sys/bus/pci/devices/@bdf's numa_node, current link and IOMMU group */
+void pci_attrs_of(const char *bdf, struct pci_attrs *a)
+{
+	char dir[300], v[64], *p, *q;
+
+	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", bdf);
+	a->numa = *p2p_sysfs_line(dir, "numa_node", v, sizeof(v)) ? atoi(v) : -1;
+	/* "8.0 GT/s PCIe", "Unknown" */
+	a->speed[0] = 0;
+	if (isdigit((unsigned char)*p2p_sysfs_line(dir, "current_link_speed", v, sizeof(v)))) {
+		for (p = v, q = a->speed; *p && q < a->speed + sizeof(a->speed) - 1; p++) {
+			if (*p == ' ' && !strncmp(p, " PCIe", 5))
+				break;
+			if (*p != ' ')
+				*q++ = *p;
+		}
+		*q = 0;
+	}
+	a->width = atoi(p2p_sysfs_line(dir, "current_link_width", v, sizeof(v)));
+	a->iommu = *p2p_sysfs_link(dir, "iommu_group", v, sizeof(v)) ? atoi(v) : -1;
+}
+
+/*
+ * nvidia-smi topo -m's legend for the path between @a and @b, from the
+ * same walk (@k): PIX through at most one PCIe switch (each function at
+ * most two hops below the common bridge), PXB through several, PHB
+ * through the host bridge, NODE between host bridges of one NUMA node,
+ * SYS between NUMA nodes. An unknown node (-1) counts as the same.
+ */
+enum topo_level topo_level(const struct topo *a, const struct topo *b, const struct check *k,
+			   int numa_a, int numa_b)
+{
+	if (!strcmp(a->name[0], b->name[0]))
+		return TOPO_X;
+	if (*k->common)
+		return k->hops_a <= 2 && k->hops_b <= 2 ? TOPO_PIX : TOPO_PXB;
+	if (!strcmp(a->host, b->host))
+		return TOPO_PHB;
+	return numa_a < 0 || numa_b < 0 || numa_a == numa_b ? TOPO_NODE : TOPO_SYS;
+}
+
+const char *topo_level_name(enum topo_level l)
+{
+	static const char * const names[] = { "X", "PIX", "PXB", "PHB", "NODE", "SYS" };
+
+	return names[l];
+}
+
+/*
+ * Where the legend and the kernel part: a path below a common bridge
+ * (PIX, PXB) that the kernel does not take directly (ACS redirect), or a
+ * path through host bridges (PHB, NODE, SYS) on which it refuses P2P.
+ */
+bool topo_differs(enum topo_level l, uint32_t map_type)
+{
+	if (l == TOPO_PIX || l == TOPO_PXB)
+		return map_type != P2PBAR_MAP_DIRECT;
+	return l != TOPO_X && map_type == P2PBAR_MAP_REFUSED;
+}

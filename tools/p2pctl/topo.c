@@ -64,6 +64,7 @@ static bool list_one(const char *name, struct list_dev *l)
 	if (!l->kind)
 		return false;
 	p2p_copy_str(l->pci, sizeof(l->pci), name);
+	pci_attrs_of(name, &l->at);
 	if (l->has_p2pmem) {
 		l->p2pmem_size = strtoll(p2p_sysfs_line(dir, "p2pmem/size", v, sizeof(v)), NULL, 10);
 		l->p2pmem_available = strtoll(p2p_sysfs_line(dir, "p2pmem/available", v, sizeof(v)),
@@ -239,6 +240,7 @@ static void tree(struct topo_report *r, int host, const char *dir, int depth)
 			     p2p_sysfs_line(path, "device", v, sizeof(v)) + 2);
 		p2p_sysfs_link(path, "driver", f->driver, sizeof(f->driver));
 		f->acs = acs_redirect(names[i]);
+		pci_attrs_of(names[i], &f->at);
 		sz = strtoll(p2p_sysfs_line(path, "p2pmem/size", v, sizeof(v)), NULL, 0);
 		if (sz > 0) {
 			f->p2pmem = sz;
@@ -289,13 +291,17 @@ static int topo_hosts(struct topo_report *r)
 	return 0;
 }
 
-/* providers (functions with p2pmem) against clients (NVMe and providers) */
-static void topo_matrix(struct topo_report *r)
+/*
+ * providers (functions with p2pmem) against clients (NVMe and providers):
+ * the kernel's verdict and nvidia-smi's legend, and where they differ, why
+ */
+static void topo_matrix(struct topo_report *r, char (*why)[512], int nwhy)
 {
-	char dir[300], v[64];
+	char dir[300], v[64], fix[512];
+	struct pci_attrs pa, pb;
 	struct dirent *e;
 	DIR *d = opendir(PCI_DEVICES);
-	int i, j;
+	int i, j, used = 0;
 
 	while (d && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
@@ -314,6 +320,8 @@ static void topo_matrix(struct topo_report *r)
 	for (i = 0; i < r->nprov; i++) {
 		struct topo ta;
 
+		pci_attrs_of(r->prov[i], &pa);
+		r->prov_numa[i] = pa.numa;
 		if (topo_of(r->prov[i], &ta))
 			continue;
 		for (j = 0; j < r->ncli; j++) {
@@ -324,9 +332,16 @@ static void topo_matrix(struct topo_report *r)
 			if (!strcmp(r->prov[i], r->cli[j]) || topo_of(r->cli[j], &tb))
 				continue;
 			check_compute(&ta, &tb, &k);
+			pci_attrs_of(r->cli[j], &pb);
 			cell->valid = true;
 			cell->map_type = k.map_type;
 			cell->distance = k.distance;
+			cell->level = topo_level(&ta, &tb, &k, pa.numa, pb.numa);
+			if (topo_differs(cell->level, k.map_type) && used < nwhy) {
+				check_explain(&k, r->prov[i], r->cli[j], why[used], sizeof(why[0]),
+					      fix, sizeof(fix));
+				cell->why = why[used++];
+			}
 		}
 	}
 }
@@ -334,19 +349,21 @@ static void topo_matrix(struct topo_report *r)
 /*
  * p2pctl topo: the PCI tree as lspci -tv draws it, with what matters for
  * P2P: ACS redirect on ports, p2pmem, drivers, each host bridge and
- * whether this kernel allows P2P through it; then the verdict of every
- * provider for every NVMe controller and provider (the same computation
- * as check).
+ * whether this kernel allows P2P through it, each function's NUMA node,
+ * link and IOMMU group; then the verdict of every provider for every NVMe
+ * controller and provider (the same computation as check) beside
+ * nvidia-smi topo -m's legend for the path, and where the two differ, why.
  */
 int cmd_topo(struct p2pctl *c, int argc __maybe_unused,
 	     char **argv __maybe_unused)
 {
 	static struct topo_host hosts[32];
 	static struct topo_fn fns[TOPO_FNS];
-	static char prov[64][16], cli[64][16];
+	static char prov[64][16], cli[64][16], why[64][512];
 	static struct topo_cell cells[64 * 64];
+	static int prov_numa[64];
 	struct topo_report r = { .hosts = hosts, .fns = fns, .prov = prov, .cli = cli,
-				 .cells = cells };
+				 .prov_numa = prov_numa, .cells = cells };
 	int ret;
 
 	if (geteuid())
@@ -354,7 +371,7 @@ int cmd_topo(struct p2pctl *c, int argc __maybe_unused,
 	ret = topo_hosts(&r);
 	if (ret)
 		return fail(c, -ret, "no PCI host bridge in /sys/devices");
-	topo_matrix(&r);
+	topo_matrix(&r, why, 64);
 	c->out->topo(c, &r);
 	return 0;
 }

@@ -125,5 +125,22 @@ for n in "dma: OFF|dma-read /dev/null 1q 4k" "dma: LEN|dma-read /dev/null 0 1q" 
 	expect 2 "${n%%|*}: not a number: '1q'" ${n#*|}
 done
 
+# -o json: standard output is one JSON object for every command, an error
+# included (parsed by python's json; topo and check need root, else their
+# error is the object)
+D=/nonexistent/x
+for a in "list" "topo" "check 00:00.0 00:00.0" "info $D" "verdict 00:00.0 $D" \
+	 "dma-read $D 0 4k --dev $D" "dma-write $D 0 4k 1 --dev $D" "nvme-info $D" \
+	 "nvme-stats $D" "nvme-id-ctrl $D" "nvme-smart $D" "nvme-error-log $D" \
+	 "nvme-read $D 0 4k --host" "nvme-write $D 0 4k 1 --host" "nvme-zeroes $D 0 4k" \
+	 "nvme-flush $D" "nvme-copy $D 0 4k $D 0 --dev $D" "--version"; do
+	# shellcheck disable=SC2086
+	out=$("$P" $a -o json 2>/dev/null)
+	if ! printf '%s' "$out" | python3 -c 'import json, sys; sys.exit(not isinstance(json.load(sys.stdin), dict))' 2>/dev/null; then
+		echo "FAIL: p2pctl $a -o json: not one JSON object: $(printf '%s' "$out" | head -c 200)"
+		bad=1
+	fi
+done
+
 [ $bad = 0 ] && echo "p2pctl command line: all cases pass"
 exit $bad
