@@ -26,9 +26,9 @@ static int cmd_dma(struct p2pctl *c, bool write, char **argv)
 	NUM("dma", "OFF", argv[1], off);
 	NUM("dma", "LEN", argv[2], len);
 	if (write) {
-		NUM("dma-write", "BYTE", argv[3], byte);
-		if (byte > 255)
-			return usage_error("dma-write: BYTE: more than 255: '%s'", argv[3]);
+		n = byte_arg("dma-write", argv[3], &byte);
+		if (n)
+			return n;
 	}
 	if (c->opt[O_DEV])
 		dev = c->opt[O_DEV];

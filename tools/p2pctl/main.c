@@ -116,6 +116,19 @@ int pci_arg(const char *cmd, const char *name, const char *s, char *buf, size_t 
 	return 0;
 }
 
+/* Argument BYTE of @cmd, a fill byte (0..255), into @byte; or a usage error naming it. */
+int byte_arg(const char *cmd, const char *s, int *byte)
+{
+	uint64_t v;
+
+	if (p2p_parse_num(s, &v))
+		return usage_error("%s: BYTE: not a number: '%s'", cmd, s);
+	if (v > 255)
+		return usage_error("%s: BYTE: more than 255: '%s'", cmd, s);
+	*byte = v;
+	return 0;
+}
+
 /* options that exclude each other: the pairs */
 static const struct {
 	unsigned int a, b;

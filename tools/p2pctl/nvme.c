@@ -340,9 +340,9 @@ static int cmd_nvme_io(struct p2pctl *c, bool write, char **argv)
 	NUM("nvme-io", "SLBA", argv[1], io.slba);
 	NUM("nvme-io", "LEN", argv[2], io.len);
 	if (write) {
-		NUM("nvme-write", "BYTE", argv[3], byte);
-		if (byte > 255)
-			return usage_error("nvme-write: BYTE: more than 255: '%s'", argv[3]);
+		i = byte_arg("nvme-write", argv[3], &byte);
+		if (i)
+			return i;
 	}
 	if (c->opt[O_DEV])
 		dev = c->opt[O_DEV];

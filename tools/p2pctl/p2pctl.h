@@ -63,6 +63,7 @@ int exit_status(int err);
 int fail(struct p2pctl *c, int err, const char *what);
 __attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...);
 int pci_arg(const char *cmd, const char *name, const char *s, char *buf, size_t len);
+int byte_arg(const char *cmd, const char *s, int *byte);
 
 /* p2p_parse_num() of argument @name of @cmd into @dst, or a usage error */
 #define NUM(cmd, name, str, dst) do {						\
