@@ -118,6 +118,10 @@ build_suite() {
 	t "UAPI structures have one layout on i386 and x86_64" make -s -C "$P2P_TOP/tools" uapi-layout-m32
 	t "p2pctl: --help exits 0, usage errors and bad numbers exit 2 saying why" \
 		"$P2P_TOP/tools/tests/p2pctl-cli.sh" "$P2P_TOP/tools/build/p2pctl"
+	t "p2pctl list, topo, check on a made-up machine: nvidia-smi's legend beside the kernel's verdict" \
+		"$P2P_TOP/tools/tests/p2pctl-topo.sh" "$P2P_TOP/tools/build/p2pctl"
+	t "p2pctl nvme-error-log: 256 entries read in 4 KiB pieces, nvme-cli's status_field" \
+		sh -c "make -s -C '$P2P_TOP/tools' build/p2pctl-errlog && '$P2P_TOP/tools/tests/p2pctl-errlog.sh'"
 	# A GPU-class importer: 7.2's virtio-gpu imports foreign dma-bufs, but
 	# QEMU's blob resources need /dev/udmabuf on the host, and the bench's
 	# kernels carry no DRM driver: a limit, said as such (Documentation/dmabuf.rst).

@@ -24,6 +24,9 @@ memory):
                                           queues QEMU's nvme held MIN or more
                                           commands at once (submitted, not yet
                                           completed)
+    json NAME KEYS BASE64                 p2pctl NAME's standard output (base64)
+                                          is one JSON object, python's json parses
+                                          it, with the keys KEYS (a,b,c or -)
 
 A and B name files of the run directory: bar0 -> bar0.mem (an ivshmem
 backing file), nvme0 -> nvme0.img (a namespace image). limit=NAME marks a
@@ -35,7 +38,9 @@ results hostd recorded, plus the kernel log checks (the guest reached
 "P2P-EXIT 0" without an oops, BUG, WARNING, KASAN, lockdep or kmemleak
 report, or a DMA pool destroyed with blocks still out).
 """
+import base64
 import hashlib
+import json
 import os
 import re
 import sys
@@ -134,6 +139,17 @@ def do_check(run, words):
         desc = f'QEMU nvme held >= {least} commands at once on >= {queues} I/O queues'
         note = 'most at once per queue: ' + (', '.join(f'q{q} {n}' for q, n in sorted(top.items())) or 'none')
         return ('ok' if busy >= queues else 'not ok'), desc, note
+    if words and words[0] == 'json':
+        name, keys = words[1], [k for k in words[2].split(',') if k != '-']
+        desc = f'p2pctl {name} -o json: one JSON object' + (f' with {", ".join(keys)}' if keys else '')
+        try:
+            text = base64.b64decode(words[3] if len(words) > 3 else '').decode()
+            doc = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as e:
+            return 'not ok', desc, f'{e}'
+        missing = [k for k in keys if not isinstance(doc, dict) or k not in doc]
+        ok = isinstance(doc, dict) and not missing
+        return ('ok' if ok else 'not ok'), desc, f'{len(text)} bytes' + (f', missing {missing}' if missing else '')
     if words and words[0] == 'dma-in':
         length, lo = int(words[1], 0), int(words[2], 0)
         with open(os.path.join(run, 'dma.mark')) as f:

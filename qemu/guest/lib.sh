@@ -69,6 +69,13 @@ hostd() {
 # the result is recorded on the host side, the reply shown here.
 hostcheck() { diag "host: $(hostd check "$@")"; }
 
+# jsoncheck NAME KEYS P2PCTL-ARGS...: the host parses what p2pctl ARGS -o json
+# prints (python's json): one object, with the keys KEYS (a,b,c or -).
+jsoncheck() {
+	_n=$1 _k=$2; shift 2
+	hostcheck json "$_n" "$_k" "$(p2pctl "$@" -o json 2>/dev/null | base64 | tr -d '\n')"
+}
+
 # held p2pctl ARGS...: run a p2pctl transfer with --hold in the background.
 # p2pbar zeroes p2pmem when it is freed, so the host must look at the bytes
 # while p2pctl still holds them: $held_out is p2pctl's output once it has

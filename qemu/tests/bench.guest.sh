@@ -68,14 +68,44 @@ check "p2pctl topo: the provider with its p2pmem and instance" \
 	has "$t" "$IVSHMEM 1af4:1110 p2pbar \[p2pmem 64 MiB, p2pbar0\]"
 [ "$p2pprofile" = acs ] && check "p2pctl topo: ACS redirect on the slot's root port" \
 	has "$t" "0000:00:04.0 1b36:000c pcieport \[ACS redirect\]"
+# (each function's NUMA node, link and IOMMU group follow in parentheses)
 [ "$p2pprofile" = nested ] && check "p2pctl topo: the NVMe under the inner switch's port" \
-	has "$t" "^|     |     +- 0000:04:00.0 104c:8233 pcieport$" &&
-	check "p2pctl topo: ... two switch levels down" has "$t" "^|     |     |  \`- $NVME 1b36:0010 nvme$"
+	has "$t" "^|     |     +- 0000:04:00.0 104c:8233 pcieport\( (.*)\)\{0,1\}$" &&
+	check "p2pctl topo: ... two switch levels down" \
+		has "$t" "^|     |     |  \`- $NVME 1b36:0010 nvme\( (.*)\)\{0,1\}$"
+check "p2pctl topo: the NVMe's link as sysfs has it" \
+	has "$t" " $NVME 1b36:0010 .*[(, ]$(sed 's/ PCIe//; s/ //g' /sys/bus/pci/devices/$NVME/current_link_speed) x$(cat /sys/bus/pci/devices/$NVME/current_link_width)"
 case "$p2pexpect" in direct) cell="D $p2pdistance" ;; host-bridge) cell="H $p2pdistance" ;; *) cell="-" ;; esac
 got=$(echo "$t" | awk -v p="$IVSHMEM" -v c="$NVME" '
 	/^verdicts/ { getline; pos = index($0, c); next }
-	pos && $1 == p { v = substr($0, pos, 13); sub(/ +$/, "", v); print v }')
-check_eq "p2pctl topo: the matrix says $cell for the NVMe" "$got" "$cell"
+	pos && $1 == p { v = substr($0, pos, 13); sub(/ +$/, "", v); print v; exit }')
+lvl=${got%% *} rest=${got#* }
+check_eq "p2pctl topo: the matrix says $cell for the NVMe" "${rest% \*}" "$cell"
+# beside the kernel's verdict, nvidia-smi topo -m's legend for the path;
+# '*' (and why, below the legend) where the two differ
+case "$p2pprofile" in
+switch|multifunction|acs|iommu-switch) want=PIX ;; nested) want=PXB ;; pxb) want=NODE ;; *) want=PHB ;;
+esac
+check_eq "p2pctl topo: nvidia-smi's legend for the path is $want" "$lvl" "$want"
+case "$lvl:$p2pexpect" in PIX:direct|PXB:direct|PHB:host-bridge|NODE:host-bridge) star=no ;; *) star=yes ;; esac
+case "$got" in *' *') got_star=yes ;; *) got_star=no ;; esac
+check_eq "p2pctl topo: '*' where the legend and the kernel differ: $star" "$got_star" "$star"
+[ "$star" = yes ] && check "p2pctl topo: ... and why, below the legend" \
+	has "$t" "^  $IVSHMEM -> $NVME: $lvl, but $p2pexpect: "
+check "p2pctl topo: the legend is nvidia-smi's" has "$t" '^  PIX  = Connection traversing at most a single PCIe bridge$'
+# every command's -o json is one object python parses (on the host)
+jsoncheck topo host_bridges,functions,verdicts topo
+jsoncheck list devices list
+jsoncheck check provider,client,verdict,distance,reason,fix,source,kernel check "$IVSHMEM" "$NVME"
+jsoncheck info device,pci,bar,size,bus_addr info
+jsoncheck verdict client,verdict,distance verdict "$NVME"
+j=$(p2pctl topo -o json)
+check "p2pctl topo -o json: the NVMe's cell, with the legend" \
+	has "$j" "{\"provider\":\"$IVSHMEM\",\"client\":\"$NVME\",\"verdict\":\"$p2pexpect\",\"distance\":$p2pdistance,\"topology\":\"$lvl\",\"differs\":$([ $star = yes ] && echo true || echo false)"
+# lspci's short form names the same functions
+short() { echo "${1#0000:}"; }
+check_eq "p2pctl check in lspci's short form says the same" \
+	"$(p2pctl check "$(short "$IVSHMEM")" "$(short "$NVME")")" "$(p2pctl check "$IVSHMEM" "$NVME")"
 
 # Live KUnit: the kernel's and the provider's verdicts for this profile.
 check "p2p_topology_kunit runs" load p2p_topology_kunit "expect=$p2pexpect distance=$p2pdistance"
@@ -84,7 +114,7 @@ check "p2p_topology_kunit runs" load p2p_topology_kunit "expect=$p2pexpect dista
 # from the kernel's own sysfs allocator (O_DIRECT, FOLL_PCI_P2PDMA).
 BLK=$(nvme_blk "$NVME")
 check "nvme namespace present ($BLK)" [ -b "$BLK" ]
-out=$(p2pctl --json dma-read "$BLK" 0x100000 65536 --sysfs "$IVSHMEM" 2>&1)
+out=$(p2pctl --json dma-read "$BLK" 0x100000 65536 --sysfs "$(short "$IVSHMEM")" 2>&1)
 rc=$?
 diag "dma-read: rc=$rc $out"
 if [ "$p2pexpect" = refused ]; then

@@ -321,8 +321,9 @@ suite_end
 suite_begin client_health
 id=$(p2pctl nvme-id-ctrl $N -o json)
 diag "$id"
-check_eq "nvme-id-ctrl: the serial QEMU was given" "$(js sn "$id")" nvme0
-check_eq "nvme-id-ctrl: QEMU's model" "$(js mn "$id")" "QEMU NVMe Ctrl"
+# sn, mn, fr padded with spaces, as the controller and nvme-cli's JSON have them
+check_eq "nvme-id-ctrl: the serial QEMU was given" "$(js sn "$id" | sed 's/ *$//')" nvme0
+check_eq "nvme-id-ctrl: QEMU's model" "$(js mn "$id" | sed 's/ *$//')" "QEMU NVMe Ctrl"
 s0=$(p2pctl nvme-smart $N -o json)
 p2pctl nvme-read $N 0 4096 >/dev/null && p2pctl nvme-read $N 8 4096 >/dev/null
 s1=$(p2pctl nvme-smart $N -o json)
@@ -334,6 +335,17 @@ e=$(p2pctl nvme-error-log $N -o json)
 diag "$e"
 check "nvme-error-log: the log's entries (elpe + 1)" \
 	[ "$(js entries "$e")" = "$(( $(js elpe "$id") + 1 ))" ]
+# every command's -o json is one object python parses (on the host),
+# errors included
+jsoncheck nvme-info device,nsid,lba_size,nlb,max_xfer nvme-info $N
+jsoncheck nvme-id-ctrl vid,sn,mn,fr,elpe nvme-id-ctrl $N
+jsoncheck nvme-smart critical_warning,temperature,num_err_log_entries nvme-smart $N
+jsoncheck nvme-error-log entries,errors nvme-error-log $N
+jsoncheck nvme-stats device,reads_p2p,inflight,latency nvme-stats $N
+jsoncheck nvme-read bytes,entries,path,bar_offset,sha256 nvme-read $N 2048 65536 --host
+jsoncheck nvme-zeroes device,command,result nvme-zeroes $N 24576 65536
+jsoncheck nvme-flush device,command,result nvme-flush $N
+jsoncheck nvme-info:missing error,errno,step,hint nvme-info /dev/p2pnvme99
 suite_end
 # Checksums coreutils reproduce: p2pctl's sha256 of the moved bytes is what
 # the host computes over the same range of the image.
@@ -547,6 +559,16 @@ else
 			"$(nvme smart-log /dev/$pci_ctrl -o json | norm | grep "^$f=")"
 	done
 	check "nvme error-log $N" sh -c "nvme error-log $N -o json >/dev/null"
+	# where p2pctl uses nvme-cli's field names, it has nvme-cli's values
+	# (error-log's entries cannot be compared: QEMU logs none)
+	p2pnorm() { sed 's/^{//; s/}$//; s/,"/\n"/g' | sed -n 's/^"\([a-z_0-9]*\)":\(.*\)$/\1=\2/p'; }
+	notin() { echo "$1" | while read -r l; do echo "$2" | grep -qxF -- "$l" || echo "$l"; done | tr '\n' ' '; }
+	mine=$(p2pctl nvme-id-ctrl $N -o json | p2pnorm)
+	check_eq "p2pctl nvme-id-ctrl -o json: its $(echo "$mine" | wc -l) fields as nvme id-ctrl -o json has them" \
+		"$(notin "$mine" "$(nvme id-ctrl $N -o json | norm)")" ""
+	mine=$(p2pctl nvme-smart $N -o json | p2pnorm | grep -E '^(critical_warning|temperature|avail_spare|spare_thresh|percent_used)=')
+	check_eq "p2pctl nvme-smart -o json: the 1- and 2-byte fields as nvme smart-log -o json has them" \
+		"$(notin "$mine" "$(nvme smart-log $N -o json | norm)")" ""
 	check_eq "nvme fw-log $N as nvme-pci's" "$(nvme fw-log $N -o json | norm)" \
 		"$(nvme fw-log /dev/$pci_ctrl -o json | norm)"
 	check "nvme get-feature -f 7 (number of queues) $N" sh -c "nvme get-feature $N -f 7 >/dev/null"

@@ -28,10 +28,18 @@ check_eq "publish again" "$(cat /sys/bus/pci/devices/$IVSHMEM/p2pmem/published)"
 l=$(p2pctl list)
 diag "$(echo "$l" | tr '\n' '|')"
 check "p2pctl list: the provider, its driver, instance, size, available, published" \
-	sh -c "echo '$l' | grep -Eq '^$IVSHMEM +provider +p2pbar +p2pbar0 +67108864 +67108864 yes\$'"
+	sh -c "echo '$l' | grep -Eq '^$IVSHMEM +provider +p2pbar +p2pbar0 +67108864 +67108864 yes '"
 check "p2pctl list: the NVMe controller and its driver" \
 	sh -c "echo '$l' | grep -Eq '^$NVME +nvme +nvme +- '"
-check "p2pctl list -o json" sh -c "p2pctl list -o json | grep -q '{\"pci\":\"$IVSHMEM\",\"kind\":\"provider\",\"driver\":\"p2pbar\",\"dev\":\"p2pbar0\",\"p2pmem_size\":67108864,\"p2pmem_available\":67108864,\"published\":true}'"
+# NUMA node, link speed and width, IOMMU group: as sysfs has them
+D=/sys/bus/pci/devices/$NVME
+numa=$(cat $D/numa_node); [ "$numa" -ge 0 ] 2>/dev/null || numa=-
+grp=$(basename "$(readlink $D/iommu_group 2>/dev/null)" 2>/dev/null); [ -n "$grp" ] || grp=-
+check "p2pctl list: the NVMe's NUMA node, link and IOMMU group ($numa $(cat $D/current_link_speed) x$(cat $D/current_link_width) $grp)" \
+	sh -c "echo '$l' | grep -Eq '^$NVME .* $numa +$(sed 's/ PCIe//; s/ //g' $D/current_link_speed) +x$(cat $D/current_link_width) +$grp\$'"
+check "p2pctl list -o json" sh -c "p2pctl list -o json | grep -q '{\"pci\":\"$IVSHMEM\",\"kind\":\"provider\",\"driver\":\"p2pbar\",\"dev\":\"p2pbar0\",\"p2pmem_size\":67108864,\"p2pmem_available\":67108864,\"published\":true,\"numa_node\":'"
+check "p2pctl list -o json: the NVMe's link width" \
+	sh -c "p2pctl list -o json | grep -q '{\"pci\":\"$NVME\",[^}]*\"link_width\":$(cat $D/current_link_width),'"
 v=$(p2pctl --json verdict "$NVME")
 diag "verdict: $v"
 case "$v" in *"\"verdict\":\"$p2pexpect\",\"distance\":$p2pdistance,"*)
@@ -90,6 +98,10 @@ else
 	hostcheck absent 131072 nvme0@0x300000 bar0
 fi
 released; check_eq "p2pctl dma-read through /dev/p2pbar0 exits $want_rc" "$?" "$want_rc"
+if [ $want_rc = 0 ]; then k=bytes,bar_offset,fnv1a,sha256; else k=error,errno,step; fi
+jsoncheck dma-read $k dma-read "$BLK" 0x300000 65536 --dev /dev/p2pbar0
+jsoncheck info device,pci,bar,published info /dev/p2pbar0
+jsoncheck verdict client,verdict,distance,reason verdict "${NVME#0000:}"
 suite_end
 
 # Removal while memory is in use, then re-bind.

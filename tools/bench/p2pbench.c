@@ -63,6 +63,8 @@
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
+#include "libp2p.h"
+
 static double now(void)
 {
 	struct timespec t;
@@ -89,7 +91,7 @@ static double cpu_busy(void)
 
 static void *buffer(size_t len, int host)
 {
-	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = len };
+	struct p2p_mem m;
 	void *p;
 	int fd;
 
@@ -98,10 +100,9 @@ static void *buffer(size_t len, int host)
 		return p == MAP_FAILED ? NULL : p;
 	}
 	fd = open("/dev/p2pbar0", O_RDWR);
-	if (fd < 0 || ioctl(fd, P2PBAR_IOC_ALLOC, &a))
+	if (fd < 0 || p2p_mem_get(fd, len, 0, &m))
 		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
-	return p == MAP_FAILED ? NULL : p;	/* fd stays open for the run */
+	return m.p;	/* fd stays open for the run */
 }
 
 static void report_p99(const char *what, const char *dev, size_t size, int qd,
@@ -401,9 +402,9 @@ static long long blkmq_ios(void)
  */
 static long register_buffer(int fd, size_t len, int host)
 {
-	struct p2pnvme_buf_reg r = { .argsz = sizeof(r), .len = len };
-	struct p2pbar_export e = { .argsz = sizeof(e), .size = len,
-				   .flags = P2PBAR_EXPORT_F_CLOEXEC };
+	struct p2pbar_export e = { .fd = -1 };
+	uint32_t id, flags = 0;
+	uint64_t addr = 0;
 	int bar = -1, ret;
 
 	if (host) {
@@ -411,24 +412,23 @@ static long register_buffer(int fd, size_t len, int host)
 
 		if (!p)
 			return -ENOMEM;
-		r.addr = (uintptr_t)p;
+		addr = (uintptr_t)p;
 	} else {
 		bar = open("/dev/p2pbar0", O_RDWR | O_CLOEXEC);
-		if (bar < 0 || ioctl(bar, P2PBAR_IOC_EXPORT, &e)) {
-			ret = -errno;
+		ret = bar < 0 ? -errno : p2p_bar_export(bar, len, P2PBAR_EXPORT_F_CLOEXEC, &e);
+		if (ret) {
 			if (bar >= 0)
 				close(bar);
 			return ret;
 		}
-		r.flags = P2PNVME_BUF_F_DMABUF;
-		r.dmabuf_fd = e.fd;
+		flags = P2PNVME_BUF_F_DMABUF;
 	}
-	ret = ioctl(fd, P2PNVME_IOC_BUF_REGISTER, &r) ? -errno : 0;
+	ret = p2p_nvme_register(fd, flags, addr, len, host ? 0 : e.fd, &id);
 	if (!host) {
 		close(e.fd);
 		close(bar);
 	}
-	return ret ? ret : (long)r.id;
+	return ret ? ret : (long)id;
 }
 
 /*
@@ -624,7 +624,7 @@ static int regcost(char **argv)
 	struct p2pnvme_buf_reg host = { .argsz = sizeof(host), .len = size };
 	struct p2pnvme_buf_reg dbuf = { .argsz = sizeof(dbuf), .len = size,
 					.flags = P2PNVME_BUF_F_DMABUF };
-	struct p2pbar_export e = { .argsz = sizeof(e), .size = size };
+	struct p2pbar_export e;
 	double th, tp;
 	int fd, bar;
 	void *p;
@@ -639,7 +639,7 @@ static int regcost(char **argv)
 	if (!p)
 		return perror("mmap"), 1;
 	memset(p, 0x5a, size);	/* faulted in: the cost measured is the pin and map */
-	if (ioctl(bar, P2PBAR_IOC_EXPORT, &e))
+	if (p2p_bar_export(bar, size, 0, &e))
 		return perror("P2PBAR_IOC_EXPORT"), 1;
 	host.addr = (uintptr_t)p;
 	dbuf.dmabuf_fd = e.fd;

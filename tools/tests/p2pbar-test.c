@@ -35,6 +35,7 @@
 #include <linux/p2pbar.h>
 #include <linux/userfaultfd.h>
 
+#include "libp2p.h"
 #include "unpriv.h"
 
 static int ntests, nfailed;
@@ -114,57 +115,20 @@ static int xioctl(int fd, unsigned long cmd, void *arg)
 	return ioctl(fd, cmd, arg) ? -errno : 0;
 }
 
-static int info(int fd, struct p2pbar_info *i)
-{
-	memset(i, 0, sizeof(*i));
-	i->argsz = sizeof(*i);
-	return xioctl(fd, P2PBAR_IOC_INFO, i);
-}
-
-static int alloc(int fd, uint64_t size, uint64_t align, struct p2pbar_alloc *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->argsz = sizeof(*a);
-	a->size = size;
-	a->align = align;
-	return xioctl(fd, P2PBAR_IOC_ALLOC, a);
-}
-
-static int pfree(int fd, uint32_t handle)
-{
-	struct p2pbar_free f = { .argsz = sizeof(f), .handle = handle };
-
-	return xioctl(fd, P2PBAR_IOC_FREE, &f);
-}
-
 static long sysfs_num(const char *attr)
 {
-	char path[256], buf[64] = "";
-	FILE *f;
+	char path[256];
 
 	snprintf(path, sizeof(path), "/sys/class/p2pbar/%s/%s", strrchr(dev, '/') + 1, attr);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtol(buf, NULL, 0);
+	return p2p_sysfs_num(path);
 }
 
 static long kernel_available(void)
 {
-	char path[256], buf[64] = "";
-	FILE *f;
+	char path[256];
 
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/available", bdf);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtol(buf, NULL, 0);
+	return p2p_sysfs_num(path);
 }
 
 struct snapshot {
@@ -222,7 +186,7 @@ static void bad_input(int fd)
 	}
 	ret = xioctl(fd, P2PBAR_IOC_ALLOC, NULL);
 	result(ret == -EFAULT, "ALLOC with a bad pointer -> EFAULT (got %s)", strerror(-ret));
-	ret = pfree(fd, 12345);
+	ret = p2p_bar_free(fd, 12345);
 	result(ret == -ENOENT, "FREE unknown handle -> ENOENT (got %s)", strerror(-ret));
 	fr = (struct p2pbar_free){ .argsz = sizeof(fr), .flags = 1 };
 	ret = xioctl(fd, P2PBAR_IOC_FREE, &fr);
@@ -266,7 +230,7 @@ static void bad_input(int fd)
 		struct p2pbar_alloc a;
 		void *p;
 
-		alloc(fd, 2 * pgsz, 0, &a);
+		p2p_bar_alloc(fd, 2 * pgsz, 0, &a);
 		p = mmap(NULL, pgsz, PROT_READ, MAP_PRIVATE, fd, a.mmap_offset);
 		result(p == MAP_FAILED && errno == EINVAL, "private mmap -> EINVAL");
 		p = mmap(NULL, 3 * pgsz, PROT_READ, MAP_SHARED, fd, a.mmap_offset);
@@ -277,7 +241,7 @@ static void bad_input(int fd)
 		result(p != MAP_FAILED, "mmap of the second page of an allocation");
 		if (p != MAP_FAILED)
 			munmap(p, pgsz);
-		pfree(fd, a.handle);
+		p2p_bar_free(fd, a.handle);
 	}
 	/* garbage into the writable sysfs file */
 	{
@@ -307,10 +271,10 @@ static void data_tests(int fd, const char *blk)
 	size_t i, len = 1 << 20;
 	int zero = 1, ret;
 
-	info(fd, &inf);
+	p2p_bar_info(fd, &inf);
 
 	/* CPU writes through the mapping reach the BAR (host reads the file). */
-	ret = alloc(fd, len, 0, &a);
+	ret = p2p_bar_alloc(fd, len, 0, &a);
 	result(!ret, "ALLOC 1 MiB (%s)", strerror(-ret));
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
 	result(p != MAP_FAILED, "mmap the allocation");
@@ -343,9 +307,9 @@ static void data_tests(int fd, const char *blk)
 	/* Zeroing: free, allocate the same region again, it reads zeros. */
 	first_bus = a.bus_addr;
 	munmap(p, len);
-	pfree(fd, a.handle);
+	p2p_bar_free(fd, a.handle);
 	result(sysfs_num("alloc_count") == 0, "freed allocation leaves the count");
-	ret = alloc(fd, len, 0, &b);
+	ret = p2p_bar_alloc(fd, len, 0, &b);
 	result(!ret && b.bus_addr == first_bus, "reallocation gets the same region (%#llx)",
 	       (unsigned long long)b.bus_addr);
 	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, b.mmap_offset);
@@ -355,22 +319,22 @@ static void data_tests(int fd, const char *blk)
 	result(zero, "reallocated region reads zeros, not the previous owner's bytes");
 	if (p != MAP_FAILED)
 		munmap(p, len);
-	pfree(fd, b.handle);
+	p2p_bar_free(fd, b.handle);
 
 	/* Alignment */
-	ret = alloc(fd, 2 * pgsz, 2 << 20, &a);
+	ret = p2p_bar_alloc(fd, 2 * pgsz, 2 << 20, &a);
 	result(!ret && !(a.bus_addr % (2 << 20)), "ALLOC with 2 MiB alignment is aligned (%#llx)",
 	       (unsigned long long)a.bus_addr);
-	pfree(fd, a.handle);
+	p2p_bar_free(fd, a.handle);
 
 	/* A mapping outlives FREE; the memory returns when it is unmapped. */
 	{
 		long avail0 = kernel_available();
 
-		alloc(fd, len, 0, &a);
+		p2p_bar_alloc(fd, len, 0, &a);
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
 		p[0] = 1;
-		pfree(fd, a.handle);
+		p2p_bar_free(fd, a.handle);
 		p[len - 1] = 2;	/* still valid: the mapping holds the pages */
 		result(kernel_available() == avail0 - (long)len && sysfs_num("alloc_count") == 1,
 		       "mapped memory stays allocated after FREE");
@@ -383,7 +347,7 @@ static void data_tests(int fd, const char *blk)
 	{
 		int fd2 = open(dev, O_RDWR);
 
-		alloc(fd2, len, 0, &a);
+		p2p_bar_alloc(fd2, len, 0, &a);
 		result(sysfs_num("alloc_count") == 1, "allocation on a second fd counted");
 		close(fd2);
 		result(sysfs_num("alloc_count") == 0, "closing the fd frees its allocations");
@@ -399,7 +363,7 @@ static void data_tests(int fd, const char *blk)
 		unsigned long long boff;
 		ssize_t r;
 
-		alloc(fd, 256 << 10, 0, &a);
+		p2p_bar_alloc(fd, 256 << 10, 0, &a);
 		boff = a.bus_addr - inf.bus_addr + inf.offset;
 		p = mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
 		r = pread(bfd, p, 256 << 10, 4 << 20);
@@ -424,7 +388,7 @@ static void data_tests(int fd, const char *blk)
 			host("check fill %d nvme0@%d 0xc3", 128 << 10, 8 << 20);
 		}
 		munmap(p, 256 << 10);
-		pfree(fd, a.handle);
+		p2p_bar_free(fd, a.handle);
 		close(bfd);
 	}
 }
@@ -518,7 +482,7 @@ static void *race_thread(void *arg)
 	    msg.event != UFFD_EVENT_PAGEFAULT)
 		return NULL;
 	r->woke = 1;
-	r->free_ret = pfree(r->fd, r->handle);
+	r->free_ret = p2p_bar_free(r->fd, r->handle);
 	munmap(r->page, pgsz);
 	ioctl(r->uffd, UFFDIO_WAKE, &range);
 	return NULL;
@@ -541,7 +505,7 @@ static void alloc_copyout_race(int fd)
 		return;
 	}
 	/* the next ALLOC gets the lowest free handle: this one */
-	if (alloc(fd, pgsz, 0, &probe) || pfree(fd, probe.handle)) {
+	if (p2p_bar_alloc(fd, pgsz, 0, &probe) || p2p_bar_free(fd, probe.handle)) {
 		result(0, "probe allocation for the ALLOC race");
 		return;
 	}
@@ -582,11 +546,11 @@ static void read_only_fd(void)
 	int fd = open(dev, O_RDONLY), ret;
 
 	result(fd >= 0, "open %s read-only", dev);
-	ret = info(fd, &inf);
+	ret = p2p_bar_info(fd, &inf);
 	result(!ret, "INFO on a read-only fd works (%s)", strerror(-ret));
-	ret = alloc(fd, pgsz, 0, &a);
+	ret = p2p_bar_alloc(fd, pgsz, 0, &a);
 	result(ret == -EBADF, "ALLOC on a read-only fd -> EBADF (got %s)", strerror(-ret));
-	ret = pfree(fd, 1);
+	ret = p2p_bar_free(fd, 1);
 	result(ret == -EBADF, "FREE on a read-only fd -> EBADF (got %s)", strerror(-ret));
 	ret = xioctl(fd, P2PBAR_IOC_EXPORT, &e);
 	result(ret == -EBADF, "EXPORT on a read-only fd -> EBADF, no writable dma-buf (got %s)",
@@ -611,7 +575,7 @@ static void zeroed_for_the_pool(int fd)
 	void *p;
 	int sfd;
 
-	if (alloc(fd, len, 0, &a)) {
+	if (p2p_bar_alloc(fd, len, 0, &a)) {
 		result(0, "ALLOC for the pool test");
 		return;
 	}
@@ -620,7 +584,7 @@ static void zeroed_for_the_pool(int fd)
 		return;
 	memset(p, 0xa5, len);
 	munmap(p, len);
-	pfree(fd, a.handle);
+	p2p_bar_free(fd, a.handle);
 
 	avail = kernel_available();
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/allocate", bdf);
@@ -668,7 +632,7 @@ static void *info_poller(void *arg)
 	while (!p->stop) {
 		double t0 = now_ms(), dt;
 
-		info(p->fd, &i);
+		p2p_bar_info(p->fd, &i);
 		dt = now_ms() - t0;
 		if (dt > p->worst)
 			p->worst = dt;
@@ -689,14 +653,14 @@ static int zeroing_round(int fd, double *took, double *worst, long *calls)
 	pthread_create(&t, NULL, info_poller, &p);
 	usleep(20000);
 	t0 = now_ms();
-	ret = alloc(fd, 48 << 20, 0, &a);
+	ret = p2p_bar_alloc(fd, 48 << 20, 0, &a);
 	*took = now_ms() - t0;
 	usleep(5000);
 	p.stop = 1;
 	pthread_join(t, NULL);
 	close(p.fd);
 	if (!ret)
-		pfree(fd, a.handle);
+		p2p_bar_free(fd, a.handle);
 	*worst = p.worst;
 	*calls = p.n;
 	return ret;
@@ -771,13 +735,13 @@ static int as_user(void *p)
 		return errno;
 	switch (u->op) {
 	case U_INFO:
-		ret = -info(fd, &i);
+		ret = -p2p_bar_info(fd, &i);
 		break;
 	case U_ALLOC:
-		ret = -alloc(fd, pgsz, 0, &a);
+		ret = -p2p_bar_alloc(fd, pgsz, 0, &a);
 		break;
 	case U_FREE:
-		ret = -pfree(fd, u->handle);
+		ret = -p2p_bar_free(fd, u->handle);
 		break;
 	case U_EXPORT:
 		ret = -xioctl(fd, P2PBAR_IOC_EXPORT, &e);
@@ -787,7 +751,7 @@ static int as_user(void *p)
 		ret = m == MAP_FAILED ? errno : 0;
 		break;
 	case U_USE:	/* allocate, map, write, read back, free */
-		ret = -alloc(fd, pgsz, 0, &a);
+		ret = -p2p_bar_alloc(fd, pgsz, 0, &a);
 		if (ret)
 			break;
 		m = mmap(NULL, pgsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
@@ -796,7 +760,7 @@ static int as_user(void *p)
 			break;
 		}
 		m[0] = 0x5a;
-		ret = m[0] == 0x5a ? -pfree(fd, a.handle) : EIO;
+		ret = m[0] == 0x5a ? -p2p_bar_free(fd, a.handle) : EIO;
 		break;
 	}
 	close(fd);
@@ -853,7 +817,7 @@ static void privileges(int fd)
 		    "0660, group 990: a group member's read-write fd, ALLOC, map, write, FREE");
 
 	/* root's allocation, not at offset 0 (which would allocate instead) */
-	if (alloc(fd, pgsz, 0, &a[0]) || alloc(fd, pgsz, 0, &a[1])) {
+	if (p2p_bar_alloc(fd, pgsz, 0, &a[0]) || p2p_bar_alloc(fd, pgsz, 0, &a[1])) {
 		result(0, "two ALLOCs as root");
 		goto restore;
 	}
@@ -862,7 +826,7 @@ static void privileges(int fd)
 		    ENOENT, "0660, group 990: a group member cannot FREE root's handle");
 	as_user_row(1, (struct uop){ .op = U_MMAP, .oflags = O_RDWR, .off = mine->mmap_offset },
 		    EINVAL, "0660, group 990: a group member cannot map root's allocation");
-	result(!pfree(fd, a[0].handle) && !pfree(fd, a[1].handle),
+	result(!p2p_bar_free(fd, a[0].handle) && !p2p_bar_free(fd, a[1].handle),
 	       "root's allocations are still there: FREE works");
 
 restore:
@@ -893,7 +857,7 @@ static void removal(int unplug)
 	int ufd;
 
 	result(fd >= 0, "open %s", dev);
-	result(!alloc(fd, 64 * pgsz, 0, &a), "ALLOC before removal");
+	result(!p2p_bar_alloc(fd, 64 * pgsz, 0, &a), "ALLOC before removal");
 	if (pipe(go) || pipe(done))
 		return;
 	pid = fork();
@@ -916,7 +880,7 @@ static void removal(int unplug)
 			(void)p[0];		/* zapped: faults again */
 			code |= 2;
 		}
-		if (alloc(fd, pgsz, 0, &a) != -ENODEV)
+		if (p2p_bar_alloc(fd, pgsz, 0, &a) != -ENODEV)
 			code |= 4;
 		_exit(code);
 	}
@@ -950,7 +914,7 @@ static void removal(int unplug)
 	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 1), "write to an unfaulted page after removal raises SIGBUS");
 	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 2), "access to a zapped page after removal raises SIGBUS");
 	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 4), "ALLOC after removal -> ENODEV");
-	result(alloc(fd, pgsz, 0, &a) == -ENODEV, "ioctl on the old fd -> ENODEV");
+	result(p2p_bar_alloc(fd, pgsz, 0, &a) == -ENODEV, "ioctl on the old fd -> ENODEV");
 	result(mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED, "mmap on the old fd fails");
 	close(fd);
 	result(open(dev, O_RDWR) < 0, "the device node is gone");
@@ -984,7 +948,7 @@ int main(int argc, char **argv)
 	}
 	{
 		struct p2pbar_info i;
-		int ret = info(fd, &i);
+		int ret = p2p_bar_info(fd, &i);
 
 		result(!ret && i.bar == 2 && i.size == 64 << 20 && i.offset == 0 &&
 		       (i.flags & P2PBAR_INFO_F_PUBLISHED),

@@ -37,6 +37,7 @@
 #include <linux/udmabuf.h>
 
 #include "ktap.h"
+#include "libp2p.h"
 
 #define PLAN 32
 #define MMAP_SIZE (1 << 20)
@@ -372,8 +373,8 @@ int main(int argc, char **argv)
 	revoke_case(bar, nvme, dfd, map, argv[3]);
 	close(dfd);
 
-	if (n != PLAN)
-		printf("    # ran %d cases, planned %d\n", n, PLAN);
-	printf("%s 1 client_dmabuf_api\n", failed || n != PLAN ? "not ok" : "ok");
-	return failed || n != PLAN;
+	if (ktap_n != PLAN)
+		printf("    # ran %d cases, planned %d\n", ktap_n, PLAN);
+	printf("%s 1 client_dmabuf_api\n", ktap_failed || ktap_n != PLAN ? "not ok" : "ok");
+	return ktap_failed || ktap_n != PLAN;
 }

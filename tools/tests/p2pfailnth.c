@@ -42,6 +42,7 @@
 #include <linux/p2pnvme.h>
 
 #include "ktap.h"
+#include "libp2p.h"
 
 static const char *bar_dev, *bdf, *nvme_dev;
 static int bar, nvme;
@@ -70,11 +71,11 @@ static struct state snap(void)
 	struct state s;
 
 	snprintf(p, sizeof(p), "/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1);
-	s.count = read_num(p);
+	s.count = p2p_sysfs_num(p);
 	snprintf(p, sizeof(p), "/sys/class/p2pbar/%s/alloc_bytes", strrchr(bar_dev, '/') + 1);
-	s.bytes = read_num(p);
+	s.bytes = p2p_sysfs_num(p);
 	snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/p2pmem/available", bdf);
-	s.avail = read_num(p);
+	s.avail = p2p_sysfs_num(p);
 	s.fds = open_fds();
 	return s;
 }
@@ -607,6 +608,6 @@ int main(int argc, char **argv)
 				    getenv("P2P_FAILNTH_STEP") ? atoi(getenv("P2P_FAILNTH_STEP")) ?: 1 : 1);
 		filter_faults(0);
 	}
-	printf("%s 1 failnth\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 failnth\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }

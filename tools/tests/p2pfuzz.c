@@ -44,6 +44,7 @@
 #include <linux/p2pnvme.h>
 
 #include "ktap.h"
+#include "libp2p.h"
 
 #define NFD	4
 #define NMAP	16
@@ -451,13 +452,13 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* read_num() of a path built from @fmt and @arg */
+/* p2p_sysfs_num() of a path built from @fmt and @arg */
 static long read_numf(const char *fmt, const char *arg)
 {
 	char path[256];
 
 	snprintf(path, sizeof(path), fmt, arg);
-	return read_num(path);
+	return p2p_sysfs_num(path);
 }
 
 int main(int argc, char **argv)
@@ -589,6 +590,6 @@ int main(int argc, char **argv)
 	close(fd);
 	tap(read_numf("/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1) == 0,
 	    "and is free again after close");
-	printf("%s 1 fuzz\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 fuzz\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }

@@ -38,6 +38,7 @@
 #include <linux/userfaultfd.h>
 
 #include "ktap.h"
+#include "libp2p.h"
 
 /* Sum of every counter in sysfs stats/ */
 static long long stats_sum(const char *dev)
@@ -190,8 +191,8 @@ static int stuck_unbind(const char *dev, const char *bdf, int admin)
 	ok = ioctl(st.fd, P2PNVME_IOC_IO, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
 		   .op = P2PNVME_OP_FLUSH }) ? errno : 0;
 	result(ok == ENODEV, "later I/O on the open file: ENODEV", ENODEV, ok);
-	printf("%s 1 %s\n", failed ? "not ok" : "ok", name);
-	return !!failed;
+	printf("%s 1 %s\n", ktap_failed ? "not ok" : "ok", name);
+	return !!ktap_failed;
 }
 
 /*
@@ -471,8 +472,8 @@ static int admin_passthru(const char *dev)
 	admin_unprivileged(dev);
 	admin_memlock_root(fd);
 	close(fd);
-	printf("%s 1 client_admin\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 client_admin\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }
 
 /*
@@ -513,8 +514,8 @@ static int restart(const char *dev)
 	       "stopped and continued 5 times, its restarted ioctl ends with the reset (0 or ENODEV)",
 	       ENODEV, st);
 	close(fd);
-	printf("%s 1 client_restart\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 client_restart\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }
 
 /*
@@ -550,8 +551,8 @@ static int reuse(const char *dev)
 	result(ret == 0 && io.result == 0 && io.path && io.status == 0,
 	       "io: out-fields preset are ignored and written", 0, ret);
 	close(fd);
-	printf("%s 1 client_reuse\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 client_reuse\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }
 
 /* /sys/class/p2pnvme/<name of @dev>/@attr as a number, -1 if unreadable */
@@ -560,7 +561,7 @@ static long long attr_of(const char *dev, const char *attr)
 	char path[256];
 
 	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/%s", strrchr(dev, '/') + 1, attr);
-	return read_num(path);
+	return p2p_sysfs_num(path);
 }
 
 static int set_attr(const char *dev, const char *attr, const char *val)
@@ -637,8 +638,8 @@ static int std_p2pmem(const char *dev, const char *bar, int refused)
 	close(bfd);
 	close(fd);
 	free(h);
-	printf("%s 1 client_std_p2pmem\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 client_std_p2pmem\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }
 
 int main(int argc, char **argv)
@@ -765,13 +766,13 @@ int main(int argc, char **argv)
 	/* entries 0 and 1 are good: they must not have been submitted either */
 	submit_case(fd, "entry 2 with an unmapped buffer", ok, EFAULT, 2);
 
-	n++;
+	ktap_n++;
 	if (stats_sum(argv[1]) == before) {
-		printf("    ok %d counters unchanged by bad input\n", n);
+		printf("    ok %d counters unchanged by bad input\n", ktap_n);
 	} else {
-		failed++;
-		printf("    not ok %d counters unchanged by bad input\n", n);
+		ktap_failed++;
+		printf("    not ok %d counters unchanged by bad input\n", ktap_n);
 	}
-	printf("%s 1 client_badinput\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 client_badinput\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }

@@ -46,6 +46,7 @@
 #include <linux/p2pnvme.h>
 
 #include "ktap.h"
+#include "libp2p.h"
 #include "p2pnvme-state.h"
 
 #define KIB		1024ULL
@@ -142,13 +143,9 @@ static int pattern_ok(const unsigned char *p, uint64_t slba, uint64_t len)
 /* A mapping of @len of p2pmem from the provider at @bar (by address). */
 static void *p2pmem_map(size_t len)
 {
-	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = len };
-	void *p;
+	struct p2p_mem m;
 
-	if (ioctl(bar, P2PBAR_IOC_ALLOC, &a))
-		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bar, a.mmap_offset);
-	return p == MAP_FAILED ? NULL : p;
+	return p2p_mem_get(bar, len, 0, &m) ? NULL : m.p;
 }
 
 struct dbuf {
@@ -160,15 +157,18 @@ struct dbuf {
 /* p2pmem exported as a dma-buf of @size (P2PBAR_IOC_EXPORT), mapped if @map. */
 static int dbuf_get(uint64_t size, int map, struct dbuf *d)
 {
-	struct p2pbar_info info = { .argsz = sizeof(info) };
-	struct p2pbar_export e = { .argsz = sizeof(e), .size = size,
-				   .flags = P2PBAR_EXPORT_F_CLOEXEC };
+	struct p2pbar_export e;
+	struct p2pbar_info info;
 	void *p;
+	int ret;
 
 	d->fd = -1;
 	d->map = NULL;
-	if (ioctl(bar, P2PBAR_IOC_INFO, &info) || ioctl(bar, P2PBAR_IOC_EXPORT, &e))
-		return -errno;
+	ret = p2p_bar_info(bar, &info);
+	if (!ret)
+		ret = p2p_bar_export(bar, size, P2PBAR_EXPORT_F_CLOEXEC, &e);
+	if (ret)
+		return ret;
 	d->fd = e.fd;
 	d->bar_off = e.bus_addr - info.bus_addr + info.offset;
 	if (!map)
@@ -228,32 +228,14 @@ static long long alloc_settles(long long want, double secs)
 
 /* ---- p2pnvme: registration, transfers ---------------------------------- */
 
-static int reg(int fd, uint32_t flags, uint64_t addr, uint64_t len, int dfd, uint32_t *id)
-{
-	struct p2pnvme_buf_reg r = { .argsz = sizeof(r), .flags = flags, .addr = addr,
-				     .len = len, .dmabuf_fd = dfd };
-
-	if (ioctl(fd, P2PNVME_IOC_BUF_REGISTER, &r))
-		return -errno;
-	*id = r.id;
-	return 0;
-}
-
 static int reg_host(int fd, const void *p, uint64_t len, uint32_t *id)
 {
-	return reg(fd, 0, (uintptr_t)p, len, 0, id);
+	return p2p_nvme_register(fd, 0, (uintptr_t)p, len, 0, id);
 }
 
 static int reg_dmabuf(int fd, int dfd, uint64_t off, uint64_t len, uint32_t *id)
 {
-	return reg(fd, P2PNVME_BUF_F_DMABUF, off, len, dfd, id);
-}
-
-static int unreg(int fd, uint32_t id)
-{
-	struct p2pnvme_buf_unreg u = { .argsz = sizeof(u), .id = id };
-
-	return ioctl(fd, P2PNVME_IOC_BUF_UNREGISTER, &u) ? -errno : 0;
+	return p2p_nvme_register(fd, P2PNVME_BUF_F_DMABUF, off, len, dfd, id);
 }
 
 /* A transfer naming registered buffer @id at byte offset @off. */
@@ -405,7 +387,7 @@ static void stats_get(long *v)
 	for (i = 0; i < NSTATS; i++) {
 		snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/%s",
 			 strrchr(dev, '/') + 1, stat_names[i]);
-		v[i] = read_num(path);
+		v[i] = p2p_sysfs_num(path);
 	}
 }
 
@@ -503,14 +485,14 @@ static void reg_table(unsigned char *buf, const struct dbuf *d)
 		ret = ioctl(nvme, P2PNVME_IOC_BUF_REGISTER, &a) ? errno : 0;
 		got = a.r.id;
 		/* a wrongly accepted one goes, so that the table goes on as planned */
-		if (!ret && (t[i].err || got) && unreg(nvme, got))
+		if (!ret && (t[i].err || got) && p2p_nvme_unregister(nvme, got))
 			printf("    # could not unregister id %u\n", got);
 		if (!ret && !t[i].err && !got)
-			ret = -unreg(nvme, got);
+			ret = -p2p_nvme_unregister(nvme, got);
 		id = ~0U;
 		next = reg_host(nvme, buf, 4096, &id);
 		if (!next)
-			unreg(nvme, id);
+			p2p_nvme_unregister(nvme, id);
 		if (next || id)
 			printf("    # the next registration: %s, id %u\n", strerror(-next), id);
 		if (!ret && !t[i].err && got)
@@ -553,28 +535,28 @@ static void unreg_table(unsigned char *buf)
 		a.u.id = id;
 		a.tail = t[i].tail;
 		ret = ioctl(nvme, P2PNVME_IOC_BUF_UNREGISTER, &a) ? errno : 0;
-		kept = unreg(nvme, id);	/* still there: this one works */
+		kept = p2p_nvme_unregister(nvme, id);	/* still there: this one works */
 		if (r0 || id || kept)
 			printf("    # register: %s, id %u; then unregister: %s\n", strerror(-r0), id,
 			       strerror(-kept));
 		snprintf(what, sizeof(what), "unregister: %s (the buffer stays)", t[i].what);
 		result(ret == t[i].err && !r0 && !id && !kept, what, t[i].err, ret);
 	}
-	ret = unreg(nvme, 7);
+	ret = p2p_nvme_unregister(nvme, 7);
 	result(ret == -ENOENT, "unregister: an id never registered", ENOENT, -ret);
 
 	/* 0 and 1 registered; 0 goes, goes again (ENOENT), comes back as the next */
 	r0 = reg_host(nvme, buf, 4096, &id0);
 	r1 = reg_host(nvme, buf + 4096, 4096, &id1);
-	once = unreg(nvme, id0);
-	twice = unreg(nvme, id0);
+	once = p2p_nvme_unregister(nvme, id0);
+	twice = p2p_nvme_unregister(nvme, id0);
 	again = reg_host(nvme, buf + 8192, 4096, &id);
 	printf("    # ids %u and %u; unregister %d, again %d; the next id %u\n", id0, id1, once,
 	       twice, id);
 	tap(!r0 && !r1 && id0 == 0 && id1 == 1 && !once && twice == -ENOENT && !again && id == 0,
 	    "unregister: 0 once, ENOENT twice, the id is the next registration's at once");
-	unreg(nvme, id);
-	unreg(nvme, id1);
+	p2p_nvme_unregister(nvme, id);
+	p2p_nvme_unregister(nvme, id1);
 }
 
 /* ---- (b) P2PNVME_IOC_IO ------------------------------------------------ */
@@ -706,7 +688,7 @@ static void io_cases(unsigned char *h, unsigned char *u, const struct dbuf *d, u
 	if (!ret)
 		hostcheck("equal %llu bar0@%llu nvme0@%llu", CHUNK, (unsigned long long)e.bar_off,
 			  REF_LBA * 512);
-	r2 = ret ? ret : unreg(nvme, eid);
+	r2 = ret ? ret : p2p_nvme_unregister(nvme, eid);
 	a2 = alloc_settles(a0, 10);
 	ok = !ret && eid == 2 && a1 == a0 + (long long)MIB && !r1 &&
 	     io.path == P2PNVME_PATH_DMABUF && !r2 && a2 == a0;
@@ -759,7 +741,7 @@ static void batch_cases(unsigned char *h, unsigned char *u, const struct dbuf *d
 	    "submit: 12 reads mixing registered host, registered dma-buf, plain host (paths, bytes)");
 
 	/* registered transfers do not count against max_inflight_mb */
-	was = read_num(p);
+	was = p2p_sysfs_num(p);
 	snprintf(old, sizeof(old), "%ld", was);
 	set = write_str(p, "1");
 	memset(h, 0xee, HLEN);
@@ -911,7 +893,7 @@ static void io_table(unsigned char *h, unsigned char *buf, uint32_t hid, int fd2
 
 	/* an id that was registered (past the live ones) and is not any more */
 	r0 = reg_host(nvme, buf, 4096, &gone);
-	if (r0 || unreg(nvme, gone))
+	if (r0 || p2p_nvme_unregister(nvme, gone))
 		printf("    # the unregistered id: %s\n", strerror(-r0));
 	memset(h, 0xee, HLEN);
 	stats_get(s0);
@@ -986,7 +968,7 @@ static void readonly_dmabuf(void)
 	       strerror(-r3), strerror(-r4), io.path);
 	if (!r0)
 		close(e.fd);	/* the registration holds the dma-buf */
-	r0 = r1 ? r1 : unreg(nvme, id);
+	r0 = r1 ? r1 : p2p_nvme_unregister(nvme, id);
 	tap(!r1 && wmap == EACCES && !rp && r2 == -EBADF && r3 == -EBADF && !r4 &&
 	    io.path == P2PNVME_PATH_DMABUF && !r0,
 	    "a read-only dma-buf: no writable mmap, reads EBADF (ioctl, uring), a write works");
@@ -1043,7 +1025,7 @@ static void inflight_unreg(unsigned char *u, const struct dbuf *d)
 	if (have_ring) {
 		r0 = round_reads(&dr, d, nr, &x);
 		got = r0 ? 0 : io_uring_submit(&dr);
-		r1 = unreg(nvme, x);
+		r1 = p2p_nvme_unregister(nvme, x);
 		held = inflight_now(dev);
 		pending = unreleased(dev);	/* still holding the buffer */
 		memset(u, 0xee, CHUNK);
@@ -1073,7 +1055,7 @@ static void inflight_unreg(unsigned char *u, const struct dbuf *d)
 	tap(!ret && io.path == P2PNVME_PATH_HOST && !memcmp(u, ref, CHUNK),
 	    "the reused id names the new buffer (path host, bytes)");
 	if (!r2)
-		unreg(nvme, y);
+		p2p_nvme_unregister(nvme, y);
 }
 
 /* One round of requeued_binding(): its ENOENT count, or -1 after a failure or before 7.x. */
@@ -1115,7 +1097,7 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 	if (!r0) {
 		r0 = round_reads(&rr, d, nr, &x);
 		got = r0 ? 0 : io_uring_submit(&rr);
-		r1 = r0 ? r0 : unreg(nvme, x);
+		r1 = r0 ? r0 : p2p_nvme_unregister(nvme, x);
 		r2 = r1 ? r1 : reg_host(nvme, u, 2 * MIB, &y);	/* at the same id */
 		if (rt)
 			sched_setscheduler(0, SCHED_OTHER, &normal);
@@ -1138,7 +1120,7 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 	       got, room, x, strerror(-r1), strerror(-r2), y, requeued, ok, enoent,
 	       rt ? "" : "; the worker not held back");
 	if (!r2)
-		unreg(nvme, y);
+		p2p_nvme_unregister(nvme, y);
 	/* the round to report: one with ENOENT, the last, or one that failed */
 	last = round == 3 || enoent || bad || r0 || r1 || r2 || !reissue_safe();
 	if (!last)
@@ -1219,7 +1201,7 @@ static void limit_cases(unsigned char *buf)
 	    P2PNVME_BUF_MAX, P2PNVME_BUF_MAX - 1);
 	ret = fd < 0 ? -EBADF : reg_host(fd, buf, 4096, &id);
 	result(ret == -ENOSPC, "registration 1025 on that file", ENOSPC, -ret);
-	r1 = fd < 0 ? -EBADF : unreg(fd, 500);
+	r1 = fd < 0 ? -EBADF : p2p_nvme_unregister(fd, 500);
 	r2 = fd < 0 ? -EBADF : reg_host(fd, small + 500 * 4096, 4096, &id);
 	r3 = fd < 0 ? -EBADF : reg_host(fd, buf, 4096, &id2);
 	printf("    # unregister 500: %s; register: %s, id %u; once more: %s\n", strerror(-r1),
@@ -1227,7 +1209,7 @@ static void limit_cases(unsigned char *buf)
 	tap(!r1 && !r2 && id == 500 && r3 == -ENOSPC,
 	    "unregistering id 500 makes it the next one, then ENOSPC again");
 	for (i = 0, bad = 0; fd >= 0 && i < P2PNVME_BUF_MAX; i++)
-		bad += !!unreg(fd, i);
+		bad += !!p2p_nvme_unregister(fd, i);
 	ret = fd < 0 ? -EBADF : reg_host(fd, buf, 4096, &id);
 	printf("    # %d unregistrations failed; the next registration: %s, id %u\n", bad,
 	       strerror(-ret), id);
@@ -1615,16 +1597,16 @@ static void revoke_mode(const char *bdf)
 		if (ufd >= 0)
 			close(ufd);
 	}
-	ret = unreg(nvme, dbid);
+	ret = p2p_nvme_unregister(nvme, dbid);
 	io = rio(P2PNVME_OP_READ, REF_LBA, CHUNK, dbid, 0, 0);
 	ret2 = xfer(nvme, &io);
 	printf("    # unregister: %s; then a read: %s\n", strerror(-ret), strerror(-ret2));
 	tap(!ret && ret2 == -ENOENT, "unregistering the revoked buffer: 0, its id then ENOENT");
 	ret = d.fd < 0 ? -EBADF : reg_dmabuf(nvme, d.fd, 0, REF_LEN, &again);
 	if (!ret)
-		unreg(nvme, again);
+		p2p_nvme_unregister(nvme, again);
 	result(ret == -ENODEV, "registering the revoked dma-buf again", ENODEV, -ret);
-	unreg(nvme, hid);
+	p2p_nvme_unregister(nvme, hid);
 	if (d.fd >= 0)
 		close(d.fd);
 }
@@ -1676,10 +1658,10 @@ static void unbind_mode(const char *bdf)
 	result(ret == -ENODEV, "uring: reads into both buffers after the unbind", ENODEV, -ret);
 	ret = h ? reg_host(nvme, h, 4096, &id) : -ENOMEM;
 	if (!ret)
-		unreg(nvme, id);
+		p2p_nvme_unregister(nvme, id);
 	result(ret == -ENODEV, "registering on the file after the unbind", ENODEV, -ret);
-	r1 = unreg(nvme, ids[0]);
-	r2 = unreg(nvme, ids[1]);
+	r1 = p2p_nvme_unregister(nvme, ids[0]);
+	r2 = p2p_nvme_unregister(nvme, ids[1]);
 	printf("    # unregister: %s, %s\n", strerror(-r1), strerror(-r2));
 	tap(!r1 && !r2, "both buffers unregister after the unbind");
 	if (d.fd >= 0)
@@ -1723,7 +1705,7 @@ static void big_beyond_cap(unsigned int mb, int swiotlb)
 	reset = write_str(SWIOTLB_HIWATER, "0");
 	ret = reg_host(nvme, p, len, &id);
 	if (!reset)
-		hw = read_num(SWIOTLB_HIWATER);
+		hw = p2p_sysfs_num(SWIOTLB_HIWATER);
 	if (hw < 0)
 		printf("    # %zu MiB at once: %s; swiotlb's high-water mark: unknown\n",
 		       len >> 20, ret ? strerror(-ret) : "registered");
@@ -1731,7 +1713,7 @@ static void big_beyond_cap(unsigned int mb, int swiotlb)
 		printf("    # %zu MiB at once: %s; swiotlb's high-water mark since: %lld KiB\n",
 		       len >> 20, ret ? strerror(-ret) : "registered", hw * 2);
 	if (!ret)
-		unreg(nvme, id);
+		p2p_nvme_unregister(nvme, id);
 	if (swiotlb)
 		tap(ret == -ENOBUFS && hw >= 0 && hw * 2048 < (long long)len,
 		    "%zu MiB beyond max_bounced_reg_mb: ENOBUFS before it takes the bounce slots",
@@ -1773,13 +1755,13 @@ static void bounce_cap_mode(const char *arg)
 		tap(ok == want + 1, "nothing is bounced: %u buffers beyond max_bounced_reg_mb register",
 		    want + 1 - mb);
 	/* under swiotlb the one given back is what makes room */
-	ret = ok ? unreg(nvme, ids[--ok]) : -ENOENT;
+	ret = ok ? p2p_nvme_unregister(nvme, ids[--ok]) : -ENOENT;
 	if (!ret)
 		ret = reg_host(nvme, p + ok * len, len, &ids[ok]);
 	ok += !ret;
 	result(!ret, "one unregistered, one more registers", 0, -ret);
 	while (ok)
-		unreg(nvme, ids[--ok]);
+		p2p_nvme_unregister(nvme, ids[--ok]);
 	munmap(p, all);
 	big_beyond_cap(mb, swiotlb);
 }
@@ -1828,8 +1810,8 @@ int main(int argc, char **argv)
 	else
 		main_mode();
 	io_uring_queue_exit(&ring);
-	if (n != plan)
-		printf("    # ran %d cases, planned %d\n", n, plan);
-	printf("%s 1 %s\n", failed || n != plan ? "not ok" : "ok", name);
-	return failed || n != plan ? 1 : 0;
+	if (ktap_n != plan)
+		printf("    # ran %d cases, planned %d\n", ktap_n, plan);
+	printf("%s 1 %s\n", ktap_failed || ktap_n != plan ? "not ok" : "ok", name);
+	return ktap_failed || ktap_n != plan ? 1 : 0;
 }

@@ -51,6 +51,7 @@
 #include <linux/p2pnvme.h>
 
 #include "ktap.h"
+#include "libp2p.h"
 #include "p2pnvme-state.h"
 
 #define CHUNK	65536ULL
@@ -83,26 +84,6 @@ static unsigned int kind_flags(enum ring_kind kind)
 	default:
 		return RING_FLAGS;
 	}
-}
-
-struct p2pmem {
-	unsigned char *p;
-	uint64_t bar_off;	/* offset into the BAR (the host's bar0 file) */
-};
-
-/* An allocation of @len from the provider at @bar, mapped. */
-static int p2pmem_get(int bar, size_t len, struct p2pmem *m)
-{
-	struct p2pbar_info info = { .argsz = sizeof(info) };
-	struct p2pbar_alloc a = { .argsz = sizeof(a), .size = len, .align = 4096 };
-
-	if (ioctl(bar, P2PBAR_IOC_INFO, &info) || ioctl(bar, P2PBAR_IOC_ALLOC, &a))
-		return -errno;
-	m->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bar, a.mmap_offset);
-	if (m->p == MAP_FAILED)
-		return -errno;
-	m->bar_off = a.bus_addr - info.bus_addr + info.offset;
-	return 0;
 }
 
 static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_uring_cmd *io, uint64_t tag)
@@ -292,12 +273,12 @@ static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 	cpu_set_t one_cpu, all;
 	int pinned;
 	struct io_uring_sqe *sqe;
-	struct p2pmem m;
+	struct p2p_mem m;
 	struct p2pnvme_uring_cmd io;
 	unsigned char *host;
 	int i, bad = 0, got, ret;
 
-	ret = p2pmem_get(bar, NR * CHUNK, &m);
+	ret = p2p_mem_get(bar, NR * CHUNK, 4096, &m);
 	host = mmap(NULL, NR * CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (ret || host == MAP_FAILED) {
 		result(0, "p2pmem and host memory for the reads", 0, ret ? -ret : errno);
@@ -345,7 +326,7 @@ static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 	}
 	tap(!bad, "%d reads into p2pmem (path p2p) and %d into host memory (path host) succeed",
 	    NR, NR);
-	hostcheck("equal %llu bar0@%llu nvme0@%u", NR * CHUNK, (unsigned long long)m.bar_off,
+	hostcheck("equal %llu bar0@%llu nvme0@%u", NR * CHUNK, (unsigned long long)m.bar_offset,
 		  8192 * 512);
 	/* the host's view of the host-memory reads: the same bytes */
 	tap(!memcmp(host, m.p, NR * CHUNK), "host memory got the bytes p2pmem got");
@@ -408,7 +389,7 @@ static void sqpoll(int fd, int bar)
 	};
 	struct io_uring ring;
 	struct p2pnvme_uring_cmd io;
-	struct p2pmem m;
+	struct p2p_mem m;
 	int i, ret, got, bad;
 
 	ret = io_uring_queue_init_params(2 * NR, &ring, &p);
@@ -416,7 +397,7 @@ static void sqpoll(int fd, int bar)
 		result(0, "an SQPOLL IOPOLL ring", 0, -ret);
 		return;
 	}
-	ret = p2pmem_get(bar, NR * CHUNK, &m);
+	ret = p2p_mem_get(bar, NR * CHUNK, 4096, &m);
 	if (ret) {
 		result(0, "p2pmem for the SQPOLL ring", 0, -ret);
 		io_uring_queue_exit(&ring);
@@ -433,7 +414,7 @@ static void sqpoll(int fd, int bar)
 		bad = res[i] || (res2[i] & 0xffff) != P2PNVME_PATH_P2P;
 	tap(!bad, "SQPOLL + IOPOLL ring: %d reads into p2pmem, issued and polled by its thread",
 	    NR);
-	hostcheck("equal %llu bar0@%llu nvme0@%u", NR * CHUNK, (unsigned long long)m.bar_off,
+	hostcheck("equal %llu bar0@%llu nvme0@%u", NR * CHUNK, (unsigned long long)m.bar_offset,
 		  8192 * 512);
 	munmap(m.p, NR * CHUNK);
 	io_uring_queue_exit(&ring);
@@ -450,13 +431,13 @@ static void teardown(const char *dev, int fd, int bar, enum ring_kind kind)
 {
 	struct io_uring ring;
 	long held, left;
-	struct p2pmem m;
+	struct p2p_mem m;
 	double t0;
 	int i, ret;
 
 	ret = io_uring_queue_init(256, &ring, kind_flags(kind));
 	if (!ret)
-		ret = p2pmem_get(bar, NR * CHUNK, &m);
+		ret = p2p_mem_get(bar, NR * CHUNK, 4096, &m);
 	if (ret) {
 		result(0, "a second ring", 0, -ret);
 		return;
@@ -525,7 +506,7 @@ static int unbind_case(const char *dev, int fd, int bar, const char *bdf, enum r
 	int defer = rk == DEFER;
 	char what[96];
 	struct io_uring ring;
-	struct p2pmem m;
+	struct p2p_mem m;
 	pthread_t t;
 	int i, ok = 0, gone = 0, other = 0, ret;
 	long held;
@@ -533,7 +514,7 @@ static int unbind_case(const char *dev, int fd, int bar, const char *bdf, enum r
 	memset(res, 0, sizeof(res));
 	ret = io_uring_queue_init(512, &ring, kind_flags(rk));
 	if (!ret)
-		ret = p2pmem_get(bar, NR * CHUNK, &m);
+		ret = p2p_mem_get(bar, NR * CHUNK, 4096, &m);
 	if (ret) {
 		result(0, "a ring and p2pmem", 0, -ret);
 		return 1;
@@ -609,7 +590,7 @@ static void *cpu_sub_fn(void *arg)
 	struct cpu_sub *s = arg;
 	struct io_uring_cqe *cqe;
 	struct io_uring ring;
-	struct p2pmem m;
+	struct p2p_mem m;
 	cpu_set_t set;
 	int i, up = 0;
 
@@ -621,7 +602,7 @@ static void *cpu_sub_fn(void *arg)
 		up = !s->err;
 	}
 	if (!s->err)
-		s->err = -p2pmem_get(s->bar, NR * CHUNK, &m);
+		s->err = -p2p_mem_get(s->bar, NR * CHUNK, 4096, &m);
 	if (!s->err) {
 		for (i = 0; i < CPU_NR; i++) {
 			struct p2pnvme_uring_cmd io = rw(P2PNVME_OP_READ, i * (CHUNK / 512), CHUNK,
@@ -1114,8 +1095,8 @@ static int std_mode(const char *dev)
 	std_admin(&ring, fd);
 	io_uring_queue_exit(&ring);
 	close(fd);
-	printf("%s 1 client_uring_std\n", failed ? "not ok" : "ok");
-	return !!failed;
+	printf("%s 1 client_uring_std\n", ktap_failed ? "not ok" : "ok");
+	return !!ktap_failed;
 }
 
 int main(int argc, char **argv)
@@ -1146,10 +1127,10 @@ int main(int argc, char **argv)
 		}
 		reset_race(argv[2], fd, argv[3], atoi(argv[4]));
 		close(fd);
-		if (n != PLAN_RESET)
-			printf("    # ran %d cases, planned %d\n", n, PLAN_RESET);
-		printf("%s 1 %s\n", failed || n != PLAN_RESET ? "not ok" : "ok", name);
-		return failed || n != PLAN_RESET ? 1 : 0;
+		if (ktap_n != PLAN_RESET)
+			printf("    # ran %d cases, planned %d\n", ktap_n, PLAN_RESET);
+		printf("%s 1 %s\n", ktap_failed || ktap_n != PLAN_RESET ? "not ok" : "ok", name);
+		return ktap_failed || ktap_n != PLAN_RESET ? 1 : 0;
 	}
 
 	if (argc != 3 + 2 * opt) {
@@ -1198,8 +1179,8 @@ int main(int argc, char **argv)
 		small_sqe(fd, buf);
 		teardown(argv[1], fd, bar, DEFER);
 	}
-	if (n != plan)
-		printf("    # ran %d cases, planned %d\n", n, plan);
-	printf("%s 1 %s\n", failed || n != plan ? "not ok" : "ok", name);
-	return failed || n != plan ? 1 : 0;
+	if (ktap_n != plan)
+		printf("    # ran %d cases, planned %d\n", ktap_n, plan);
+	printf("%s 1 %s\n", ktap_failed || ktap_n != plan ? "not ok" : "ok", name);
+	return ktap_failed || ktap_n != plan ? 1 : 0;
 }

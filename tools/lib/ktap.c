@@ -1,24 +1,23 @@
-/* SPDX-License-Identifier: GPL-2.0 */
-/* KTAP case lines of the errno tables in tools/tests (one binary each). */
-#ifndef P2P_TESTS_KTAP_H
-#define P2P_TESTS_KTAP_H
-
+// SPDX-License-Identifier: GPL-2.0
+/* KTAP case lines of the test programs in tools/tests (see ktap.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int n, failed;
+#include "ktap.h"
+
+int ktap_n, ktap_failed;
 
 /* KTAP case line: ok/not ok N, the description printf-style. */
-static __attribute__((unused, format(printf, 2, 3))) void tap(int ok, const char *fmt, ...)
+void tap(int ok, const char *fmt, ...)
 {
 	va_list ap;
 
-	n++;
-	failed += !ok;
-	printf("    %s %d ", ok ? "ok" : "not ok", n);
+	ktap_n++;
+	ktap_failed += !ok;
+	printf("    %s %d ", ok ? "ok" : "not ok", ktap_n);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -26,26 +25,12 @@ static __attribute__((unused, format(printf, 2, 3))) void tap(int ok, const char
 	fflush(stdout);
 }
 
-/* The number in a sysfs file, -1 if it cannot be read. */
-static __attribute__((unused)) long read_num(const char *path)
-{
-	char buf[64] = "";
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtol(buf, NULL, 0);
-}
-
 /* Case @what passed if @ok; @want and @got are errno values (0: success). */
-static __attribute__((unused)) void result(int ok, const char *what, int want, int got)
+void result(int ok, const char *what, int want, int got)
 {
-	n++;
-	failed += !ok;
-	printf("    %s %d %s -> %s (got %s)\n", ok ? "ok" : "not ok", n, what, strerror(want),
+	ktap_n++;
+	ktap_failed += !ok;
+	printf("    %s %d %s -> %s (got %s)\n", ok ? "ok" : "not ok", ktap_n, what, strerror(want),
 	       strerror(got));
 }
 
@@ -55,7 +40,7 @@ static __attribute__((unused)) void result(int ok, const char *what, int want, i
  * host records the result, the reply is shown as a diagnostic. Returns 0 if
  * the line is there.
  */
-static __attribute__((unused, format(printf, 1, 2))) int hostcheck(const char *fmt, ...)
+int hostcheck(const char *fmt, ...)
 {
 	char cmd[512], reply[512];
 	size_t len = 0;
@@ -76,4 +61,3 @@ static __attribute__((unused, format(printf, 1, 2))) int hostcheck(const char *f
 	return 0;
 }
 
-#endif /* P2P_TESTS_KTAP_H */

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pctl's JSON output (-o json, json-c): one object per command on one
+ * line of stdout, keys in the order they were added. An error before the
+ * command's object is that object; one after it goes to stderr as text, so
+ * that stdout always holds one JSON document.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "p2pctl.h"
+
+/* @o as one line of stdout; @o is freed */
+static void print(struct p2pctl *c, struct json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+						      JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (s)
+		puts(s);
+	json_object_put(o);
+	c->printed = true;
+}
+
+static void jstr(struct json_object *o, const char *key, const char *v)
+{
+	json_object_object_add(o, key, json_object_new_string(v));
+}
+
+static void jint(struct json_object *o, const char *key, int64_t v)
+{
+	json_object_object_add(o, key, json_object_new_int64(v));
+}
+
+static void juint(struct json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+static void jbool(struct json_object *o, const char *key, bool v)
+{
+	json_object_object_add(o, key, json_object_new_boolean(v));
+}
+
+static void json_error(struct p2pctl *c, int err, const char *step, const char *hint)
+{
+	struct json_object *o;
+
+	if (c->printed) {
+		p2pctl_text.error(c, err, step, hint);
+		return;
+	}
+	o = json_object_new_object();
+	jstr(o, "error", strerror(err));
+	jint(o, "errno", err);
+	jstr(o, "step", step);
+	if (hint)
+		jstr(o, "hint", hint);
+	print(c, o);
+}
+
+static void json_nvme_status(struct p2pctl *c, const char *step, int status)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "error", "NVMe status");
+	jint(o, "status", status);
+	jstr(o, "step", step);
+	print(c, o);
+}
+
+static void json_io_error(struct p2pctl *c, const char *step, int err, unsigned int status)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "error", strerror(err));
+	jint(o, "errno", err);
+	juint(o, "status", status);
+	jstr(o, "step", step);
+	print(c, o);
+}
+
+static void json_info(struct p2pctl *c, const char *path, const char *pci,
+		      const struct p2pbar_info *i)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "device", path);
+	jstr(o, "pci", pci);
+	juint(o, "bar", i->bar);
+	juint(o, "bar_size", i->bar_size);
+	juint(o, "offset", i->offset);
+	juint(o, "size", i->size);
+	juint(o, "bus_addr", i->bus_addr);
+	juint(o, "alloc_bytes", i->alloc_bytes);
+	juint(o, "alloc_count", i->alloc_count);
+	jbool(o, "published", i->flags & P2PBAR_INFO_F_PUBLISHED);
+	jbool(o, "user_mmap", i->flags & P2PBAR_INFO_F_USER_MMAP);
+	print(c, o);
+}
+
+/* a function's NUMA node, link and IOMMU group, null where unknown */
+static void jattrs(struct json_object *o, const struct pci_attrs *a)
+{
+	json_object_object_add(o, "numa_node", a->numa >= 0 ? json_object_new_int(a->numa) : NULL);
+	json_object_object_add(o, "link_speed", *a->speed ? json_object_new_string(a->speed) :
+				NULL);
+	json_object_object_add(o, "link_width", a->width > 0 ? json_object_new_int(a->width) :
+				NULL);
+	json_object_object_add(o, "iommu_group", a->iommu >= 0 ? json_object_new_int(a->iommu) :
+				NULL);
+}
+
+static void json_list(struct p2pctl *c, const struct list_dev *d, unsigned int n)
+{
+	struct json_object *o = json_object_new_object(), *devs = json_object_new_array();
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_new_object();
+
+		jstr(e, "pci", d[i].pci);
+		jstr(e, "kind", d[i].kind);
+		jstr(e, "driver", d[i].driver);
+		jstr(e, "dev", d[i].dev);
+		if (d[i].has_p2pmem) {
+			jint(e, "p2pmem_size", d[i].p2pmem_size);
+			jint(e, "p2pmem_available", d[i].p2pmem_available);
+			jbool(e, "published", d[i].published);
+		}
+		jattrs(e, &d[i].at);
+		json_object_array_add(devs, e);
+	}
+	json_object_object_add(o, "devices", devs);
+	print(c, o);
+}
+
+static void json_check(struct p2pctl *c, const struct check_report *r)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "provider", r->provider);
+	jstr(o, "client", r->client);
+	jstr(o, "verdict", map_name(r->c->map_type));
+	jint(o, "distance", r->c->distance);
+	jstr(o, "reason", r->why);
+	jstr(o, "fix", r->fix);
+	/* the kernel's own answer when a provider is bound, else a prediction */
+	jstr(o, "source", r->kernel ? "kernel" : "predicted");
+	if (r->kernel) {
+		struct json_object *k = json_object_new_object();
+
+		jstr(k, "verdict", map_name(r->v->map_type));
+		jint(k, "distance", r->v->distance);
+		jbool(k, "agrees", r->agrees);
+		json_object_object_add(o, "kernel", k);
+	}
+	print(c, o);
+}
+
+static const char *host_p2p(const struct topo_host *h)
+{
+	return h->cpu ? "cpu" : h->ok == P2PBAR_HOST_ALLOWLIST ? "allowlist" :
+	       h->ok == P2PBAR_HOST_NEEDS_SAME ? "own-devices" : "no";
+}
+
+static void json_topo(struct p2pctl *c, const struct topo_report *r)
+{
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	const char *parent[64];
+	int i, j;
+
+	for (i = 0; i < r->nhosts; i++) {
+		struct json_object *h = json_object_new_object();
+
+		jstr(h, "name", r->hosts[i].name);
+		jstr(h, "dev", r->hosts[i].dev);
+		jstr(h, "p2p", host_p2p(&r->hosts[i]));
+		if (r->hosts[i].ok == P2PBAR_HOST_ALLOWLIST && r->hosts[i].since)
+			jint(h, "allowlist_since", r->hosts[i].since);
+		json_object_array_add(a, h);
+	}
+	json_object_object_add(o, "host_bridges", a);
+	a = json_object_new_array();
+	for (i = 0; i < r->nfns; i++) {
+		const struct topo_fn *f = &r->fns[i];
+		struct json_object *e = json_object_new_object();
+
+		if (f->depth < 64)
+			parent[f->depth] = f->pci;
+		jstr(e, "pci", f->pci);
+		jstr(e, "host_bridge", r->hosts[f->host].name);
+		if (f->depth && f->depth <= 64)
+			jstr(e, "parent", parent[f->depth - 1]);
+		else
+			json_object_object_add(e, "parent", NULL);
+		jstr(e, "vendor", f->vendor);
+		jstr(e, "device", f->device);
+		jstr(e, "driver", f->driver);
+		jbool(e, "acs_redirect", f->acs);
+		jint(e, "p2pmem_size", f->p2pmem);
+		jstr(e, "p2pbar", f->p2pbar);
+		jattrs(e, &f->at);
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "functions", a);
+	a = json_object_new_array();
+	for (i = 0; i < r->nprov; i++) {
+		for (j = 0; j < r->ncli; j++) {
+			const struct topo_cell *cell = &r->cells[i * r->ncli + j];
+			struct json_object *e;
+
+			if (!cell->valid)
+				continue;
+			e = json_object_new_object();
+			jstr(e, "provider", r->prov[i]);
+			jstr(e, "client", r->cli[j]);
+			jstr(e, "verdict", map_name(cell->map_type));
+			jint(e, "distance", cell->distance);
+			/* nvidia-smi topo -m's legend, and whether the kernel agrees */
+			jstr(e, "topology", topo_level_name(cell->level));
+			jbool(e, "differs", cell->why);
+			if (cell->why)
+				jstr(e, "why", cell->why);
+			json_object_array_add(a, e);
+		}
+	}
+	json_object_object_add(o, "verdicts", a);
+	print(c, o);
+}
+
+static void json_verdict(struct p2pctl *c, const char *client,
+			 const char *path __maybe_unused, const struct p2pbar_verdict *v)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "client", client);
+	jstr(o, "verdict", map_name(v->map_type));
+	jint(o, "distance", v->distance);
+	juint(o, "reason", v->reason);
+	juint(o, "host_ok", v->host_ok);
+	juint(o, "acs_devid", v->acs_devid);
+	juint(o, "host_id", v->host_id);
+	print(c, o);
+}
+
+static void json_dma(struct p2pctl *c, const struct dma_report *r)
+{
+	struct json_object *o = json_object_new_object();
+
+	jint(o, "bytes", r->bytes);
+	juint(o, "bar_offset", r->bar_offset);
+	jstr(o, "fnv1a", r->fnv);
+	jstr(o, "sha256", r->sha);
+	print(c, o);
+}
+
+static void json_nvme_info(struct p2pctl *c, const char *path, const struct p2pnvme_info *i,
+			   const char *model)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "device", path);
+	juint(o, "nsid", i->nsid);
+	juint(o, "lba_size", 1u << i->lba_shift);
+	juint(o, "nlb", i->nlb);
+	juint(o, "max_xfer", i->max_xfer);
+	juint(o, "io_queues", i->nr_io_queues);
+	juint(o, "queue_depth", i->queue_depth);
+	jbool(o, "sgl", i->flags & P2PNVME_INFO_F_SGL);
+	jbool(o, "polled", i->flags & P2PNVME_INFO_F_POLLED);
+	jstr(o, "model", model);
+	print(c, o);
+}
+
+static void json_id_ctrl(struct p2pctl *c, const struct id_ctrl *id)
+{
+	struct json_object *o = json_object_new_object();
+
+	juint(o, "vid", id->vid);
+	juint(o, "ssvid", id->ssvid);
+	jstr(o, "sn", id->sn);
+	jstr(o, "mn", id->mn);
+	jstr(o, "fr", id->fr);
+	juint(o, "mdts", id->mdts);
+	juint(o, "cntlid", id->cntlid);
+	juint(o, "ver", id->ver);
+	juint(o, "oacs", id->oacs);
+	juint(o, "acl", id->acl);
+	juint(o, "elpe", id->elpe);
+	juint(o, "sqes", id->sqes);
+	juint(o, "cqes", id->cqes);
+	juint(o, "nn", id->nn);
+	juint(o, "sgls", id->sgls);
+	print(c, o);
+}
+
+static void json_smart(struct p2pctl *c, const char *dev __maybe_unused,
+		       const struct smart_field *f, unsigned int n)
+{
+	struct json_object *o = json_object_new_object();
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		juint(o, f[i].name, f[i].v);
+	print(c, o);
+}
+
+static void json_error_log(struct p2pctl *c, const char *dev __maybe_unused,
+			   unsigned int entries, const struct error_entry *e, unsigned int n)
+{
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *x = json_object_new_object();
+
+		/* nvme-cli's names, values and order (json_error_log()) */
+		juint(x, "error_count", e[i].count);
+		juint(x, "sqid", e[i].sqid);
+		juint(x, "cmdid", e[i].cmdid);
+		juint(x, "status_field", ERR_SF_STATUS(e[i].sf));
+		juint(x, "phase_tag", ERR_SF_PHASE(e[i].sf));
+		juint(x, "parm_error_location", e[i].parm);
+		juint(x, "lba", e[i].lba);
+		juint(x, "nsid", e[i].nsid);
+		juint(x, "vs", e[i].vs);
+		juint(x, "trtype", e[i].trtype);
+		juint(x, "csi", e[i].csi);
+		juint(x, "opcode", e[i].opcode);
+		juint(x, "cs", e[i].cs);
+		juint(x, "trtype_spec_info", e[i].tsi);
+		juint(x, "log_page_version", e[i].version);
+		json_object_array_add(a, x);
+	}
+	juint(o, "entries", entries);
+	json_object_object_add(o, "errors", a);
+	print(c, o);
+}
+
+static void json_stats(struct p2pctl *c, const struct nvme_stats *s)
+{
+	static const char * const dirs[] = { "read", "write" };
+	struct json_object *o = json_object_new_object(), *a, *lat;
+	const char *p;
+	unsigned int i, d;
+	char *end, k[32];
+	int b;
+
+	jstr(o, "device", s->dev);
+	for (i = 0; i < STATS_PATHS; i++) {
+		snprintf(k, sizeof(k), "reads_%s", s->paths[i]);
+		jint(o, k, s->reads[i]);
+		snprintf(k, sizeof(k), "writes_%s", s->paths[i]);
+		jint(o, k, s->writes[i]);
+		snprintf(k, sizeof(k), "bytes_%s", s->paths[i]);
+		jint(o, k, s->bytes[i]);
+		if (s->interval) {
+			char txt[64];
+
+			/* json-c's own doubles print otherwise: this text, as ever */
+			snprintf(txt, sizeof(txt), "%.0f", s->rate[i]);
+			snprintf(k, sizeof(k), "bytes_per_s_%s", s->paths[i]);
+			json_object_object_add(o, k, json_object_new_double_s(s->rate[i], txt));
+		}
+	}
+	for (i = 0; i < STATS_OTHER; i++)
+		jint(o, s->other[i], s->counter[i]);
+	a = json_object_new_array();
+	for (p = s->inflight; ; p = end) {
+		long long v = strtoll(p, &end, 10);
+
+		if (end == p)
+			break;
+		json_object_array_add(a, json_object_new_int64(v));
+	}
+	json_object_object_add(o, "inflight", a);
+	lat = json_object_new_object();
+	for (d = 0; d < 2; d++) {
+		struct json_object *dir = json_object_new_object();
+
+		for (i = 0; i < STATS_PATHS; i++) {
+			struct json_object *one = json_object_new_object();
+			struct json_object *hist = json_object_new_array();
+			struct lat l = { 0 };
+
+			if (s->have_lat[d][i])
+				l = s->lat[d][i];
+			jint(one, "count", l.count);
+			jint(one, "mean_ns", l.count ? l.sum / l.count : 0);
+			jint(one, "max_ns", l.max);
+			for (b = 0; b < LAT_BUCKETS; b++)
+				json_object_array_add(hist, json_object_new_int64(l.hist[b]));
+			json_object_object_add(one, "hist_log2_us", hist);
+			json_object_object_add(dir, s->paths[i], one);
+		}
+		json_object_object_add(lat, dirs[d], dir);
+	}
+	json_object_object_add(o, "latency", lat);
+	print(c, o);
+}
+
+static void json_io(struct p2pctl *c, const struct io_report *r)
+{
+	struct json_object *o = json_object_new_object();
+
+	juint(o, "bytes", r->bytes);
+	juint(o, "entries", r->entries);
+	jstr(o, "path", r->path);
+	juint(o, "bar_offset", r->bar_offset);
+	jstr(o, "fnv1a", r->fnv);
+	jstr(o, "sha256", r->sha);
+	print(c, o);
+}
+
+static void json_copy(struct p2pctl *c, const struct copy_report *r)
+{
+	struct json_object *o = json_object_new_object();
+
+	juint(o, "bytes", r->bytes);
+	jstr(o, "read_path", r->read_path);
+	jstr(o, "write_path", r->write_path);
+	juint(o, "bar_offset", r->bar_offset);
+	print(c, o);
+}
+
+static void json_done(struct p2pctl *c, const char *op, const char *dev)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "device", dev);
+	jstr(o, "command", op);
+	jstr(o, "result", "done");
+	print(c, o);
+}
+
+static void json_version(struct p2pctl *c, const char *version)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "version", version);
+	print(c, o);
+}
+
+const struct p2pctl_out p2pctl_json = {
+	.error = json_error,
+	.nvme_status = json_nvme_status,
+	.io_error = json_io_error,
+	.info = json_info,
+	.list = json_list,
+	.check = json_check,
+	.topo = json_topo,
+	.verdict = json_verdict,
+	.dma = json_dma,
+	.nvme_info = json_nvme_info,
+	.id_ctrl = json_id_ctrl,
+	.smart = json_smart,
+	.error_log = json_error_log,
+	.stats = json_stats,
+	.io = json_io,
+	.copy = json_copy,
+	.done = json_done,
+	.version = json_version,
+};
