@@ -118,7 +118,9 @@ build_suite() {
 
 checkpatch() {
 	local files
-	files=$(cd "$P2P_TOP" && git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^tools/' || true)
+	# the kernel's C: not tools/, but tools/testing/ (the bench's kernel modules)
+	files=$(cd "$P2P_TOP" && git ls-files '*.c' '*.h' 2>/dev/null |
+		grep -v -E '^tools/' ; git ls-files 'tools/testing/*.[ch]' 2>/dev/null || true)
 	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
 	(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) |
 		tee /dev/stderr | grep -qE ': (ERROR|WARNING|CHECK):' && return 1
@@ -127,7 +129,7 @@ checkpatch() {
 
 kerneldoc() {
 	(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
-		include/uapi/linux/*.h) 2>&1 | tee /dev/stderr | grep -q . && return 1
+		include/uapi/linux/*.h tools/testing/*/*.[ch]) 2>&1 | tee /dev/stderr | grep -q . && return 1
 	return 0
 }
 
