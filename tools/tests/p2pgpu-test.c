@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,7 +50,6 @@
 #define LBA		512ULL
 #define BUF		(1 * MIB)	/* each export */
 #define QLEN		(256 * KIB)	/* a read */
-#define ROUNDS		96		/* reads of the mid-stream evictions */
 
 static const char *names[] = { "", "nvidia", "amdgpu", "xe" };
 static int gpu, nvme;
@@ -345,55 +345,78 @@ static void evictions(uint32_t p, int fd, uint32_t id, uint64_t base)
 
 /*
  * Reads keep going (a child process) while the buffer is evicted three
- * times: every read succeeds (re-mapped after the move), and each 64 KiB
- * chunk of the buffer ends up with the image's bytes meant for it.
+ * times, each eviction after a few reads and followed by more: every read
+ * succeeds (re-mapped after the move), and each 64 KiB chunk of the buffer
+ * ends up with the image's bytes meant for it.
  */
+struct progress {
+	int stop, reads, fails;
+};
+
+/* wait until the child did @n more reads than @from (at most 20 s) */
+static int reads_past(struct progress *pr, int from, int n)
+{
+	int i;
+
+	for (i = 0; i < 20000 && __atomic_load_n(&pr->reads, __ATOMIC_ACQUIRE) < from + n; i++)
+		usleep(1000);
+	return __atomic_load_n(&pr->reads, __ATOMIC_ACQUIRE);
+}
+
 static void stream(uint32_t p, int fd, int registered, uint64_t base)
 {
 	const uint64_t chunk = 64 * KIB, nchunk = BUF / chunk;
 	const char *kind = registered ? "registered" : "per-I/O";
 	unsigned char *got = xalloc(BUF), *want = xalloc(BUF);
-	int status = 0, evicted = 0, i, ret;
+	int status = 0, evicted = 0, i, ret, seen = 0, reads;
+	struct progress *pr;
 	uint32_t id = 0;
 	pid_t pid;
 
-	if (registered && reg_dmabuf(fd, BUF, &id)) {
-		tap(0, "%s: %s stream: the dma-buf registers", names[p], kind);
+	pr = mmap(NULL, sizeof(*pr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (pr == MAP_FAILED || (registered && reg_dmabuf(fd, BUF, &id))) {
+		tap(0, "%s: %s stream: set up", names[p], kind);
 		goto out;
 	}
+	memset(pr, 0, sizeof(*pr));
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		int fails = 0, r;
+		int r;
 
-		for (r = 0; r < ROUNDS; r++) {
+		for (r = 0; !__atomic_load_n(&pr->stop, __ATOMIC_ACQUIRE); r++) {
 			uint64_t k = r % nchunk;
 			int e = registered ?
 				reg_read(id, k * chunk, base + k * (chunk / LBA), chunk, NULL) :
 				dmabuf_io(P2PNVME_OP_READ, fd, k * chunk,
 					  base + k * (chunk / LBA), chunk, NULL);
 
-			if (e && fails++ < 3)
+			if (e && __atomic_fetch_add(&pr->fails, 1, __ATOMIC_RELAXED) < 3)
 				printf("    # %s %s read %d failed: %s\n", names[p], kind, r,
 				       strerror(-e));
+			__atomic_fetch_add(&pr->reads, 1, __ATOMIC_RELEASE);
 		}
 		fflush(stdout);
-		_exit(fails > 250 ? 250 : fails);
+		_exit(0);
 	}
 	for (i = 0; i < 3; i++) {
 		struct p2pgpu_buf b = { 0 };
-		struct timespec t = { 0, 150 * 1000 * 1000 };
 
-		nanosleep(&t, NULL);
+		seen = reads_past(pr, seen, 8);
 		ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
 		evicted += !ret;
+		seen = __atomic_load_n(&pr->reads, __ATOMIC_ACQUIRE);
 	}
+	/* a full round of the chunks after the last eviction */
+	reads = reads_past(pr, seen, 2 * nchunk);
+	__atomic_store_n(&pr->stop, 1, __ATOMIC_RELEASE);
 	waitpid(pid, &status, 0);
-	tap(evicted > 0, "%s: %s stream: %d evictions while it ran", names[p], kind, evicted);
-	tap(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	    "%s: %s stream: all %d reads succeeded (%d failed)", names[p], kind, ROUNDS,
-	    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	/* the last round of each chunk read the same LBAs as every other round */
+	reads = __atomic_load_n(&pr->reads, __ATOMIC_ACQUIRE);
+	tap(evicted == 3 && reads > seen, "%s: %s stream: %d evictions between %d reads",
+	    names[p], kind, evicted, reads);
+	tap(WIFEXITED(status) && !pr->fails, "%s: %s stream: every read succeeded (%d of %d failed)",
+	    names[p], kind, pr->fails, reads);
+	/* every round read the same LBAs into each chunk */
 	ret = host_read(base, BUF, want);
 	tap(!ret && !cpu_read(fd, 0, got, BUF) && !memcmp(got, want, BUF),
 	    "%s: %s stream: every chunk holds its bytes, none lost or misplaced", names[p], kind);
@@ -401,6 +424,8 @@ static void stream(uint32_t p, int fd, int registered, uint64_t base)
 	if (registered)
 		unreg(id);
 out:
+	if (pr != MAP_FAILED)
+		munmap(pr, sizeof(*pr));
 	free(got);
 	free(want);
 }
@@ -477,7 +502,8 @@ static void personality(uint32_t p)
 		struct p2pgpu_buf b = { 0 };
 		int ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
 
-		tap(ret == -EOPNOTSUPP && b.where == P2PGPU_WHERE_BAR,
+		b = where(fd);
+		tap(ret == -EOPNOTSUPP && b.where == P2PGPU_WHERE_BAR && !b.moves,
 		    "nvidia: never evicted (%s), still in %s", strerror(-ret), place(&b));
 	} else if (id != ~0U) {
 		evictions(p, fd, id, base);
