@@ -170,8 +170,10 @@ static long bar_alloc(struct p2pgpu *gpu, unsigned long n)
 	return first < gpu->npages ? (long)first : -ENOSPC;
 }
 
+/* cleared when freed, so that stale bytes are never taken for new ones */
 static void bar_free(struct p2pgpu *gpu, unsigned long first, unsigned long n)
 {
+	memset_io(gpu->bar + (first << PAGE_SHIFT), 0, n << PAGE_SHIFT);
 	mutex_lock(&gpu->lock);
 	bitmap_clear(gpu->used, first, n);
 	mutex_unlock(&gpu->lock);
