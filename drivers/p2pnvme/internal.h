@@ -231,7 +231,10 @@ enum p2pnvme_reg_kind {
  * @busy: requests whose commands may be at the controller now
  * @revoked: no new commands (the exporter's invalidation, or removal):
  *	     later transfers fail with -ENODEV
- * @wq: woken when @busy drops to 0 after @revoked
+ * @stale: dma-buf: the exporter moved it (invalidation): no new commands
+ *	   until p2pnvme_reg_get() maps it again (set under the dma-buf's
+ *	   reservation lock, cleared under @c->reg_lock and it)
+ * @wq: woken when @busy drops to 0 after @revoked or @stale
  * @pages: host: the pinned pages
  * @nr_pages: host: how many
  * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
@@ -270,6 +273,7 @@ struct p2pnvme_reg {
 	u64 start;
 	atomic_t busy;
 	bool revoked;
+	bool stale;
 	wait_queue_head_t wq;
 	struct page **pages;
 	unsigned int nr_pages;
