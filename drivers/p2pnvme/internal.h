@@ -249,6 +249,8 @@ enum p2pnvme_reg_kind {
  * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
  * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
  *	  invalidated (the dma-buf's reservation lock)
+ * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
+ *	  (p2pnvme_dmabuf_in_host(), at each mapping)
  * @nseg: DMA segments of the mapping, indexed in @seg and @seg_pos
  * @seg: each segment's scatterlist entry
  * @seg_pos: each segment's byte position in the mapping, ascending
@@ -285,6 +287,7 @@ struct p2pnvme_reg {
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
+	bool host;
 	unsigned int nseg;
 	struct scatterlist **seg;
 	u64 *seg_pos;
@@ -330,6 +333,8 @@ struct p2pnvme_fence {
  * @resv_locked: p2pnvme_dmabuf_fence() holds @dmabuf's resv
  * @invalidated: the exporter asked us to stop using the mapping (set from
  *		 its invalidation callback, under the dma-buf's resv lock)
+ * @dmabuf_host: @dsgt is host memory, not a PCI device's BAR
+ *		 (p2pnvme_dmabuf_in_host())
  * @dir: DMA direction of @sgt or @dsgt
  * @mapped: @sgt is DMA-mapped
  * @p2p: @pages are p2pmem
@@ -366,6 +371,7 @@ struct p2pnvme_req {
 	bool fence_added;
 	bool resv_locked;
 	bool invalidated;
+	bool dmabuf_host;
 	enum dma_data_direction dir;
 	bool mapped;
 	bool p2p;
@@ -745,6 +751,7 @@ void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
+bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 bool p2pnvme_dmabuf_signalling(void);
 void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie);

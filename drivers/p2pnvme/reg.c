@@ -520,6 +520,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = reg_index(b, sgt);
+	b->host = p2pnvme_dmabuf_in_host(c, sgt);
 out_unlock:
 	dma_resv_unlock(dmabuf->resv);
 	ret = reg_list_or_unmap(b, ret);
@@ -577,6 +578,7 @@ static int reg_remap(struct p2pnvme_reg *b)
 		goto out_unlock;
 	}
 	b->dsgt = sgt;
+	b->host = p2pnvme_dmabuf_in_host(c, sgt);
 	/* release: the new segments before the requests that see it clear */
 	smp_store_release(&b->stale, false);
 out_unlock:
