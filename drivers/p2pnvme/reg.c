@@ -337,7 +337,7 @@ static int reg_remap(struct p2pnvme_reg *b);
  * (the range runs past its end), -EBADF (a read into a dma-buf registered
  * without write access), the errors of mapping a moved dma-buf again
  * (-ENODEV: revoked or the controller removed; -EREMOTEIO, -EOPNOTSUPP,
- * -ETIMEDOUT, -EINTR); on error the caller still releases @r.
+ * -ETIMEDOUT); on error the caller still releases @r.
  */
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 {
@@ -542,16 +542,18 @@ static int reg_remap(struct p2pnvme_reg *b)
 	struct dma_resv *resv = b->dmabuf->resv;
 	struct sg_table *sgt;
 	long left;
-	int ret;
+	int ret = 0;
 
 	mutex_lock(&c->reg_lock);
 	if (b->revoked || !b->attach) {
 		ret = -ENODEV;
 		goto out;
 	}
-	ret = dma_resv_lock_interruptible(resv, NULL);
-	if (ret)
-		goto out;
+	/*
+	 * Not interruptible: io_uring's task work looks like a pending signal
+	 * to its submitter and workers (uring.c); the wait is bounded.
+	 */
+	dma_resv_lock(resv, NULL);
 	if (!b->stale)
 		goto out_unlock;	/* another request did it */
 	sgt = dma_buf_map_attachment(b->attach, DMA_BIDIRECTIONAL);
@@ -561,7 +563,7 @@ static int reg_remap(struct p2pnvme_reg *b)
 			p2pnvme_stat_add(c, ST_REFUSED, 1);
 		goto out_unlock;
 	}
-	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, true, p2pnvme_io_timeout());
+	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false, p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
 	if (!ret && p2pnvme_dma_need_sync(&c->pdev->dev, sgt))
 		ret = -EOPNOTSUPP;
