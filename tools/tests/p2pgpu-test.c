@@ -17,10 +17,10 @@
  * the host: in the BAR at the offset the exporter says, or, for host
  * placement, nowhere in the BAR.
  *
- * Correct behaviour is asserted even where today's p2pnvme lacks it (a
- * registered dma-buf that moved is re-mapped, not revoked; a transfer into
- * host memory does not report the path a P2P transfer reports): those
- * cases fail until p2pnvme does it (issue 25).
+ * Correct behaviour is asserted (issue 25): a registered dma-buf that
+ * moved is mapped again, not revoked; a transfer into host memory does not
+ * report the path a P2P transfer reports (p2pnvme before the issue's
+ * phase 2 failed both).
  *
  * Namespace: the bench's 64 MiB image of 512-byte LBAs, each sector headed
  * "<seed> LBA <lba>"; each personality reads its own 8 MiB from LBA
@@ -214,7 +214,7 @@ static void landed(int fd, uint64_t off, uint64_t slba, uint64_t len, const char
 /*
  * What p2pnvme reports must tell host memory from the BAR: a transfer into
  * a buffer in host memory may not report the path a transfer into the BAR
- * reported (today both are P2PNVME_PATH_DMABUF: issue 25).
+ * reported (P2PNVME_PATH_DMABUF_HOST and P2PNVME_PATH_DMABUF).
  */
 static void path_says(int fd, uint32_t path, const char *what)
 {
@@ -225,7 +225,7 @@ static void path_says(int fd, uint32_t path, const char *what)
 		    path);
 	} else {
 		tap(path != p2p_path,
-		    "%s: path %u says host memory, not the BAR's path %u (issue 25: p2pnvme reports both alike)",
+		    "%s: path %u says host memory, not the BAR's path %u",
 		    what, path, p2p_path);
 	}
 }
