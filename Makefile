@@ -46,6 +46,11 @@ ifneq ($(call kconfig,CONFIG_DMA_SHARED_BUFFER),)
 KUNIT_CONFIG += CONFIG_P2PBAR_LIVE_KUNIT_TEST=m CONFIG_P2PBAR_DMABUF_KUNIT_TEST=m
 endif
 endif
+# The bench's GPU-like dma-buf exporter (tools/testing/p2pgpu), with the
+# test modules only: never installed.
+ifneq ($(call kconfig,CONFIG_DMA_SHARED_BUFFER),)
+BENCH_CONFIG := CONFIG_P2PGPU_BENCH=m
+endif
 # A modules_prepare-only tree has no Module.symvers: let modpost warn.
 ifeq ($(wildcard $(KDIR)/Module.symvers),)
 SUITE_CONFIG += KBUILD_MODPOST_WARN=1
@@ -98,7 +103,7 @@ $(COMPAT_H): $(COMPAT_STAMP) scripts/conftest.sh
 	@scripts/conftest.sh $(KDIR) $@
 
 modules: prereq $(COMPAT_H)
-	$(MAKE) -C $(KDIR) M=$(PWD) $(SUITE_CONFIG) $(if $(filter 1,$(P2P_KUNIT)),$(KUNIT_CONFIG)) modules
+	$(MAKE) -C $(KDIR) M=$(PWD) $(SUITE_CONFIG) $(if $(filter 1,$(P2P_KUNIT)),$(KUNIT_CONFIG) $(BENCH_CONFIG)) modules
 
 tools:
 	$(MAKE) -C tools

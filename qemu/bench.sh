@@ -142,7 +142,9 @@ build_suite() {
 
 checkpatch() {
 	local files out
-	files=$(cd "$P2P_TOP" && git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^tools/' || true)
+	# the kernel's C: not tools/, but tools/testing/ (the bench's kernel modules)
+	files=$(cd "$P2P_TOP" && { git ls-files '*.c' '*.h' 2>/dev/null | grep -v -E '^tools/';
+		git ls-files 'tools/testing/*.[ch]' 2>/dev/null; } || true)
 	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
 	# the whole report first: grep -q behind a pipe would end tee with
 	# SIGPIPE at the first finding, and pipefail turn that into a pass
@@ -154,7 +156,7 @@ checkpatch() {
 kerneldoc() {
 	local out
 	out=$(cd "$P2P_TOP" && perl "$1/scripts/kernel-doc" -none -Wall drivers/*/*.c include/linux/*.h \
-		include/uapi/linux/*.h 2>&1) || true
+		include/uapi/linux/*.h tools/testing/*/*.[ch] 2>&1) || true
 	printf '%s\n' "$out" >&2
 	[ -z "$out" ]
 }

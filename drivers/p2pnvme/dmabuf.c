@@ -11,7 +11,9 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-resv.h>
+#include <linux/iommu.h>
 #include <linux/module.h>
+#include <linux/pci.h>
 #include <linux/slab.h>
 #include <p2p_compat.h>
 
@@ -107,6 +109,82 @@ static const struct dma_fence_ops p2pnvme_fence_ops = {
 #endif
 };
 
+/* Is @addr in a memory BAR of @pdev: a CPU physical address, or a bus address? */
+static bool in_bar(struct pci_dev *pdev, u64 addr, bool bus)
+{
+	int bar;
+
+	for (bar = 0; bar < PCI_STD_NUM_BARS; bar++) {
+		u64 len = pci_resource_len(pdev, bar);
+		u64 start = bus ? pci_bus_address(pdev, bar) : pci_resource_start(pdev, bar);
+
+		if (len && (pci_resource_flags(pdev, bar) & IORESOURCE_MEM) && addr >= start &&
+		    addr - start < len)
+			return true;
+	}
+	return false;
+}
+
+/* the function whose memory BAR holds @addr (a reference), or NULL */
+static struct pci_dev *bar_owner(u64 addr, bool bus)
+{
+	struct pci_dev *pdev = NULL;
+
+	for_each_pci_dev(pdev)
+		if (in_bar(pdev, addr, bus))
+			return pdev;
+	return NULL;
+}
+
+/**
+ * p2pnvme_dmabuf_in_host - is a dma-buf mapping for the controller host
+ *	memory rather than a PCI device's memory?
+ * @c: the controller
+ * @sgt: the exporter's mapping
+ *
+ * An exporter says nothing about where its memory is, and every layer
+ * reports success either way (amdgpu pins a buffer in GTT for an importer
+ * that is not peer2peer, and the controller then writes host memory). So
+ * each DMA segment's first address is looked up: an IOVA through the
+ * controller's IOMMU domain to the CPU physical address it translates to,
+ * else (no translation, or a bus address that bypasses it, as P2PDMA's
+ * under a switch) as a PCI bus address and as a CPU physical address,
+ * against the memory BARs of every PCI function. All in one function's
+ * BARs is device memory; anything else counts as host memory.
+ *
+ * Return: true for host memory.
+ */
+bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt)
+{
+	struct iommu_domain *dom = iommu_get_domain_for_dev(&c->pdev->dev);
+	struct pci_dev *owner = NULL;
+	struct scatterlist *sg;
+	unsigned int i;
+	bool host = false;
+
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		dma_addr_t a = sg_dma_address(sg);
+		phys_addr_t phys = dom ? iommu_iova_to_phys(dom, a) : 0;
+
+		if (owner) {
+			if (phys ? in_bar(owner, phys, false) :
+				   in_bar(owner, a, true) || in_bar(owner, a, false))
+				continue;
+			host = true;
+			break;
+		}
+		owner = phys ? bar_owner(phys, false) : bar_owner(a, true) ?: bar_owner(a, false);
+		if (!owner) {
+			host = true;
+			break;
+		}
+	}
+	dev_dbg(&c->pdev->dev, "dma-buf mapping of %u segments: %s%s\n", sgt->nents,
+		host ? "host memory" : "memory of ", host ? "" : pci_name(owner));
+	pci_dev_put(owner);
+	return host || !owner;
+}
+
 /*
  * Map @r's dma-buf for the controller (the entry that owns the attachment
  * does, the others share it). The exporter decides whether the controller
@@ -146,6 +224,7 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 		ret = -EOPNOTSUPP;
 		goto out_unlock;
 	}
+	r->dmabuf_host = p2pnvme_dmabuf_in_host(c, sgt);
 	/* an invalidation before this mapping is about an older one */
 	WRITE_ONCE(r->invalidated, false);
 	/* a signal: -ERESTARTSYS, nothing submitted yet (the call starts over) */

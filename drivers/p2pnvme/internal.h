@@ -232,7 +232,10 @@ enum p2pnvme_reg_kind {
  * @busy: requests whose commands may be at the controller now
  * @revoked: no new commands (the exporter's invalidation, or removal):
  *	     later transfers fail with -ENODEV
- * @wq: woken when @busy drops to 0 after @revoked
+ * @stale: dma-buf: the exporter moved it (invalidation): no new commands
+ *	   until p2pnvme_reg_get() maps it again (set under the dma-buf's
+ *	   reservation lock, cleared under @c->reg_lock and it)
+ * @wq: woken when @busy drops to 0 after @revoked or @stale
  * @pages: host: the pinned pages
  * @nr_pages: host: how many
  * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
@@ -247,6 +250,8 @@ enum p2pnvme_reg_kind {
  * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
  * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
  *	  invalidated (the dma-buf's reservation lock)
+ * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
+ *	  (p2pnvme_dmabuf_in_host(), at each mapping)
  * @nseg: DMA segments of the mapping, indexed in @seg and @seg_pos
  * @seg: each segment's scatterlist entry
  * @seg_pos: each segment's byte position in the mapping, ascending
@@ -271,6 +276,7 @@ struct p2pnvme_reg {
 	u64 start;
 	atomic_t busy;
 	bool revoked;
+	bool stale;
 	wait_queue_head_t wq;
 	struct page **pages;
 	unsigned int nr_pages;
@@ -282,6 +288,7 @@ struct p2pnvme_reg {
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
+	bool host;
 	unsigned int nseg;
 	struct scatterlist **seg;
 	u64 *seg_pos;
@@ -332,6 +339,8 @@ struct p2pnvme_fence {
  * @resv_locked: p2pnvme_dmabuf_fence() holds @dmabuf's resv
  * @invalidated: the exporter asked us to stop using the mapping (set from
  *		 its invalidation callback, under the dma-buf's resv lock)
+ * @dmabuf_host: @dsgt is host memory, not a PCI device's BAR
+ *		 (p2pnvme_dmabuf_in_host())
  * @dir: DMA direction of @sgt or @dsgt
  * @mapped: @sgt is DMA-mapped
  * @p2p: @pages are p2pmem
@@ -370,6 +379,7 @@ struct p2pnvme_req {
 	bool fence_added;
 	bool resv_locked;
 	bool invalidated;
+	bool dmabuf_host;
 	enum dma_data_direction dir;
 	bool mapped;
 	bool p2p;
@@ -762,6 +772,7 @@ void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
+bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 bool p2pnvme_dmabuf_signalling(void);
 void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie);

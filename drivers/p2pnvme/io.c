@@ -42,7 +42,7 @@ static const char *p2pnvme_path_name(unsigned int path)
 	static const char * const names[] = {
 		[P2PNVME_PATH_NONE] = "none", [P2PNVME_PATH_P2P] = "p2p",
 		[P2PNVME_PATH_BOUNCE] = "bounce", [P2PNVME_PATH_HOST] = "host",
-		[P2PNVME_PATH_DMABUF] = "dmabuf",
+		[P2PNVME_PATH_DMABUF] = "dmabuf", [P2PNVME_PATH_DMABUF_HOST] = "dmabuf-host",
 	};
 
 	return path < ARRAY_SIZE(names) && names[path] ? names[path] : "?";
@@ -590,6 +590,7 @@ static void lat_add(struct p2pnvme *c, bool write, unsigned int path, u64 ns)
 	static const u8 idx[] = {
 		[P2PNVME_PATH_P2P] = LAT_P2P, [P2PNVME_PATH_BOUNCE] = LAT_BOUNCE,
 		[P2PNVME_PATH_HOST] = LAT_HOST, [P2PNVME_PATH_DMABUF] = LAT_DMABUF,
+		[P2PNVME_PATH_DMABUF_HOST] = LAT_DMABUF,
 	};
 	u64 us = div_u64(ns, NSEC_PER_USEC), max;
 	struct p2pnvme_pcpu *pc;
@@ -633,7 +634,9 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
 			p2pnvme_stat_add(c, write ? ST_WRITES_HOST : ST_READS_HOST, 1);
 			p2pnvme_stat_add(c, ST_BYTES_HOST, io->len);
 		} else if (r->dmabuf || r->reg) {
-			io->path = P2PNVME_PATH_DMABUF;
+			/* where the mapping's bytes are (p2pnvme_dmabuf_in_host()) */
+			io->path = (r->reg ? r->reg->host : r->owner->dmabuf_host) ?
+				   P2PNVME_PATH_DMABUF_HOST : P2PNVME_PATH_DMABUF;
 			p2pnvme_stat_add(c, write ? ST_WRITES_DMABUF : ST_READS_DMABUF, 1);
 			p2pnvme_stat_add(c, ST_BYTES_DMABUF, io->len);
 		} else if (!r->p2p) {

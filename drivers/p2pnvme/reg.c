@@ -12,13 +12,16 @@
  * as every I/O on a removed controller does.
  *
  * Invalidation (a dma-buf's exporter moves or revokes it): the callback,
- * under the dma-buf's reservation lock, marks the buffer revoked, waits
+ * under the dma-buf's reservation lock, marks the buffer stale, waits
  * until no request of it can have commands at the controller (they
  * complete, or time out and are cancelled by the abort/reset path, which
  * takes no reservation lock), then unmaps. A request counts itself busy
  * only after its batch let go of every reservation lock
  * (p2pnvme_reg_arm()), so that wait cannot close a cycle with a batch that
- * also maps the same dma-buf unregistered.
+ * also maps the same dma-buf unregistered. A move is not a revoke: the
+ * next request naming the buffer maps it again (p2pnvme_reg_get(), after
+ * the exporter's kernel fences, as amdgpu and xe move their buffers); a
+ * revoked dma-buf fails that map (-ENODEV from p2pbar), and so the request.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -155,7 +158,7 @@ void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 static void reg_busy_put(struct p2pnvme_reg *b)
 {
 	/* a full barrier when it drops to 0: pairs with reg_revoke() (dma-bufs) */
-	if (atomic_dec_and_test(&b->busy) && READ_ONCE(b->revoked))
+	if (atomic_dec_and_test(&b->busy) && (READ_ONCE(b->revoked) || READ_ONCE(b->stale)))
 		wake_up_all(&b->wq);
 }
 
@@ -164,7 +167,9 @@ static void reg_busy_put(struct p2pnvme_reg *b)
  *	commands are queued (no reservation lock held)
  * @r: the request, with @r->reg
  *
- * Return: 0, or -ENODEV when the buffer was revoked.
+ * Return: 0, -ENODEV when the buffer was revoked, -EAGAIN when its
+ * dma-buf moved since p2pnvme_reg_get() mapped it (the request, made
+ * again, maps it anew).
  */
 int p2pnvme_reg_arm(struct p2pnvme_req *r)
 {
@@ -172,9 +177,10 @@ int p2pnvme_reg_arm(struct p2pnvme_req *r)
 
 	atomic_inc(&b->busy);
 	smp_mb__after_atomic();	/* busy before revoked is read */
-	if (READ_ONCE(b->revoked)) {
+	/* acquire: the segments reg_remap() indexed before it cleared @stale */
+	if (READ_ONCE(b->revoked) || smp_load_acquire(&b->stale)) {
 		reg_busy_put(b);
-		return -ENODEV;
+		return READ_ONCE(b->revoked) ? -ENODEV : -EAGAIN;
 	}
 	r->reg_busy = true;
 	return 0;
@@ -319,6 +325,8 @@ void p2pnvme_reg_put(struct p2pnvme_req *r)
 	r->reg = NULL;
 }
 
+static int reg_remap(struct p2pnvme_reg *b);
+
 /**
  * p2pnvme_reg_get - look up the buffer a request names and check it
  * @f: the file the request came through
@@ -327,7 +335,9 @@ void p2pnvme_reg_put(struct p2pnvme_req *r)
  *
  * Return: 0 (@r->reg holds a reference), -ENOENT (no such buffer), -EINVAL
  * (the range runs past its end), -EBADF (a read into a dma-buf registered
- * without write access); on error the caller still releases @r.
+ * without write access), the errors of mapping a moved dma-buf again
+ * (-ENODEV: revoked or the controller removed; -EREMOTEIO, -EOPNOTSUPP,
+ * -ETIMEDOUT); on error the caller still releases @r.
  */
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 {
@@ -348,6 +358,8 @@ int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 		return -EINVAL;
 	if (r->dir == DMA_FROM_DEVICE && !b->writable)
 		return -EBADF;
+	if (b->kind == P2PNVME_REG_DMABUF && READ_ONCE(b->stale))
+		return reg_remap(b);
 	return 0;
 }
 
@@ -428,24 +440,24 @@ out_exit:
 
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 /* No new commands from @b; wait until none of its requests has any out. */
-static void reg_revoke(struct p2pnvme_reg *b)
+static void reg_quiesce(struct p2pnvme_reg *b)
 {
-	WRITE_ONCE(b->revoked, true);
-	smp_mb();	/* revoked before busy is read: pairs with p2pnvme_reg_arm() */
+	WRITE_ONCE(b->stale, true);
+	smp_mb();	/* stale before busy is read: pairs with p2pnvme_reg_arm() */
 	wait_event(b->wq, !atomic_read(&b->busy));
 }
 
 /*
  * The exporter moves or revokes the buffer (its reservation lock held):
  * the commands at the controller end first, then the mapping goes. The
- * buffer stays registered and fails its transfers with -ENODEV.
+ * buffer stays registered; the next request maps it again (reg_remap()).
  */
 static void reg_invalidate(struct dma_buf_attachment *attach)
 {
 	struct p2pnvme_reg *b = attach->importer_priv;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
-	reg_revoke(b);
+	reg_quiesce(b);
 	if (b->dsgt)
 		dma_buf_unmap_attachment(attach, b->dsgt, DMA_BIDIRECTIONAL);
 	b->dsgt = NULL;
@@ -495,7 +507,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	}
 	b->dsgt = sgt;
 	/* an invalidation before this mapping was about none: nothing was busy */
-	WRITE_ONCE(b->revoked, false);
+	WRITE_ONCE(b->stale, false);
 	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
 				     p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
@@ -508,6 +520,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = reg_index(b, sgt);
+	b->host = p2pnvme_dmabuf_in_host(c, sgt);
 out_unlock:
 	dma_resv_unlock(dmabuf->resv);
 	ret = reg_list_or_unmap(b, ret);
@@ -515,10 +528,76 @@ out_exit:
 	p2pnvme_io_exit(c);
 	return ret;
 }
+
+/*
+ * Map a moved dma-buf again (@b->stale), for a request about to name it:
+ * where the exporter put it, after its kernel fences (the move's copy).
+ * Nothing is busy on @b (the invalidation waited, and p2pnvme_reg_arm()
+ * refuses while stale), so the segments can be indexed anew. The exporter
+ * refuses a revoked buffer (-ENODEV); removal took the attachment away.
+ */
+static int reg_remap(struct p2pnvme_reg *b)
+{
+	struct p2pnvme *c = b->c;
+	struct dma_resv *resv = b->dmabuf->resv;
+	struct sg_table *sgt;
+	long left;
+	int ret = 0;
+
+	mutex_lock(&c->reg_lock);
+	if (b->revoked || !b->attach) {
+		ret = -ENODEV;
+		goto out;
+	}
+	/*
+	 * Not interruptible: io_uring's task work looks like a pending signal
+	 * to its submitter and workers (uring.c); the wait is bounded.
+	 */
+	dma_resv_lock(resv, NULL);
+	if (!b->stale)
+		goto out_unlock;	/* another request did it */
+	sgt = dma_buf_map_attachment(b->attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		if (ret == -EREMOTEIO)
+			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		goto out_unlock;
+	}
+	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false, p2pnvme_io_timeout());
+	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
+	if (!ret && p2pnvme_dma_need_sync(&c->pdev->dev, sgt))
+		ret = -EOPNOTSUPP;
+	if (!ret) {
+		kvfree(b->seg);
+		kvfree(b->seg_pos);
+		b->seg = NULL;
+		b->seg_pos = NULL;
+		b->nseg = 0;
+		ret = reg_index(b, sgt);
+	}
+	if (ret) {
+		dma_buf_unmap_attachment(b->attach, sgt, DMA_BIDIRECTIONAL);
+		goto out_unlock;
+	}
+	b->dsgt = sgt;
+	b->host = p2pnvme_dmabuf_in_host(c, sgt);
+	/* release: the new segments before the requests that see it clear */
+	smp_store_release(&b->stale, false);
+out_unlock:
+	dma_resv_unlock(resv);
+out:
+	mutex_unlock(&c->reg_lock);
+	return ret;
+}
 #else
 static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 {
 	return -EOPNOTSUPP;
+}
+
+static int reg_remap(struct p2pnvme_reg *b)
+{
+	return -ENODEV;
 }
 #endif
 

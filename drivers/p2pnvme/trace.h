@@ -65,6 +65,7 @@ TRACE_DEFINE_ENUM(P2PNVME_PATH_P2P);
 TRACE_DEFINE_ENUM(P2PNVME_PATH_BOUNCE);
 TRACE_DEFINE_ENUM(P2PNVME_PATH_HOST);
 TRACE_DEFINE_ENUM(P2PNVME_PATH_DMABUF);
+TRACE_DEFINE_ENUM(P2PNVME_PATH_DMABUF_HOST);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_HOST);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_REACHABLE);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_FORCED);
@@ -105,7 +106,8 @@ TRACE_EVENT(p2pnvme_path,
 				       { P2PNVME_PATH_P2P, "p2p" },
 				       { P2PNVME_PATH_BOUNCE, "bounce" },
 				       { P2PNVME_PATH_HOST, "host" },
-				       { P2PNVME_PATH_DMABUF, "dmabuf" }),
+				       { P2PNVME_PATH_DMABUF, "dmabuf" },
+				       { P2PNVME_PATH_DMABUF_HOST, "dmabuf-host" }),
 		      __print_symbolic(__entry->why,
 				       { P2PNVME_WHY_HOST, "host memory" },
 				       { P2PNVME_WHY_REACHABLE, "controller reaches the provider" },

@@ -497,7 +497,7 @@ if [ "$p2pprofile" = swiotlb ]; then
 	# udmabuf maps with DMA_ATTR_SKIP_CPU_SYNC: the bytes would stay in a bounce slot
 	check_eq "host memory as a dma-buf under swiotlb: refused (EOPNOTSUPP)" "$rc" 95
 else
-	check_eq "host memory as a dma-buf (udmabuf)" "$(js path "$u")" dmabuf
+	check_eq "host memory as a dma-buf (udmabuf): path dmabuf-host" "$(js path "$u")" dmabuf-host
 	check_eq "it got the bytes a host read gets" "$(js fnv1a "$u")" "$(js fnv1a "$h")"
 fi
 suite_end

@@ -19,7 +19,8 @@
 const char *path_name(uint32_t p)
 {
 	return p == P2PNVME_PATH_P2P ? "p2p" : p == P2PNVME_PATH_BOUNCE ? "bounce" :
-	       p == P2PNVME_PATH_HOST ? "host" : p == P2PNVME_PATH_DMABUF ? "dmabuf" : "none";
+	       p == P2PNVME_PATH_HOST ? "host" : p == P2PNVME_PATH_DMABUF ? "dmabuf" :
+	       p == P2PNVME_PATH_DMABUF_HOST ? "dmabuf-host" : "none";
 }
 
 /* p2pctl nvme-info [NVME] */

@@ -1470,7 +1470,8 @@ static void storm(const char *drv, const char *bdf, const uint32_t *ids, int nid
 			answered++;
 			if (!ret)
 				ok++;
-			else if (ret == -ENODEV || ret == -ECANCELED)
+			/* EAGAIN: invalidated between lookup and submission */
+			else if (ret == -ENODEV || ret == -ECANCELED || ret == -EAGAIN)
 				gone++;
 			else if (other++ < 4)
 				printf("    # slot %d: %s\n", slot, strerror(-ret));
@@ -1496,12 +1497,12 @@ static void storm(const char *drv, const char *bdf, const uint32_t *ids, int nid
 		pthread_join(t, NULL);
 	else if (!joined)
 		pthread_detach(t);
-	printf("    # %ld submitted, %ld answered: %ld done, %ld ENODEV/ECANCELED, %ld other; unbind %s after %.2f s\n",
+	printf("    # %ld submitted, %ld answered: %ld done, %ld ENODEV/ECANCELED/EAGAIN, %ld other; unbind %s after %.2f s\n",
 	       sent_n, answered, ok, gone, other,
 	       !__atomic_load_n(&ub.done, __ATOMIC_ACQUIRE) ? "still running" :
 	       ub.err ? strerror(ub.err) : "returned", ub.took);
 	tap(!stuck && !inflight && answered == sent_n && sent_n >= QD && !other,
-	    "unbind %s with %d reads in flight: each answered, done or ENODEV/ECANCELED", drv, QD);
+	    "unbind %s with %d reads in flight: each answered, done or ENODEV/ECANCELED/EAGAIN", drv, QD);
 	snprintf(what, sizeof(what), "the %s unbind returns within 30 s", drv);
 	result(__atomic_load_n(&ub.done, __ATOMIC_ACQUIRE) && !ub.err && ub.took < 30, what, 0,
 	       ub.err);

@@ -66,7 +66,8 @@ enum p2pnvme_path {
 	P2PNVME_PATH_HOST	= 1,	/* ordinary host memory */
 	P2PNVME_PATH_P2P	= 2,	/* controller DMA straight to/from p2pmem */
 	P2PNVME_PATH_BOUNCE	= 3,	/* p2pmem through a host bounce buffer */
-	P2PNVME_PATH_DMABUF	= 4,	/* controller DMA to an imported dma-buf */
+	P2PNVME_PATH_DMABUF	= 4,	/* to an imported dma-buf in a device's BAR */
+	P2PNVME_PATH_DMABUF_HOST = 5,	/* to an imported dma-buf in host memory */
 };
 
 /**

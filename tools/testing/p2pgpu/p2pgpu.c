@@ -1,0 +1,1141 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pgpu: a bench-only dma-buf exporter (never installed) that hands out
+ * ranges of an ivshmem BAR as dma-bufs the way the GPU drivers users have
+ * do, so that p2pnvme's imports can be tested against them. The BAR plays
+ * the GPU's VRAM (NVIDIA's BAR1); host pages play GTT/TT. Each export picks
+ * a personality; each is written from that driver's code, whose functions
+ * are named where their behaviour is copied:
+ *
+ * - nvidia: open-gpu-kernel-modules 595.45.04, kernel-open/nvidia/nv-dmabuf.c
+ *   (nv_dma_buf_ops: attach, map_dma_buf, unmap_dma_buf, release, mmap; no
+ *   pin/unpin, so a static exporter; never moves, never revoked).
+ * - amdgpu: drivers/gpu/drm/amd/amdgpu/amdgpu_dma_buf.c (amdgpu_dmabuf_ops)
+ *   and amdgpu_object.c (amdgpu_bo_placement_from_domain(),
+ *   amdgpu_bo_move_notify()), Linux 7.2.
+ * - xe: drivers/gpu/drm/xe/xe_dma_buf.c (xe_dmabuf_ops) and xe_bo.c
+ *   (try_add_system(), xe_bo_move_notify()), Linux 7.2; 6.12's pin with
+ *   P2PGPU_EXPORT_F_XE_PIN_TT.
+ *
+ * Not imitated: runtime PM, XGMI, DCC, CPU mmap/vmap, the GPU's own use of
+ * the buffer. Moves are TTM's as far as importers see them: the importers
+ * are told (invalidation) before the move, the move waits for every fence
+ * in the reservation object (the copy job syncs to them), and an eviction's
+ * copy is asynchronous, behind a DMA_RESV_USAGE_KERNEL fence that importers
+ * must wait for before they use the new placement (ttm_bo_move_accel_cleanup()).
+ *
+ * One instance: the first ivshmem function bound (driver_override), BAR 2,
+ * /dev/p2pgpu. The function's BAR stays mapped until the last dma-buf of it
+ * is released, even after an unbind (nothing is revoked, as NVIDIA's).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-fence.h>
+#include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
+#include <linux/fcntl.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/io.h>
+#include <linux/kref.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/pci-p2pdma.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <p2p_compat.h>
+
+#include "p2pgpu_uapi.h"
+
+#define P2PGPU_BAR		2		/* ivshmem-plain's shared memory */
+#define P2PGPU_WAIT		(10 * HZ)	/* fences a move waits for */
+#define P2PGPU_COPY_DELAY	msecs_to_jiffies(200)	/* an eviction's copy */
+#define P2PGPU_READ_MAX		(4U << 20)
+
+/**
+ * struct p2pgpu - the bound function
+ * @kref: the misc device's and every buffer's
+ * @pdev: the function, with a reference
+ * @bar: BAR 2, mapped
+ * @phys: its CPU physical address
+ * @npages: its pages
+ * @used: pages handed out (@lock)
+ * @lock: protects @used
+ * @misc: /dev/p2pgpu
+ * @serial: numbers the buffers, for the log
+ */
+struct p2pgpu {
+	struct kref kref;
+	struct pci_dev *pdev;
+	void __iomem *bar;
+	phys_addr_t phys;
+	unsigned long npages;
+	unsigned long *used;
+	struct mutex lock;	/* see above */
+	struct miscdevice misc;
+	atomic_t serial;
+};
+
+enum p2pgpu_place { PLACE_BAR = P2PGPU_WHERE_BAR, PLACE_HOST = P2PGPU_WHERE_HOST };
+
+struct p2pgpu_fence {
+	struct dma_fence base;
+	spinlock_t lock;	/* the fence's */
+};
+
+/**
+ * struct p2pgpu_bo - an exported buffer ("BO")
+ * @gpu: its function, with a reference
+ * @dmabuf: the dma-buf
+ * @personality: P2PGPU_*
+ * @flags: P2PGPU_EXPORT_F_*
+ * @id: for the log
+ * @npages: its size in pages
+ * @place: where the bytes are (dmabuf->resv)
+ * @bar_page: with PLACE_BAR, the first page in the BAR (dmabuf->resv)
+ * @pages: with PLACE_HOST, the host pages (dmabuf->resv)
+ * @pins: importers' pins (dmabuf->resv)
+ * @moves: moves so far (dmabuf->resv)
+ * @copy_work: an eviction's copy from the BAR to @pages
+ * @copy_fence: its fence, in dmabuf->resv as DMA_RESV_USAGE_KERNEL
+ * @copy_src: the BAR page it copies from (freed once copied)
+ * @fence_ctx: the fence context of the copies
+ */
+struct p2pgpu_bo {
+	struct p2pgpu *gpu;
+	struct dma_buf *dmabuf;
+	u32 personality;
+	u32 flags;
+	int id;
+	unsigned long npages;
+	enum p2pgpu_place place;
+	unsigned long bar_page;
+	struct page **pages;
+	unsigned int pins;
+	unsigned int moves;
+	struct delayed_work copy_work;
+	struct p2pgpu_fence *copy_fence;
+	unsigned long copy_src;
+	u64 fence_ctx;
+};
+
+/* the static importers a file of /dev/p2pgpu holds (P2PGPU_IOC_STATIC_ATTACH) */
+struct p2pgpu_static {
+	struct list_head node;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+};
+
+struct p2pgpu_file {
+	struct p2pgpu *gpu;
+	struct mutex lock;	/* protects @statics */
+	struct list_head statics;
+};
+
+static DEFINE_MUTEX(p2pgpu_dev_lock);
+static struct p2pgpu *p2pgpu_dev;	/* the bound instance (p2pgpu_dev_lock) */
+
+static const char * const p2pgpu_names[] = {
+	[P2PGPU_NVIDIA] = "nvidia", [P2PGPU_AMDGPU] = "amdgpu", [P2PGPU_XE] = "xe",
+};
+
+static void p2pgpu_free(struct kref *kref)
+{
+	struct p2pgpu *gpu = container_of(kref, struct p2pgpu, kref);
+
+	pci_iounmap(gpu->pdev, gpu->bar);
+	pci_release_region(gpu->pdev, P2PGPU_BAR);
+	pci_disable_device(gpu->pdev);
+	pci_dev_put(gpu->pdev);
+	bitmap_free(gpu->used);
+	kfree(gpu);
+}
+
+/* BAR pages: first fit; -ENOSPC when VRAM is full */
+static long bar_alloc(struct p2pgpu *gpu, unsigned long n)
+{
+	unsigned long first;
+
+	mutex_lock(&gpu->lock);
+	first = bitmap_find_next_zero_area(gpu->used, gpu->npages, 0, n, 0);
+	if (first < gpu->npages)
+		bitmap_set(gpu->used, first, n);
+	mutex_unlock(&gpu->lock);
+	return first < gpu->npages ? (long)first : -ENOSPC;
+}
+
+/* cleared when freed, so that stale bytes are never taken for new ones */
+static void bar_free(struct p2pgpu *gpu, unsigned long first, unsigned long n)
+{
+	memset_io(gpu->bar + (first << PAGE_SHIFT), 0, n << PAGE_SHIFT);
+	mutex_lock(&gpu->lock);
+	bitmap_clear(gpu->used, first, n);
+	mutex_unlock(&gpu->lock);
+}
+
+static void __iomem *bar_addr(struct p2pgpu_bo *bo, unsigned long page)
+{
+	return bo->gpu->bar + (page << PAGE_SHIFT);
+}
+
+static struct page **host_alloc(unsigned long n)
+{
+	struct page **pages = kvcalloc(n, sizeof(*pages), GFP_KERNEL);
+	unsigned long i;
+
+	if (!pages)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!pages[i])
+			goto err;
+	}
+	return pages;
+err:
+	while (i--)
+		__free_page(pages[i]);
+	kvfree(pages);
+	return NULL;
+}
+
+static void host_free(struct page **pages, unsigned long n)
+{
+	unsigned long i;
+
+	if (!pages)
+		return;
+	for (i = 0; i < n; i++)
+		__free_page(pages[i]);
+	kvfree(pages);
+}
+
+/* the CPU copies a move makes (the GPU's copy engine, for TTM) */
+static void copy_bar_to_host(struct p2pgpu_bo *bo, unsigned long src, struct page **dst)
+{
+	unsigned long i;
+
+	for (i = 0; i < bo->npages; i++) {
+		void *p = kmap_local_page(dst[i]);
+
+		memcpy_fromio(p, bar_addr(bo, src + i), PAGE_SIZE);
+		kunmap_local(p);
+	}
+}
+
+static void copy_host_to_bar(struct p2pgpu_bo *bo, struct page **src, unsigned long dst)
+{
+	unsigned long i;
+
+	for (i = 0; i < bo->npages; i++) {
+		void *p = kmap_local_page(src[i]);
+
+		memcpy_toio(bar_addr(bo, dst + i), p, PAGE_SIZE);
+		kunmap_local(p);
+	}
+}
+
+static const char *p2pgpu_fence_driver_name(struct dma_fence *f)
+{
+	return KBUILD_MODNAME;
+}
+
+static const char *p2pgpu_fence_timeline_name(struct dma_fence *f)
+{
+	return "move";
+}
+
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+/* before 7.x a fence calls its ops for as long as it lives (as p2pnvme's) */
+static void p2pgpu_fence_release(struct dma_fence *f)
+{
+	dma_fence_free(f);
+	module_put(THIS_MODULE);
+}
+#endif
+
+static const struct dma_fence_ops p2pgpu_fence_ops = {
+	.get_driver_name = p2pgpu_fence_driver_name,
+	.get_timeline_name = p2pgpu_fence_timeline_name,
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+	.release = p2pgpu_fence_release,
+#endif
+};
+
+/* An eviction's copy, done: the bytes are in the host pages, the BAR range goes. */
+static void p2pgpu_copy_work(struct work_struct *work)
+{
+	struct p2pgpu_bo *bo = container_of(to_delayed_work(work), struct p2pgpu_bo, copy_work);
+	struct p2pgpu_fence *f = bo->copy_fence;
+
+	/* nobody touches the pages or the range before the fence signals */
+	copy_bar_to_host(bo, bo->copy_src, bo->pages);
+	bar_free(bo->gpu, bo->copy_src, bo->npages);
+	bo->copy_fence = NULL;
+	dma_fence_signal(&f->base);
+	dma_fence_put(&f->base);
+	dma_buf_put(bo->dmabuf);	/* taken when queued */
+}
+
+/*
+ * Move @bo to @to, its reservation lock held, as a TTM move looks to
+ * importers: every attachment is told first (amdgpu_bo_move_notify() and
+ * xe_bo_move_notify() call dma_buf_invalidate_mappings(), called
+ * dma_buf_move_notify() before 7.x), then the move waits for every fence
+ * (importers' DMA; amdgpu_copy_buffer() syncs to the reservation object).
+ * An eviction (@async) copies in the background behind a KERNEL fence, as
+ * ttm_bo_move_accel_cleanup() publishes the copy job's; a move at a map
+ * copies at once. -ENOSPC: no room in "VRAM".
+ */
+static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, const char *why)
+{
+	struct dma_resv *resv = bo->dmabuf->resv;
+	struct p2pgpu_fence *f = NULL;
+	struct page **pages = NULL;
+	long first = 0, left;
+	int ret;
+
+	dma_resv_assert_held(resv);
+	if (bo->place == to)
+		return 0;
+	if (to == PLACE_BAR) {
+		first = bar_alloc(bo->gpu, bo->npages);
+		if (first < 0)
+			return first;
+	} else {
+		pages = host_alloc(bo->npages);
+		if (!pages)
+			return -ENOMEM;
+		if (async) {
+			f = kzalloc_obj(*f, GFP_KERNEL);
+			ret = f ? dma_resv_reserve_fences(resv, 1) : -ENOMEM;
+			if (ret)
+				goto err;
+		}
+	}
+	p2p_dma_buf_invalidate(bo->dmabuf);
+	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, false, P2PGPU_WAIT);
+	if (left <= 0) {
+		pci_err(bo->gpu->pdev, "%s buffer %d: fences not signalled, not moved\n",
+			p2pgpu_names[bo->personality], bo->id);
+		ret = -EBUSY;
+		goto err;
+	}
+	bo->moves++;
+	if (to == PLACE_BAR) {
+		copy_host_to_bar(bo, bo->pages, first);
+		host_free(bo->pages, bo->npages);
+		bo->pages = NULL;
+		bo->bar_page = first;
+	} else if (async) {
+		spin_lock_init(&f->lock);
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+		__module_get(THIS_MODULE);	/* put by p2pgpu_fence_release() */
+#endif
+		dma_fence_init(&f->base, &p2pgpu_fence_ops, &f->lock, bo->fence_ctx, bo->moves);
+		dma_resv_add_fence(resv, &f->base, DMA_RESV_USAGE_KERNEL);
+		bo->copy_fence = f;
+		bo->copy_src = bo->bar_page;
+		bo->pages = pages;
+		get_dma_buf(bo->dmabuf);	/* put by the work */
+		queue_delayed_work(system_wq, &bo->copy_work, P2PGPU_COPY_DELAY);
+	} else {
+		copy_bar_to_host(bo, bo->bar_page, pages);
+		bar_free(bo->gpu, bo->bar_page, bo->npages);
+		bo->pages = pages;
+	}
+	bo->place = to;
+	if (to == PLACE_BAR)
+		pci_info(bo->gpu->pdev, "%s buffer %d: GTT -> VRAM at BAR offset %#lx (%s)\n",
+			 p2pgpu_names[bo->personality], bo->id, bo->bar_page << PAGE_SHIFT, why);
+	else
+		pci_info(bo->gpu->pdev, "%s buffer %d: VRAM -> GTT, host pages (%s)\n",
+			 p2pgpu_names[bo->personality], bo->id, why);
+	return 0;
+
+err:
+	kfree(f);
+	host_free(pages, bo->npages);
+	if (to == PLACE_BAR)
+		bar_free(bo->gpu, first, bo->npages);
+	return ret;
+}
+
+/*
+ * ttm_bo_validate() into "VRAM with GTT as fallback" (the GTT place is
+ * TTM_PL_FLAG_FALLBACK: amdgpu_bo_placement_from_domain() for a BO that
+ * prefers VRAM, xe's try_add_system() for a VRAM BO): a buffer in GTT is
+ * not compatible and moves back to VRAM, unless VRAM is full.
+ */
+static int p2pgpu_validate_vram(struct p2pgpu_bo *bo, const char *why)
+{
+	int ret = p2pgpu_move(bo, PLACE_BAR, false, why);
+
+	return ret == -ENOSPC ? 0 : ret;
+}
+
+/* ---- attach ---- */
+
+/*
+ * nv_dma_buf_attach(), MAPPING_TYPE_DEFAULT: the topology check
+ * nv_grdma_pci_topology_supported() allows by default (it only wants a
+ * common switch on chipsets flagged unsupported), so no distance check. It
+ * then refuses a dynamic importer without peer2peer, the memory having no
+ * struct page (!nv->mem_has_struct_page); a static importer is accepted.
+ * NVIDIA returns -ENOTSUPP for both refusals; this returns -EOPNOTSUPP.
+ * nv_dma_buf_attach() casts the importer with to_pci_dev() unchecked (and
+ * nv_dma_map_peer() wants a PCI device): a device that is not PCI is
+ * refused here rather than misread.
+ */
+static int p2pgpu_nv_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
+{
+	struct p2pgpu_bo *bo = dmabuf->priv;
+
+	if (!dev_is_pci(attach->dev)) {
+		pci_info(bo->gpu->pdev, "nvidia: dma-buf attach failed: %s is not a PCI device\n",
+			 dev_name(attach->dev));
+		return -EOPNOTSUPP;
+	}
+	if (attach->importer_ops && !attach->peer2peer) {
+		pci_info(bo->gpu->pdev, "nvidia: dma-buf attach failed: importer unable to handle MMIO without struct page\n");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/*
+ * amdgpu_dma_buf_attach(): peer2peer is cleared when pci_p2pdma_distance()
+ * from the GPU says no (or, not imitated, for DCC surfaces on GFX12 and
+ * while the GPU is runtime suspended); the attach itself always succeeds.
+ */
+static int p2pgpu_amdgpu_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
+{
+	struct p2pgpu_bo *bo = dmabuf->priv;
+
+	if (attach->peer2peer && pci_p2pdma_distance(bo->gpu->pdev, attach->dev, false) < 0)
+		attach->peer2peer = false;
+	return 0;
+}
+
+/*
+ * xe_dma_buf_attach(): the same distance check; an importer without
+ * peer2peer is refused only when the BO cannot migrate to TT
+ * (xe_bo_can_migrate()), which these buffers always can.
+ */
+static int p2pgpu_xe_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
+{
+	return p2pgpu_amdgpu_attach(dmabuf, attach);
+}
+
+/* ---- pin ---- */
+
+static bool all_peer2peer(struct dma_buf *dmabuf)
+{
+	struct dma_buf_attachment *a;
+
+	list_for_each_entry(a, &dmabuf->attachments, node)
+		if (!a->peer2peer)
+			return false;
+	return true;
+}
+
+/*
+ * amdgpu_dma_buf_pin() (7.2): VRAM stays allowed only if every attachment
+ * is peer2peer, else the BO is pinned in GTT: amdgpu_bo_pin() validates
+ * into the domains left (VRAM preferred, GTT fallback) and pins there. A
+ * static dma_buf_attach() is not peer2peer, so the core's pin for it puts
+ * the buffer in host memory, silently (6.12.117's amdgpu_dma_buf_pin()
+ * always pins in GTT). A pinned BO outside the domains: -EINVAL
+ * (amdgpu_bo_pin()).
+ */
+static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+	bool vram = all_peer2peer(attach->dmabuf);
+	int ret = 0;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (bo->pins) {
+		if (bo->place == PLACE_BAR && !vram)
+			return -EINVAL;
+	} else if (vram) {
+		ret = p2pgpu_validate_vram(bo, "pin, every importer peer2peer");
+	} else {
+		ret = p2pgpu_move(bo, PLACE_HOST, false, "pin, an importer not peer2peer");
+	}
+	if (!ret)
+		bo->pins++;
+	return ret;
+}
+
+/*
+ * xe_dma_buf_pin() (7.2): with an attachment that is not peer2peer the BO
+ * migrates to TT (xe_bo_migrate()) and is pinned there; if all are, it is
+ * pinned where it is, after a validate on the first pin
+ * (xe_bo_pin_external()). A pinned BO that is neither in TT nor in VRAM
+ * with VRAM allowed: -EINVAL. P2PGPU_EXPORT_F_XE_PIN_TT: 6.12's
+ * xe_dma_buf_pin(), which always migrates to TT.
+ */
+static int p2pgpu_xe_pin(struct dma_buf_attachment *attach)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+	bool vram = !(bo->flags & P2PGPU_EXPORT_F_XE_PIN_TT) && all_peer2peer(attach->dmabuf);
+	int ret = 0;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (bo->pins && bo->place != PLACE_HOST && !(bo->place == PLACE_BAR && vram))
+		return -EINVAL;
+	if (!vram)
+		ret = p2pgpu_move(bo, PLACE_HOST, false, "pin: xe pins in TT");
+	else if (!bo->pins)
+		ret = p2pgpu_validate_vram(bo, "pin in place, every importer peer2peer");
+	if (!ret)
+		bo->pins++;
+	return ret;
+}
+
+/* amdgpu_dma_buf_unpin(), xe_dma_buf_unpin(): movable again */
+static void p2pgpu_unpin(struct dma_buf_attachment *attach)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	bo->pins--;
+}
+
+/* ---- map ---- */
+
+/*
+ * VRAM: no struct page, each chunk of at most the importer's maximum
+ * segment mapped with dma_map_resource() for the importer's device (an
+ * IOVA under an IOMMU, the CPU physical address otherwise) and
+ * sg_set_page(sg, NULL, ...): nv_dma_buf_map_pfns() with nv_dma_map_peer()
+ * and nv_dma_map_mmio() (attrs 0), amdgpu_vram_mgr_alloc_sgt() and
+ * xe_ttm_vram_mgr_alloc_sgt() (DMA_ATTR_SKIP_CPU_SYNC).
+ */
+static struct sg_table *p2pgpu_map_bar(struct p2pgpu_bo *bo, struct device *dev,
+				       enum dma_data_direction dir, unsigned long attrs)
+{
+	size_t seg = ALIGN_DOWN(dma_get_max_seg_size(dev), PAGE_SIZE);
+	phys_addr_t phys = bo->gpu->phys + (bo->bar_page << PAGE_SHIFT);
+	size_t left = bo->npages << PAGE_SHIFT, len;
+	struct scatterlist *sg;
+	struct sg_table *sgt;
+	unsigned int i;
+	int ret;
+
+	seg = clamp_t(size_t, seg, PAGE_SIZE, ALIGN_DOWN(UINT_MAX, PAGE_SIZE));
+	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, DIV_ROUND_UP(left, seg), GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	for_each_sgtable_sg(sgt, sg, i) {
+		dma_addr_t addr;
+
+		len = min(left, seg);
+		addr = dma_map_resource(dev, phys, len, dir, attrs);
+		if (dma_mapping_error(dev, addr)) {
+			ret = -EIO;
+			sgt->nents = i;
+			goto err_unmap;
+		}
+		sg_set_page(sg, NULL, len, 0);
+		sg_dma_address(sg) = addr;
+		sg_dma_len(sg) = len;
+		phys += len;
+		left -= len;
+	}
+	return sgt;
+
+err_unmap:
+	for_each_sgtable_dma_sg(sgt, sg, i)
+		dma_unmap_resource(dev, sg_dma_address(sg), sg_dma_len(sg), dir, attrs);
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+/*
+ * GTT/TT: the host pages, drm_prime_pages_to_sg() then dma_map_sgtable()
+ * with DMA_ATTR_SKIP_CPU_SYNC (amdgpu_dma_buf_map(), xe_dma_buf_map()).
+ */
+static struct sg_table *p2pgpu_map_host(struct p2pgpu_bo *bo, struct device *dev,
+					enum dma_data_direction dir)
+{
+	struct sg_table *sgt;
+	int ret;
+
+	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table_from_pages_segment(sgt, bo->pages, bo->npages, 0,
+						bo->npages << PAGE_SHIFT,
+						ALIGN_DOWN(UINT_MAX, PAGE_SIZE), GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	ret = dma_map_sgtable(dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	if (ret) {
+		sg_free_table(sgt);
+		ret = -EBUSY;	/* as amdgpu_dma_buf_map()'s error_free */
+		goto err_free;
+	}
+	return sgt;
+
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static struct sg_table *p2pgpu_map_place(struct dma_buf_attachment *attach,
+					 enum dma_data_direction dir, unsigned long attrs)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+
+	if (bo->place == PLACE_BAR)
+		return p2pgpu_map_bar(bo, attach->dev, dir, attrs);
+	return p2pgpu_map_host(bo, attach->dev, dir);
+}
+
+/*
+ * nv_dma_buf_map(): the memory never moves; every mapping is made for the
+ * importer's device, always bidirectional (nv_dma_buf_map_pfns()).
+ */
+static struct sg_table *p2pgpu_nv_map(struct dma_buf_attachment *attach,
+				      enum dma_data_direction dir)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+
+	return p2pgpu_map_bar(bo, attach->dev, DMA_BIDIRECTIONAL, 0);
+}
+
+/*
+ * amdgpu_dma_buf_map(): an unpinned BO is validated into GTT, or into
+ * VRAM (GTT as fallback) for a peer2peer attachment of a BO that prefers
+ * VRAM; so a map by an importer that is not peer2peer moves the buffer to
+ * host memory (every other importer told), and a peer2peer map moves an
+ * evicted buffer back. A pinned BO is mapped where it is.
+ */
+static struct sg_table *p2pgpu_amdgpu_map(struct dma_buf_attachment *attach,
+					  enum dma_data_direction dir)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+	int ret = 0;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (!bo->pins) {
+		if (attach->peer2peer)
+			ret = p2pgpu_validate_vram(bo, "map by a peer2peer importer");
+		else
+			ret = p2pgpu_move(bo, PLACE_HOST, false, "map, importer not peer2peer");
+	}
+	if (ret)
+		return ERR_PTR(ret);
+	return p2pgpu_map_place(attach, dir, DMA_ATTR_SKIP_CPU_SYNC);
+}
+
+/*
+ * xe_dma_buf_map(): unpinned, a map by an importer that is not peer2peer
+ * migrates the BO to TT (xe_bo_migrate()); a peer2peer one validates it
+ * (xe_bo_validate(): VRAM, TT as fallback). Pinned: where it is.
+ */
+static struct sg_table *p2pgpu_xe_map(struct dma_buf_attachment *attach,
+				      enum dma_data_direction dir)
+{
+	return p2pgpu_amdgpu_map(attach, dir);
+}
+
+/*
+ * amdgpu_dma_buf_unmap(), xe_dma_buf_unmap(): a table with pages is host
+ * memory (dma_unmap_sgtable()), one without is VRAM (the vram manager's
+ * free_sgt: dma_unmap_resource()); nv_dma_buf_unmap_pfns() likewise.
+ */
+static void p2pgpu_unmap(struct dma_buf_attachment *attach, struct sg_table *sgt,
+			 enum dma_data_direction dir)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+	struct scatterlist *sg;
+	unsigned int i;
+
+	if (sg_page(sgt->sgl)) {
+		dma_unmap_sgtable(attach->dev, sgt, dir, 0);
+	} else {
+		unsigned long attrs = bo->personality == P2PGPU_NVIDIA ? 0 : DMA_ATTR_SKIP_CPU_SYNC;
+
+		if (bo->personality == P2PGPU_NVIDIA)
+			dir = DMA_BIDIRECTIONAL;
+		for_each_sgtable_dma_sg(sgt, sg, i)
+			dma_unmap_resource(attach->dev, sg_dma_address(sg), sg_dma_len(sg), dir,
+					   attrs);
+	}
+	sg_free_table(sgt);
+	kfree(sgt);
+}
+
+static void p2pgpu_release(struct dma_buf *dmabuf)
+{
+	struct p2pgpu_bo *bo = dmabuf->priv;
+
+	/* an eviction's copy holds a reference: none is pending */
+	if (bo->place == PLACE_BAR)
+		bar_free(bo->gpu, bo->bar_page, bo->npages);
+	host_free(bo->pages, bo->npages);
+	pci_info(bo->gpu->pdev, "%s buffer %d released after %u moves\n",
+		 p2pgpu_names[bo->personality], bo->id, bo->moves);
+	kref_put(&bo->gpu->kref, p2pgpu_free);
+	kfree(bo);
+}
+
+/* nv_dma_buf_ops: no pin/unpin, so a static exporter */
+static const struct dma_buf_ops p2pgpu_nv_ops = {
+	.attach = p2pgpu_nv_attach,
+	.map_dma_buf = p2pgpu_nv_map,
+	.unmap_dma_buf = p2pgpu_unmap,
+	.release = p2pgpu_release,
+};
+
+static const struct dma_buf_ops p2pgpu_amdgpu_ops = {
+	.attach = p2pgpu_amdgpu_attach,
+	.pin = p2pgpu_amdgpu_pin,
+	.unpin = p2pgpu_unpin,
+	.map_dma_buf = p2pgpu_amdgpu_map,
+	.unmap_dma_buf = p2pgpu_unmap,
+	.release = p2pgpu_release,
+};
+
+static const struct dma_buf_ops p2pgpu_xe_ops = {
+	.attach = p2pgpu_xe_attach,
+	.pin = p2pgpu_xe_pin,
+	.unpin = p2pgpu_unpin,
+	.map_dma_buf = p2pgpu_xe_map,
+	.unmap_dma_buf = p2pgpu_unmap,
+	.release = p2pgpu_release,
+};
+
+static const struct dma_buf_ops *const p2pgpu_ops[] = {
+	[P2PGPU_NVIDIA] = &p2pgpu_nv_ops, [P2PGPU_AMDGPU] = &p2pgpu_amdgpu_ops,
+	[P2PGPU_XE] = &p2pgpu_xe_ops,
+};
+
+/* ---- ioctls ---- */
+
+static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(exp);
+	struct p2pgpu_export arg;
+	struct dma_buf *dmabuf;
+	struct p2pgpu_bo *bo;
+	long first;
+	int fd;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.personality < P2PGPU_NVIDIA || arg.personality > P2PGPU_XE ||
+	    (arg.flags & ~P2PGPU_EXPORT_F_XE_PIN_TT) || !arg.size || !PAGE_ALIGNED(arg.size) ||
+	    arg.size > ((u64)gpu->npages << PAGE_SHIFT))
+		return -EINVAL;
+	bo = kzalloc_obj(*bo, GFP_KERNEL);
+	if (!bo)
+		return -ENOMEM;
+	bo->gpu = gpu;
+	bo->personality = arg.personality;
+	bo->flags = arg.flags;
+	bo->npages = arg.size >> PAGE_SHIFT;
+	bo->id = atomic_inc_return(&gpu->serial);
+	bo->fence_ctx = dma_fence_context_alloc(1);
+	INIT_DELAYED_WORK(&bo->copy_work, p2pgpu_copy_work);
+	/* created in VRAM, cleared */
+	first = bar_alloc(gpu, bo->npages);
+	if (first < 0) {
+		kfree(bo);
+		return first;
+	}
+	bo->place = PLACE_BAR;
+	bo->bar_page = first;
+	memset_io(bar_addr(bo, first), 0, arg.size);
+
+	exp.ops = p2pgpu_ops[arg.personality];
+	exp.size = arg.size;
+	exp.flags = O_RDWR;
+	exp.priv = bo;
+	kref_get(&gpu->kref);
+	dmabuf = dma_buf_export(&exp);
+	if (IS_ERR(dmabuf)) {
+		bar_free(gpu, first, bo->npages);
+		kref_put(&gpu->kref, p2pgpu_free);
+		kfree(bo);
+		return PTR_ERR(dmabuf);
+	}
+	bo->dmabuf = dmabuf;
+	/* from here the dma-buf's release frees bo */
+	fd = dma_buf_fd(dmabuf, O_CLOEXEC);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	arg.fd = fd;
+	arg.where = P2PGPU_WHERE_BAR;
+	arg.bar_off = (u64)first << PAGE_SHIFT;
+	pci_info(gpu->pdev, "%s buffer %d: %llu bytes in VRAM at BAR offset %#llx\n",
+		 p2pgpu_names[bo->personality], bo->id, arg.size, arg.bar_off);
+	/* the fd is the caller's now: a failed copy leaves it open */
+	return copy_to_user(uarg, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
+/* the dma-buf @fd if this module exported it, with a reference */
+static struct dma_buf *p2pgpu_get(int fd)
+{
+	struct dma_buf *dmabuf = dma_buf_get(fd);
+	unsigned int i;
+
+	if (IS_ERR(dmabuf))
+		return dmabuf;
+	for (i = P2PGPU_NVIDIA; i <= P2PGPU_XE; i++)
+		if (dmabuf->ops == p2pgpu_ops[i])
+			return dmabuf;
+	dma_buf_put(dmabuf);
+	return ERR_PTR(-EINVAL);
+}
+
+/* where it is: with the reservation lock held */
+static void p2pgpu_where(struct p2pgpu_bo *bo, struct p2pgpu_buf *arg)
+{
+	struct dma_buf_attachment *a;
+
+	arg->where = bo->place;
+	arg->bar_off = bo->place == PLACE_BAR ? (u64)bo->bar_page << PAGE_SHIFT : 0;
+	arg->pins = bo->pins;
+	arg->moves = bo->moves;
+	arg->attachments = 0;
+	list_for_each_entry(a, &bo->dmabuf->attachments, node)
+		arg->attachments++;
+}
+
+/*
+ * The CPU's view of @len bytes at @off, after any move's copy (the KERNEL
+ * fences): into @buf for READ, set to the byte for FILL.
+ */
+static int p2pgpu_cpu_access(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, int byte)
+{
+	long left = dma_resv_wait_timeout(bo->dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
+					  P2PGPU_WAIT);
+	u64 done = 0;
+
+	if (left <= 0)
+		return left ?: -ETIMEDOUT;
+	while (done < len) {
+		u64 pos = off + done;
+		size_t n = min_t(u64, len - done, PAGE_SIZE - offset_in_page(pos));
+		unsigned long page = pos >> PAGE_SHIFT;
+
+		if (bo->place == PLACE_BAR) {
+			void __iomem *p = bar_addr(bo, bo->bar_page + page) + offset_in_page(pos);
+
+			if (buf)
+				memcpy_fromio(buf + done, p, n);
+			else
+				memset_io(p, byte, n);
+		} else {
+			void *p = kmap_local_page(bo->pages[page]);
+
+			if (buf)
+				memcpy(buf + done, p + offset_in_page(pos), n);
+			else
+				memset(p + offset_in_page(pos), byte, n);
+			kunmap_local(p);
+		}
+		done += n;
+	}
+	return 0;
+}
+
+static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
+{
+	struct p2pgpu_buf arg;
+	struct dma_buf *dmabuf;
+	struct p2pgpu_bo *bo;
+	void *buf = NULL;
+	int ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved)
+		return -EINVAL;
+	dmabuf = p2pgpu_get(arg.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	bo = dmabuf->priv;
+	if (cmd == P2PGPU_IOC_READ || cmd == P2PGPU_IOC_FILL) {
+		if (arg.off > dmabuf->size || arg.len > dmabuf->size - arg.off ||
+		    (cmd == P2PGPU_IOC_READ && arg.len > P2PGPU_READ_MAX) ||
+		    (cmd == P2PGPU_IOC_FILL && arg.arg > 0xff)) {
+			ret = -EINVAL;
+			goto out_put;
+		}
+		/* user memory is copied outside the reservation lock (mmap_lock first) */
+		if (cmd == P2PGPU_IOC_READ) {
+			buf = kvmalloc(arg.len ?: 1, GFP_KERNEL);
+			if (!buf) {
+				ret = -ENOMEM;
+				goto out_put;
+			}
+		}
+	}
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret)
+		goto out_put;
+	switch (cmd) {
+	case P2PGPU_IOC_EVICT:
+		/*
+		 * What TTM does under VRAM pressure (or amdgpu's and xe's
+		 * suspend): move the BO to GTT/TT. nvidia's memory never
+		 * moves; a pinned BO is not evicted (ttm_bo_evict() skips it,
+		 * xe_bo_move_notify() says -EINVAL).
+		 */
+		if (bo->personality == P2PGPU_NVIDIA)
+			ret = -EOPNOTSUPP;
+		else if (bo->pins)
+			ret = -EBUSY;
+		else
+			ret = p2pgpu_move(bo, PLACE_HOST, true, "evicted");
+		break;
+	case P2PGPU_IOC_READ:
+		ret = p2pgpu_cpu_access(bo, arg.off, arg.len, buf, 0);
+		break;
+	case P2PGPU_IOC_FILL:
+		ret = p2pgpu_cpu_access(bo, arg.off, arg.len, NULL, arg.arg);
+		break;
+	}
+	p2pgpu_where(bo, &arg);
+	dma_resv_unlock(dmabuf->resv);
+	if (!ret && buf && copy_to_user(u64_to_user_ptr(arg.arg), buf, arg.len))
+		ret = -EFAULT;
+	if (!ret && copy_to_user(uarg, &arg, sizeof(arg)))
+		ret = -EFAULT;
+out_put:
+	kvfree(buf);
+	dma_buf_put(dmabuf);
+	return ret;
+}
+
+/*
+ * A static importer of this function, as a driver that calls
+ * dma_buf_attach() (NVIDIA's importers, rocm-xio's first module, an RDMA
+ * NIC's pinned import) is: not peer2peer, so a dynamic exporter is pinned
+ * for it by the core (at attach before 7.x, at map from 7.x) where that
+ * exporter pins for importers that cannot take P2P.
+ */
+static long p2pgpu_ioc_static(struct p2pgpu_file *pf, unsigned int cmd, void __user *uarg)
+{
+	struct p2pgpu_static *s, *found = NULL;
+	struct p2pgpu_buf arg;
+	struct dma_buf *dmabuf;
+	int ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved)
+		return -EINVAL;
+	dmabuf = p2pgpu_get(arg.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	mutex_lock(&pf->lock);
+	list_for_each_entry(s, &pf->statics, node)
+		if (s->dmabuf == dmabuf)
+			found = s;
+	if (cmd == P2PGPU_IOC_STATIC_DETACH) {
+		if (!found) {
+			ret = -ENOENT;
+			goto out_unlock;
+		}
+		list_del(&found->node);
+		dma_buf_unmap_attachment_unlocked(found->attach, found->sgt, DMA_BIDIRECTIONAL);
+		dma_buf_detach(dmabuf, found->attach);
+		dma_buf_put(found->dmabuf);
+		kfree(found);
+		goto out_where;
+	}
+	if (found) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	s = kzalloc_obj(*s, GFP_KERNEL);
+	if (!s) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	s->attach = dma_buf_attach(dmabuf, &pf->gpu->pdev->dev);
+	if (IS_ERR(s->attach)) {
+		ret = PTR_ERR(s->attach);
+		kfree(s);
+		goto out_unlock;
+	}
+	s->sgt = dma_buf_map_attachment_unlocked(s->attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(s->sgt)) {
+		ret = PTR_ERR(s->sgt);
+		dma_buf_detach(dmabuf, s->attach);
+		kfree(s);
+		goto out_unlock;
+	}
+	get_dma_buf(dmabuf);
+	s->dmabuf = dmabuf;
+	list_add(&s->node, &pf->statics);
+out_where:
+	dma_resv_lock(dmabuf->resv, NULL);
+	p2pgpu_where(dmabuf->priv, &arg);
+	dma_resv_unlock(dmabuf->resv);
+	if (copy_to_user(uarg, &arg, sizeof(arg)))
+		ret = -EFAULT;
+out_unlock:
+	mutex_unlock(&pf->lock);
+	dma_buf_put(dmabuf);
+	return ret;
+}
+
+static long p2pgpu_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
+{
+	struct p2pgpu_file *pf = file->private_data;
+
+	switch (cmd) {
+	case P2PGPU_IOC_EXPORT:
+		return p2pgpu_ioc_export(pf->gpu, (void __user *)uarg);
+	case P2PGPU_IOC_WHERE:
+	case P2PGPU_IOC_EVICT:
+	case P2PGPU_IOC_READ:
+	case P2PGPU_IOC_FILL:
+		return p2pgpu_ioc_buf(cmd, (void __user *)uarg);
+	case P2PGPU_IOC_STATIC_ATTACH:
+	case P2PGPU_IOC_STATIC_DETACH:
+		return p2pgpu_ioc_static(pf, cmd, (void __user *)uarg);
+	}
+	return -ENOTTY;
+}
+
+static int p2pgpu_open(struct inode *inode, struct file *file)
+{
+	struct p2pgpu *gpu = container_of(file->private_data, struct p2pgpu, misc);
+	struct p2pgpu_file *pf = kzalloc_obj(*pf, GFP_KERNEL);
+
+	if (!pf)
+		return -ENOMEM;
+	mutex_init(&pf->lock);
+	INIT_LIST_HEAD(&pf->statics);
+	kref_get(&gpu->kref);
+	pf->gpu = gpu;
+	file->private_data = pf;
+	return 0;
+}
+
+static int p2pgpu_file_release(struct inode *inode, struct file *file)
+{
+	struct p2pgpu_file *pf = file->private_data;
+	struct p2pgpu_static *s, *tmp;
+
+	list_for_each_entry_safe(s, tmp, &pf->statics, node) {
+		dma_buf_unmap_attachment_unlocked(s->attach, s->sgt, DMA_BIDIRECTIONAL);
+		dma_buf_detach(s->dmabuf, s->attach);
+		dma_buf_put(s->dmabuf);
+		kfree(s);
+	}
+	kref_put(&pf->gpu->kref, p2pgpu_free);
+	kfree(pf);
+	return 0;
+}
+
+static const struct file_operations p2pgpu_fops = {
+	.owner = THIS_MODULE,
+	.open = p2pgpu_open,
+	.release = p2pgpu_file_release,
+	.unlocked_ioctl = p2pgpu_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static int p2pgpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct p2pgpu *gpu;
+	int ret;
+
+	if (!(pci_resource_flags(pdev, P2PGPU_BAR) & IORESOURCE_MEM) ||
+	    pci_resource_len(pdev, P2PGPU_BAR) < PAGE_SIZE)
+		return -ENODEV;
+	gpu = kzalloc_obj(*gpu, GFP_KERNEL);
+	if (!gpu)
+		return -ENOMEM;
+	kref_init(&gpu->kref);
+	mutex_init(&gpu->lock);
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		goto err_free;
+	ret = pci_request_region(pdev, P2PGPU_BAR, KBUILD_MODNAME);
+	if (ret)
+		goto err_disable;
+	gpu->bar = pci_iomap(pdev, P2PGPU_BAR, 0);
+	gpu->npages = pci_resource_len(pdev, P2PGPU_BAR) >> PAGE_SHIFT;
+	gpu->used = bitmap_zalloc(gpu->npages, GFP_KERNEL);
+	if (!gpu->bar || !gpu->used) {
+		ret = -ENOMEM;
+		goto err_unmap;
+	}
+	gpu->phys = pci_resource_start(pdev, P2PGPU_BAR);
+	gpu->pdev = pci_dev_get(pdev);
+	gpu->misc.minor = MISC_DYNAMIC_MINOR;
+	gpu->misc.name = KBUILD_MODNAME;
+	gpu->misc.fops = &p2pgpu_fops;
+	gpu->misc.mode = 0600;
+	mutex_lock(&p2pgpu_dev_lock);
+	ret = p2pgpu_dev ? -EBUSY : misc_register(&gpu->misc);
+	if (!ret)
+		p2pgpu_dev = gpu;
+	mutex_unlock(&p2pgpu_dev_lock);
+	if (ret) {
+		kref_put(&gpu->kref, p2pgpu_free);
+		return ret;
+	}
+	pci_set_drvdata(pdev, gpu);
+	pci_info(pdev, "p2pgpu: %lu MiB of BAR %d as \"VRAM\", /dev/%s (bench only)\n",
+		 gpu->npages >> (20 - PAGE_SHIFT), P2PGPU_BAR, gpu->misc.name);
+	return 0;
+
+err_unmap:
+	if (gpu->bar)
+		pci_iounmap(pdev, gpu->bar);
+	bitmap_free(gpu->used);
+	pci_release_region(pdev, P2PGPU_BAR);
+err_disable:
+	pci_disable_device(pdev);
+err_free:
+	kfree(gpu);
+	return ret;
+}
+
+/* Exports outlive the binding: the BAR stays mapped until the last goes. */
+static void p2pgpu_remove(struct pci_dev *pdev)
+{
+	struct p2pgpu *gpu = pci_get_drvdata(pdev);
+
+	mutex_lock(&p2pgpu_dev_lock);
+	misc_deregister(&gpu->misc);
+	p2pgpu_dev = NULL;
+	mutex_unlock(&p2pgpu_dev_lock);
+	kref_put(&gpu->kref, p2pgpu_free);
+}
+
+/* no ID table: bound with driver_override only */
+static struct pci_driver p2pgpu_driver = {
+	.name = KBUILD_MODNAME,
+	.probe = p2pgpu_probe,
+	.remove = p2pgpu_remove,
+};
+module_pci_driver(p2pgpu_driver);
+
+P2P_IMPORT_NS("DMA_BUF");
+MODULE_DESCRIPTION("Bench-only dma-buf exporter with the behaviour of NVIDIA's, amdgpu's and xe's");
+MODULE_VERSION(P2P_VERSION);
+MODULE_LICENSE("GPL");

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * p2pgpu: the bench's GPU-like dma-buf exporter (never installed), shared
+ * by the module and tools/tests/p2pgpu-test.c. See p2pgpu.c.
+ */
+#ifndef P2PGPU_UAPI_H
+#define P2PGPU_UAPI_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/* how the exported dma-buf behaves: whose driver it imitates */
+#define P2PGPU_NVIDIA	1	/* nv-dmabuf.c: static, page-less, never moves */
+#define P2PGPU_AMDGPU	2	/* amdgpu_dma_buf.c: dynamic, VRAM or GTT */
+#define P2PGPU_XE	3	/* xe_dma_buf.c: dynamic, VRAM or TT */
+
+/* xe's pin before 7.x (6.12's xe_dma_buf_pin()): always migrate to TT */
+#define P2PGPU_EXPORT_F_XE_PIN_TT	0x1
+
+/* where a buffer's bytes are */
+#define P2PGPU_WHERE_BAR	1	/* "VRAM": the BAR, at @bar_off */
+#define P2PGPU_WHERE_HOST	2	/* "GTT"/"TT": host pages */
+
+/**
+ * struct p2pgpu_export - P2PGPU_IOC_EXPORT
+ * @personality: P2PGPU_NVIDIA, P2PGPU_AMDGPU or P2PGPU_XE
+ * @flags: P2PGPU_EXPORT_F_*
+ * @size: bytes, a non-zero multiple of the page size; zeroed BAR memory
+ * @fd: out: the dma-buf (O_RDWR, O_CLOEXEC)
+ * @where: out: P2PGPU_WHERE_BAR
+ * @bar_off: out: its offset in the BAR
+ */
+struct p2pgpu_export {
+	__u32 personality;
+	__u32 flags;
+	__u64 size;
+	__s32 fd;
+	__u32 where;
+	__u64 bar_off;
+};
+
+/**
+ * struct p2pgpu_buf - the other ioctls, on a dma-buf this module exported
+ * @fd: the dma-buf
+ * @where: out: P2PGPU_WHERE_* after the call
+ * @bar_off: out: with P2PGPU_WHERE_BAR, the offset in the BAR
+ * @off: P2PGPU_IOC_READ, P2PGPU_IOC_FILL: byte offset into the buffer
+ * @len: P2PGPU_IOC_READ (at most 4 MiB), P2PGPU_IOC_FILL: bytes
+ * @arg: P2PGPU_IOC_READ: user address to copy to; P2PGPU_IOC_FILL: the byte
+ * @pins: out: pins held by importers
+ * @moves: out: moves so far (evictions, and moves back at a map)
+ * @attachments: out: importers attached
+ * @reserved: 0
+ */
+struct p2pgpu_buf {
+	__s32 fd;
+	__u32 where;
+	__u64 bar_off;
+	__u64 off;
+	__u64 len;
+	__u64 arg;
+	__u32 pins;
+	__u32 moves;
+	__u32 attachments;
+	__u32 reserved;
+};
+
+#define P2PGPU_IOC_MAGIC	0xBA
+#define P2PGPU_IOC_EXPORT	_IOWR(P2PGPU_IOC_MAGIC, 0x01, struct p2pgpu_export)
+/* where the buffer is now */
+#define P2PGPU_IOC_WHERE	_IOWR(P2PGPU_IOC_MAGIC, 0x02, struct p2pgpu_buf)
+/* evict to host pages as TTM does under VRAM pressure (not nvidia, not pinned) */
+#define P2PGPU_IOC_EVICT	_IOWR(P2PGPU_IOC_MAGIC, 0x03, struct p2pgpu_buf)
+/* the CPU's view of the bytes, wherever they are (after a move's copy) */
+#define P2PGPU_IOC_READ		_IOWR(P2PGPU_IOC_MAGIC, 0x04, struct p2pgpu_buf)
+#define P2PGPU_IOC_FILL		_IOWR(P2PGPU_IOC_MAGIC, 0x05, struct p2pgpu_buf)
+/*
+ * a static importer (dma_buf_attach(), then a mapping) of this PCI
+ * function, held until P2PGPU_IOC_STATIC_DETACH or the file's close: what
+ * an RDMA NIC or rocm-xio's first module did
+ */
+#define P2PGPU_IOC_STATIC_ATTACH _IOWR(P2PGPU_IOC_MAGIC, 0x06, struct p2pgpu_buf)
+#define P2PGPU_IOC_STATIC_DETACH _IOWR(P2PGPU_IOC_MAGIC, 0x07, struct p2pgpu_buf)
+
+#endif /* P2PGPU_UAPI_H */
