@@ -65,7 +65,7 @@ if bench:
     out += ['', '### the same engine through p2pbench (its own command, unregistered host memory), 4 KiB QD32: the plain ring and fio\'s ring', '',
             '| ring | p2pnvme IOPS | nvme-pci (ng) IOPS | IOPS ratio | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |',
             '|---|---|---|---|---|---|---|']
-    for tag, label in (('', 'SQE128 | CQE32'), ('-defer', '+ SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN (fio\'s)')):
+    for tag, label in (('', 'SQE128, CQE32'), ('-defer', '+ SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN (fio\'s)')):
         e, n = 'engine-uring' + tag, 'nvme-pci-ng' + tag
         out.append(f"| {label} | {bmed(e, 'iops'):.0f} | {bmed(n, 'iops'):.0f} | {bmed(e, 'iops') / bmed(n, 'iops'):.2f} | "
                    f"{bmed(e, 'cpu_us_per_io'):.0f} | {bmed(n, 'cpu_us_per_io'):.0f} | {bmed(e, 'cpu_us_per_io') / bmed(n, 'cpu_us_per_io'):.2f} |")
