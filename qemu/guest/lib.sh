@@ -129,6 +129,19 @@ nvme_blk() {
 
 load() { insmod "/lib/modules/$1.ko" ${2:+$2}; }
 
+# bench_polled NVME_P2PNVME NVME_PCI: a benchmark's polled half. p2pnvme
+# again with poll=1 on the first (no I/O interrupts), nvme-pci probed again
+# on the second with two poll queues; sets BLK1 and NG1 to its devices.
+bench_polled() {
+	echo "$1" > /sys/bus/pci/drivers/p2pnvme/unbind
+	check "p2pnvme again with poll=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko poll=1"
+	bind p2pnvme "$1"
+	echo 2 > /sys/module/nvme/parameters/poll_queues
+	check "nvme-pci probes nvme1 again with poll queues" bind nvme "$2"
+	for _i in $(seq 50); do BLK1=$(nvme_blk "$2") && break; sleep 0.1; done
+	NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+}
+
 # Print the KTAP of every KUnit suite not printed yet. Call it before
 # unloading a test module: its results leave debugfs with it.
 dump_kunit() {

@@ -69,15 +69,8 @@ for size in $(seq "$PASSES" | sed 's/.*/4096/') 131072; do
 	done
 	run uring engine /dev/p2pnvme0 $size "$SECS" 32 --bounce
 done
-# polled completions: every ring IORING_SETUP_IOPOLL, p2pnvme loaded with
-# poll=1 (no I/O interrupts), nvme-pci probed again with two poll queues
-echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind
-check "p2pnvme again with poll=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko poll=1"
-bind p2pnvme "$NVME0"
-echo 2 > /sys/module/nvme/parameters/poll_queues
-check "nvme-pci probes nvme1 again with poll queues" bind nvme "$NVME1"
-for i in $(seq 50); do BLK1=$(nvme_blk "$NVME1") && break; sleep 0.1; done
-NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+# polled completions: every ring IORING_SETUP_IOPOLL
+bench_polled "$NVME0" "$NVME1"
 check "nvme-pci polls $BLK1" sh -c "[ \$(cat /sys/block/${BLK1#/dev/}/queue/io_poll) = 1 ]"
 p2pbench uring engine-reg /dev/p2pnvme0 4096 1 32 --iopoll >/dev/null
 p2pbench uring blk "$BLK1" 4096 1 32 --iopoll >/dev/null

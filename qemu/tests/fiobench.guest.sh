@@ -74,15 +74,8 @@ for pass in 1 2; do
 		done
 	done
 done
-# both polled: p2pnvme with poll=1 (no I/O interrupts), nvme-pci probed
-# again with two poll queues, IOPOLL rings (fio's hipri)
-echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind
-check "p2pnvme again with poll=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko poll=1"
-bind p2pnvme "$NVME0"
-echo 2 > /sys/module/nvme/parameters/poll_queues
-check "nvme-pci probes nvme1 again with poll queues" bind nvme "$NVME1"
-for i in $(seq 50); do BLK1=$(nvme_blk "$NVME1") && break; sleep 0.1; done
-NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+# both polled, IOPOLL rings (fio's hipri)
+bench_polled "$NVME0" "$NVME1"
 for pass in 1 2; do
 	for mem in host p2p; do
 		row "hipri-$mem-4096-32" /dev/p2pnvme0 $mem 4096 32 --hipri=1
