@@ -685,26 +685,9 @@ static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
 		req_release(c, &reqs[nr], !reqs[nr].error && reqs[nr].io->result == 0);
 }
 
-/**
- * p2pnvme_run_batch - prepare, submit and wait for a batch of requests
- * @c: the controller (no lock held: this enters the I/O guard itself)
- * @f: the file they came through (its registered buffers)
- * @ios: requests, checked with p2pnvme_check_io(); @result, @path and
- *	 @status of each are written
- * @nr: how many, at most P2PNVME_SUBMIT_MAX
- * @failed: out: index of the entry that failed preparation
- *
- * Every entry goes to the I/O queue of the submitting CPU, whose interrupt
- * that CPU takes; nothing orders the entries among themselves.
- *
- * Return: 0 when every entry succeeded; -errno of a preparation failure
- * (*@failed says which, and nothing was submitted); -ENODEV when the
- * controller went away, -ERESTARTSYS when a signal came while it waited out
- * a reset (*@failed == @nr) or a dma-buf's kernel fences (nothing was
- * submitted either way); else the -errno of the first failed entry.
- */
-int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
-		      unsigned int nr, unsigned int *failed)
+/* One try of p2pnvme_run_batch(): -ESTALE when a registered dma-buf moved. */
+static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
+		     unsigned int nr, unsigned int *failed)
 {
 	struct p2pnvme_lists lists = {};
 	struct p2pnvme_req *reqs;
@@ -825,6 +808,53 @@ out_release:
 	kfree(scratch);
 	kvfree(reqs);
 	return ret;
+}
+
+/*
+ * How often a batch is prepared again when a registered dma-buf it names
+ * moved between its lookup and its arming (an exporter evicting it):
+ * each time the lookup maps it where it went.
+ */
+#define P2PNVME_MOVE_RETRIES	8
+
+/**
+ * p2pnvme_run_batch - prepare, submit and wait for a batch of requests
+ * @c: the controller (no lock held: this enters the I/O guard itself)
+ * @f: the file they came through (its registered buffers)
+ * @ios: requests, checked with p2pnvme_check_io(); @result, @path and
+ *	 @status of each are written
+ * @nr: how many, at most P2PNVME_SUBMIT_MAX
+ * @failed: out: index of the entry that failed preparation
+ *
+ * Every entry goes to the I/O queue of the submitting CPU, whose interrupt
+ * that CPU takes; nothing orders the entries among themselves.
+ *
+ * Return: 0 when every entry succeeded; -errno of a preparation failure
+ * (*@failed says which, and nothing was submitted); -ENODEV when the
+ * controller went away, -ERESTARTSYS when a signal came while it waited out
+ * a reset (*@failed == @nr) or a dma-buf's kernel fences (nothing was
+ * submitted either way); -EAGAIN (*@failed says which) when a registered
+ * dma-buf it names kept moving while the batch was prepared again and
+ * again; else the -errno of the first failed entry.
+ */
+int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
+		      unsigned int nr, unsigned int *failed)
+{
+	unsigned int i, tries = 0;
+	int ret;
+
+	for (;;) {
+		ret = run_batch(c, f, ios, nr, failed);
+		if (ret != -ESTALE)
+			return ret;
+		/* nothing was sent: as if the batch had not been tried */
+		for (i = 0; i < nr; i++)
+			p2pnvme_io_clear_out(&ios[i]);
+		if (++tries == P2PNVME_MOVE_RETRIES) {
+			ios[*failed].result = -EAGAIN;
+			return -EAGAIN;	/* moved again and again: the caller retries */
+		}
+	}
 }
 
 /* ---- one request on its own: the io_uring path (uring.c) ------------- */

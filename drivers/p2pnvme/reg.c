@@ -167,9 +167,10 @@ static void reg_busy_put(struct p2pnvme_reg *b)
  *	commands are queued (no reservation lock held)
  * @r: the request, with @r->reg
  *
- * Return: 0, -ENODEV when the buffer was revoked, -EAGAIN when its
- * dma-buf moved since p2pnvme_reg_get() mapped it (the request, made
- * again, maps it anew).
+ * Return: 0, -ENODEV when the buffer was revoked, -ESTALE when its
+ * dma-buf moved since p2pnvme_reg_get() mapped it: nothing was sent, and
+ * the caller prepares the request again, which maps it anew (never
+ * returned to userspace).
  */
 int p2pnvme_reg_arm(struct p2pnvme_req *r)
 {
@@ -180,7 +181,7 @@ int p2pnvme_reg_arm(struct p2pnvme_req *r)
 	/* acquire: the segments reg_remap() indexed before it cleared @stale */
 	if (READ_ONCE(b->revoked) || smp_load_acquire(&b->stale)) {
 		reg_busy_put(b);
-		return READ_ONCE(b->revoked) ? -ENODEV : -EAGAIN;
+		return READ_ONCE(b->revoked) ? -ENODEV : -ESTALE;
 	}
 	r->reg_busy = true;
 	return 0;

@@ -78,6 +78,7 @@ static unsigned long async_watch_period(void)
  *	    workers issue it again) rather than waiting for room on its queue
  * @std: NVME_URING_CMD_IO (the kernel's NVMe passthrough), answered as
  *	 nvme-pci answers it (async_done())
+ * @moved: times its registered dma-buf moved between lookup and arming
  * @ring: that ring, only compared (p2p_uring_cmd_ring())
  */
 struct p2pnvme_async {
@@ -96,8 +97,12 @@ struct p2pnvme_async {
 	bool iopoll;
 	bool nowait;
 	bool std;
+	u8 moved;
 	void *ring;
 };
+
+/* as P2PNVME_MOVE_RETRIES for a batch (io.c) */
+#define P2PNVME_URING_MOVE_RETRIES	8
 
 /**
  * struct p2pnvme_pdu - what p2pnvme keeps in an io_uring command
@@ -344,6 +349,7 @@ static int async_submit(struct p2pnvme_async *a)
 	 * (nothing held the first while the request waited in io_uring).
 	 */
 	r->bound = pdu->bound;
+again:
 	ret = p2pnvme_req_prepare(c, a->f, r);
 	if (ret)
 		return async_fail(a, ret);
@@ -392,7 +398,16 @@ static int async_submit(struct p2pnvme_async *a)
 	if (ret) {
 		p2pnvme_req_unreserve(r);
 		p2pnvme_io_exit(c);
-		return async_fail(a, ret);
+		/*
+		 * Its registered dma-buf moved since the lookup: nothing was
+		 * sent; prepared again, the lookup maps it where it went.
+		 */
+		if (ret == -ESTALE && ++a->moved < P2PNVME_URING_MOVE_RETRIES) {
+			p2pnvme_req_abandon(c, r);
+			*r = (struct p2pnvme_req){ .io = &a->io, .bound = pdu->bound };
+			goto again;
+		}
+		return async_fail(a, ret == -ESTALE ? -EAGAIN : ret);
 	}
 	p2pnvme_batch_init(&a->b, false);
 	a->b.end = async_end;

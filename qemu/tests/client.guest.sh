@@ -16,13 +16,13 @@ js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 
 # QEMU's trace shows the controller's DMA addresses: bus addresses inside
 # the BAR, unless an IOMMU turns them into IOVAs (the bytes in the BAR's
-# backing file are checked either way).
+# backing file are checked either way). dma_in_bar io: of I/O commands only.
 dma_in_bar() {
 	[ $want_path = p2p ] || return 0
 	if [ -n "$(ls /sys/class/iommu 2>/dev/null)" ]; then
 		skip "controller DMA addresses inside the BAR" "IOMMU on: they are IOVAs"
 	else
-		hostcheck dma-in 0x4000000 "$BUS"
+		hostcheck dma-in 0x4000000 "$BUS" "$@"
 	fi
 }
 
@@ -643,14 +643,14 @@ else
 		$FIO --filename=$N $VJOB --verify_only=1 --iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
 		check_eq "fio io_uring_cmd --iomem=mmapshared:/dev/p2pbar0: the verify pass, read into p2pmem" "$?" 0
 		check_eq "... 512 reads counted P2P" "$(($(cnt reads_p2p) - before))" 512
-		hostcheck dma-in 0x4000000 "$BUS" io
+		dma_in_bar io
 		before=$(cnt writes_p2p)
 		hostd check dma-mark >/dev/null
 		$FIO --filename=$N --name=p --rw=write --size=1M --offset=53M --buffer_pattern=0xc3 \
 			--scramble_buffers=0 --iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
 		check_eq "fio io_uring_cmd: 1 MiB of 0xc3 written from p2pmem" "$?" 0
 		check_eq "... 256 writes counted P2P" "$(($(cnt writes_p2p) - before))" 256
-		hostcheck dma-in 0x4000000 "$BUS" io
+		dma_in_bar io
 		hostcheck fill 1048576 nvme0@$((53 << 20)) 0xc3
 	else
 		# the topology refuses: no silent bounce for a standard client
@@ -675,7 +675,7 @@ else
 				--iodepth=8 --rw=randwrite --offset=48M --size=4M --verify=crc32c --verify_fatal=1 \
 				--iomem=mmapshared:/dev/p2pbar0 >/tmp/fio.out 2>&1
 			check_eq "fio io_uring O_DIRECT on nvme-pci's $blk with p2pmem buffers, verified" "$?" 0
-			hostcheck dma-in 0x4000000 "$BUS"
+			dma_in_bar
 		fi
 	fi
 fi
