@@ -569,9 +569,13 @@ static int req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme
 		u64 n = min_t(u64, io->len - done, c->max_xfer);
 		struct nvme_command cmd = {};
 
-		/* told to stop using the dma-buf: send nothing more from it */
+		/*
+		 * Told to stop using the dma-buf: send nothing more from it.
+		 * Nothing of it sent yet: -ESTALE, p2pnvme_run_batch() sends
+		 * the request again, mapped where the buffer went.
+		 */
 		if (dmabuf && READ_ONCE(r->owner->invalidated))
-			return -EAGAIN;
+			return done ? -EAGAIN : -ESTALE;
 		cmd.rw.opcode = opcode;
 		cmd.rw.nsid = cpu_to_le32(c->nsid);
 		cmd.rw.slba = cpu_to_le64(slba);
@@ -840,21 +844,67 @@ out_release:
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
 		      unsigned int nr, unsigned int *failed)
 {
-	unsigned int i, tries = 0;
+	unsigned int i, n, tries, sub_failed;
+	struct p2pnvme_io *sub;
+	bool resent = false;
 	int ret;
 
-	for (;;) {
+	for (tries = 1; ; tries++) {
 		ret = run_batch(c, f, ios, nr, failed);
-		if (ret != -ESTALE)
-			return ret;
-		/* nothing was sent: as if the batch had not been tried */
+		if (ret != -ESTALE || *failed == nr)
+			break;
+		/* a registered one moved before its arming: nothing was sent */
 		for (i = 0; i < nr; i++)
 			p2pnvme_io_clear_out(&ios[i]);
-		if (++tries == P2PNVME_MOVE_RETRIES) {
+		if (tries == P2PNVME_MOVE_RETRIES) {
 			ios[*failed].result = -EAGAIN;
-			return -EAGAIN;	/* moved again and again: the caller retries */
+			return -EAGAIN;	/* moved again and again: the caller tries again */
 		}
 	}
+	if (*failed < nr)
+		return ret;
+	/*
+	 * The batch ran. Its entries whose dma-buf moved before any of their
+	 * commands went out (-ESTALE) are sent again on their own, mapped
+	 * where it went; the others keep their results.
+	 */
+	for (tries = 0; tries < P2PNVME_MOVE_RETRIES; tries++) {
+		for (i = 0, n = 0; i < nr; i++)
+			n += ios[i].result == -ESTALE;
+		if (!n)
+			break;
+		sub = kmalloc_array(n, sizeof(*sub), GFP_KERNEL);
+		if (!sub)
+			break;
+		resent = true;
+		for (i = 0, n = 0; i < nr; i++) {
+			if (ios[i].result != -ESTALE)
+				continue;
+			sub[n] = ios[i];
+			p2pnvme_io_clear_out(&sub[n++]);
+		}
+		ret = run_batch(c, f, sub, n, &sub_failed);
+		for (i = 0; i < n; i++) {
+			/* nothing of these was sent (a signal, a move at arming) */
+			if (sub_failed < n || ret == -ERESTARTSYS)
+				sub[i].result = ret == -ERESTARTSYS ? -EINTR :
+						ret == -ESTALE ? -ESTALE : sub[i].result ?: ret;
+		}
+		for (i = 0, n = 0; i < nr; i++)
+			if (ios[i].result == -ESTALE)
+				ios[i] = sub[n++];
+		kfree(sub);
+	}
+	if (!resent && !n)
+		return ret;	/* the batch's own answer (-ERESTARTSYS, -ENODEV too) */
+	/* moved again and again: those the caller tries again */
+	for (i = 0, ret = 0; i < nr; i++) {
+		if (ios[i].result == -ESTALE)
+			ios[i].result = -EAGAIN;
+		if (!ret)
+			ret = ios[i].result;
+	}
+	return ret;
 }
 
 /* ---- one request on its own: the io_uring path (uring.c) ------------- */
