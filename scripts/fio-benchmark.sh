@@ -62,13 +62,16 @@ bench = [json.loads(l.split(' ', 1)[1]) for l in open(sys.argv[1], errors='repla
 if bench:
     def bmed(name, k):
         return statistics.median(r[k] for r in bench if r['bench'] == name)
-    out += ['', '### the same engine through p2pbench (its own command, unregistered host memory), 4 KiB QD32: the plain ring and fio\'s ring', '',
-            '| ring | p2pnvme IOPS | nvme-pci (ng) IOPS | IOPS ratio | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |',
-            '|---|---|---|---|---|---|---|']
-    for tag, label in (('', 'SQE128, CQE32'), ('-defer', '+ SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN (fio\'s)')):
-        e, n = 'engine-uring' + tag, 'nvme-pci-ng' + tag
-        out.append(f"| {label} | {bmed(e, 'iops'):.0f} | {bmed(n, 'iops'):.0f} | {bmed(e, 'iops') / bmed(n, 'iops'):.2f} | "
-                   f"{bmed(e, 'cpu_us_per_io'):.0f} | {bmed(n, 'cpu_us_per_io'):.0f} | {bmed(e, 'cpu_us_per_io') / bmed(n, 'cpu_us_per_io'):.2f} |")
+    out += ['', '### the same engine through p2pbench (unregistered host memory), 4 KiB QD32: its own command and the kernel\'s, the plain ring and fio\'s ring', '',
+            '| command | ring | p2pnvme IOPS | nvme-pci (ng) IOPS | IOPS ratio | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |',
+            '|---|---|---|---|---|---|---|---|']
+    for cmd, kind in (('P2PNVME_URING_CMD_IO', 'engine-uring'), ('NVME_URING_CMD_IO', 'engine-uring-std')):
+        for tag, label in (('', 'SQE128, CQE32'), ('-defer', '+ SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN (fio\'s)')):
+            e, n = kind + tag, 'nvme-pci-ng' + tag
+            if not any(r['bench'] == e for r in bench):
+                continue
+            out.append(f"| {cmd} | {label} | {bmed(e, 'iops'):.0f} | {bmed(n, 'iops'):.0f} | {bmed(e, 'iops') / bmed(n, 'iops'):.2f} | "
+                       f"{bmed(e, 'cpu_us_per_io'):.0f} | {bmed(n, 'cpu_us_per_io'):.0f} | {bmed(e, 'cpu_us_per_io') / bmed(n, 'cpu_us_per_io'):.2f} |")
 def verdict(ok):
     return 'met' if ok else 'missed'
 h, f = ratio['host-4096-32'], ratio['fixed-4096-32']

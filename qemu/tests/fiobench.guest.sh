@@ -67,7 +67,7 @@ done
 # benchmarks.md's p2pbench rows, this says whether the ring is why
 for pass in 1 2; do
 	for defer in "" --defer; do
-		for d in "engine /dev/p2pnvme0" "ng $NG1"; do
+		for d in "engine /dev/p2pnvme0" "engine-std /dev/p2pnvme0" "ng $NG1"; do
 			out=$(p2pbench uring $d 4096 "$SECS" 32 --host $defer)
 			check_eq "p2pbench uring $d 4096 QD32 $defer" "$?" 0
 			echo "P2P-BENCH $out"

@@ -8,11 +8,12 @@
  *        T threads, each does that on its own buffer (T x N in flight)
  *   p2pbench blk BLKDEV SIZE SECONDS QD [--host]
  *        O_DIRECT reads through the kernel's nvme driver (Linux AIO, depth QD)
- *   p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce | --host] [--iopoll] [--defer]
+ *   p2pbench uring engine|engine-std|blk|ng DEV SIZE SECONDS QD [--bounce | --host] [--iopoll] [--defer]
  *        one thread keeps QD reads in flight through io_uring: the engine's
  *        P2PNVME_URING_CMD_IO on /dev/p2pnvmeN, O_DIRECT IORING_OP_READ on
  *        nvme-pci's /dev/nvmeXnY (non-fixed buffers), or nvme-pci's
- *        passthrough NVME_URING_CMD_IO on /dev/ngXnY; adds p99 latency.
+ *        passthrough NVME_URING_CMD_IO on /dev/ngXnY (engine-std: the same
+ *        command on /dev/p2pnvmeN, as fio sends it); adds p99 latency.
  *        --iopoll: an IORING_SETUP_IOPOLL ring, completions reaped by
  *        polling (p2pnvme loaded with poll=1, nvme-pci with poll_queues).
  *        --defer: the ring fio sets up (SINGLE_ISSUER | DEFER_TASKRUN |
@@ -311,7 +312,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum { U_ENGINE, U_BLK, U_NG, U_ENGINE_REG };
+enum { U_ENGINE, U_BLK, U_NG, U_ENGINE_REG, U_ENGINE_STD };
 
 /*
  * One read at a random 4 KiB-aligned offset into slot @i of @buf (for
@@ -325,7 +326,7 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 
 	if (kind == U_BLK) {
 		io_uring_prep_read(sqe, fd, buf + i * size, size, off);
-	} else if (kind == U_NG) {
+	} else if (kind == U_NG || kind == U_ENGINE_STD) {
 		struct nvme_uring_cmd *cmd = (struct nvme_uring_cmd *)sqe->cmd;
 
 		memset(sqe, 0, 2 * sizeof(*sqe));
@@ -438,11 +439,12 @@ static long register_buffer(int fd, size_t len, int host)
 static int uring(int argc, char **argv)
 {
 	static const char * const names[] = { "engine-uring", "nvme-pci-uring", "nvme-pci-ng",
-					      "engine-uring-reg" };
+					      "engine-uring-reg", "engine-uring-std" };
 	long long ios0, ios1;
 	int blkmq = 0;
 	int kind = !strcmp(argv[0], "engine") ? U_ENGINE : !strcmp(argv[0], "blk") ? U_BLK :
 		   !strcmp(argv[0], "ng") ? U_NG : !strcmp(argv[0], "engine-reg") ? U_ENGINE_REG :
+		   !strcmp(argv[0], "engine-std") ? U_ENGINE_STD :
 		   -1;
 	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22;
 	double secs = atof(argv[3]), t0, t1, c0, c1, lat = 0, *start, *lats;
@@ -471,7 +473,7 @@ static int uring(int argc, char **argv)
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
 	if (kind < 0 || qd < 1 || qd > 256)
-		return fprintf(stderr, "uring engine|engine-reg|blk|ng DEV SIZE SECONDS QD (1..256)\n"),
+		return fprintf(stderr, "uring engine|engine-reg|engine-std|blk|ng DEV SIZE SECONDS QD (1..256)\n"),
 		       2;
 	if (kind == U_ENGINE_REG && (flags & P2PNVME_IO_F_BOUNCE))
 		return fprintf(stderr, "engine-reg: registered buffers are never bounced\n"), 2;
@@ -480,12 +482,15 @@ static int uring(int argc, char **argv)
 	fd = open(argv[1], kind == U_BLK ? O_RDONLY | O_DIRECT : O_RDWR);
 	if (fd < 0)
 		return perror(argv[1]), 1;
-	if (kind == U_ENGINE || kind == U_ENGINE_REG) {
+	if (kind == U_ENGINE || kind == U_ENGINE_REG || kind == U_ENGINE_STD) {
 		struct p2pnvme_info info = { .argsz = sizeof(info) };
 
 		if (ioctl(fd, P2PNVME_IOC_INFO, &info))
 			return perror("P2PNVME_IOC_INFO"), 1;
 		devsize = (off_t)info.nlb << info.lba_shift;
+		/* engine-std: the kernel's NVMe command, as fio sends it */
+		if (kind == U_ENGINE_STD && (int)(nsid = ioctl(fd, NVME_IOCTL_ID)) <= 0)
+			return perror("NVME_IOCTL_ID"), 1;
 	} else if (kind == U_NG) {
 		const char *tail = strstr(argv[1], "/ng");
 		int id = ioctl(fd, NVME_IOCTL_ID), bfd;
