@@ -211,6 +211,58 @@ static void room_and_stop(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->b.pending), 1);
 }
 
+/*
+ * Shadow doorbells (Doorbell Buffer Config): every new tail and head lands
+ * in the queue's words of the shadow buffer; the MMIO write happens only
+ * when the controller's event index says it stopped looking, i.e. lies in
+ * [old value, new value). Queue 1, stride 1: words 2 (SQ) and 3 (CQ).
+ */
+static void shadow_doorbells(struct kunit *test)
+{
+	struct fake *f = fake_new(test);
+	__le32 *dbs = kunit_kcalloc(test, 4, sizeof(*dbs), GFP_KERNEL);
+	__le32 *eis = kunit_kcalloc(test, 4, sizeof(*eis), GFP_KERNEL);
+	u16 a, b, c;
+
+	KUNIT_ASSERT_TRUE(test, dbs && eis);
+	p2pnvme_queue_shadow(&f->q, dbs, eis, 1);
+	/* the controller last looked at tail 0: the first tail needs the MMIO write */
+	a = submit(test, f);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dbs[2]), 1);
+	KUNIT_EXPECT_EQ(test, f->db[0], 1);
+	/* it has not caught up with tail 1 yet: memory only */
+	b = submit(test, f);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dbs[2]), 2);
+	KUNIT_EXPECT_EQ(test, f->db[0], 1);
+	/* the CQ head: the event index (0) lies in [0, 2): an MMIO write */
+	post(f, a, 0, 0);
+	post(f, b, 0, 0);
+	KUNIT_EXPECT_EQ(test, p2pnvme_queue_reap(&f->q), 2);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dbs[3]), 2);
+	KUNIT_EXPECT_EQ(test, f->db[1], 2);
+	/* it caught up with tail 2 and waits there: an MMIO write again */
+	eis[2] = cpu_to_le32(2);
+	c = submit(test, f);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dbs[2]), 3);
+	KUNIT_EXPECT_EQ(test, f->db[0], 3);
+	/* the CQ's event index (0) is not in [2, 3): memory only */
+	post(f, c, 0, 0);
+	KUNIT_EXPECT_EQ(test, p2pnvme_queue_reap(&f->q), 1);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dbs[3]), 3);
+	KUNIT_EXPECT_EQ(test, f->db[1], 2);
+	/* without the buffers (a reset), MMIO only: the tail wraps to 0 */
+	p2pnvme_queue_shadow(&f->q, NULL, NULL, 0);
+	dbs[2] = cpu_to_le32(0xdead);
+	submit(test, f);
+	KUNIT_EXPECT_EQ(test, f->db[0], 0);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(dbs[2]), 0xdead);
+	/* the admin queue never takes them, as nvme-pci's */
+	f->q.qid = 0;
+	p2pnvme_queue_shadow(&f->q, dbs, eis, 1);
+	KUNIT_EXPECT_NULL(test, f->q.sq_shadow);
+	KUNIT_EXPECT_NULL(test, f->q.cq_shadow);
+}
+
 static struct kunit_case p2pnvme_queue_cases[] = {
 	KUNIT_CASE(submit_entry),
 	KUNIT_CASE(completion_ends),
@@ -218,6 +270,7 @@ static struct kunit_case p2pnvme_queue_cases[] = {
 	KUNIT_CASE(phase_wraps),
 	KUNIT_CASE(bogus_completions),
 	KUNIT_CASE(room_and_stop),
+	KUNIT_CASE(shadow_doorbells),
 	{}
 };
 

@@ -266,6 +266,7 @@ int p2pnvme_identify(struct p2pnvme *c)
 	if (id->mdts && !check_shl_overflow((u64)mps, id->mdts, &mdts_bytes))
 		c->max_xfer = min_t(u64, c->max_xfer, mdts_bytes);
 	c->sgl = le32_to_cpu(id->sgls) & 0x3;
+	c->oacs = le16_to_cpu(id->oacs);
 	c->acl = id->acl + 1;	/* zero-based */
 
 	/* the first active namespace */
@@ -429,6 +430,94 @@ static int set_coalescing(struct p2pnvme *c)
 	return ret;
 }
 
+/* ---- shadow doorbells --------------------------------------------------- */
+
+/**
+ * p2pnvme_dbbuf_alloc - memory for shadow doorbells, if the controller has them
+ * @c: the controller, identified, its I/O queues counted
+ *
+ * Doorbell Buffer Config (OACS bit 8) is what emulated controllers offer:
+ * there every MMIO write is a trap to the hypervisor, and with it the
+ * controller reads the doorbells from host memory and asks for an MMIO
+ * write only when it stopped looking. Two controller pages for the
+ * binding (a controller that has gone on writing an event index never
+ * writes into freed memory); one holds every queue's words. Without them
+ * (no support, too many queues for a page, no memory) doorbells are MMIO
+ * writes, as before. The blk-mq prototype's queues ring by MMIO only: no
+ * shadow doorbells beside it.
+ */
+void p2pnvme_dbbuf_alloc(struct p2pnvme *c)
+{
+	struct device *dev = &c->pdev->dev;
+	size_t need = (size_t)(c->nr_ioq + 1) * 2 * c->db_stride * sizeof(__le32);
+
+	if (!(c->oacs & NVME_CTRL_OACS_DBBUF_SUPP) || c->want_protoq)
+		return;
+	if (need > P2PNVME_CTRL_PAGE) {
+		pci_info(c->pdev, "shadow doorbells need %zu bytes, more than a page: doorbells by MMIO\n",
+			 need);
+		return;
+	}
+	c->dbbuf_dbs = dmam_alloc_coherent(dev, P2PNVME_CTRL_PAGE, &c->dbbuf_dbs_dma, GFP_KERNEL);
+	c->dbbuf_eis = dmam_alloc_coherent(dev, P2PNVME_CTRL_PAGE, &c->dbbuf_eis_dma, GFP_KERNEL);
+	if (!c->dbbuf_dbs || !c->dbbuf_eis) {
+		pci_warn(c->pdev, "no memory for shadow doorbells: doorbells by MMIO\n");
+		c->dbbuf_dbs = NULL;	/* what was allocated goes at unbind */
+		c->dbbuf_eis = NULL;
+	}
+}
+
+/* Every I/O queue back on MMIO doorbells: a disabled controller forgot the buffers. */
+static void dbbuf_forget(struct p2pnvme *c)
+{
+	unsigned int i;
+
+	c->dbbuf_live = false;
+	for (i = 0; i < c->nr_ioq; i++)
+		p2pnvme_queue_shadow(&c->ioq[i], NULL, NULL, 0);
+}
+
+/**
+ * p2pnvme_dbbuf_set - let the controller read the doorbells from memory
+ * @c: the controller, its I/O queues created and none used yet
+ *
+ * After every enable (a reset forgets the configuration), if the memory is
+ * there and the shadow_doorbells parameter says so: the words zeroed (each
+ * queue's tail and head are 0), Doorbell Buffer Config, then each I/O queue
+ * writes its doorbells there. A controller that refuses the command keeps
+ * MMIO doorbells: said, not fatal. Caller holds reset_lock for write, or is
+ * probe.
+ *
+ * Return: 0, or the admin queue's failure.
+ */
+int p2pnvme_dbbuf_set(struct p2pnvme *c)
+{
+	struct nvme_command cmd = {};
+	unsigned int i;
+	u16 status;
+	int ret;
+
+	if (!c->dbbuf_dbs || !c->nr_ioq || !READ_ONCE(p2pnvme_shadow_doorbells))
+		return 0;
+	memset(c->dbbuf_dbs, 0, P2PNVME_CTRL_PAGE);
+	memset(c->dbbuf_eis, 0, P2PNVME_CTRL_PAGE);
+	cmd.dbbuf.opcode = nvme_admin_dbbuf;
+	cmd.dbbuf.prp1 = cpu_to_le64(c->dbbuf_dbs_dma);
+	cmd.dbbuf.prp2 = cpu_to_le64(c->dbbuf_eis_dma);
+	ret = p2pnvme_admin_exec_status(c, &cmd, NULL, &status);
+	if (ret == -EIO) {
+		pci_warn(c->pdev, "Doorbell Buffer Config refused (status %#x): doorbells by MMIO\n",
+			 status);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	for (i = 0; i < c->nr_ioq; i++)
+		p2pnvme_queue_shadow(&c->ioq[i], c->dbbuf_dbs, c->dbbuf_eis, c->db_stride);
+	c->dbbuf_live = true;
+	return 0;
+}
+
 /**
  * p2pnvme_ctrl_enable - enable the controller and create its I/O queues
  * @c: the controller, with no command in flight
@@ -447,6 +536,7 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 	ret = p2pnvme_ctrl_disable(c);
 	if (ret)
 		return ret;
+	dbbuf_forget(c);
 	pci_set_master(c->pdev);	/* a reset turned it off */
 	p2pnvme_queue_start(&c->adminq);
 	writel(aqa, c->bar + NVME_REG_AQA);
@@ -471,5 +561,8 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 		if (ret)
 			return ret;
 	}
+	ret = p2pnvme_dbbuf_set(c);
+	if (ret)
+		return ret;
 	return set_coalescing(c);
 }

@@ -107,6 +107,7 @@ extern bool p2pnvme_bounce;
 extern unsigned int p2pnvme_coalesce_entries;
 extern unsigned int p2pnvme_coalesce_time_us;
 extern unsigned int p2pnvme_max_bounced_reg_mb;
+extern bool p2pnvme_shadow_doorbells;
 
 /* the command timeout in jiffies, at least one */
 static inline unsigned long p2pnvme_io_timeout(void)
@@ -504,6 +505,12 @@ struct p2pnvme_cmd {
  * @cq_dma: its bus address
  * @sq_db: SQ tail doorbell in BAR0
  * @cq_db: CQ head doorbell in BAR0
+ * @sq_shadow: the SQ tail's word in the shadow doorbell buffer (Doorbell
+ *	       Buffer Config), NULL while the controller does not read one;
+ *	       written under @sq_lock
+ * @sq_ei: the controller's event index for the SQ tail, beside it
+ * @cq_shadow: the CQ head's word there, written under @cq_lock
+ * @cq_ei: the controller's event index for the CQ head
  * @cmds: @depth - 1 command slots
  * @list_pool: P2PNVME_LIST_SIZE coherent blocks for the commands' lists
  *	       (I/O queues)
@@ -536,6 +543,10 @@ struct p2pnvme_queue {
 	dma_addr_t cq_dma;
 	u32 __iomem *sq_db;
 	u32 __iomem *cq_db;
+	__le32 *sq_shadow;
+	__le32 *sq_ei;
+	__le32 *cq_shadow;
+	__le32 *cq_ei;
 	struct p2pnvme_cmd *cmds;
 	struct dma_pool *list_pool;
 	unsigned long *slot_map;
@@ -588,6 +599,15 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @firmware: Identify firmware revision
  * @passthru_bounce: the NVMe passthrough's I/O (NVME_IOCTL_IO_CMD) may bounce
  *		     p2pmem the topology refuses (sysfs, default no)
+ * @oacs: Identify's Optional Admin Command Support
+ * @dbbuf_dbs: the shadow doorbell buffer, one controller page (coherent,
+ *	       lives as long as the device), or NULL: the controller has no
+ *	       Doorbell Buffer Config, or shadow_doorbells was off at probe
+ * @dbbuf_dbs_dma: its bus address
+ * @dbbuf_eis: the event index buffer beside it
+ * @dbbuf_eis_dma: its bus address
+ * @dbbuf_live: the controller reads them since this enable (set and cleared
+ *		under @reset_lock for write, or at probe)
  * @id_buf: one page for Identify data (coherent, lives as long as the device)
  * @id_dma: its bus address
  * @pt_buf: P2PNVME_PT_MAX bytes for admin passthrough data (coherent, lives
@@ -675,6 +695,12 @@ struct p2pnvme {
 	char model[40];
 	char firmware[8];
 	bool passthru_bounce;
+	u16 oacs;
+	__le32 *dbbuf_dbs;
+	dma_addr_t dbbuf_dbs_dma;
+	__le32 *dbbuf_eis;
+	dma_addr_t dbbuf_eis_dma;
+	bool dbbuf_live;
 	void *id_buf;
 	dma_addr_t id_dma;
 	void *pt_buf;
@@ -909,6 +935,8 @@ int p2pnvme_ctrl_disable(struct p2pnvme *c);
 int p2pnvme_ctrl_enable(struct p2pnvme *c);
 int p2pnvme_ctrl_shutdown(struct p2pnvme *c);
 int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q);
+void p2pnvme_dbbuf_alloc(struct p2pnvme *c);
+int p2pnvme_dbbuf_set(struct p2pnvme *c);
 int p2pnvme_identify(struct p2pnvme *c);
 int p2pnvme_ns_recheck(struct p2pnvme *c);
 
@@ -931,6 +959,7 @@ void p2pnvme_check_async_timeouts(struct p2pnvme *c);
 unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q);
 irqreturn_t p2pnvme_irq(int irq, void *data);
 void p2pnvme_queue_start(struct p2pnvme_queue *q);
+void p2pnvme_queue_shadow(struct p2pnvme_queue *q, __le32 *dbs, __le32 *eis, u32 stride);
 void p2pnvme_queues_stop(struct p2pnvme *c);
 void p2pnvme_queues_cancel(struct p2pnvme *c, int err);
 unsigned int p2pnvme_queues_inflight(struct p2pnvme *c);

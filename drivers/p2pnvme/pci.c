@@ -106,6 +106,10 @@ static struct uint_range max_bounced_reg_range = { &p2pnvme_max_bounced_reg_mb, 
 module_param_cb(max_bounced_reg_mb, &uint_range_ops, &max_bounced_reg_range, 0644);
 MODULE_PARM_DESC(max_bounced_reg_mb, "MiB of registered host buffers a controller may keep in swiotlb's bounce slots, 0 .. 65536 (default 32)");
 
+bool p2pnvme_shadow_doorbells = true;
+module_param_named(shadow_doorbells, p2pnvme_shadow_doorbells, bool, 0644);
+MODULE_PARM_DESC(shadow_doorbells, "Use the controller's Doorbell Buffer Config where it has one (emulated controllers), taken at probe and each reset (default true)");
+
 /* Interrupt Coalescing (Feature 08h), set at probe and after each reset */
 unsigned int p2pnvme_coalesce_entries;
 static struct uint_range coalesce_entries_range = { &p2pnvme_coalesce_entries, 0, 256 };
@@ -316,6 +320,10 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		if (ret)
 			goto err_disable;
 	}
+	p2pnvme_dbbuf_alloc(c);
+	ret = p2pnvme_dbbuf_set(c);
+	if (ret)
+		goto err_disable;
 
 	ret = xa_alloc(&p2pnvme_minors, &c->minor, c, XA_LIMIT(0, P2PNVME_MAX_DEVS - 1),
 		       GFP_KERNEL);

@@ -171,6 +171,57 @@ static void queue_stop(struct p2pnvme_queue *q)
 	cq_unlock(q, flags);
 }
 
+/**
+ * p2pnvme_queue_shadow - give @q its words in the shadow doorbell buffers
+ * @q: an I/O queue, created
+ * @dbs: the shadow doorbell buffer, or NULL: doorbells by MMIO only
+ * @eis: the event index buffer
+ * @stride: the doorbell stride in 32-bit words
+ *
+ * The words sit where the doorbells sit in BAR0 (NVMe, Doorbell Buffer
+ * Config). The admin queue keeps MMIO only, as nvme-pci's does. Taken under
+ * both of @q's locks: a submitter or a reaper sees both words or neither.
+ */
+void p2pnvme_queue_shadow(struct p2pnvme_queue *q, __le32 *dbs, __le32 *eis, u32 stride)
+{
+	unsigned int sqi = 2 * q->qid * stride, cqi = (2 * q->qid + 1) * stride;
+	unsigned long flags;
+	bool on = dbs && q->qid;
+
+	spin_lock(&q->sq_lock);
+	q->sq_shadow = on ? &dbs[sqi] : NULL;
+	q->sq_ei = on ? &eis[sqi] : NULL;
+	spin_unlock(&q->sq_lock);
+	flags = cq_lock(q);
+	q->cq_shadow = on ? &dbs[cqi] : NULL;
+	q->cq_ei = on ? &eis[cqi] : NULL;
+	cq_unlock(q, flags);
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_queue_shadow);
+
+/*
+ * A doorbell's new @value goes to its @shadow word, which the controller
+ * reads from host memory; the MMIO write (a trap to the hypervisor on an
+ * emulated controller) is needed only if the controller stopped looking:
+ * its event index lies in [old, value). Without a shadow word, always. As
+ * nvme-pci's nvme_dbbuf_update_and_check_event().
+ */
+static bool doorbell_needs_mmio(u16 value, __le32 *shadow, __le32 *ei)
+{
+	u16 old, event;
+
+	if (!shadow)
+		return true;
+	/* the queue's entries before the shadow value that names them */
+	wmb();
+	old = le32_to_cpu(READ_ONCE(*shadow));
+	WRITE_ONCE(*shadow, cpu_to_le32(value));
+	/* the shadow value before the event index: the controller does the reverse */
+	mb();
+	event = le32_to_cpu(READ_ONCE(*ei));
+	return (u16)(value - event - 1) < (u16)(value - old);
+}
+
 /* Let the controller see every entry queued so far. Caller holds sq_lock. */
 static void queue_ring_locked(struct p2pnvme_queue *q)
 {
@@ -181,7 +232,8 @@ static void queue_ring_locked(struct p2pnvme_queue *q)
 	 * writel() orders the SQ entries (coherent host memory) before the
 	 * doorbell MMIO write, so the controller never fetches a stale slot.
 	 */
-	writel(q->sq_tail, q->sq_db);
+	if (doorbell_needs_mmio(q->sq_tail, q->sq_shadow, q->sq_ei))
+		writel(q->sq_tail, q->sq_db);
 	q->sq_db_tail = q->sq_tail;
 }
 
@@ -435,7 +487,7 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 		n++;
 	}
 	/* tell the controller the entries are consumed */
-	if (moved)
+	if (moved && doorbell_needs_mmio(q->cq_head, q->cq_shadow, q->cq_ei))
 		writel(q->cq_head, q->cq_db);
 	return n;
 }

@@ -273,17 +273,19 @@ const struct attribute_group *p2pnvme_groups[] = {
 static void show_queue(struct seq_file *s, struct p2pnvme_queue *q)
 {
 	u16 sq_tail, inflight_max;
-	bool stopped;
+	bool stopped, shadow;
 
 	/* the completion side as the reaper left it a moment ago */
 	spin_lock(&q->sq_lock);
 	sq_tail = q->sq_tail;
 	inflight_max = q->inflight_max;
 	stopped = q->stopped;
+	shadow = !!q->sq_shadow;
 	spin_unlock(&q->sq_lock);
-	seq_printf(s, "%u %u %d %u %u %u %u %u %u %pad %pad\n", q->qid, q->depth, q->vector,
+	seq_printf(s, "%u %u %d %u %u %u %u %u %u %pad %pad %u\n", q->qid, q->depth, q->vector,
 		   sq_tail, READ_ONCE(q->cq_head), READ_ONCE(q->cq_phase),
-		   p2pnvme_queue_inflight(q), inflight_max, stopped, &q->sq_dma, &q->cq_dma);
+		   p2pnvme_queue_inflight(q), inflight_max, stopped, &q->sq_dma, &q->cq_dma,
+		   shadow);
 }
 
 static int queues_show(struct seq_file *s, void *unused)
@@ -294,7 +296,7 @@ static int queues_show(struct seq_file *s, void *unused)
 	unsigned int i;
 
 	seq_printf(s, "# %s\n", states[p2pnvme_state(c)]);
-	seq_puts(s, "qid depth vector sq_tail cq_head phase inflight max_inflight stopped sq_dma cq_dma\n");
+	seq_puts(s, "qid depth vector sq_tail cq_head phase inflight max_inflight stopped sq_dma cq_dma shadow\n");
 	show_queue(s, &c->adminq);
 	for (i = 0; i < c->nr_ioq; i++)
 		show_queue(s, &c->ioq[i]);

@@ -716,6 +716,11 @@ Q=/sys/kernel/debug/p2pnvme/$NVME/queues
 diag "queues: $(tr '\n' ';' < $Q)"
 check_eq "debugfs shows the admin queue and every I/O queue" \
 	"$(grep -c '^[0-9]' $Q)" "$(($(js io_queues "$info") + 1))"
+# QEMU's controller has Doorbell Buffer Config (OACS bit 8): every I/O
+# queue rings through shadow doorbells, the admin queue by MMIO (nvme-pci's
+# rule); the column is the last one
+check_eq "shadow doorbells on every I/O queue, not the admin queue" \
+	"$(awk '/^[0-9]/ { print $1 == 0 ? "a" $NF : $NF }' $Q | sort -u | tr '\n' ' ')" "1 a0 "
 check_eq "interrupts took the completions (MSI-X)" "$(js polled "$info") $(($(cat $STATS/irqs) > 0))" "false 1"
 # the unbind with io_uring commands in flight: each is answered
 if [ "$p2pexpect" != refused ]; then
