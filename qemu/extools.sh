@@ -7,6 +7,8 @@
 #   fio                     fio (the io_uring_cmd engine), configured with
 #                           --disable-shm: the bench kernels have no SysV
 #                           IPC, and fio then runs its jobs as threads
+#   t-io_uring              fio's t/io_uring, the peak-IOPS tool (-u1: the
+#                           NVMe passthrough command)
 #   io_uring_passthrough.t  liburing's NVMe passthrough test
 #
 #   qemu/extools.sh build   build what is missing (cached), print the dir
@@ -19,7 +21,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 # Bump when the way the tools are built changes.
-RECIPE=1
+RECIPE=2
 SUITE=${P2P_DEBIAN_SUITES%% *}
 
 sapt() {
@@ -73,6 +75,7 @@ build() {
 	rm -rf "$out"
 	mkdir -p "$out/bin"
 	install -m 0755 "$work"/fio-*/fio "$out/bin/fio"
+	install -m 0755 "$work"/fio-*/t/io_uring "$out/bin/t-io_uring"
 	install -m 0755 "$work"/liburing-*/test/io_uring_passthrough.t "$out/bin/io_uring_passthrough.t"
 	echo "$key" > "$out/.complete"
 	echo "$out"
@@ -80,5 +83,5 @@ build() {
 
 case "${1:-}" in
 build) build ;;
-*) sed -n '3,16p' "$0" | sed 's/^# \?//'; exit 2 ;;
+*) sed -n '3,18p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac

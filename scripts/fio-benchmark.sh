@@ -22,7 +22,7 @@ for a in "$@"; do
 	esac
 done
 run=$top/out/runs/$profile.fiobench.base
-echo "fio benchmark: booting the $profile profile, $secs s per row (about $((secs * 52 + 150)) s)" >&2
+echo "fio benchmark: booting the $profile profile, $secs s per row (about $((secs * 60 + 150)) s)" >&2
 P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet "$profile" fiobench ||
 	{ echo "fio benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" "$profile" <<'PY'
@@ -72,6 +72,26 @@ if bench:
                 continue
             out.append(f"| {cmd} | {label} | {bmed(e, 'iops'):.0f} | {bmed(n, 'iops'):.0f} | {bmed(e, 'iops') / bmed(n, 'iops'):.2f} | "
                        f"{bmed(e, 'cpu_us_per_io'):.0f} | {bmed(n, 'cpu_us_per_io'):.0f} | {bmed(e, 'cpu_us_per_io') / bmed(n, 'cpu_us_per_io'):.2f} |")
+tiou = [json.loads(l.split(' ', 1)[1]) for l in open(sys.argv[1], errors='replace')
+        if l.startswith('P2P-TIOU {')]
+if tiou:
+    def tmed(ours, b, k):
+        v = []
+        for r in tiou:
+            if (r['dev'] == '/dev/p2pnvme0') != ours or r['batch'] != b or not r['iops']:
+                continue
+            # the first second warms up; CPU per I/O over the whole run
+            iops = statistics.median(r['iops'][1:] or r['iops'])
+            v.append(iops if k == 'iops' else r['busy'] * 10000 / max(sum(r['iops']), 1))
+        return statistics.median(v) if v else 0
+    out += ['', "### fio's t/io_uring -u1 (the kernel's passthrough command), 4 KiB random reads at QD32, host memory", '',
+            '| commands per io_uring_enter() | p2pnvme IOPS | nvme-pci (ng) IOPS | IOPS ratio | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |',
+            '|---|---|---|---|---|---|---|']
+    for b in sorted({r['batch'] for r in tiou}):
+        o, t = tmed(True, b, 'iops'), tmed(False, b, 'iops')
+        oc, tc = tmed(True, b, 'cpu'), tmed(False, b, 'cpu')
+        if o and t and oc and tc:
+            out.append(f"| {b} | {o:.0f} | {t:.0f} | {o / t:.2f} | {oc:.0f} | {tc:.0f} | {oc / tc:.2f} |")
 def verdict(ok):
     return 'met' if ok else 'missed'
 h, f = ratio['host-4096-32'], ratio['fixed-4096-32']

@@ -74,6 +74,28 @@ for pass in 1 2; do
 		done
 	done
 done
+# fio's t/io_uring (-u1: the kernel's NVMe passthrough command), its
+# peak-IOPS tool, 4 KiB random reads at QD32 into host memory: one command
+# per io_uring_enter() (-s1 -c1, fio's default way) and 32 (-s32 -c32)
+if command -v t-io_uring >/dev/null; then
+	for pass in 1 2; do
+		for b in 1 32; do
+			for d in /dev/p2pnvme0 "$NG1"; do
+				_b0=$(busy)
+				t-io_uring -u1 -n1 -b4096 -d32 -s$b -c$b -p0 -F0 -B0 -R1 -X1 -O0 \
+					-r"$SECS" "$d" >/tmp/tiou.out 2>&1
+				_rc=$?
+				_b1=$(busy)
+				_iops=$(sed -n 's/^IOPS=\([0-9]*\),.*/\1/p' /tmp/tiou.out | tr '\n' ',' | sed 's/,$//')
+				echo "P2P-TIOU {\"dev\":\"$d\",\"batch\":$b,\"busy\":$((_b1 - _b0)),\"secs\":$SECS,\"iops\":[$_iops]}"
+				check_eq "t/io_uring -s$b on $d" "$_rc $([ -n "$_iops" ] && echo ran)" "0 ran"
+				[ $_rc -eq 0 ] || diag "$(tail -n 3 /tmp/tiou.out)"
+			done
+		done
+	done
+else
+	skip "t/io_uring" "not built (qemu/extools.sh)"
+fi
 # both polled, IOPOLL rings (fio's hipri)
 bench_polled "$NVME0" "$NVME1"
 for pass in 1 2; do
