@@ -122,6 +122,10 @@ build_suite() {
 		"$P2P_TOP/tools/tests/p2pctl-topo.sh" "$P2P_TOP/tools/build/p2pctl"
 	t "p2pctl nvme-error-log: 256 entries read in 4 KiB pieces, nvme-cli's status_field" \
 		sh -c "make -s -C '$P2P_TOP/tools' build/p2pctl-errlog && '$P2P_TOP/tools/tests/p2pctl-errlog.sh'"
+	t "the test programs' harness: a hanging test killed at its timeout and counted failed by kunit.py" \
+		sh -c "make -s -C '$P2P_TOP/tools' build/harness-selftest && '$P2P_TOP/tools/tests/harness-selftest.sh' \
+		'$P2P_TOP/tools/build/harness-selftest' \
+		'$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py'"
 	# A GPU-class importer: 7.2's virtio-gpu imports foreign dma-bufs, but
 	# QEMU's blob resources need /dev/udmabuf on the host, and the bench's
 	# kernels carry no DRM driver: a limit, said as such (Documentation/dmabuf.rst).

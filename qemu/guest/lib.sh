@@ -4,6 +4,10 @@
 # between <<<KTAP-BEGIN guest.NAME>>> and <<<KTAP-END>>> markers, which the
 # host runner collects and feeds to the kernel's kunit.py parser.
 
+# The test programs' timeouts (tools/lib/harness.h) on the debug kernel,
+# 5-15x slower under TCG
+if [ -e /sys/kernel/debug/kmemleak ]; then export P2P_TIMEOUT_SCALE=10; fi
+
 _suite=
 _n=0
 _failed=0

@@ -9,6 +9,14 @@
  * were "not ok".
  */
 extern int ktap_n, ktap_failed;
+/*
+ * In a test the harness runs (harness.h): memory it shares with the test's
+ * child. [0] and [1] are ktap_n and ktap_failed, copied after each case line
+ * so that the harness goes on counting after the child ends; [2] is the
+ * number of the test's last planned case: a case beyond it is printed as a
+ * diagnostic and counted in [3], so that the suite's plan holds.
+ */
+extern int *ktap_shared;
 
 __attribute__((format(printf, 2, 3))) void tap(int ok, const char *fmt, ...);
 void result(int ok, const char *what, int want, int got);

@@ -35,44 +35,13 @@
 #include <linux/p2pbar.h>
 #include <linux/userfaultfd.h>
 
+#include "harness.h"
 #include "libp2p.h"
 #include "unpriv.h"
 
-static int ntests, nfailed;
-static char lines[256][200];
-static const char *dev, *bdf;
+static const char *dev, *bdf, *blk;
 static int refused;	/* the bench profile refuses P2P between NVMe and BAR */
 static long pgsz;
-
-static void result(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	char d[160];
-
-	va_start(ap, fmt);
-	vsnprintf(d, sizeof(d), fmt, ap);
-	va_end(ap);
-	if (!ok)
-		nfailed++;
-	if (ntests < 256)
-		snprintf(lines[ntests], sizeof(lines[0]), "%s %d %s", ok ? "ok" : "not ok",
-			 ntests + 1, d);
-	ntests++;
-	printf("[provider] %s %d %s\n", ok ? "ok" : "not ok", ntests, d);
-	fflush(stdout);
-}
-
-static void finish(const char *suite)
-{
-	int i;
-
-	printf("<<<KTAP-BEGIN guest.%s>>>\nKTAP version 1\n1..1\n    KTAP version 1\n"
-	       "    # Subtest: %s\n    1..%d\n", suite, suite, ntests);
-	for (i = 0; i < ntests && i < 256; i++)
-		printf("    %s\n", lines[i]);
-	printf("%s 1 %s\n<<<KTAP-END>>>\n", nfailed ? "not ok" : "ok", suite);
-	fflush(stdout);
-}
 
 /*
  * Ask the host (qemu/hostd.py, on the guest's second serial port) to check
@@ -91,7 +60,7 @@ static void host(const char *fmt, ...)
 
 		fd = open("/dev/ttyS1", O_RDWR | O_NOCTTY);
 		if (fd < 0 || tcgetattr(fd, &t)) {
-			result(0, "open the host line /dev/ttyS1");
+			tap(0, "open the host line /dev/ttyS1");
 			return;
 		}
 		cfmakeraw(&t);
@@ -106,7 +75,7 @@ static void host(const char *fmt, ...)
 	while (n < sizeof(reply) - 1 && read(fd, reply + n, 1) == 1 && reply[n] != '\n')
 		n++;
 	reply[n] = 0;
-	printf("[provider] # host: %s\n", reply);
+	printf("    # host: %s\n", reply);
 }
 
 /* ioctl that returns -errno or 0 */
@@ -175,37 +144,37 @@ static void bad_input(int fd)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cases[i].a.argsz = sizeof(cases[i].a);
 		ret = xioctl(fd, P2PBAR_IOC_ALLOC, &cases[i].a);
-		result(ret == -cases[i].err, "ALLOC %s -> %s (got %s)", cases[i].what,
+		tap(ret == -cases[i].err, "ALLOC %s -> %s (got %s)", cases[i].what,
 		       strerror(cases[i].err), strerror(-ret));
 	}
 	{
 		struct p2pbar_alloc a = { .argsz = 8, .size = 4096 };
 
 		ret = xioctl(fd, P2PBAR_IOC_ALLOC, &a);
-		result(ret == -EINVAL, "ALLOC argsz too small -> EINVAL (got %s)", strerror(-ret));
+		tap(ret == -EINVAL, "ALLOC argsz too small -> EINVAL (got %s)", strerror(-ret));
 	}
 	ret = xioctl(fd, P2PBAR_IOC_ALLOC, NULL);
-	result(ret == -EFAULT, "ALLOC with a bad pointer -> EFAULT (got %s)", strerror(-ret));
+	tap(ret == -EFAULT, "ALLOC with a bad pointer -> EFAULT (got %s)", strerror(-ret));
 	ret = p2p_bar_free(fd, 12345);
-	result(ret == -ENOENT, "FREE unknown handle -> ENOENT (got %s)", strerror(-ret));
+	tap(ret == -ENOENT, "FREE unknown handle -> ENOENT (got %s)", strerror(-ret));
 	fr = (struct p2pbar_free){ .argsz = sizeof(fr), .flags = 1 };
 	ret = xioctl(fd, P2PBAR_IOC_FREE, &fr);
-	result(ret == -EINVAL, "FREE non-zero flags -> EINVAL (got %s)", strerror(-ret));
+	tap(ret == -EINVAL, "FREE non-zero flags -> EINVAL (got %s)", strerror(-ret));
 	memset(&inf, 0, sizeof(inf));
 	inf.argsz = sizeof(inf);
 	inf.flags = 2;
 	ret = xioctl(fd, P2PBAR_IOC_INFO, &inf);
-	result(ret == -EINVAL, "INFO non-zero flags -> EINVAL (got %s)", strerror(-ret));
+	tap(ret == -EINVAL, "INFO non-zero flags -> EINVAL (got %s)", strerror(-ret));
 	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client_devid = 0xff07 };
 	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
-	result(ret == -ENOENT, "VERDICT absent client -> ENOENT (got %s)", strerror(-ret));
+	tap(ret == -ENOENT, "VERDICT absent client -> ENOENT (got %s)", strerror(-ret));
 	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client_domain = 0x10000 };
 	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
-	result(ret == -ENOENT, "VERDICT client in an absent domain 0x10000 -> ENOENT, not domain 0 (got %s)",
+	tap(ret == -ENOENT, "VERDICT client in an absent domain 0x10000 -> ENOENT, not domain 0 (got %s)",
 	       strerror(-ret));
 	v = (struct p2pbar_verdict){ .argsz = sizeof(v), .client_devid = 0x10000 };
 	ret = xioctl(fd, P2PBAR_IOC_VERDICT, &v);
-	result(ret == -EINVAL, "VERDICT devid above 16 bits -> EINVAL (got %s)", strerror(-ret));
+	tap(ret == -EINVAL, "VERDICT devid above 16 bits -> EINVAL (got %s)", strerror(-ret));
 	/* one extension scheme: a larger argsz with a zero tail works, a non-zero tail does not */
 	{
 		struct { struct p2pbar_info i; uint64_t tail; } big;
@@ -213,17 +182,17 @@ static void bad_input(int fd)
 		memset(&big, 0, sizeof(big));
 		big.i.argsz = sizeof(big);
 		ret = xioctl(fd, P2PBAR_IOC_INFO, &big);
-		result(!ret && big.i.size, "INFO with a larger argsz and a zero tail works (%s)",
+		tap(!ret && big.i.size, "INFO with a larger argsz and a zero tail works (%s)",
 		       strerror(-ret));
 		memset(&big, 0, sizeof(big));
 		big.i.argsz = sizeof(big);
 		big.tail = 1;
 		ret = xioctl(fd, P2PBAR_IOC_INFO, &big);
-		result(ret == -E2BIG, "INFO with a larger argsz and a non-zero tail -> E2BIG (got %s)",
+		tap(ret == -E2BIG, "INFO with a larger argsz and a non-zero tail -> E2BIG (got %s)",
 		       strerror(-ret));
 	}
 	ret = xioctl(fd, _IO(P2PBAR_IOC_MAGIC, 0x7f), NULL);
-	result(ret == -ENOTTY, "unknown ioctl -> ENOTTY (got %s)", strerror(-ret));
+	tap(ret == -ENOTTY, "unknown ioctl -> ENOTTY (got %s)", strerror(-ret));
 
 	/* mmap that names no allocation, or is private */
 	{
@@ -232,13 +201,13 @@ static void bad_input(int fd)
 
 		p2p_bar_alloc(fd, 2 * pgsz, 0, &a);
 		p = mmap(NULL, pgsz, PROT_READ, MAP_PRIVATE, fd, a.mmap_offset);
-		result(p == MAP_FAILED && errno == EINVAL, "private mmap -> EINVAL");
+		tap(p == MAP_FAILED && errno == EINVAL, "private mmap -> EINVAL");
 		p = mmap(NULL, 3 * pgsz, PROT_READ, MAP_SHARED, fd, a.mmap_offset);
-		result(p == MAP_FAILED && errno == EINVAL, "mmap longer than the allocation -> EINVAL");
+		tap(p == MAP_FAILED && errno == EINVAL, "mmap longer than the allocation -> EINVAL");
 		p = mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, a.mmap_offset + 2 * pgsz);
-		result(p == MAP_FAILED && errno == EINVAL, "mmap past the allocation -> EINVAL");
+		tap(p == MAP_FAILED && errno == EINVAL, "mmap past the allocation -> EINVAL");
 		p = mmap(NULL, pgsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset + pgsz);
-		result(p != MAP_FAILED, "mmap of the second page of an allocation");
+		tap(p != MAP_FAILED, "mmap of the second page of an allocation");
 		if (p != MAP_FAILED)
 			munmap(p, pgsz);
 		p2p_bar_free(fd, a.handle);
@@ -254,11 +223,11 @@ static void bad_input(int fd)
 		ret = sfd >= 0 && write(sfd, "maybe", 5) < 0 ? -errno : 0;
 		if (sfd >= 0)
 			close(sfd);
-		result(ret == -EINVAL && sysfs_num("published") == pub,
+		tap(ret == -EINVAL && sysfs_num("published") == pub,
 		       "garbage into published -> EINVAL, unchanged (got %s)", strerror(-ret));
 	}
 	after = snap();
-	result(same(before, after), "bad input changed nothing (count %ld/%ld, bytes %ld/%ld, available %ld/%ld)",
+	tap(same(before, after), "bad input changed nothing (count %ld/%ld, bytes %ld/%ld, available %ld/%ld)",
 	       before.count, after.count, before.bytes, after.bytes, before.avail, after.avail);
 }
 
@@ -275,18 +244,18 @@ static void data_tests(int fd, const char *blk)
 
 	/* CPU writes through the mapping reach the BAR (host reads the file). */
 	ret = p2p_bar_alloc(fd, len, 0, &a);
-	result(!ret, "ALLOC 1 MiB (%s)", strerror(-ret));
+	tap(!ret, "ALLOC 1 MiB (%s)", strerror(-ret));
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
-	result(p != MAP_FAILED, "mmap the allocation");
+	tap(p != MAP_FAILED, "mmap the allocation");
 	if (p == MAP_FAILED)
 		return;
 	for (i = 0; i < len; i++)
 		zero &= p[i] == 0;
-	result(zero, "fresh allocation reads zeros");
+	tap(zero, "fresh allocation reads zeros");
 	memset(p, 0x5a, len);
 	host("check fill %zu bar0@%llu 0x5a", len,
 	       (unsigned long long)(a.bus_addr - inf.bus_addr + inf.offset));
-	result(sysfs_num("alloc_count") == 1 && sysfs_num("alloc_bytes") == (long)len,
+	tap(sysfs_num("alloc_count") == 1 && sysfs_num("alloc_bytes") == (long)len,
 	       "sysfs counts one allocation of 1 MiB");
 	{
 		char path[256], want[128], line[256];
@@ -301,29 +270,29 @@ static void data_tests(int fd, const char *blk)
 			found |= !strcmp(line, want);
 		if (f)
 			fclose(f);
-		result(found, "debugfs lists the allocation: %.*s", (int)strlen(want) - 1, want);
+		tap(found, "debugfs lists the allocation: %.*s", (int)strlen(want) - 1, want);
 	}
 
 	/* Zeroing: free, allocate the same region again, it reads zeros. */
 	first_bus = a.bus_addr;
 	munmap(p, len);
 	p2p_bar_free(fd, a.handle);
-	result(sysfs_num("alloc_count") == 0, "freed allocation leaves the count");
+	tap(sysfs_num("alloc_count") == 0, "freed allocation leaves the count");
 	ret = p2p_bar_alloc(fd, len, 0, &b);
-	result(!ret && b.bus_addr == first_bus, "reallocation gets the same region (%#llx)",
+	tap(!ret && b.bus_addr == first_bus, "reallocation gets the same region (%#llx)",
 	       (unsigned long long)b.bus_addr);
 	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, b.mmap_offset);
 	zero = p != MAP_FAILED;
 	for (i = 0; zero && i < len; i++)
 		zero &= p[i] == 0;
-	result(zero, "reallocated region reads zeros, not the previous owner's bytes");
+	tap(zero, "reallocated region reads zeros, not the previous owner's bytes");
 	if (p != MAP_FAILED)
 		munmap(p, len);
 	p2p_bar_free(fd, b.handle);
 
 	/* Alignment */
 	ret = p2p_bar_alloc(fd, 2 * pgsz, 2 << 20, &a);
-	result(!ret && !(a.bus_addr % (2 << 20)), "ALLOC with 2 MiB alignment is aligned (%#llx)",
+	tap(!ret && !(a.bus_addr % (2 << 20)), "ALLOC with 2 MiB alignment is aligned (%#llx)",
 	       (unsigned long long)a.bus_addr);
 	p2p_bar_free(fd, a.handle);
 
@@ -336,10 +305,10 @@ static void data_tests(int fd, const char *blk)
 		p[0] = 1;
 		p2p_bar_free(fd, a.handle);
 		p[len - 1] = 2;	/* still valid: the mapping holds the pages */
-		result(kernel_available() == avail0 - (long)len && sysfs_num("alloc_count") == 1,
+		tap(kernel_available() == avail0 - (long)len && sysfs_num("alloc_count") == 1,
 		       "mapped memory stays allocated after FREE");
 		munmap(p, len);
-		result(kernel_available() == avail0 && sysfs_num("alloc_count") == 0,
+		tap(kernel_available() == avail0 && sysfs_num("alloc_count") == 0,
 		       "memory returns to the pool when the last mapping goes");
 	}
 
@@ -348,9 +317,9 @@ static void data_tests(int fd, const char *blk)
 		int fd2 = open(dev, O_RDWR);
 
 		p2p_bar_alloc(fd2, len, 0, &a);
-		result(sysfs_num("alloc_count") == 1, "allocation on a second fd counted");
+		tap(sysfs_num("alloc_count") == 1, "allocation on a second fd counted");
 		close(fd2);
-		result(sysfs_num("alloc_count") == 0, "closing the fd frees its allocations");
+		tap(sysfs_num("alloc_count") == 0, "closing the fd frees its allocations");
 	}
 
 	/*
@@ -368,22 +337,22 @@ static void data_tests(int fd, const char *blk)
 		p = mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
 		r = pread(bfd, p, 256 << 10, 4 << 20);
 		if (refused) {
-			result(r < 0 && errno == EREMOTEIO, "O_DIRECT read into p2pmem refused: %s",
+			tap(r < 0 && errno == EREMOTEIO, "O_DIRECT read into p2pmem refused: %s",
 			       r < 0 ? strerror(errno) : "it succeeded");
 			host("check absent %d nvme0@%d bar0", 256 << 10, 4 << 20);
 		} else {
-			result(r == 256 << 10, "O_DIRECT read of 256 KiB from %s into p2pmem (%s)",
+			tap(r == 256 << 10, "O_DIRECT read of 256 KiB from %s into p2pmem (%s)",
 			       blk, r < 0 ? strerror(errno) : "ok");
 			host("check equal %d bar0@%llu nvme0@%d", 256 << 10, boff, 4 << 20);
 		}
 		memset(p, 0xc3, 128 << 10);
 		r = pwrite(bfd, p, 128 << 10, 8 << 20);
 		if (refused) {
-			result(r < 0 && errno == EREMOTEIO, "O_DIRECT write from p2pmem refused: %s",
+			tap(r < 0 && errno == EREMOTEIO, "O_DIRECT write from p2pmem refused: %s",
 			       r < 0 ? strerror(errno) : "it succeeded");
 			host("check pristine %d nvme0@%d", 128 << 10, 8 << 20);
 		} else {
-			result(r == 128 << 10, "O_DIRECT write of 128 KiB from p2pmem to %s (%s)",
+			tap(r == 128 << 10, "O_DIRECT write of 128 KiB from p2pmem to %s (%s)",
 			       blk, r < 0 ? strerror(errno) : "ok");
 			host("check fill %d nvme0@%d 0xc3", 128 << 10, 8 << 20);
 		}
@@ -409,50 +378,50 @@ static void mmap_allocates(const char *blk)
 	unsigned char *p, *q, *ref;
 	ssize_t r;
 
-	result(avail == before.avail, "sysfs available %ld = the kernel's p2pmem/available %ld",
+	tap(avail == before.avail, "sysfs available %ld = the kernel's p2pmem/available %ld",
 	       avail, before.avail);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	result(p != MAP_FAILED, "mmap at offset 0 without ALLOC allocates (%s)",
+	tap(p != MAP_FAILED, "mmap at offset 0 without ALLOC allocates (%s)",
 	       p == MAP_FAILED ? strerror(errno) : "ok");
 	if (p == MAP_FAILED)
 		return;
 	for (i = 0; i < len; i++)
 		zero &= p[i] == 0;
-	result(zero, "... zeroed memory");
-	result(sysfs_num("alloc_count") == before.count + 1 &&
+	tap(zero, "... zeroed memory");
+	tap(sysfs_num("alloc_count") == before.count + 1 &&
 	       sysfs_num("available") == avail - (long)len &&
 	       kernel_available() == before.avail - (long)len,
 	       "... counted: alloc_count +1, available and p2pmem/available -1 MiB");
 	q = mmap(NULL, len, PROT_READ, MAP_SHARED, rofd, 0);
-	result(q == MAP_FAILED && errno == EACCES, "... not on a read-only fd -> EACCES (got %s)",
+	tap(q == MAP_FAILED && errno == EACCES, "... not on a read-only fd -> EACCES (got %s)",
 	       q == MAP_FAILED ? strerror(errno) : "a mapping");
 	q = mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, pgsz);
-	result(q == MAP_FAILED && errno == EINVAL, "an offset other than 0 naming nothing -> EINVAL");
+	tap(q == MAP_FAILED && errno == EINVAL, "an offset other than 0 naming nothing -> EINVAL");
 
 	bfd = open(blk, O_RDWR | O_DIRECT);
 	ref = aligned_alloc(4096, len);
 	memset(p, 0x3c, len);
 	r = pwrite(bfd, p, len, 12 << 20);
 	if (refused) {
-		result(r < 0 && errno == EREMOTEIO, "O_DIRECT write from the mapping refused: %s",
+		tap(r < 0 && errno == EREMOTEIO, "O_DIRECT write from the mapping refused: %s",
 		       r < 0 ? strerror(errno) : "it succeeded");
 		host("check pristine %zu nvme0@%d", len, 12 << 20);
 	} else {
-		result(r == (ssize_t)len, "O_DIRECT write of 1 MiB from the mapping to %s (%s)", blk,
+		tap(r == (ssize_t)len, "O_DIRECT write of 1 MiB from the mapping to %s (%s)", blk,
 		       r < 0 ? strerror(errno) : "ok");
 		host("check fill %zu nvme0@%d 0x3c", len, 12 << 20);
 		/* and back: the same bytes as a read into host memory */
 		r = pread(bfd, p, len, 4 << 20);
 		same_bytes = r == (ssize_t)len && pread(bfd, ref, len, 4 << 20) == (ssize_t)len &&
 			     !memcmp(p, ref, len);
-		result(same_bytes, "O_DIRECT read into the mapping gets what a host read gets");
+		tap(same_bytes, "O_DIRECT read into the mapping gets what a host read gets");
 	}
 	free(ref);
 	close(bfd);
 	munmap(p, len);
 	close(rofd);
 	close(fd);
-	result(same(before, snap()) && sysfs_num("available") == avail,
+	tap(same(before, snap()) && sysfs_num("available") == avail,
 	       "munmap freed it: counters and available as before");
 }
 
@@ -501,12 +470,12 @@ static void alloc_copyout_race(int fd)
 
 	r.uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
 	if (r.uffd < 0 || ioctl(r.uffd, UFFDIO_API, &api)) {
-		result(0, "userfaultfd for the ALLOC race (%s)", strerror(errno));
+		tap(0, "userfaultfd for the ALLOC race (%s)", strerror(errno));
 		return;
 	}
 	/* the next ALLOC gets the lowest free handle: this one */
 	if (p2p_bar_alloc(fd, pgsz, 0, &probe) || p2p_bar_free(fd, probe.handle)) {
-		result(0, "probe allocation for the ALLOC race");
+		tap(0, "probe allocation for the ALLOC race");
 		return;
 	}
 	r.handle = probe.handle;
@@ -520,7 +489,7 @@ static void alloc_copyout_race(int fd)
 	reg.range.start = wp.range.start = (unsigned long)r.page;
 	reg.range.len = wp.range.len = pgsz;
 	if (ioctl(r.uffd, UFFDIO_REGISTER, &reg) || ioctl(r.uffd, UFFDIO_WRITEPROTECT, &wp)) {
-		result(0, "write-protect the ALLOC argument with userfaultfd (%s)", strerror(errno));
+		tap(0, "write-protect the ALLOC argument with userfaultfd (%s)", strerror(errno));
 		return;
 	}
 	pthread_create(&t, NULL, race_thread, &r);
@@ -528,11 +497,11 @@ static void alloc_copyout_race(int fd)
 	pthread_join(t, NULL);
 	close(r.uffd);
 	after = snap();
-	result(r.woke, "the ALLOC's copy-out stalled in userfaultfd");
-	result(ret == -EFAULT, "ALLOC whose copy-out fails -> EFAULT (got %s)", strerror(-ret));
-	result(r.free_ret == -ENOENT, "FREE of the handle during the copy-out -> ENOENT: not published yet (got %s)",
+	tap(r.woke, "the ALLOC's copy-out stalled in userfaultfd");
+	tap(ret == -EFAULT, "ALLOC whose copy-out fails -> EFAULT (got %s)", strerror(-ret));
+	tap(r.free_ret == -ENOENT, "FREE of the handle during the copy-out -> ENOENT: not published yet (got %s)",
 	       strerror(-r.free_ret));
-	result(same(before, after), "the failed ALLOC left nothing behind (count %ld/%ld, available %ld/%ld)",
+	tap(same(before, after), "the failed ALLOC left nothing behind (count %ld/%ld, available %ld/%ld)",
 	       before.count, after.count, before.avail, after.avail);
 }
 
@@ -545,18 +514,18 @@ static void read_only_fd(void)
 	struct p2pbar_info inf;
 	int fd = open(dev, O_RDONLY), ret;
 
-	result(fd >= 0, "open %s read-only", dev);
+	tap(fd >= 0, "open %s read-only", dev);
 	ret = p2p_bar_info(fd, &inf);
-	result(!ret, "INFO on a read-only fd works (%s)", strerror(-ret));
+	tap(!ret, "INFO on a read-only fd works (%s)", strerror(-ret));
 	ret = p2p_bar_alloc(fd, pgsz, 0, &a);
-	result(ret == -EBADF, "ALLOC on a read-only fd -> EBADF (got %s)", strerror(-ret));
+	tap(ret == -EBADF, "ALLOC on a read-only fd -> EBADF (got %s)", strerror(-ret));
 	ret = p2p_bar_free(fd, 1);
-	result(ret == -EBADF, "FREE on a read-only fd -> EBADF (got %s)", strerror(-ret));
+	tap(ret == -EBADF, "FREE on a read-only fd -> EBADF (got %s)", strerror(-ret));
 	ret = xioctl(fd, P2PBAR_IOC_EXPORT, &e);
-	result(ret == -EBADF, "EXPORT on a read-only fd -> EBADF, no writable dma-buf (got %s)",
+	tap(ret == -EBADF, "EXPORT on a read-only fd -> EBADF, no writable dma-buf (got %s)",
 	       strerror(-ret));
 	close(fd);
-	result(same(before, snap()), "the read-only fd changed nothing");
+	tap(same(before, snap()), "the read-only fd changed nothing");
 }
 
 /*
@@ -576,7 +545,7 @@ static void zeroed_for_the_pool(int fd)
 	int sfd;
 
 	if (p2p_bar_alloc(fd, len, 0, &a)) {
-		result(0, "ALLOC for the pool test");
+		tap(0, "ALLOC for the pool test");
 		return;
 	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, a.mmap_offset);
@@ -590,14 +559,14 @@ static void zeroed_for_the_pool(int fd)
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/p2pmem/allocate", bdf);
 	sfd = open(path, O_RDWR);
 	q = sfd < 0 ? MAP_FAILED : mmap(NULL, avail, PROT_READ, MAP_SHARED, sfd, 0);
-	result(q != MAP_FAILED, "the kernel's p2pmem/allocate maps all %zu free bytes", avail);
+	tap(q != MAP_FAILED, "the kernel's p2pmem/allocate maps all %zu free bytes", avail);
 	if (q == MAP_FAILED) {
 		close(sfd);
 		return;
 	}
 	for (i = 0; i < avail / 8; i++)
 		bad += q[i] != 0;
-	result(!bad, "p2pmem/allocate sees zeros where p2pbar's freed pattern was (%llu words not)",
+	tap(!bad, "p2pmem/allocate sees zeros where p2pbar's freed pattern was (%llu words not)",
 	       (unsigned long long)bad);
 	munmap((void *)q, avail);
 	close(sfd);
@@ -687,11 +656,11 @@ static void zeroing_not_under_lock(int fd)
 		       worst, took);
 	}
 	if (ret || took < 10) {
-		result(!ret, "INFO during a 48 MiB ALLOC # SKIP the ALLOC took %.1f ms (%s): too fast to tell",
+		tap(!ret, "INFO during a 48 MiB ALLOC # SKIP the ALLOC took %.1f ms (%s): too fast to tell",
 		       took, strerror(-ret));
 		return;
 	}
-	result(worst < took / 2,
+	tap(worst < took / 2,
 	       "INFO kept answering (worst %.1f ms, %ld calls) while a 48 MiB ALLOC zeroed for %.1f ms",
 	       worst, calls, took);
 }
@@ -773,7 +742,7 @@ static void as_user_row(int in_group, struct uop u, int want, const char *what)
 	static const gid_t g = TEST_GID;
 	int got = unpriv_run_groups(&g, in_group, as_user, &u);
 
-	result(got == want, "%s -> %s (got %s)", what, want ? strerror(want) : "success",
+	tap(got == want, "%s -> %s (got %s)", what, want ? strerror(want) : "success",
 	       unpriv_str(got));
 }
 
@@ -784,7 +753,7 @@ static void privileges(int fd)
 	int ok;
 
 	ok = !stat(dev, &st) && (st.st_mode & 07777) == 0600 && !st.st_uid && !st.st_gid;
-	result(ok, "%s is 0600 root:root to begin with (%o %u:%u)", dev,
+	tap(ok, "%s is 0600 root:root to begin with (%o %u:%u)", dev,
 	       (unsigned int)(st.st_mode & 07777), st.st_uid, st.st_gid);
 	/* stat("/") needs no permission; these need search permission on / and /dev */
 	as_user_row(0, (struct uop){ .op = U_STAT, .path = "/dev" }, 0,
@@ -798,7 +767,7 @@ static void privileges(int fd)
 
 	/* the node as the udev rule makes it: 0660, its group one the user is in */
 	if (chown(dev, 0, TEST_GID) || chmod(dev, 0660)) {
-		result(0, "chown root:%d and chmod 0660 %s: %s", TEST_GID, dev, strerror(errno));
+		tap(0, "chown root:%d and chmod 0660 %s: %s", TEST_GID, dev, strerror(errno));
 		goto restore;
 	}
 	as_user_row(0, (struct uop){ .op = U_OPEN, .oflags = O_RDONLY }, EACCES,
@@ -818,7 +787,7 @@ static void privileges(int fd)
 
 	/* root's allocation, not at offset 0 (which would allocate instead) */
 	if (p2p_bar_alloc(fd, pgsz, 0, &a[0]) || p2p_bar_alloc(fd, pgsz, 0, &a[1])) {
-		result(0, "two ALLOCs as root");
+		tap(0, "two ALLOCs as root");
 		goto restore;
 	}
 	mine = a[0].mmap_offset ? &a[0] : &a[1];
@@ -826,13 +795,13 @@ static void privileges(int fd)
 		    ENOENT, "0660, group 990: a group member cannot FREE root's handle");
 	as_user_row(1, (struct uop){ .op = U_MMAP, .oflags = O_RDWR, .off = mine->mmap_offset },
 		    EINVAL, "0660, group 990: a group member cannot map root's allocation");
-	result(!p2p_bar_free(fd, a[0].handle) && !p2p_bar_free(fd, a[1].handle),
+	tap(!p2p_bar_free(fd, a[0].handle) && !p2p_bar_free(fd, a[1].handle),
 	       "root's allocations are still there: FREE works");
 
 restore:
 	ok = !chown(dev, 0, 0) && !chmod(dev, 0600) && !stat(dev, &st) &&
 	     (st.st_mode & 07777) == 0600 && !st.st_gid;
-	result(ok, "%s is 0600 root:root again", dev);
+	tap(ok, "%s is 0600 root:root again", dev);
 }
 
 static sigjmp_buf jb;
@@ -856,8 +825,8 @@ static void removal(int unplug)
 	pid_t pid;
 	int ufd;
 
-	result(fd >= 0, "open %s", dev);
-	result(!p2p_bar_alloc(fd, 64 * pgsz, 0, &a), "ALLOC before removal");
+	tap(fd >= 0, "open %s", dev);
+	tap(!p2p_bar_alloc(fd, 64 * pgsz, 0, &a), "ALLOC before removal");
 	if (pipe(go) || pipe(done))
 		return;
 	pid = fork();
@@ -896,43 +865,131 @@ static void removal(int unplug)
 			usleep(100000);
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 		} while (!access(path, F_OK) && t1.tv_sec - t0.tv_sec < 60);
-		result(access(path, F_OK), "hot-unplug with a live mapping and an open fd removed %s", bdf);
+		tap(access(path, F_OK), "hot-unplug with a live mapping and an open fd removed %s", bdf);
 	} else {
 		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
 		ufd = open(path, O_WRONLY);
-		result(ufd >= 0 && write(ufd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf),
+		tap(ufd >= 0 && write(ufd, bdf, strlen(bdf)) == (ssize_t)strlen(bdf),
 		       "unbind with a live mapping and an open fd");
 		if (ufd >= 0)
 			close(ufd);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	result(t1.tv_sec - t0.tv_sec < (unplug ? 60 : 20), "removal completed in %ld s",
+	tap(t1.tv_sec - t0.tv_sec < (unplug ? 60 : 20), "removal completed in %ld s",
 	       (long)(t1.tv_sec - t0.tv_sec));
 	if (write(go[1], "g", 1) != 1)
 		return;
 	waitpid(pid, &st, 0);
-	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 1), "write to an unfaulted page after removal raises SIGBUS");
-	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 2), "access to a zapped page after removal raises SIGBUS");
-	result(WIFEXITED(st) && !(WEXITSTATUS(st) & 4), "ALLOC after removal -> ENODEV");
-	result(p2p_bar_alloc(fd, pgsz, 0, &a) == -ENODEV, "ioctl on the old fd -> ENODEV");
-	result(mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED, "mmap on the old fd fails");
+	tap(WIFEXITED(st) && !(WEXITSTATUS(st) & 1), "write to an unfaulted page after removal raises SIGBUS");
+	tap(WIFEXITED(st) && !(WEXITSTATUS(st) & 2), "access to a zapped page after removal raises SIGBUS");
+	tap(WIFEXITED(st) && !(WEXITSTATUS(st) & 4), "ALLOC after removal -> ENODEV");
+	tap(p2p_bar_alloc(fd, pgsz, 0, &a) == -ENODEV, "ioctl on the old fd -> ENODEV");
+	tap(mmap(NULL, pgsz, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED, "mmap on the old fd fails");
 	close(fd);
-	result(open(dev, O_RDWR) < 0, "the device node is gone");
+	tap(open(dev, O_RDWR) < 0, "the device node is gone");
+}
+
+/* the char device, read-write */
+FIXTURE(bar) {
+	int fd;
+};
+
+FIXTURE_SETUP(bar)
+{
+	self->fd = open(dev, O_RDWR);
+	if (self->fd < 0)
+		kt_fail("open %s: %s", dev, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(bar)
+{
+	close(self->fd);
+}
+
+TEST(provider, open_info, 2, 30)
+{
+	struct p2pbar_info i;
+	int fd = open(dev, O_RDWR), ret;
+
+	tap(fd >= 0, "open %s", dev);
+	if (fd < 0)
+		return;
+	ret = p2p_bar_info(fd, &i);
+	tap(!ret && i.bar == 2 && i.size == 64 << 20 && i.offset == 0 &&
+	    (i.flags & P2PBAR_INFO_F_PUBLISHED),
+	    "INFO: BAR %u, %llu bytes, published", i.bar, (unsigned long long)i.size);
+	close(fd);
+}
+
+TEST_F(provider, bar, bad_input, 26, 60)
+{
+	bad_input(self->fd);
+}
+
+TEST_F(provider, bar, alloc_copyout_race, 4, 60)
+{
+	alloc_copyout_race(self->fd);
+}
+
+TEST(provider, read_only_fd, 6, 30)
+{
+	read_only_fd();
+}
+
+TEST_F(provider, bar, data, 15, 60)
+{
+	data_tests(self->fd, blk);
+}
+
+TEST(provider, mmap_allocates, refused ? 8 : 9, 60)
+{
+	mmap_allocates(blk);
+}
+
+TEST_F(provider, bar, zeroed_for_the_pool, 2, 60)
+{
+	zeroed_for_the_pool(self->fd);
+}
+
+TEST_F(provider, bar, zeroing_not_under_lock, 1, 60)
+{
+	zeroing_not_under_lock(self->fd);
+}
+
+TEST_F(provider, bar, privileges, 16, 60)
+{
+	privileges(self->fd);
+}
+
+TEST(provider_removal, removal, 10, 60)
+{
+	removal(0);
+}
+
+TEST(provider_unplug, unplug, 10, 120)
+{
+	removal(1);
+}
+
+/* one suite between the markers the bench collects (qemu/ktap.py) */
+static int run(const char *suite)
+{
+	int ret;
+
+	printf("<<<KTAP-BEGIN guest.%s>>>\n", suite);
+	ret = kt_run(suite);
+	printf("<<<KTAP-END>>>\n");
+	return ret;
 }
 
 int main(int argc, char **argv)
 {
-	int fd;
-
 	pgsz = sysconf(_SC_PAGESIZE);
 	refused = getenv("P2P_EXPECT") && !strcmp(getenv("P2P_EXPECT"), "refused");
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && (!strcmp(argv[1], "--removal") || !strcmp(argv[1], "--unplug"))) {
 		dev = argv[2];
 		bdf = argv[3];
-		removal(!strcmp(argv[1], "--unplug"));
-		finish(!strcmp(argv[1], "--unplug") ? "provider_unplug" : "provider_removal");
-		return !!nfailed;
+		return run(!strcmp(argv[1], "--unplug") ? "provider_unplug" : "provider_removal");
 	}
 	if (argc != 4) {
 		fprintf(stderr, "usage: p2pbar-test DEV BDF NVME-BLK | --removal|--unplug DEV BDF\n");
@@ -940,29 +997,6 @@ int main(int argc, char **argv)
 	}
 	dev = argv[1];
 	bdf = argv[2];
-	fd = open(dev, O_RDWR);
-	result(fd >= 0, "open %s", dev);
-	if (fd < 0) {
-		finish("provider");
-		return 1;
-	}
-	{
-		struct p2pbar_info i;
-		int ret = p2p_bar_info(fd, &i);
-
-		result(!ret && i.bar == 2 && i.size == 64 << 20 && i.offset == 0 &&
-		       (i.flags & P2PBAR_INFO_F_PUBLISHED),
-		       "INFO: BAR %u, %llu bytes, published", i.bar, (unsigned long long)i.size);
-	}
-	bad_input(fd);
-	alloc_copyout_race(fd);
-	read_only_fd();
-	data_tests(fd, argv[3]);
-	mmap_allocates(argv[3]);
-	zeroed_for_the_pool(fd);
-	zeroing_not_under_lock(fd);
-	privileges(fd);
-	close(fd);
-	finish("provider");
-	return !!nfailed;
+	blk = argv[3];
+	return run("provider");
 }

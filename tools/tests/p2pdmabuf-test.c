@@ -36,10 +36,9 @@
 #include <linux/p2pnvme.h>
 #include <linux/udmabuf.h>
 
-#include "ktap.h"
+#include "harness.h"
 #include "libp2p.h"
 
-#define PLAN 32
 #define MMAP_SIZE (1 << 20)
 
 static int export(int bar, struct p2pbar_export e)
@@ -61,8 +60,30 @@ static int dmabuf_io(int nvme, int op, uint64_t slba, uint64_t len, int dfd, uin
 	return ioctl(nvme, P2PNVME_IOC_IO, &io) ? errno : 0;
 }
 
-static int export_cases(int bar)
+static const char *bar_path, *nvme_path, *bar_bdf;
+
+/* the provider's and the client's char devices */
+FIXTURE(devs) {
+	int bar, nvme;
+};
+
+FIXTURE_SETUP(devs)
 {
+	self->bar = open(bar_path, O_RDWR);
+	self->nvme = open(nvme_path, O_RDWR);
+	if (self->bar < 0 || self->nvme < 0)
+		kt_fail("open %s, %s: %s", bar_path, nvme_path, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(devs)
+{
+	close(self->nvme);
+	close(self->bar);
+}
+
+TEST_F(client_dmabuf_api, devs, export_refused, 7, 30)
+{
+	int bar = self->bar;
 	struct {
 		const char *what;
 		struct p2pbar_export e;
@@ -85,7 +106,6 @@ static int export_cases(int bar)
 			close(ret);
 		result(ret == -cases[i].err, cases[i].what, cases[i].err, ret < 0 ? -ret : 0);
 	}
-	return 0;
 }
 
 static void import_cases(int nvme, int dfd, int other_fd)
@@ -327,32 +347,20 @@ static void revoke_case(int bar, int nvme, int dfd, unsigned char *map, const ch
 	result(ret == -ENODEV, "revoke: export on the removed provider", ENODEV, ret < 0 ? -ret : 0);
 }
 
-int main(int argc, char **argv)
+/* NVMe -> dma-buf -> NVMe: the caller compares LBA 61440.. with 2048.. */
+TEST_F(client_dmabuf_api, devs, import, 10, 60)
 {
 	struct p2pnvme_io ios[4];
 	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = 4, .ios = (uintptr_t)ios };
-	int bar, nvme, dfd, ret, i;
-	unsigned char *map;
+	int nvme = self->nvme, dfd, ret, i;
 
-	if (argc != 4)
-		return 2;
-	bar = open(argv[1], O_RDWR);
-	nvme = open(argv[2], O_RDWR);
-	if (bar < 0 || nvme < 0)
-		return 1;
-	signal(SIGALRM, SIG_DFL);
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_dmabuf_api\n");
-	printf("    1..%d\n", PLAN);
-
-	export_cases(bar);
-	dfd = export(bar, (struct p2pbar_export){ .size = 1 << 20,
-						  .flags = P2PBAR_EXPORT_F_CLOEXEC });
+	dfd = export(self->bar, (struct p2pbar_export){ .size = 1 << 20,
+							.flags = P2PBAR_EXPORT_F_CLOEXEC });
 	result(dfd >= 0, "export 1 MiB", 0, dfd < 0 ? -dfd : 0);
 	if (dfd < 0)
-		return 1;
-	import_cases(nvme, dfd, bar);
+		return;
+	import_cases(nvme, dfd, self->bar);
 
-	/* NVMe -> dma-buf -> NVMe: the caller compares LBA 61440.. with 2048.. */
 	ret = dmabuf_io(nvme, P2PNVME_OP_READ, 2048, 1 << 18, dfd, 0, 0);
 	if (!ret)
 		ret = dmabuf_io(nvme, P2PNVME_OP_WRITE, 61440, 1 << 18, dfd, 0, 0);
@@ -367,14 +375,70 @@ int main(int argc, char **argv)
 	for (i = 0; !ret && i < 4; i++)
 		ret = ios[i].path == P2PNVME_PATH_DMABUF ? 0 : EPROTO;
 	result(!ret, "a batch of 4 reads into one dma-buf, path dmabuf", 0, ret);
-
-	udmabuf_case(nvme);
-	map = mmap_cases(bar, nvme, argv[3]);
-	revoke_case(bar, nvme, dfd, map, argv[3]);
 	close(dfd);
+}
 
-	if (ktap_n != PLAN)
-		printf("    # ran %d cases, planned %d\n", ktap_n, PLAN);
-	printf("%s 1 client_dmabuf_api\n", ktap_failed || ktap_n != PLAN ? "not ok" : "ok");
-	return ktap_failed || ktap_n != PLAN;
+TEST_F(client_dmabuf_api, devs, udmabuf, 1, 60)
+{
+	udmabuf_case(self->nvme);
+}
+
+TEST_F(client_dmabuf_api, devs, mmap, 7, 60)
+{
+	unsigned char *map = mmap_cases(self->bar, self->nvme, bar_bdf);
+
+	if (map)
+		munmap(map, MMAP_SIZE);
+}
+
+/* a dma-buf with I/O going into it and a CPU mapping of another, revoked */
+FIXTURE(revocable) {
+	int bar, nvme, dfd;
+	unsigned char *map;
+};
+
+FIXTURE_SETUP(revocable)
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = MMAP_SIZE };
+	void *p;
+
+	self->bar = open(bar_path, O_RDWR);
+	self->nvme = open(nvme_path, O_RDWR);
+	if (self->bar < 0 || self->nvme < 0)
+		kt_fail("open %s, %s: %s", bar_path, nvme_path, strerror(errno));
+	self->dfd = export(self->bar, (struct p2pbar_export){ .size = 1 << 20,
+							      .flags = P2PBAR_EXPORT_F_CLOEXEC });
+	if (self->dfd < 0)
+		kt_fail("export 1 MiB: %s", strerror(-self->dfd));
+	if (ioctl(self->bar, P2PBAR_IOC_EXPORT, &e))
+		kt_fail("export the dma-buf to map: %s", strerror(errno));
+	p = mmap(NULL, MMAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
+	if (p == MAP_FAILED)
+		kt_fail("mmap the dma-buf: %s", strerror(errno));
+	self->map = p;
+	self->map[0] = 0x5a;
+	close(e.fd);	/* the mapping keeps the dma-buf */
+}
+
+FIXTURE_TEARDOWN(revocable)
+{
+	munmap(self->map, MMAP_SIZE);
+	close(self->dfd);
+	close(self->nvme);
+	close(self->bar);
+}
+
+TEST_F(client_dmabuf_api, revocable, revoke, 7, 120)
+{
+	revoke_case(self->bar, self->nvme, self->dfd, self->map, bar_bdf);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4)
+		return 2;
+	bar_path = argv[1];
+	nvme_path = argv[2];
+	bar_bdf = argv[3];
+	return kt_run("client_dmabuf_api");
 }

@@ -41,7 +41,7 @@
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
-#include "ktap.h"
+#include "harness.h"
 #include "libp2p.h"
 
 static const char *bar_dev, *bdf, *nvme_dev;
@@ -562,10 +562,85 @@ static void sweep_probe(const char *drv, const char *dev, const char *node, cons
 		    drv, step, nth - step, nth - 1, refused, bound);
 }
 
-int main(int argc, char **argv)
+static const char *nvme_bdf;
+
+/* the char devices and this thread's fail-nth, where sweep() finds them */
+FIXTURE(devs) {
+	int unused;
+};
+
+FIXTURE_SETUP(devs)
+{
+	host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (host == MAP_FAILED)
+		kt_fail("1 MiB of memory: %s", strerror(errno));
+	memset(host, 1, 1 << 20);
+	bar = open(bar_dev, O_RDWR);
+	nvme = open(nvme_dev, O_RDWR);
+	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (bar < 0 || nvme < 0 || nth_fd < 0 || fail_nth(0) < 0)
+		kt_fail("open %s, %s and /proc/thread-self/fail-nth", bar_dev, nvme_dev);
+}
+
+FIXTURE_TEARDOWN(devs)
+{
+	close(nth_fd);
+	close(nvme);
+	close(bar);
+	munmap(host, 1 << 20);
+}
+
+TEST_F(failnth, devs, ioctls, sizeof(ops) / sizeof(ops[0]), 120)
 {
 	unsigned int i;
 
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		sweep(&ops[i]);
+}
+
+/* probes last: the instances go away and come back many times */
+FIXTURE(probe) {
+	int unused;
+};
+
+FIXTURE_SETUP(probe)
+{
+	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (nth_fd < 0 || fail_nth(0) < 0)
+		kt_fail("open /proc/thread-self/fail-nth");
+}
+
+FIXTURE_TEARDOWN(probe)
+{
+	close(nth_fd);
+}
+
+TEST_F(failnth, probe, p2pbar, 1, 120)
+{
+	char p2pmem[256];
+
+	if (unbind("p2pbar", bdf))
+		printf("    # unbind before the probe sweep: %s\n", strerror(errno));
+	snprintf(p2pmem, sizeof(p2pmem), "/sys/bus/pci/devices/%s/p2pmem", bdf);
+	sweep_probe("p2pbar", bdf, bar_dev, p2pmem, 1);
+}
+
+TEST_F(failnth, probe, p2pnvme, !!nvme_bdf, 300)
+{
+	if (!nvme_bdf)
+		kt_skip("no NVMe BDF given");
+	if (unbind("p2pnvme", nvme_bdf))
+		printf("    # unbind before the probe sweep: %s\n", strerror(errno));
+	if (filter_faults(1))
+		tap(0, "p2pnvme probe: fault stack filter set up (CONFIG_FAULT_INJECTION_STACKTRACE_FILTER)");
+	else
+		sweep_probe("p2pnvme", nvme_bdf, nvme_dev, NULL,
+			    getenv("P2P_FAILNTH_STEP") ? atoi(getenv("P2P_FAILNTH_STEP")) ?: 1 : 1);
+	filter_faults(0);
+}
+
+int main(int argc, char **argv)
+{
 	if (argc != 4 && argc != 5) {
 		fprintf(stderr, "usage: p2pfailnth P2PBAR-DEV BDF P2PNVME-DEV [NVME-BDF]\n");
 		return 2;
@@ -573,41 +648,6 @@ int main(int argc, char **argv)
 	bar_dev = argv[1];
 	bdf = argv[2];
 	nvme_dev = argv[3];
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	memset(host, 1, 1 << 20);
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: failnth\n    1..%zu\n",
-	       sizeof(ops) / sizeof(ops[0]) + 1 + (argc == 5));
-	bar = open(bar_dev, O_RDWR);
-	nvme = open(nvme_dev, O_RDWR);
-	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
-	if (bar < 0 || nvme < 0 || nth_fd < 0 || fail_nth(0) < 0) {
-		printf("    not ok 1 open %s, %s and /proc/thread-self/fail-nth\n", bar_dev, nvme_dev);
-		return 1;
-	}
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		sweep(&ops[i]);
-	close(bar);
-	close(nvme);
-	/* probes last: the instances go away and come back many times */
-	if (unbind("p2pbar", bdf))
-		printf("    # unbind before the probe sweep: %s\n", strerror(errno));
-	{
-		char p2pmem[256];
-
-		snprintf(p2pmem, sizeof(p2pmem), "/sys/bus/pci/devices/%s/p2pmem", bdf);
-		sweep_probe("p2pbar", bdf, bar_dev, p2pmem, 1);
-	}
-	if (argc == 5) {
-		if (unbind("p2pnvme", argv[4]))
-			printf("    # unbind before the probe sweep: %s\n", strerror(errno));
-		if (filter_faults(1))
-			tap(0, "p2pnvme probe: fault stack filter set up (CONFIG_FAULT_INJECTION_STACKTRACE_FILTER)");
-		else
-			sweep_probe("p2pnvme", argv[4], nvme_dev, NULL,
-				    getenv("P2P_FAILNTH_STEP") ? atoi(getenv("P2P_FAILNTH_STEP")) ?: 1 : 1);
-		filter_faults(0);
-	}
-	printf("%s 1 failnth\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
+	nvme_bdf = argc == 5 ? argv[4] : NULL;
+	return kt_run("failnth");
 }

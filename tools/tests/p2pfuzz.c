@@ -43,7 +43,7 @@
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
-#include "ktap.h"
+#include "harness.h"
 #include "libp2p.h"
 
 #define NFD	4
@@ -461,60 +461,40 @@ static long read_numf(const char *fmt, const char *arg)
 	return p2p_sysfs_num(path);
 }
 
-int main(int argc, char **argv)
+static uint64_t seed = 1;
+static long ops = 100000, threads = 2;
+
+/*
+ * The operations, from @threads threads and an unprivileged process; then
+ * every fd closed, also dma-bufs an EXPORT installed although its argument
+ * pointer was one of the hostile ones (the result then went nowhere this
+ * program could see). Mappings go with the threads, the rest with the test's
+ * process.
+ */
+TEST(fuzz, operations, nvme_dev ? 2 : 1, 300)
 {
-	uint64_t seed = 1;
-	long ops = 100000, threads = 2, t, i;
 	struct p2pbar_info info = { .argsz = sizeof(info) };
-	struct p2pbar_alloc all;
+	struct fuzz sig = { .s = seed + 7 };
 	struct fuzz *f;
 	pthread_t *tid;
-	struct fuzz sig = { .s = seed + 7 };
 	pid_t child = 0;
-	int fd, ret, st = 0;
+	int st = 0;
+	long t, i;
 
-	while (argc > 2 && !strncmp(argv[1], "--", 2)) {
-		if (!strcmp(argv[1], "--seed"))
-			seed = strtoull(argv[2], NULL, 0);
-		else if (!strcmp(argv[1], "--ops"))
-			ops = strtol(argv[2], NULL, 0);
-		else if (!strcmp(argv[1], "--threads"))
-			threads = strtol(argv[2], NULL, 0);
-		else
-			break;
-		argv += 2;
-		argc -= 2;
-	}
-	if (argc < 3 || threads < 1 || threads > 8 || ops < 1) {
-		fprintf(stderr, "usage: p2pfuzz [--seed S] [--ops N] [--threads T] P2PBAR-DEV BDF [P2PNVME-DEV]\n");
-		return 2;
-	}
-	bar_dev = argv[1];
-	bar_bdf = argv[2];
-	nvme_dev = argc > 3 ? argv[3] : NULL;
-	pgsz = sysconf(_SC_PAGESIZE);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: fuzz\n    1..%d\n",
-	       nvme_dev ? 6 : 5);
 	printf("    # seed %llu, %ld operations on %ld threads\n", (unsigned long long)seed, ops,
 	       threads);
 	for (i = 0; i < NFD; i++)
 		bar_fd[i] = open(bar_dev, i == NFD - 1 ? O_RDONLY : O_RDWR);
-	if (bar_fd[0] < 0 || ioctl(bar_fd[0], P2PBAR_IOC_INFO, &info)) {
-		tap(0, "open %s", bar_dev);
-		return 1;
-	}
+	if (bar_fd[0] < 0 || ioctl(bar_fd[0], P2PBAR_IOC_INFO, &info))
+		kt_fail("open %s: %s", bar_dev, strerror(errno));
 	bar_size = info.size;
 	if (nvme_dev) {
 		struct p2pnvme_info ni = { .argsz = sizeof(ni) };
 
 		nvme_fd[0] = open(nvme_dev, O_RDWR);
 		nvme_fd[1] = open(nvme_dev, O_RDONLY);
-		if (nvme_fd[0] < 0 || ioctl(nvme_fd[0], P2PNVME_IOC_INFO, &ni)) {
-			tap(0, "open %s", nvme_dev);
-			return 1;
-		}
+		if (nvme_fd[0] < 0 || ioctl(nvme_fd[0], P2PNVME_IOC_INFO, &ni))
+			kt_fail("open %s: %s", nvme_dev, strerror(errno));
 		nlb = ni.nlb;
 		lba_shift = ni.lba_shift;
 	}
@@ -553,14 +533,17 @@ int main(int argc, char **argv)
 		    st);
 	tap(1, "%ld random operations finished (%ld succeeded, %ld failed as they should or may)",
 	    ops_per_thread * threads, counts[0], counts[1]);
-
-	/*
-	 * Every fd: also dma-bufs an EXPORT installed although its argument
-	 * pointer was one of the hostile ones (the result then went nowhere
-	 * this program could see). Mappings went with the threads.
-	 */
 	for (i = 3; i < 4096; i++)
 		close(i);
+}
+
+/* after the operations' process: nothing left, the whole BAR there again */
+TEST(fuzz, drained, 4, 60)
+{
+	struct p2pbar_info info = { .argsz = sizeof(info) };
+	struct p2pbar_alloc all;
+	int fd, ret, i;
+
 	/* the pool drains */
 	for (i = 0; i < 100 && read_numf("/sys/class/p2pbar/%s/alloc_count",
 					strrchr(bar_dev, '/') + 1); i++)
@@ -579,9 +562,12 @@ int main(int argc, char **argv)
 		if (fp)
 			fclose(fp);
 	}
+	fd = open(bar_dev, O_RDWR);
+	if (fd < 0 || ioctl(fd, P2PBAR_IOC_INFO, &info))
+		kt_fail("open %s: %s", bar_dev, strerror(errno));
+	bar_size = info.size;
 	tap(read_numf("/sys/bus/pci/devices/%s/p2pmem/available", bar_bdf) == (long)bar_size,
 	    "the kernel's pool has all %llu bytes back", (unsigned long long)bar_size);
-	fd = open(bar_dev, O_RDWR);
 	memset(&all, 0, sizeof(all));
 	all.argsz = sizeof(all);
 	all.size = bar_size;
@@ -590,6 +576,29 @@ int main(int argc, char **argv)
 	close(fd);
 	tap(read_numf("/sys/class/p2pbar/%s/alloc_count", strrchr(bar_dev, '/') + 1) == 0,
 	    "and is free again after close");
-	printf("%s 1 fuzz\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
+}
+
+int main(int argc, char **argv)
+{
+	while (argc > 2 && !strncmp(argv[1], "--", 2)) {
+		if (!strcmp(argv[1], "--seed"))
+			seed = strtoull(argv[2], NULL, 0);
+		else if (!strcmp(argv[1], "--ops"))
+			ops = strtol(argv[2], NULL, 0);
+		else if (!strcmp(argv[1], "--threads"))
+			threads = strtol(argv[2], NULL, 0);
+		else
+			break;
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc < 3 || threads < 1 || threads > 8 || ops < 1) {
+		fprintf(stderr, "usage: p2pfuzz [--seed S] [--ops N] [--threads T] P2PBAR-DEV BDF [P2PNVME-DEV]\n");
+		return 2;
+	}
+	bar_dev = argv[1];
+	bar_bdf = argv[2];
+	nvme_dev = argc > 3 ? argv[3] : NULL;
+	pgsz = sysconf(_SC_PAGESIZE);
+	return kt_run("fuzz");
 }

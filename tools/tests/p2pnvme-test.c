@@ -37,8 +37,12 @@
 #include <linux/p2pnvme.h>
 #include <linux/userfaultfd.h>
 
-#include "ktap.h"
+#include "harness.h"
 #include "libp2p.h"
+
+/* the command line: the device, and what the mode needs */
+static const char *dev, *bdf, *bar_path;
+static int refused;
 
 /* Sum of every counter in sysfs stats/ */
 static long long stats_sum(const char *dev)
@@ -121,9 +125,8 @@ static void *stuck_io(void *arg)
  * guard): the command was done before the unbind, so once the fault is
  * resolved the ioctl succeeds with the controller's data.
  */
-static int stuck_unbind(const char *dev, const char *bdf, int admin)
+static void stuck_unbind(int admin)
 {
-	const char *name = admin ? "client_stuck_unbind_admin" : "client_stuck_unbind";
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct stuck st = { .ret = -1, .admin = admin };
@@ -134,17 +137,14 @@ static int stuck_unbind(const char *dev, const char *bdf, int admin)
 	pthread_t t;
 	int uffd, ufd, ok;
 
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..4\n", name);
 	st.fd = open(dev, O_RDWR);
 	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
 	st.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	reg.range.start = (uintptr_t)st.buf;
 	reg.range.len = 4096;
 	if (st.fd < 0 || uffd < 0 || ioctl(uffd, UFFDIO_API, &api) ||
-	    ioctl(uffd, UFFDIO_REGISTER, &reg)) {
-		printf("    not ok 1 set up a userfaultfd buffer (%s)\n", strerror(errno));
-		return 1;
-	}
+	    ioctl(uffd, UFFDIO_REGISTER, &reg))
+		kt_fail("set up a userfaultfd buffer: %s", strerror(errno));
 	pthread_create(&t, NULL, stuck_io, &st);
 	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
 	ok = poll(&pfd, 1, 10000) == 1 && read(uffd, &msg, sizeof(msg)) == sizeof(msg);
@@ -191,8 +191,16 @@ static int stuck_unbind(const char *dev, const char *bdf, int admin)
 	ok = ioctl(st.fd, P2PNVME_IOC_IO, &(struct p2pnvme_io){ .argsz = sizeof(struct p2pnvme_io),
 		   .op = P2PNVME_OP_FLUSH }) ? errno : 0;
 	result(ok == ENODEV, "later I/O on the open file: ENODEV", ENODEV, ok);
-	printf("%s 1 %s\n", ktap_failed ? "not ok" : "ok", name);
-	return !!ktap_failed;
+}
+
+TEST(client_stuck_unbind, stuck_io, 4, 60)
+{
+	stuck_unbind(0);
+}
+
+TEST(client_stuck_unbind_admin, stuck_admin, 4, 60)
+{
+	stuck_unbind(1);
 }
 
 /*
@@ -258,6 +266,80 @@ static int admin_cmd(int fd, struct nvme_admin_cmd c, void *buf)
 }
 
 #define NUMD(dw) ((uint32_t)((dw) - 1) << 16)	/* Get Log Page NUMDL */
+
+/* the client's char device, and a buffer of host memory */
+FIXTURE(nvme) {
+	int fd;
+	char *buf;
+};
+
+FIXTURE_SETUP(nvme)
+{
+	self->fd = open(dev, O_RDWR);
+	self->buf = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (self->fd < 0 || self->buf == MAP_FAILED)
+		kt_fail("open %s, 4 MiB of memory: %s", dev, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(nvme)
+{
+	munmap(self->buf, 4 << 20);
+	close(self->fd);
+}
+
+/*
+ * NVME_IOCTL_ADMIN_CMD: what keeps the health view passes (Identify, Get
+ * Log Page, Get Features), what would pull the queues from under p2pnvme
+ * or change the drive is refused, bad arguments get their errno. The
+ * controller takes the transfer's length from the command: one that could
+ * move more than data_len is refused before it is sent.
+ */
+TEST_F(client_admin, nvme, admin_table, 18, 60)
+{
+	struct {
+		const char *what;
+		struct nvme_admin_cmd c;
+		int err;
+	} cases[] = {
+		{ "admin: Identify Controller", { .opcode = 0x06, .cdw10 = 1, .data_len = 4096 }, 0 },
+		{ "admin: Get Features (number of queues)", { .opcode = 0x0a, .cdw10 = 7 }, 0 },
+		{ "admin: SMART log, 512 bytes", { .opcode = 0x02, .nsid = 0xffffffff,
+		  .cdw10 = NUMD(128) | 0x02, .data_len = 512 }, 0 },
+		{ "admin: error log, 8 KiB (PRP2)", { .opcode = 0x02, .cdw10 = NUMD(2048) | 0x01,
+		  .data_len = 8192 }, 0 },
+		{ "admin: Get Features (timestamp), 8 bytes", { .opcode = 0x0a, .cdw10 = 0x0e,
+		  .data_len = 8 }, 0 },
+		{ "admin: Format NVM refused", { .opcode = 0x80, .nsid = 1 }, EPERM },
+		{ "admin: Delete I/O SQ refused", { .opcode = 0x00, .cdw10 = 1 }, EPERM },
+		{ "admin: Set Features refused", { .opcode = 0x09, .cdw10 = 7 }, EPERM },
+		{ "admin: flags set", { .opcode = 0x06, .cdw10 = 1, .flags = 1 }, EINVAL },
+		{ "admin: metadata", { .opcode = 0x06, .cdw10 = 1, .metadata_len = 64 }, EINVAL },
+		{ "admin: more than 8 KiB of data", { .opcode = 0x06, .cdw10 = 1, .data_len = 8196 },
+		  EINVAL },
+		/* the length the controller takes, against the caller's buffer */
+		{ "admin: Identify into 512 bytes", { .opcode = 0x06, .cdw10 = 1, .data_len = 512 },
+		  EINVAL },
+		{ "admin: SMART log NUMD 16 KiB into 512 bytes", { .opcode = 0x02,
+		  .nsid = 0xffffffff, .cdw10 = NUMD(4096) | 0x02, .data_len = 512 }, EINVAL },
+		{ "admin: error log NUMD 4 KiB with no buffer", { .opcode = 0x02,
+		  .cdw10 = NUMD(1024) | 0x01 }, EINVAL },
+		{ "admin: log NUMD 12 KiB into 8 KiB", { .opcode = 0x02,
+		  .cdw10 = NUMD(3072) | 0x01, .data_len = 8192 }, EINVAL },
+		{ "admin: log NUMDU set", { .opcode = 0x02, .cdw10 = NUMD(128) | 0x02, .cdw11 = 1,
+		  .data_len = 8192 }, EINVAL },
+		{ "admin: timestamp with no buffer", { .opcode = 0x0a, .cdw10 = 0x0e }, EINVAL },
+		{ "admin: vendor feature (size unknown)", { .opcode = 0x0a, .cdw10 = 0xc0,
+		  .data_len = 8192 }, EINVAL },
+	};
+	unsigned int i;
+	int ret;
+
+	_Static_assert(sizeof(cases) / sizeof(cases[0]) == 18, "the plan");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ret = admin_cmd(self->fd, cases[i].c, self->buf);
+		result(ret == cases[i].err, cases[i].what, cases[i].err, ret);
+	}
+}
 
 /* What an unprivileged opener gets; ids index the results it sends back. */
 static const struct {
@@ -348,7 +430,8 @@ static int default_mode_open(const char *dev)
  * Who may send what, as nvme-pci's nvme_admin_cmd_allowed(): an
  * unprivileged opener only the Identify data it needs to form commands.
  */
-static void admin_unprivileged(const char *dev)
+TEST(client_admin, unprivileged, sizeof(unpriv_cases) / sizeof(unpriv_cases[0]) + UNPRIV_EXTRA + 1,
+     60)
 {
 	int res[sizeof(unpriv_cases) / sizeof(unpriv_cases[0]) + UNPRIV_EXTRA];
 	unsigned int i, k = 0, nc = sizeof(unpriv_cases) / sizeof(unpriv_cases[0]);
@@ -363,10 +446,8 @@ static void admin_unprivileged(const char *dev)
 	else
 		result(ret == EACCES, "unprivileged: the node's default mode refuses the open (the path is reachable)",
 		       EACCES, ret);
-	if (stat(dev, &sb) || pipe(p) || chmod(dev, 0666)) {
-		tap(0, "unprivileged: the node opened up for the test # %s", strerror(errno));
-		return;
-	}
+	if (stat(dev, &sb) || pipe(p) || chmod(dev, 0666))
+		kt_fail("unprivileged: the node opened up for the test: %s", strerror(errno));
 	pid = fork();
 	if (!pid) {
 		close(p[0]);
@@ -390,8 +471,9 @@ static void admin_unprivileged(const char *dev)
 }
 
 /* Root is not charged (CAP_IPC_LOCK): the limit above is what refused. */
-static void admin_memlock_root(int fd)
+TEST_F(client_admin, nvme, memlock_root, 1, 30)
 {
+	int fd = self->fd;
 	struct rlimit old, rl = { 64 << 10, 64 << 10 };
 	char *host = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -413,77 +495,13 @@ static void admin_memlock_root(int fd)
 }
 
 /*
- * NVME_IOCTL_ADMIN_CMD: what keeps the health view passes (Identify, Get
- * Log Page, Get Features), what would pull the queues from under p2pnvme
- * or change the drive is refused, bad arguments get their errno. The
- * controller takes the transfer's length from the command: one that could
- * move more than data_len is refused before it is sent.
- */
-static int admin_passthru(const char *dev)
-{
-	static char buf[8192];
-	struct {
-		const char *what;
-		struct nvme_admin_cmd c;
-		int err;
-	} cases[] = {
-		{ "admin: Identify Controller", { .opcode = 0x06, .cdw10 = 1, .data_len = 4096 }, 0 },
-		{ "admin: Get Features (number of queues)", { .opcode = 0x0a, .cdw10 = 7 }, 0 },
-		{ "admin: SMART log, 512 bytes", { .opcode = 0x02, .nsid = 0xffffffff,
-		  .cdw10 = NUMD(128) | 0x02, .data_len = 512 }, 0 },
-		{ "admin: error log, 8 KiB (PRP2)", { .opcode = 0x02, .cdw10 = NUMD(2048) | 0x01,
-		  .data_len = 8192 }, 0 },
-		{ "admin: Get Features (timestamp), 8 bytes", { .opcode = 0x0a, .cdw10 = 0x0e,
-		  .data_len = 8 }, 0 },
-		{ "admin: Format NVM refused", { .opcode = 0x80, .nsid = 1 }, EPERM },
-		{ "admin: Delete I/O SQ refused", { .opcode = 0x00, .cdw10 = 1 }, EPERM },
-		{ "admin: Set Features refused", { .opcode = 0x09, .cdw10 = 7 }, EPERM },
-		{ "admin: flags set", { .opcode = 0x06, .cdw10 = 1, .flags = 1 }, EINVAL },
-		{ "admin: metadata", { .opcode = 0x06, .cdw10 = 1, .metadata_len = 64 }, EINVAL },
-		{ "admin: more than 8 KiB of data", { .opcode = 0x06, .cdw10 = 1, .data_len = 8196 },
-		  EINVAL },
-		/* the length the controller takes, against the caller's buffer */
-		{ "admin: Identify into 512 bytes", { .opcode = 0x06, .cdw10 = 1, .data_len = 512 },
-		  EINVAL },
-		{ "admin: SMART log NUMD 16 KiB into 512 bytes", { .opcode = 0x02,
-		  .nsid = 0xffffffff, .cdw10 = NUMD(4096) | 0x02, .data_len = 512 }, EINVAL },
-		{ "admin: error log NUMD 4 KiB with no buffer", { .opcode = 0x02,
-		  .cdw10 = NUMD(1024) | 0x01 }, EINVAL },
-		{ "admin: log NUMD 12 KiB into 8 KiB", { .opcode = 0x02,
-		  .cdw10 = NUMD(3072) | 0x01, .data_len = 8192 }, EINVAL },
-		{ "admin: log NUMDU set", { .opcode = 0x02, .cdw10 = NUMD(128) | 0x02, .cdw11 = 1,
-		  .data_len = 8192 }, EINVAL },
-		{ "admin: timestamp with no buffer", { .opcode = 0x0a, .cdw10 = 0x0e }, EINVAL },
-		{ "admin: vendor feature (size unknown)", { .opcode = 0x0a, .cdw10 = 0xc0,
-		  .data_len = 8192 }, EINVAL },
-	};
-	unsigned int i;
-	int ret, fd = open(dev, O_RDWR);
-
-	if (fd < 0)
-		return 1;
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_admin\n    1..%zu\n",
-	       sizeof(cases) / sizeof(cases[0]) +
-	       sizeof(unpriv_cases) / sizeof(unpriv_cases[0]) + UNPRIV_EXTRA + 2);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ret = admin_cmd(fd, cases[i].c, buf);
-		result(ret == cases[i].err, cases[i].what, cases[i].err, ret);
-	}
-	admin_unprivileged(dev);
-	admin_memlock_root(fd);
-	close(fd);
-	printf("%s 1 client_admin\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
-}
-
-/*
  * A batch waiting out a reset is stopped and continued (SIGSTOP, SIGCONT:
  * what a debugger attaching does), so its ioctl is restarted. The restart
  * must find its arguments as they were: it waits on, and ends with the
  * reset's outcome (0, or ENODEV when the reset gives up), never EINVAL.
  * Run while @dev's controller is being reset.
  */
-static int restart(const char *dev)
+TEST(client_restart, restart, 2, 120)
 {
 	static struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = 4096 };
 	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = 1, .ios = (uintptr_t)&io };
@@ -492,9 +510,8 @@ static int restart(const char *dev)
 	pid_t pid;
 
 	if (fd < 0 || buf == MAP_FAILED)
-		return 1;
+		kt_fail("open %s: %s", dev, strerror(errno));
 	io.addr = (uintptr_t)buf;
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_restart\n    1..2\n");
 	pid = fork();
 	if (!pid)
 		_exit(ioctl(fd, P2PNVME_IOC_SUBMIT, &sub) ? errno : 0);
@@ -514,24 +531,19 @@ static int restart(const char *dev)
 	       "stopped and continued 5 times, its restarted ioctl ends with the reset (0 or ENODEV)",
 	       ENODEV, st);
 	close(fd);
-	printf("%s 1 client_restart\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
 }
 
 /*
  * Structures used again as they came back: their out-fields (result, path,
  * status; failed) are ignored on input, and written afresh.
  */
-static int reuse(const char *dev)
+TEST_F(client_reuse, nvme, batch_again, 1, 60)
 {
-	char *buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct p2pnvme_io ios[3], io;
+	struct p2pnvme_io ios[3];
 	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = 3, .ios = (uintptr_t)ios };
-	int fd = open(dev, O_RDWR), ret, i;
+	char *buf = self->buf;
+	int fd = self->fd, ret, i;
 
-	if (fd < 0 || buf == MAP_FAILED)
-		return 1;
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_reuse\n    1..2\n");
 	for (i = 0; i < 3; i++)
 		ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ,
 					      .slba = i * 8, .len = 4096,
@@ -545,14 +557,18 @@ static int reuse(const char *dev)
 	}
 	result(ret == 0 && sub.failed == sub.nr && ios[0].path && !ios[0].status && !ios[2].result,
 	       "submit: the same batch again as it came back (out-fields ignored)", 0, ret);
+}
+
+TEST_F(client_reuse, nvme, io_preset, 1, 60)
+{
+	struct p2pnvme_io io;
+	int ret;
+
 	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_READ, .len = 4096,
-				  .addr = (uintptr_t)buf, .result = -22, .path = 9, .status = 1 };
-	ret = ioctl(fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+				  .addr = (uintptr_t)self->buf, .result = -22, .path = 9, .status = 1 };
+	ret = ioctl(self->fd, P2PNVME_IOC_IO, &io) ? errno : 0;
 	result(ret == 0 && io.result == 0 && io.path && io.status == 0,
 	       "io: out-fields preset are ignored and written", 0, ret);
-	close(fd);
-	printf("%s 1 client_reuse\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
 }
 
 /* /sys/class/p2pnvme/<name of @dev>/@attr as a number, -1 if unreadable */
@@ -597,21 +613,20 @@ static int std_read(int fd, uint32_t nsid, uint64_t slba, uint32_t len, unsigned
  * with the bytes a host-memory read gets; where it refuses, EREMOTEIO
  * unless passthru_bounce allows the bounce. @refused: the profile's verdict.
  */
-static int std_p2pmem(const char *dev, const char *bar, int refused)
+TEST(client_std_p2pmem, std_read_p2pmem, 3, 60)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
-	int fd = open(dev, O_RDWR), bfd = open(bar, O_RDWR), ret, id;
+	int fd = open(dev, O_RDWR), bfd = open(bar_path, O_RDWR), ret, id;
 	size_t len = 65536;
 	unsigned char *p, *h = malloc(len);
 	long long p2p0, bounce0;
 
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_std_p2pmem\n    1..3\n");
 	if (fd < 0 || bfd < 0 || !h || ioctl(fd, P2PNVME_IOC_INFO, &info))
-		return 1;
+		kt_fail("open %s, %s, INFO: %s", dev, bar_path, strerror(errno));
 	id = ioctl(fd, NVME_IOCTL_ID);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bfd, 0);
 	if (p == MAP_FAILED || id <= 0)
-		return 1;
+		kt_fail("mmap %s, NVME_IOCTL_ID: %s", bar_path, strerror(errno));
 	ret = std_read(fd, id, 4096, len, info.lba_shift, h);
 	result(!ret && id == (int)info.nsid, "NVME_IOCTL_ID, and a Read into host memory", 0, -ret);
 	p2p0 = attr_of(dev, "stats/reads_p2p");
@@ -638,41 +653,46 @@ static int std_p2pmem(const char *dev, const char *bar, int refused)
 	close(bfd);
 	close(fd);
 	free(h);
-	printf("%s 1 client_std_p2pmem\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
 }
 
-int main(int argc, char **argv)
+/* the counters before the bad input, read by main() before the suite runs */
+static long long counters_before;
+
+/* the client's char device, its namespace's size, host memory */
+FIXTURE(bad) {
+	int fd;
+	uint64_t nlb, lba;
+	char *buf;
+};
+
+FIXTURE_SETUP(bad)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
+
+	self->fd = open(dev, O_RDWR);
+	if (self->fd < 0 || ioctl(self->fd, P2PNVME_IOC_INFO, &info))
+		kt_fail("open %s, INFO: %s", dev, strerror(errno));
+	self->nlb = info.nlb;
+	self->lba = 1ULL << info.lba_shift;
+	self->buf = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (self->buf == MAP_FAILED)
+		kt_fail("4 MiB of memory: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(bad)
+{
+	munmap(self->buf, 4 << 20);
+	close(self->fd);
+}
+
+#define IO_CASES 14
+
+TEST_F(client_badinput, bad, io, IO_CASES + 3, 60)
+{
+	uint64_t nlb = self->nlb, lba = self->lba;
+	char *buf = self->buf;
+	int fd = self->fd, ret;
 	struct p2pnvme_io io;
-	long long before;
-	char *buf;
-	int fd, ret;
-	uint64_t nlb, lba;
-
-	if (argc == 4 && !strcmp(argv[1], "--stuck-unbind"))
-		return stuck_unbind(argv[2], argv[3], 0);
-	if (argc == 4 && !strcmp(argv[1], "--stuck-unbind-admin"))
-		return stuck_unbind(argv[2], argv[3], 1);
-	if (argc == 3 && !strcmp(argv[1], "--admin"))
-		return admin_passthru(argv[2]);
-	if (argc == 3 && !strcmp(argv[1], "--restart"))
-		return restart(argv[2]);
-	if (argc == 3 && !strcmp(argv[1], "--reuse"))
-		return reuse(argv[2]);
-	if (argc == 5 && !strcmp(argv[1], "--std-p2pmem"))
-		return std_p2pmem(argv[2], argv[3], !strcmp(argv[4], "refused"));
-	if (argc != 2)
-		return 2;
-	fd = open(argv[1], O_RDWR);
-	if (fd < 0 || ioctl(fd, P2PNVME_IOC_INFO, &info))
-		return 1;
-	nlb = info.nlb;
-	lba = 1ULL << info.lba_shift;
-	buf = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	before = stats_sum(argv[1]);
-
 	struct {
 		const char *what;
 		struct p2pnvme_io io;
@@ -697,8 +717,7 @@ int main(int argc, char **argv)
 	};
 	unsigned int i;
 
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: client_badinput\n");
-	printf("    1..%zu\n", sizeof(cases) / sizeof(cases[0]) + 4 + 8 + 3 + 4 + 1);
+	_Static_assert(sizeof(cases) / sizeof(cases[0]) == IO_CASES, "the plan");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		io = cases[i].io;
 		io.argsz = sizeof(io);
@@ -718,9 +737,13 @@ int main(int argc, char **argv)
 	result(ret == EFAULT, "bad argument pointer", EFAULT, ret);
 	ret = ioctl(fd, _IO(P2PNVME_IOC_MAGIC, 0x7f), NULL) ? errno : 0;
 	result(ret == ENOTTY, "unknown ioctl", ENOTTY, ret);
+}
 
-	/* P2PNVME_IOC_INFO */
+/* P2PNVME_IOC_INFO */
+TEST_F(client_badinput, bad, info, 4, 30)
+{
 	struct p2pnvme_info bad = { .argsz = sizeof(bad), .flags = 1 };
+	int fd = self->fd, ret;
 
 	ret = ioctl(fd, P2PNVME_IOC_INFO, &bad) ? errno : 0;
 	result(ret == EINVAL, "info: flags set on input", EINVAL, ret);
@@ -733,19 +756,31 @@ int main(int argc, char **argv)
 	bad = (struct p2pnvme_info){ .argsz = sizeof(bad), .reserved2 = 1 };
 	ret = ioctl(fd, P2PNVME_IOC_INFO, &bad) ? errno : 0;
 	result(ret == EINVAL, "info: reserved2 set", EINVAL, ret);
+}
 
-	read_only_fd(argv[1], buf, lba);
-	inflight_bound(fd, buf, lba);
+TEST_F(client_badinput, bad, read_only_fd, 3, 30)
+{
+	read_only_fd(dev, self->buf, self->lba);
+}
 
-	/* P2PNVME_IOC_SUBMIT: the batch itself, then one bad entry among good ones */
+TEST_F(client_badinput, bad, inflight_bound, 1, 30)
+{
+	inflight_bound(self->fd, self->buf, self->lba);
+}
+
+/* P2PNVME_IOC_SUBMIT: the batch itself, then one bad entry among good ones */
+TEST_F(client_badinput, bad, submit, 8, 60)
+{
 	struct p2pnvme_io ios[3];
+	struct p2pnvme_submit ok = { .nr = 3, .ios = (uintptr_t)ios }, sub;
+	uint64_t lba = self->lba;
+	int fd = self->fd;
+	unsigned int i;
 
 	for (i = 0; i < 3; i++)
 		ios[i] = (struct p2pnvme_io){ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ,
 					      .slba = i * 8, .len = 8 * lba,
-					      .addr = (uintptr_t)buf + i * 8 * lba };
-	struct p2pnvme_submit ok = { .nr = 3, .ios = (uintptr_t)ios }, sub;
-
+					      .addr = (uintptr_t)self->buf + i * 8 * lba };
 	sub = ok, sub.nr = 0;
 	submit_case(fd, "no entries", sub, EINVAL, ~0U);
 	sub = ok, sub.nr = P2PNVME_SUBMIT_MAX + 1;
@@ -759,20 +794,49 @@ int main(int argc, char **argv)
 	ios[1].argsz = 8;
 	submit_case(fd, "entry 1 with a wrong argsz", ok, EINVAL, 1);
 	ios[1].argsz = sizeof(ios[1]);
-	ios[2].slba = nlb;
+	ios[2].slba = self->nlb;
 	submit_case(fd, "entry 2 past the end of the namespace", ok, ERANGE, 2);
 	ios[2].slba = 16;
 	ios[2].addr = 0x1000;
 	/* entries 0 and 1 are good: they must not have been submitted either */
 	submit_case(fd, "entry 2 with an unmapped buffer", ok, EFAULT, 2);
+}
 
-	ktap_n++;
-	if (stats_sum(argv[1]) == before) {
-		printf("    ok %d counters unchanged by bad input\n", ktap_n);
-	} else {
-		ktap_failed++;
-		printf("    not ok %d counters unchanged by bad input\n", ktap_n);
+/* what the tests above sent never reached the controller */
+TEST(client_badinput, counters, 1, 30)
+{
+	tap(counters_before >= 0 && stats_sum(dev) == counters_before,
+	    "counters unchanged by bad input");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *opt, *suite;
+		int argc;
+	} modes[] = {
+		{ "--stuck-unbind", "client_stuck_unbind", 4 },
+		{ "--stuck-unbind-admin", "client_stuck_unbind_admin", 4 },
+		{ "--admin", "client_admin", 3 },
+		{ "--restart", "client_restart", 3 },
+		{ "--reuse", "client_reuse", 3 },
+		{ "--std-p2pmem", "client_std_p2pmem", 5 },
+	};
+	unsigned int i;
+
+	for (i = 0; argc > 2 && i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(argv[1], modes[i].opt))
+			continue;
+		if (argc != modes[i].argc)
+			return 2;
+		dev = argv[2];
+		bdf = bar_path = argc > 3 ? argv[3] : NULL;
+		refused = argc > 4 && !strcmp(argv[4], "refused");
+		return kt_run(modes[i].suite);
 	}
-	printf("%s 1 client_badinput\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
+	if (argc != 2 || argv[1][0] == '-')
+		return 2;
+	dev = argv[1];
+	counters_before = stats_sum(dev);
+	return kt_run("client_badinput");
 }

@@ -45,7 +45,7 @@
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
-#include "ktap.h"
+#include "harness.h"
 #include "libp2p.h"
 #include "p2pnvme-state.h"
 
@@ -71,7 +71,7 @@
 #define DOFF		CHUNK		/* ... its registered range (id 1) starts here */
 #define D2OFF		(5 * MIB)	/* ... the range unregistered in flight */
 
-#define PLAN		82
+#define PLAN_SEQUENCE	80	/* the cases of main_mode()'s sequence */
 #define PLAN_REVOKE	11
 #define PLAN_UNBIND	8
 #define PLAN_CAP	3
@@ -1352,7 +1352,7 @@ static void close_case(int reap_them)
 		    2 * NR);
 }
 
-static void main_mode(void)
+static void sequence(void)
 {
 	unsigned char *h = anon(HLEN), *u = anon(REF_LEN), *buf = anon(MIB);
 	uint32_t hid = ~0U, dbid = ~0U;
@@ -1379,8 +1379,6 @@ static void main_mode(void)
 	requeued_binding(u, &d);
 	limit_cases(buf);
 	counters(s0);
-	close_case(1);
-	close_case(0);
 	close(fd2);
 }
 
@@ -1766,15 +1764,70 @@ static void bounce_cap_mode(const char *arg)
 	big_beyond_cap(mb, swiotlb);
 }
 
+static const char *bar_path, *arg;
+
+/* the files every case uses (nvme, bar, ring) */
+FIXTURE(files) {
+	int unused;
+};
+
+FIXTURE_SETUP(files)
+{
+	nvme = open(dev, O_RDWR | O_CLOEXEC);
+	bar = open(bar_path, O_RDWR | O_CLOEXEC);
+	if (nvme < 0 || bar < 0 ||
+	    io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
+		kt_fail("setup: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(files)
+{
+	io_uring_queue_exit(&ring);
+	close(bar);
+	close(nvme);
+}
+
+/*
+ * One sequence on one state: the buffers registered by io_cases() are what
+ * the later cases send, and the stats must have gone up by what all of them
+ * moved (counters()).
+ */
+TEST_F(client_reg, files, sequence, PLAN_SEQUENCE, 300)
+{
+	sequence();
+}
+
+TEST_F(client_reg, files, close_reaped, 1, 120)
+{
+	close_case(1);
+}
+
+TEST_F(client_reg, files, exit_in_flight, 1, 120)
+{
+	close_case(0);
+}
+
+TEST_F(client_reg_revoke, files, revoke, PLAN_REVOKE, 120)
+{
+	revoke_mode(arg);
+}
+
+TEST_F(client_reg_unbind, files, unbind, PLAN_UNBIND, 120)
+{
+	unbind_mode(arg);
+}
+
+TEST_F(client_reg_bounce_cap, files, bounce_cap, PLAN_CAP, 120)
+{
+	bounce_cap_mode(arg);
+}
+
 int main(int argc, char **argv)
 {
 	int revoke = argc > 1 && !strcmp(argv[1], "--revoke");
 	int unbind = argc > 1 && !strcmp(argv[1], "--unbind");
 	int cap = argc > 1 && !strcmp(argv[1], "--bounce-cap");
 	int opt = revoke || unbind || cap;
-	const char *name = revoke ? "client_reg_revoke" : unbind ? "client_reg_unbind" :
-			   cap ? "client_reg_bounce_cap" : "client_reg";
-	int plan = revoke ? PLAN_REVOKE : unbind ? PLAN_UNBIND : cap ? PLAN_CAP : PLAN;
 
 	if (argc != 3 + 2 * opt) {
 		fprintf(stderr, "usage: p2preg-test /dev/p2pnvmeN /dev/p2pbarN\n"
@@ -1792,26 +1845,8 @@ int main(int argc, char **argv)
 		}
 	}
 	dev = argv[1 + opt];
-	nvme = open(dev, O_RDWR | O_CLOEXEC);
-	bar = open(argv[2 + opt], O_RDWR | O_CLOEXEC);
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..%d\n", name, plan);
-	if (nvme < 0 || bar < 0 ||
-	    io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32)) {
-		printf("    # setup: %s\n", strerror(errno));
-		printf("not ok 1 %s\n", name);
-		return 1;
-	}
-	if (cap)
-		bounce_cap_mode(argv[4]);
-	else if (revoke)
-		revoke_mode(argv[4]);
-	else if (unbind)
-		unbind_mode(argv[4]);
-	else
-		main_mode();
-	io_uring_queue_exit(&ring);
-	if (ktap_n != plan)
-		printf("    # ran %d cases, planned %d\n", ktap_n, plan);
-	printf("%s 1 %s\n", ktap_failed || ktap_n != plan ? "not ok" : "ok", name);
-	return ktap_failed || ktap_n != plan ? 1 : 0;
+	bar_path = argv[2 + opt];
+	arg = opt ? argv[4] : NULL;
+	return kt_run(revoke ? "client_reg_revoke" : unbind ? "client_reg_unbind" :
+		      cap ? "client_reg_bounce_cap" : "client_reg");
 }

@@ -50,18 +50,14 @@
 #include <linux/nvme_ioctl.h>
 #include <linux/p2pnvme.h>
 
-#include "ktap.h"
+#include "harness.h"
 #include "libp2p.h"
 #include "p2pnvme-state.h"
 
 #define CHUNK	65536ULL
 #define NR	64		/* commands of each kind in flight at once */
-#define PLAN	31		/* cases of the main run */
-#define PLAN_UNBIND	7
-#define PLAN_IOPOLL	17
 #define MAX_CPUS	16
 #define CPU_NR		32	/* reads per CPU: below the bench's depth of 64 */
-#define PLAN_RESET	5
 #define RACE_QD		8	/* reads in flight during the reset race */
 #define RACE_LEN	4096
 
@@ -1047,7 +1043,11 @@ static void std_admin(struct io_uring *ring, int fd)
  * are nvme-pci's: res 0 and the result dword in big_cqe[0], -EPERM for an
  * opcode the driver does not send, -EINVAL for another namespace.
  */
-static int std_mode(const char *dev)
+/* the command line: devices, the mode's options */
+static const char *dev, *bar_path, *bdf;
+static int iopoll, rounds;
+
+TEST(client_uring_std, std, 14, 60)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
 	unsigned char *a = malloc(65536), *b = malloc(65536), *w = malloc(4096);
@@ -1056,11 +1056,9 @@ static int std_mode(const char *dev)
 	struct io_uring ring;
 	uint64_t r2 = 0;
 
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n");
-	printf("    # Subtest: client_uring_std\n    1..14\n");
 	if (fd < 0 || !a || !b || !w || ioctl(fd, P2PNVME_IOC_INFO, &info) ||
 	    io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32))
-		return 1;
+		kt_fail("open %s, INFO, a ring: %s", dev, strerror(errno));
 	nsid = ioctl(fd, NVME_IOCTL_ID);
 	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_READ, .slba = 2048,
 				  .len = 65536, .addr = (uintptr_t)b };
@@ -1095,44 +1093,151 @@ static int std_mode(const char *dev)
 	std_admin(&ring, fd);
 	io_uring_queue_exit(&ring);
 	close(fd);
-	printf("%s 1 client_uring_std\n", ktap_failed ? "not ok" : "ok");
-	return !!ktap_failed;
+}
+
+/* the client's and the provider's char devices */
+FIXTURE(devs) {
+	int fd, bar;
+};
+
+FIXTURE_SETUP(devs)
+{
+	self->fd = open(dev, O_RDWR | O_CLOEXEC);
+	self->bar = bar_path ? open(bar_path, O_RDWR | O_CLOEXEC) : -1;
+	if (self->fd < 0 || (bar_path && self->bar < 0))
+		kt_fail("open %s, %s: %s", dev, bar_path, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(devs)
+{
+	close(self->bar);
+	close(self->fd);
+}
+
+/* ... and a ring of 256 entries (IOPOLL in client_uring_iopoll), a read-only fd, memory */
+FIXTURE(ring) {
+	int fd, rofd, bar;
+	unsigned char *buf;
+	struct io_uring ring;
+};
+
+FIXTURE_SETUP(ring)
+{
+	self->fd = open(dev, O_RDWR | O_CLOEXEC);
+	self->rofd = open(dev, O_RDONLY | O_CLOEXEC);
+	self->bar = open(bar_path, O_RDWR | O_CLOEXEC);
+	self->buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (self->fd < 0 || self->rofd < 0 || self->bar < 0 || self->buf == MAP_FAILED ||
+	    io_uring_queue_init(256, &self->ring, iopoll ? kind_flags(IOPOLL) : RING_FLAGS))
+		kt_fail("setup: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(ring)
+{
+	io_uring_queue_exit(&self->ring);
+	munmap(self->buf, 1 << 20);
+	close(self->bar);
+	close(self->rofd);
+	close(self->fd);
+}
+
+TEST_F(client_uring, ring, many, 7, 120)
+{
+	many(dev, &self->ring, self->fd, self->bar);
+}
+
+TEST_F(client_uring, ring, bad_sqes, 22, 60)
+{
+	bad_sqes(&self->ring, self->fd, self->rofd, self->buf);
+}
+
+TEST_F(client_uring, ring, small_sqe, 1, 30)
+{
+	small_sqe(self->fd, self->buf);
+}
+
+TEST_F(client_uring, ring, teardown_defer, 1, 60)
+{
+	teardown(dev, self->fd, self->bar, DEFER);
+}
+
+/* every completion of these is reaped by the test's own polling */
+TEST_F(client_uring_iopoll, ring, many_iopoll, 7, 120)
+{
+	many(dev, &self->ring, self->fd, self->bar);
+}
+
+TEST_F(client_uring_iopoll, ring, sqpoll, 1, 60)
+{
+	sqpoll(self->fd, self->bar);
+}
+
+TEST_F(client_uring_iopoll, ring, teardown_iopoll, 1, 60)
+{
+	teardown(dev, self->fd, self->bar, IOPOLL);
+}
+
+TEST_F(client_uring_iopoll, devs, unbind_iopoll, 3, 60)
+{
+	unbind_case(dev, self->fd, self->bar, bdf, IOPOLL);
+}
+
+TEST(client_uring_iopoll, rebind_iopoll, 1, 60)
+{
+	close(rebind(dev, bdf));
+}
+
+TEST_F(client_uring_iopoll, devs, unbind_every_queue, 3, 60)
+{
+	unbind_every_queue(dev, self->fd, self->bar, bdf);
+}
+
+TEST(client_uring_iopoll, rebind_every_queue, 1, 60)
+{
+	close(rebind(dev, bdf));
+}
+
+TEST_F(client_uring_unbind, devs, unbind_plain, 3, 60)
+{
+	unbind_case(dev, self->fd, self->bar, bdf, PLAIN);
+}
+
+TEST(client_uring_unbind, rebind_plain, 1, 60)
+{
+	close(rebind(dev, bdf));
+}
+
+TEST_F(client_uring_unbind, devs, unbind_defer, 3, 60)
+{
+	unbind_case(dev, self->fd, self->bar, bdf, DEFER);
+}
+
+TEST_F(client_faults_uring_reset, devs, reset_race, 5, 300)
+{
+	reset_race(dev, self->fd, bdf, rounds);
 }
 
 int main(int argc, char **argv)
 {
 	int unbind = argc > 1 && !strcmp(argv[1], "--unbind");
-	int iopoll = argc > 1 && !strcmp(argv[1], "--iopoll");
-	int opt = unbind || iopoll;
-	const char *name = unbind ? "client_uring_unbind" :
-			   iopoll ? "client_uring_iopoll" : "client_uring";
-	int plan = unbind ? PLAN_UNBIND : iopoll ? PLAN_IOPOLL : PLAN;
-	struct io_uring ring;
-	unsigned char *buf;
-	int fd, rofd, bar;
+	int opt;
 
+	iopoll = argc > 1 && !strcmp(argv[1], "--iopoll");
+	opt = unbind || iopoll;
 	if (argc == 4 && !strcmp(argv[1], "--polled"))
 		return polled(argv[2]);
-	if (argc == 3 && !strcmp(argv[1], "--std"))
-		return std_mode(argv[2]);
-	if (argc == 5 && !strcmp(argv[1], "--reset-race")) {
-		name = "client_faults_uring_reset";
-		printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..%d\n",
-		       name, PLAN_RESET);
-		fd = open(argv[2], O_RDWR | O_CLOEXEC);
-		if (fd < 0 || atoi(argv[4]) < 1) {
-			printf("    # setup: %s\n", fd < 0 ? strerror(errno) : "ROUNDS < 1");
-			printf("not ok 1 %s\n", name);
-			return 1;
-		}
-		reset_race(argv[2], fd, argv[3], atoi(argv[4]));
-		close(fd);
-		if (ktap_n != PLAN_RESET)
-			printf("    # ran %d cases, planned %d\n", ktap_n, PLAN_RESET);
-		printf("%s 1 %s\n", ktap_failed || ktap_n != PLAN_RESET ? "not ok" : "ok", name);
-		return ktap_failed || ktap_n != PLAN_RESET ? 1 : 0;
+	if (argc == 3 && !strcmp(argv[1], "--std")) {
+		dev = argv[2];
+		return kt_run("client_uring_std");
 	}
-
+	if (argc == 5 && !strcmp(argv[1], "--reset-race")) {
+		dev = argv[2];
+		bdf = argv[3];
+		rounds = atoi(argv[4]);
+		if (rounds < 1)
+			return 2;
+		return kt_run("client_faults_uring_reset");
+	}
 	if (argc != 3 + 2 * opt) {
 		fprintf(stderr,
 			"usage: p2puring-test [--unbind | --iopoll] /dev/p2pnvmeN /dev/p2pbarN%s\n"
@@ -1140,47 +1245,9 @@ int main(int argc, char **argv)
 			opt ? " BDF" : "");
 		return 2;
 	}
-	fd = open(argv[1 + opt], O_RDWR | O_CLOEXEC);
-	rofd = open(argv[1 + opt], O_RDONLY | O_CLOEXEC);
-	bar = open(argv[2 + opt], O_RDWR | O_CLOEXEC);
-	buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: %s\n    1..%d\n", name, plan);
-	if (fd < 0 || rofd < 0 || bar < 0 || buf == MAP_FAILED ||
-	    io_uring_queue_init(256, &ring, iopoll ? kind_flags(IOPOLL) : RING_FLAGS)) {
-		printf("    # setup: %s\n", strerror(errno));
-		printf("not ok 1 %s\n", name);
-		return 1;
-	}
-	if (unbind) {
-		unbind_case(argv[2], fd, bar, argv[4], PLAIN);
-		close(fd);
-		close(rofd);
-		fd = rebind(argv[2], argv[4]);
-		if (fd >= 0)
-			unbind_case(argv[2], fd, bar, argv[4], DEFER);
-	} else if (iopoll) {
-		/* every completion below is reaped by this thread's polling */
-		many(argv[1 + opt], &ring, fd, bar);
-		sqpoll(fd, bar);
-		teardown(argv[2], fd, bar, IOPOLL);
-		io_uring_queue_exit(&ring);
-		unbind_case(argv[2], fd, bar, argv[4], IOPOLL);
-		close(fd);
-		close(rofd);
-		fd = rebind(argv[2], argv[4]);
-		if (fd >= 0) {
-			unbind_every_queue(argv[2], fd, bar, argv[4]);
-			close(fd);
-			fd = rebind(argv[2], argv[4]);
-		}
-	} else {
-		many(argv[1 + opt], &ring, fd, bar);
-		bad_sqes(&ring, fd, rofd, buf);
-		small_sqe(fd, buf);
-		teardown(argv[1], fd, bar, DEFER);
-	}
-	if (ktap_n != plan)
-		printf("    # ran %d cases, planned %d\n", ktap_n, plan);
-	printf("%s 1 %s\n", ktap_failed || ktap_n != plan ? "not ok" : "ok", name);
-	return ktap_failed || ktap_n != plan ? 1 : 0;
+	dev = argv[1 + opt];
+	bar_path = argv[2 + opt];
+	bdf = opt ? argv[4] : NULL;
+	return kt_run(unbind ? "client_uring_unbind" : iopoll ? "client_uring_iopoll" :
+		      "client_uring");
 }
