@@ -74,6 +74,7 @@
 #include <linux/list.h>
 #include <asm/local64.h>
 #include <linux/mutex.h>
+#include <linux/notifier.h>
 #include <linux/percpu.h>
 #include <linux/percpu-refcount.h>
 #include <linux/nvme.h>
@@ -666,6 +667,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @reg_bounced: bytes of registered host buffers mapped through swiotlb's
  *		 bounce slots, at most max_bounced_reg_mb
  * @reg_list: every registered buffer of every file, for removal
+ * @reg_nb: PCI bus notifier: the unbinding of a function whose BAR a
+ *	    registered dma-buf of a static exporter maps (reg.c)
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -727,6 +730,7 @@ struct p2pnvme {
 	struct mutex reg_lock;	/* see above */
 	struct list_head reg_list;
 	atomic64_t reg_bounced;
+	struct notifier_block reg_nb;
 };
 
 /**
@@ -878,6 +882,8 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
 long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
 void p2pnvme_reg_file_release(struct p2pnvme_file *f);
 void p2pnvme_reg_remove(struct p2pnvme *c);
+void p2pnvme_reg_watch(struct p2pnvme *c);
+void p2pnvme_reg_unwatch(struct p2pnvme *c);
 bool p2pnvme_reg_refuses(struct p2pnvme_req *r);
 struct seq_file;
 int p2pnvme_reg_show(struct seq_file *s, void *unused);

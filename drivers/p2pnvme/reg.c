@@ -27,6 +27,13 @@
  * memory: p2pnvme_dmabuf_in_host()) is worked out at each mapping; a buffer
  * registered with P2PNVME_BUF_F_REQUIRE_P2P (or a transfer with
  * P2PNVME_IO_F_REQUIRE_P2P) refuses host memory (p2pnvme_reg_refuses()).
+ *
+ * A static exporter (no pin: NVIDIA's) never invalidates, not even when its
+ * device is unbound. So a bus notifier watches the unbinding of the
+ * functions whose BARs such registered buffers map: the buffer is revoked
+ * as an invalidation would (no new commands, those at the controller end,
+ * then it is unmapped and detached, so that the exporter's release can
+ * give the memory back), and its later transfers fail with -ENODEV.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -35,6 +42,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
+#include <linux/pci.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
@@ -799,6 +807,86 @@ int p2pnvme_reg_show(struct seq_file *s, void *unused)
 	mutex_unlock(&c->reg_lock);
 	return 0;
 }
+
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/*
+ * A PCI function loses its driver. A static exporter (NVIDIA's: no pin, no
+ * move, no revoke) says nothing to its importers; once its memory is given
+ * back, the controller's next DMA would land in memory that is no longer
+ * the buffer. So every registered dma-buf of a static exporter whose last
+ * mapping is in that function's BAR is revoked when the unbind begins
+ * (BUS_NOTIFY_UNBIND_DRIVER, before the driver's remove(), its device lock
+ * held): no new commands (p2pnvme_reg_arm() and reg_remap() say -ENODEV),
+ * the commands at the controller end (each within io_timeout_ms, or is
+ * cancelled by the reset that follows), then it is unmapped and detached.
+ * A dynamic exporter is left to its own invalidation during its remove()
+ * (xe moves exported BOs to system memory, p2pbar revokes): the buffer is
+ * mapped again where it went. One that is still mapped in that BAR when
+ * the unbind is over (BUS_NOTIFY_UNBOUND_DRIVER) did not, and is revoked
+ * then.
+ */
+static int reg_pci_notify(struct notifier_block *nb, unsigned long action, void *data)
+{
+	struct p2pnvme *c = container_of(nb, struct p2pnvme, reg_nb);
+	struct device *dev = data;
+	struct p2pnvme_reg *b;
+
+	if ((action != BUS_NOTIFY_UNBIND_DRIVER && action != BUS_NOTIFY_UNBOUND_DRIVER) ||
+	    dev == &c->pdev->dev)
+		return NOTIFY_DONE;
+	mutex_lock(&c->reg_lock);
+	list_for_each_entry(b, &c->reg_list, node) {
+		if (b->kind != P2PNVME_REG_DMABUF || !b->attach || b->revoked ||
+		    strcmp(b->owner, dev_name(dev)))
+			continue;
+		/* static: at the start; dynamic: at the end, if it did not move */
+		if (dma_buf_is_dynamic(b->dmabuf) ?
+		    action != BUS_NOTIFY_UNBOUND_DRIVER || READ_ONCE(b->stale) :
+		    action != BUS_NOTIFY_UNBIND_DRIVER)
+			continue;
+		WRITE_ONCE(b->revoked, true);
+		smp_mb();	/* revoked before busy is read: pairs with p2pnvme_reg_arm() */
+		wait_event(b->wq, !atomic_read(&b->busy));
+		pci_warn(c->pdev, "registered dma-buf in the BAR of %s: its driver is unbound and the exporter %s; unmapped, its transfers now fail (-ENODEV)\n",
+			 dev_name(dev), dma_buf_is_dynamic(b->dmabuf) ?
+			 "did not move or revoke it" : "cannot revoke");
+		reg_unmap_locked(b);
+	}
+	mutex_unlock(&c->reg_lock);
+	return NOTIFY_OK;
+}
+
+/**
+ * p2pnvme_reg_watch - watch the unbinding of the functions registered
+ *	dma-bufs live in (static exporters)
+ * @c: the controller, probed; p2pnvme_reg_unwatch() before it is removed
+ */
+void p2pnvme_reg_watch(struct p2pnvme *c)
+{
+	c->reg_nb.notifier_call = reg_pci_notify;
+	if (bus_register_notifier(&pci_bus_type, &c->reg_nb))
+		c->reg_nb.notifier_call = NULL;
+}
+
+/**
+ * p2pnvme_reg_unwatch - undo p2pnvme_reg_watch()
+ * @c: the controller
+ */
+void p2pnvme_reg_unwatch(struct p2pnvme *c)
+{
+	if (c->reg_nb.notifier_call)
+		bus_unregister_notifier(&pci_bus_type, &c->reg_nb);
+	c->reg_nb.notifier_call = NULL;
+}
+#else
+void p2pnvme_reg_watch(struct p2pnvme *c)
+{
+}
+
+void p2pnvme_reg_unwatch(struct p2pnvme *c)
+{
+}
+#endif
 
 /**
  * p2pnvme_reg_remove - the controller goes: unmap every registered buffer
