@@ -40,6 +40,11 @@ static const struct io_case io_cases[] = {
 			   .flags = P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL }, -EINVAL },
 	{ "bounce both ways", { .op = R, .len = 512, .addr = BUF,
 				.flags = P2PNVME_IO_F_BOUNCE | P2PNVME_IO_F_NO_BOUNCE }, -EINVAL },
+	{ "P2P required, bounce forced", { .op = R, .len = 512, .addr = BUF,
+					   .flags = P2PNVME_IO_F_BOUNCE |
+						    P2PNVME_IO_F_REQUIRE_P2P }, -EINVAL },
+	{ "P2P required", { .op = R, .len = 512, .addr = BUF,
+			    .flags = P2PNVME_IO_F_REQUIRE_P2P }, 0 },
 	/* out-fields are cleared by the ioctls, not checked: a struct may be re-used */
 	{ "result preset", { .op = R, .len = 512, .addr = BUF, .result = -5 }, 0 },
 	{ "output preset", { .op = R, .len = 512, .addr = BUF, .status = 1, .path = 2 }, 0 },

@@ -92,8 +92,26 @@ static int p2pbar_dmabuf_attach(struct dma_buf *dmabuf, struct dma_buf_attachmen
 {
 	struct p2pbar_dmabuf *d = dmabuf->priv;
 
-	if (!attach->peer2peer || !p2p_dma_buf_attach_revocable(attach))
+	/*
+	 * Said in the log: the importer's driver reports only its errno
+	 * (a GPU driver's import of a static importer, NVIDIA's
+	 * dma_buf_attach(), fails here).
+	 */
+	if (!attach->importer_ops) {
+		pci_info_ratelimited(d->pdev, "dma-buf import by %s refused: a static importer (dma_buf_attach()) cannot be revoked when the provider goes\n",
+				     dev_name(attach->dev));
 		return -EOPNOTSUPP;
+	}
+	if (!attach->peer2peer) {
+		pci_info_ratelimited(d->pdev, "dma-buf import by %s refused: the importer does not take peer-to-peer memory (allow_peer2peer)\n",
+				     dev_name(attach->dev));
+		return -EOPNOTSUPP;
+	}
+	if (!p2p_dma_buf_attach_revocable(attach)) {
+		pci_info_ratelimited(d->pdev, "dma-buf import by %s refused: no invalidation callback, it cannot be revoked\n",
+				     dev_name(attach->dev));
+		return -EOPNOTSUPP;
+	}
 	/*
 	 * Before 7.x, a kernel without CONFIG_DMABUF_MOVE_NOTIFY pins every
 	 * dynamic mapping, which cannot be revoked: say so at attach, not as

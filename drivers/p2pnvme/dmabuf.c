@@ -141,6 +141,8 @@ static struct pci_dev *bar_owner(u64 addr, bool bus)
  *	memory rather than a PCI device's memory?
  * @c: the controller
  * @sgt: the exporter's mapping
+ * @owner: out: P2PNVME_OWNER_LEN bytes, the owning function's PCI name
+ * @orphan: out: that function has no driver bound
  *
  * An exporter says nothing about where its memory is, and every layer
  * reports success either way (amdgpu pins a buffer in GTT for an importer
@@ -152,12 +154,17 @@ static struct pci_dev *bar_owner(u64 addr, bool bus)
  * against the memory BARs of every PCI function. All in one function's
  * BARs is device memory; anything else counts as host memory.
  *
+ * The function is named in @owner ("" for host memory). @orphan says
+ * whether it has no driver bound: memory of a device whose driver let go
+ * of it (unbound), which no transfer may use any more.
+ *
  * Return: true for host memory.
  */
-bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt)
+bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
+			    bool *orphan)
 {
 	struct iommu_domain *dom = iommu_get_domain_for_dev(&c->pdev->dev);
-	struct pci_dev *owner = NULL;
+	struct pci_dev *pdev = NULL;
 	struct scatterlist *sg;
 	unsigned int i;
 	bool host = false;
@@ -166,30 +173,36 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt)
 		dma_addr_t a = sg_dma_address(sg);
 		phys_addr_t phys = dom ? iommu_iova_to_phys(dom, a) : 0;
 
-		if (owner) {
-			if (phys ? in_bar(owner, phys, false) :
-				   in_bar(owner, a, true) || in_bar(owner, a, false))
+		if (pdev) {
+			if (phys ? in_bar(pdev, phys, false) :
+				   in_bar(pdev, a, true) || in_bar(pdev, a, false))
 				continue;
 			host = true;
 			break;
 		}
-		owner = phys ? bar_owner(phys, false) : bar_owner(a, true) ?: bar_owner(a, false);
-		if (!owner) {
+		pdev = phys ? bar_owner(phys, false) : bar_owner(a, true) ?: bar_owner(a, false);
+		if (!pdev) {
 			host = true;
 			break;
 		}
 	}
-	dev_dbg(&c->pdev->dev, "dma-buf mapping of %u segments: %s%s\n", sgt->nents,
-		host ? "host memory" : "memory of ", host ? "" : pci_name(owner));
-	pci_dev_put(owner);
-	return host || !owner;
+	host = host || !pdev;
+	strscpy(owner, host ? "" : pci_name(pdev), P2PNVME_OWNER_LEN);
+	/* a racy look: the unbind's bus notifier is the reliable one (reg.c) */
+	*orphan = !host && !READ_ONCE(pdev->dev.driver);
+	dev_dbg(&c->pdev->dev, "dma-buf mapping of %u segments: %s%s%s\n", sgt->nents,
+		host ? "host memory" : "memory of ", owner, *orphan ? ", no driver bound" : "");
+	pci_dev_put(pdev);
+	return host;
 }
 
 /*
  * Map @r's dma-buf for the controller (the entry that owns the attachment
  * does, the others share it). The exporter decides whether the controller
  * can reach the memory: -EREMOTEIO when it cannot (no bounce for dma-bufs),
- * -ENODEV once revoked. Then, as the importer contract wants: wait for the
+ * -ENODEV once revoked, or when the memory is in the BAR of a function no
+ * driver is bound to (a static exporter, as NVIDIA's, never revokes when its
+ * device is unbound). Then, as the importer contract wants: wait for the
  * exporter's own fences (a move in progress) and put our fence in the
  * reservation object for the I/O to come.
  */
@@ -197,6 +210,7 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 {
 	struct dma_resv *resv = r->dmabuf->resv;
 	struct sg_table *sgt;
+	bool orphan;
 	long left;
 	int ret;
 
@@ -213,6 +227,13 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 		goto out_unlock;
 	}
 	r->dsgt = sgt;
+	/* where it is, first: P2P required refuses host memory before all else */
+	r->dmabuf_host = p2pnvme_dmabuf_in_host(c, sgt, r->dmabuf_owner, &orphan);
+	/* the exporter's device is unbound: its memory is not its to give */
+	if (orphan) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
 	/*
 	 * The exporter syncs its mapping for its own CPU accesses, never for
 	 * our transfers (udmabuf maps with DMA_ATTR_SKIP_CPU_SYNC): one that
@@ -224,7 +245,6 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 		ret = -EOPNOTSUPP;
 		goto out_unlock;
 	}
-	r->dmabuf_host = p2pnvme_dmabuf_in_host(c, sgt);
 	/* an invalidation before this mapping is about an older one */
 	WRITE_ONCE(r->invalidated, false);
 	/* a signal: -ERESTARTSYS, nothing submitted yet (the call starts over) */

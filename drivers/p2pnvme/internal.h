@@ -74,6 +74,7 @@
 #include <linux/list.h>
 #include <asm/local64.h>
 #include <linux/mutex.h>
+#include <linux/notifier.h>
 #include <linux/percpu.h>
 #include <linux/percpu-refcount.h>
 #include <linux/nvme.h>
@@ -123,7 +124,11 @@ enum p2pnvme_why {
 	P2PNVME_WHY_TOPOLOGY,	/* dma_map_sgtable() said -EREMOTEIO: bounce */
 	P2PNVME_WHY_POLICY,	/* unreachable and bouncing not allowed */
 	P2PNVME_WHY_DMABUF,	/* an imported dma-buf: the exporter maps */
+	P2PNVME_WHY_REQUIRED,	/* host memory, and P2P required (_F_REQUIRE_P2P) */
 };
+
+/* a PCI function's name, as struct p2pnvme_buf_reg.owner holds it */
+#define P2PNVME_OWNER_LEN	20
 
 enum p2pnvme_stat {
 	ST_READS_P2P, ST_WRITES_P2P, ST_READS_BOUNCE, ST_WRITES_BOUNCE,
@@ -253,6 +258,10 @@ enum p2pnvme_reg_kind {
  *	  invalidated (the dma-buf's reservation lock)
  * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
  *	  (p2pnvme_dmabuf_in_host(), at each mapping)
+ * @owner: dma-buf: the PCI name of the function whose BAR @dsgt is in, or
+ *	   "" (written with @host; read by armed requests, debugfs under
+ *	   @c->reg_lock)
+ * @require_p2p: P2PNVME_BUF_F_REQUIRE_P2P: every transfer refuses host memory
  * @nseg: DMA segments of the mapping, indexed in @seg and @seg_pos
  * @seg: each segment's scatterlist entry
  * @seg_pos: each segment's byte position in the mapping, ascending
@@ -290,6 +299,8 @@ struct p2pnvme_reg {
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
 	bool host;
+	char owner[P2PNVME_OWNER_LEN];
+	bool require_p2p;
 	unsigned int nseg;
 	struct scatterlist **seg;
 	u64 *seg_pos;
@@ -342,6 +353,8 @@ struct p2pnvme_fence {
  *		 its invalidation callback, under the dma-buf's resv lock)
  * @dmabuf_host: @dsgt is host memory, not a PCI device's BAR
  *		 (p2pnvme_dmabuf_in_host())
+ * @dmabuf_owner: the function whose BAR the data goes to or comes from
+ *		  (dma-bufs, registered ones too), or "": the trace's
  * @dir: DMA direction of @sgt or @dsgt
  * @mapped: @sgt is DMA-mapped
  * @p2p: @pages are p2pmem
@@ -381,6 +394,7 @@ struct p2pnvme_req {
 	bool resv_locked;
 	bool invalidated;
 	bool dmabuf_host;
+	char dmabuf_owner[P2PNVME_OWNER_LEN];
 	enum dma_data_direction dir;
 	bool mapped;
 	bool p2p;
@@ -673,6 +687,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @reg_bounced: bytes of registered host buffers mapped through swiotlb's
  *		 bounce slots, at most max_bounced_reg_mb
  * @reg_list: every registered buffer of every file, for removal
+ * @reg_nb: PCI bus notifier: the unbinding of a function whose BAR a
+ *	    registered dma-buf of a static exporter maps (reg.c)
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -740,6 +756,7 @@ struct p2pnvme {
 	struct mutex reg_lock;	/* see above */
 	struct list_head reg_list;
 	atomic64_t reg_bounced;
+	struct notifier_block reg_nb;
 };
 
 /**
@@ -798,7 +815,8 @@ void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
-bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt);
+bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
+			    bool *orphan);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 bool p2pnvme_dmabuf_signalling(void);
 void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie);
@@ -890,6 +908,9 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
 long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
 void p2pnvme_reg_file_release(struct p2pnvme_file *f);
 void p2pnvme_reg_remove(struct p2pnvme *c);
+void p2pnvme_reg_watch(struct p2pnvme *c);
+void p2pnvme_reg_unwatch(struct p2pnvme *c);
+bool p2pnvme_reg_refuses(struct p2pnvme_req *r);
 struct seq_file;
 int p2pnvme_reg_show(struct seq_file *s, void *unused);
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r);

@@ -57,6 +57,7 @@ static const char *p2pnvme_why_name(unsigned int why)
 		[P2PNVME_WHY_TOPOLOGY] = "the topology refuses P2P",
 		[P2PNVME_WHY_POLICY] = "the topology refuses P2P and bouncing is not allowed",
 		[P2PNVME_WHY_DMABUF] = "a dma-buf: its exporter decides",
+		[P2PNVME_WHY_REQUIRED] = "host memory, and P2P required",
 	};
 
 	return why < ARRAY_SIZE(names) && names[why] ? names[why] : "?";
@@ -70,7 +71,7 @@ static const char *p2pnvme_why_name(unsigned int why)
  *
  * Return: 0 or -EINVAL (malformed, longer than P2PNVME_IO_MAX_LEN, a
  * dma-buf with bounce forced, a registered buffer with a dma-buf, a forced
- * bounce or no data),
+ * bounce or no data, P2P required with a forced bounce),
  * -ERANGE (LBA range outside the namespace), -EOPNOTSUPP (unknown
  * operation).
  */
@@ -78,7 +79,7 @@ int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
 {
 	const u32 known = P2PNVME_IO_F_NO_BOUNCE | P2PNVME_IO_F_BOUNCE |
 			  P2PNVME_IO_F_PRP | P2PNVME_IO_F_SGL | P2PNVME_IO_F_DMABUF |
-			  P2PNVME_IO_F_REGISTERED;
+			  P2PNVME_IO_F_REGISTERED | P2PNVME_IO_F_REQUIRE_P2P;
 	bool reg = io->flags & P2PNVME_IO_F_REGISTERED;
 	/* both name their buffer by an offset, not an address */
 	bool dmabuf = io->flags & (P2PNVME_IO_F_DMABUF | P2PNVME_IO_F_REGISTERED);
@@ -96,7 +97,8 @@ int p2pnvme_check_io(const struct p2pnvme_io *io, u32 lba_shift, u64 nlb)
 	}
 	if ((io->flags & P2PNVME_IO_F_PRP) && (io->flags & P2PNVME_IO_F_SGL))
 		return -EINVAL;
-	if ((io->flags & P2PNVME_IO_F_NO_BOUNCE) && (io->flags & P2PNVME_IO_F_BOUNCE))
+	if ((io->flags & (P2PNVME_IO_F_NO_BOUNCE | P2PNVME_IO_F_REQUIRE_P2P)) &&
+	    (io->flags & P2PNVME_IO_F_BOUNCE))
 		return -EINVAL;
 	if (io->op > P2PNVME_OP_WRITE_ZEROES)
 		return -EOPNOTSUPP;
@@ -205,7 +207,7 @@ static void path_refused(struct p2pnvme *c, struct p2pnvme_req *r, enum p2pnvme_
 	r->why = why;
 	p2pnvme_stat_add(c, ST_REFUSED, 1);
 	trace_p2pnvme_path(c->pdev, io->op == P2PNVME_OP_WRITE, io->slba, io->len,
-			   P2PNVME_PATH_NONE, why);
+			   P2PNVME_PATH_NONE, why, r->dmabuf_owner);
 	pci_dbg(c->pdev, "%s of %llu bytes at LBA %llu refused: %s\n",
 		io->op == P2PNVME_OP_WRITE ? "write" : "read", io->len, io->slba,
 		p2pnvme_why_name(why));
@@ -278,7 +280,9 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 	struct p2pnvme_req *r = &reqs[i];
 	struct p2pnvme_io *io = r->io;
 	bool write = io->op == P2PNVME_OP_WRITE;
-	bool deny = (io->flags & P2PNVME_IO_F_NO_BOUNCE) || !READ_ONCE(p2pnvme_bounce);
+	bool require = io->flags & P2PNVME_IO_F_REQUIRE_P2P;
+	bool deny = (io->flags & P2PNVME_IO_F_NO_BOUNCE) || require ||
+		    !READ_ONCE(p2pnvme_bounce);
 	unsigned int pg;
 	int ret;
 
@@ -293,6 +297,11 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 		if (r->reg)
 			r->why = r->reg->kind == P2PNVME_REG_DMABUF ? P2PNVME_WHY_DMABUF :
 								      P2PNVME_WHY_HOST;
+		/* a move to host memory it cannot use either (-EOPNOTSUPP): said as such */
+		if ((!ret || ret == -EOPNOTSUPP) && r->reg && p2pnvme_reg_refuses(r)) {
+			path_refused(c, r, P2PNVME_WHY_REQUIRED);
+			ret = -EREMOTEIO;
+		}
 		return ret;
 	}
 	if (io->flags & P2PNVME_IO_F_DMABUF) {
@@ -323,6 +332,10 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 	r->why = !r->p2p ? P2PNVME_WHY_HOST :
 		 r->bounce ? P2PNVME_WHY_FORCED : P2PNVME_WHY_REACHABLE;
 	r->deny = deny;
+	if (!r->p2p && require) {
+		path_refused(c, r, P2PNVME_WHY_REQUIRED);
+		return -EREMOTEIO;
+	}
 	if (r->bounce)
 		return bounce_alloc(c, r);
 	return req_table(c, r, r->pages, r->nr, offset_in_page(io->addr));
@@ -395,11 +408,19 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 		return 0;
 	}
 	if (r->dmabuf) {
-		if (r->owner == r) {
-			ret = p2pnvme_dmabuf_map(c, r);
-			if (ret)
-				return ret;
+		ret = r->owner == r ? p2pnvme_dmabuf_map(c, r) : 0;
+		/*
+		 * At every mapping (an exporter may have moved it to host
+		 * memory), and before what else the mapping's errno says
+		 */
+		if (r->owner->dsgt && r->owner->dmabuf_host &&
+		    (r->io->flags & P2PNVME_IO_F_REQUIRE_P2P)) {
+			path_refused(c, r, P2PNVME_WHY_REQUIRED);
+			return -EREMOTEIO;
 		}
+		if (ret)
+			return ret;
+		memcpy(r->dmabuf_owner, r->owner->dmabuf_owner, sizeof(r->dmabuf_owner));
 		if (!*scratch) {
 			*scratch = kmalloc(P2PNVME_LIST_SIZE, GFP_KERNEL);
 			if (!*scratch)
@@ -666,10 +687,12 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
 		p2pnvme_reg_sync(c, r, false);
 	if (!err && has_data(io)) {
 		lat_add(c, write, io->path, ns);
-		trace_p2pnvme_path(c->pdev, write, io->slba, io->len, io->path, r->why);
-		pci_dbg(c->pdev, "%s of %llu bytes at LBA %llu: %s (%s)\n",
+		trace_p2pnvme_path(c->pdev, write, io->slba, io->len, io->path, r->why,
+				   r->dmabuf_owner);
+		pci_dbg(c->pdev, "%s of %llu bytes at LBA %llu: %s%s%s%s (%s)\n",
 			write ? "write" : "read", io->len, io->slba, p2pnvme_path_name(io->path),
-			p2pnvme_why_name(r->why));
+			r->dmabuf_owner[0] ? " (" : "", r->dmabuf_owner,
+			r->dmabuf_owner[0] ? ")" : "", p2pnvme_why_name(r->why));
 	}
 	/* device-side failures only; bad buffers and policy refusals are not */
 	if (err == -EIO || err == -ETIMEDOUT || err == -ENODEV || err == -ECANCELED)

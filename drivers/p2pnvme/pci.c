@@ -341,6 +341,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	p2pnvme_debugfs_add(c);
 	p2pnvme_blkmq_init(c);	/* bench only; without it on failure */
 	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
+	p2pnvme_reg_watch(c);	/* static exporters' devices unbound (reg.c) */
 	/* last: an early opener of the minor saw RESETTING and waited */
 	p2pnvme_change_state(c, P2PNVME_LIVE);
 	pci_info(pdev, "p2pnvme%d: ns %u, %llu x %u B, %u I/O queues of %u, %s, max %u KiB/cmd%s\n",
@@ -367,6 +368,7 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 {
 	struct p2pnvme *c = pci_get_drvdata(pdev);
 
+	p2pnvme_reg_unwatch(c);
 	xa_erase(&p2pnvme_minors, c->minor);
 	device_destroy(p2pnvme_class, MKDEV(MAJOR(p2pnvme_devt), c->minor));
 	debugfs_remove_recursive(c->debugfs);

@@ -22,6 +22,18 @@
  * next request naming the buffer maps it again (p2pnvme_reg_get(), after
  * the exporter's kernel fences, as amdgpu and xe move their buffers); a
  * revoked dma-buf fails that map (-ENODEV from p2pbar), and so the request.
+ *
+ * Where a dma-buf's mapping is (a PCI function's BAR, and whose, or host
+ * memory: p2pnvme_dmabuf_in_host()) is worked out at each mapping; a buffer
+ * registered with P2PNVME_BUF_F_REQUIRE_P2P (or a transfer with
+ * P2PNVME_IO_F_REQUIRE_P2P) refuses host memory (p2pnvme_reg_refuses()).
+ *
+ * A static exporter (no pin: NVIDIA's) never invalidates, not even when its
+ * device is unbound. So a bus notifier watches the unbinding of the
+ * functions whose BARs such registered buffers map: the buffer is revoked
+ * as an invalidation would (no new commands, those at the controller end,
+ * then it is unmapped and detached, so that the exporter's release can
+ * give the memory back), and its later transfers fail with -ENODEV.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -30,6 +42,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
+#include <linux/pci.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
@@ -53,6 +66,29 @@ void p2pnvme_reg_init(struct p2pnvme *c)
 	mutex_init(&c->reg_lock);
 	INIT_LIST_HEAD(&c->reg_list);
 	atomic64_set(&c->reg_bounced, 0);
+}
+
+/**
+ * p2pnvme_reg_refuses - does a request's registered buffer break its
+ *	P2P requirement?
+ * @r: the request, after p2pnvme_reg_get() succeeded
+ *
+ * Host memory is refused when the transfer (P2PNVME_IO_F_REQUIRE_P2P) or
+ * the buffer (P2PNVME_BUF_F_REQUIRE_P2P) asks for P2P. A dma-buf's
+ * placement is the one p2pnvme_reg_get() left mapped; a move after it
+ * makes p2pnvme_reg_arm() answer -ESTALE, and the request is looked up,
+ * and checked, again.
+ *
+ * Return: true to refuse (-EREMOTEIO).
+ */
+bool p2pnvme_reg_refuses(struct p2pnvme_req *r)
+{
+	const struct p2pnvme_reg *b = r->reg;
+	bool require = (r->io->flags & P2PNVME_IO_F_REQUIRE_P2P) || b->require_p2p;
+
+	if (!require)
+		return false;
+	return b->kind == P2PNVME_REG_HOST || READ_ONCE(b->host);
 }
 
 /*
@@ -184,6 +220,9 @@ int p2pnvme_reg_arm(struct p2pnvme_req *r)
 		return READ_ONCE(b->revoked) ? -ENODEV : -ESTALE;
 	}
 	r->reg_busy = true;
+	/* busy: no move re-maps it until the request is idle again */
+	if (b->kind == P2PNVME_REG_DMABUF)
+		memcpy(r->dmabuf_owner, b->owner, sizeof(r->dmabuf_owner));
 	return 0;
 }
 
@@ -359,7 +398,8 @@ int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 		return -EINVAL;
 	if (r->dir == DMA_FROM_DEVICE && !b->writable)
 		return -EBADF;
-	if (b->kind == P2PNVME_REG_DMABUF && READ_ONCE(b->stale))
+	/* acquire: @host as reg_remap() left it with @stale cleared */
+	if (b->kind == P2PNVME_REG_DMABUF && smp_load_acquire(&b->stale))
 		return reg_remap(b);
 	return 0;
 }
@@ -475,6 +515,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	struct dma_buf_attachment *attach;
 	struct dma_buf *dmabuf;
 	struct sg_table *sgt;
+	bool orphan;
 	long left;
 	int ret;
 
@@ -509,6 +550,18 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	b->dsgt = sgt;
 	/* an invalidation before this mapping was about none: nothing was busy */
 	WRITE_ONCE(b->stale, false);
+	/* where it is, first: P2P required refuses host memory before all else */
+	b->host = p2pnvme_dmabuf_in_host(c, sgt, b->owner, &orphan);
+	if (orphan) {
+		ret = -ENODEV;		/* its device is unbound already */
+		goto out_unlock;
+	}
+	if (b->host && b->require_p2p) {
+		pci_dbg(c->pdev, "dma-buf registration refused: host memory, P2P required\n");
+		p2pnvme_stat_add(c, ST_REFUSED, 1);
+		ret = -EREMOTEIO;
+		goto out_unlock;
+	}
 	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
 				     p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
@@ -521,7 +574,6 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = reg_index(b, sgt);
-	b->host = p2pnvme_dmabuf_in_host(c, sgt);
 out_unlock:
 	dma_resv_unlock(dmabuf->resv);
 	ret = reg_list_or_unmap(b, ret);
@@ -542,6 +594,8 @@ static int reg_remap(struct p2pnvme_reg *b)
 	struct p2pnvme *c = b->c;
 	struct dma_resv *resv = b->dmabuf->resv;
 	struct sg_table *sgt;
+	char owner[P2PNVME_OWNER_LEN];
+	bool host, orphan;
 	long left;
 	int ret = 0;
 
@@ -566,6 +620,11 @@ static int reg_remap(struct p2pnvme_reg *b)
 	}
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false, p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
+	host = p2pnvme_dmabuf_in_host(c, sgt, owner, &orphan);
+	/* where it went, for p2pnvme_reg_refuses(), even if it cannot be used */
+	WRITE_ONCE(b->host, host);
+	if (!ret && orphan)
+		ret = -ENODEV;
 	if (!ret && p2pnvme_dma_need_sync(&c->pdev->dev, sgt))
 		ret = -EOPNOTSUPP;
 	if (!ret) {
@@ -581,7 +640,7 @@ static int reg_remap(struct p2pnvme_reg *b)
 		goto out_unlock;
 	}
 	b->dsgt = sgt;
-	b->host = p2pnvme_dmabuf_in_host(c, sgt);
+	memcpy(b->owner, owner, sizeof(b->owner));
 	/* release: the new segments before the requests that see it clear */
 	smp_store_release(&b->stale, false);
 out_unlock:
@@ -614,7 +673,6 @@ static int reg_remap(struct p2pnvme_reg *b)
  */
 long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 {
-	struct p2pnvme_buf_reg __user *ureg = (void __user *)uarg;
 	struct p2pnvme *c = f->c;
 	struct p2pnvme_buf_reg reg;
 	struct p2pnvme_reg *b;
@@ -626,7 +684,10 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	if (ret)
 		return ret;
 	dmabuf = reg.flags & P2PNVME_BUF_F_DMABUF;
-	if ((reg.flags & ~P2PNVME_BUF_F_DMABUF) || reg.id)
+	if ((reg.flags & ~(P2PNVME_BUF_F_DMABUF | P2PNVME_BUF_F_REQUIRE_P2P)) || reg.id)
+		return -EINVAL;
+	/* host memory is never P2P: asking for it is a contradiction */
+	if (!dmabuf && (reg.flags & P2PNVME_BUF_F_REQUIRE_P2P))
 		return -EINVAL;
 	if (!reg.len || reg.len > P2PNVME_BUF_MAX_LEN || (reg.addr & 3))
 		return -EINVAL;
@@ -647,9 +708,16 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	INIT_LIST_HEAD(&b->node);
 	init_waitqueue_head(&b->wq);
 	b->len = reg.len;
+	b->require_p2p = reg.flags & P2PNVME_BUF_F_REQUIRE_P2P;
 	ret = dmabuf ? reg_dmabuf(c, b, reg.dmabuf_fd, reg.addr) : reg_host(c, b, reg.addr);
-	if (!ret && put_user(id, &ureg->id))
-		ret = -EFAULT;
+	if (!ret) {
+		/* what an older, shorter structure has room for (argsz) */
+		reg.id = id;
+		reg.path = !dmabuf ? P2PNVME_PATH_HOST :
+			   b->host ? P2PNVME_PATH_DMABUF_HOST : P2PNVME_PATH_DMABUF;
+		memcpy(reg.owner, b->owner, sizeof(reg.owner));
+		ret = p2p_ioctl_copy_out(uarg, &reg, sizeof(reg));
+	}
 	if (ret)
 		goto out_put;
 	/* a reserved slot: storing allocates nothing; unregister skips it */
@@ -723,16 +791,102 @@ int p2pnvme_reg_show(struct seq_file *s, void *unused)
 	struct p2pnvme *c = s->private;
 	struct p2pnvme_reg *b;
 
-	seq_puts(s, "kind    bytes       start       segments busy revoked mapped\n");
+	seq_puts(s, "kind    bytes       start       segments busy revoked mapped where       owner\n");
 	mutex_lock(&c->reg_lock);
-	list_for_each_entry(b, &c->reg_list, node)
-		seq_printf(s, "%-7s %-11llu %-11llu %-8u %-4d %-7d %d\n",
-			   b->kind == P2PNVME_REG_DMABUF ? "dmabuf" : "host", b->len, b->start,
-			   b->nseg, atomic_read(&b->busy), READ_ONCE(b->revoked),
-			   b->mapped || b->attach);
+	list_for_each_entry(b, &c->reg_list, node) {
+		bool dmabuf = b->kind == P2PNVME_REG_DMABUF;
+
+		/* where the last mapping was ("moved": not mapped again yet) */
+		seq_printf(s, "%-7s %-11llu %-11llu %-8u %-4d %-7d %-6d %-11s %s%s\n",
+			   dmabuf ? "dmabuf" : "host", b->len, b->start, b->nseg,
+			   atomic_read(&b->busy), READ_ONCE(b->revoked), b->mapped || b->attach,
+			   !dmabuf ? "host" : READ_ONCE(b->stale) ? "moved" :
+			   b->host ? "dmabuf-host" : "dmabuf-p2p", b->owner[0] ? b->owner : "-",
+			   b->require_p2p ? " require-p2p" : "");
+	}
 	mutex_unlock(&c->reg_lock);
 	return 0;
 }
+
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/*
+ * A PCI function loses its driver. A static exporter (NVIDIA's: no pin, no
+ * move, no revoke) says nothing to its importers; once its memory is given
+ * back, the controller's next DMA would land in memory that is no longer
+ * the buffer. So every registered dma-buf of a static exporter whose last
+ * mapping is in that function's BAR is revoked when the unbind begins
+ * (BUS_NOTIFY_UNBIND_DRIVER, before the driver's remove(), its device lock
+ * held): no new commands (p2pnvme_reg_arm() and reg_remap() say -ENODEV),
+ * the commands at the controller end (each within io_timeout_ms, or is
+ * cancelled by the reset that follows), then it is unmapped and detached.
+ * A dynamic exporter is left to its own invalidation during its remove()
+ * (xe moves exported BOs to system memory, p2pbar revokes): the buffer is
+ * mapped again where it went. One that is still mapped in that BAR when
+ * the unbind is over (BUS_NOTIFY_UNBOUND_DRIVER) did not, and is revoked
+ * then.
+ */
+static int reg_pci_notify(struct notifier_block *nb, unsigned long action, void *data)
+{
+	struct p2pnvme *c = container_of(nb, struct p2pnvme, reg_nb);
+	struct device *dev = data;
+	struct p2pnvme_reg *b;
+
+	if ((action != BUS_NOTIFY_UNBIND_DRIVER && action != BUS_NOTIFY_UNBOUND_DRIVER) ||
+	    dev == &c->pdev->dev)
+		return NOTIFY_DONE;
+	mutex_lock(&c->reg_lock);
+	list_for_each_entry(b, &c->reg_list, node) {
+		if (b->kind != P2PNVME_REG_DMABUF || !b->attach || b->revoked ||
+		    strcmp(b->owner, dev_name(dev)))
+			continue;
+		/* static: at the start; dynamic: at the end, if it did not move */
+		if (dma_buf_is_dynamic(b->dmabuf) ?
+		    action != BUS_NOTIFY_UNBOUND_DRIVER || READ_ONCE(b->stale) :
+		    action != BUS_NOTIFY_UNBIND_DRIVER)
+			continue;
+		WRITE_ONCE(b->revoked, true);
+		smp_mb();	/* revoked before busy is read: pairs with p2pnvme_reg_arm() */
+		wait_event(b->wq, !atomic_read(&b->busy));
+		pci_warn(c->pdev, "registered dma-buf in the BAR of %s: its driver is unbound and the exporter %s; unmapped, its transfers now fail (-ENODEV)\n",
+			 dev_name(dev), dma_buf_is_dynamic(b->dmabuf) ?
+			 "did not move or revoke it" : "cannot revoke");
+		reg_unmap_locked(b);
+	}
+	mutex_unlock(&c->reg_lock);
+	return NOTIFY_OK;
+}
+
+/**
+ * p2pnvme_reg_watch - watch the unbinding of the functions registered
+ *	dma-bufs live in (static exporters)
+ * @c: the controller, probed; p2pnvme_reg_unwatch() before it is removed
+ */
+void p2pnvme_reg_watch(struct p2pnvme *c)
+{
+	c->reg_nb.notifier_call = reg_pci_notify;
+	if (bus_register_notifier(&pci_bus_type, &c->reg_nb))
+		c->reg_nb.notifier_call = NULL;
+}
+
+/**
+ * p2pnvme_reg_unwatch - undo p2pnvme_reg_watch()
+ * @c: the controller
+ */
+void p2pnvme_reg_unwatch(struct p2pnvme *c)
+{
+	if (c->reg_nb.notifier_call)
+		bus_unregister_notifier(&pci_bus_type, &c->reg_nb);
+	c->reg_nb.notifier_call = NULL;
+}
+#else
+void p2pnvme_reg_watch(struct p2pnvme *c)
+{
+}
+
+void p2pnvme_reg_unwatch(struct p2pnvme *c)
+{
+}
+#endif
 
 /**
  * p2pnvme_reg_remove - the controller goes: unmap every registered buffer

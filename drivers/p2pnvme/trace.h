@@ -72,15 +72,17 @@ TRACE_DEFINE_ENUM(P2PNVME_WHY_FORCED);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_TOPOLOGY);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_POLICY);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_DMABUF);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_REQUIRED);
 
 /*
- * The path a transfer took (enum p2pnvme_path; NONE: refused) and why
- * (enum p2pnvme_why).
+ * The path a transfer took (enum p2pnvme_path; NONE: refused), why (enum
+ * p2pnvme_why), and for a dma-buf in a device's memory the PCI function
+ * whose BAR it is (owner, "-" otherwise).
  */
 TRACE_EVENT(p2pnvme_path,
 	    TP_PROTO(struct pci_dev *pdev, bool write, u64 slba, u64 len, unsigned int path,
-		     unsigned int why),
-	    TP_ARGS(pdev, write, slba, len, path, why),
+		     unsigned int why, const char *owner),
+	    TP_ARGS(pdev, write, slba, len, path, why, owner),
 	    TP_STRUCT__entry(__field(u32, dom)
 			     __field(u8, bus)
 			     __field(u8, devfn)
@@ -88,7 +90,8 @@ TRACE_EVENT(p2pnvme_path,
 			     __field(u64, slba)
 			     __field(u64, len)
 			     __field(unsigned int, path)
-			     __field(unsigned int, why)),
+			     __field(unsigned int, why)
+			     __array(char, owner, P2PNVME_OWNER_LEN)),
 	    TP_fast_assign(__entry->dom = pci_domain_nr(pdev->bus);
 			   __entry->bus = pdev->bus->number;
 			   __entry->devfn = pdev->devfn;
@@ -96,8 +99,9 @@ TRACE_EVENT(p2pnvme_path,
 			   __entry->slba = slba;
 			   __entry->len = len;
 			   __entry->path = path;
-			   __entry->why = why;),
-	    TP_printk("%04x:%02x:%02x.%u %s slba %llu len %llu path %s (%s)",
+			   __entry->why = why;
+			   strscpy(__entry->owner, owner[0] ? owner : "-", P2PNVME_OWNER_LEN);),
+	    TP_printk("%04x:%02x:%02x.%u %s slba %llu len %llu path %s (%s) owner %s",
 		      __entry->dom, __entry->bus,
 		      PCI_SLOT(__entry->devfn), PCI_FUNC(__entry->devfn),
 		      __entry->write ? "write" : "read", __entry->slba, __entry->len,
@@ -114,7 +118,9 @@ TRACE_EVENT(p2pnvme_path,
 				       { P2PNVME_WHY_FORCED, "bounce asked for" },
 				       { P2PNVME_WHY_TOPOLOGY, "topology refuses P2P" },
 				       { P2PNVME_WHY_POLICY, "P2P refused, bouncing not allowed" },
-				       { P2PNVME_WHY_DMABUF, "dma-buf, the exporter maps" }))
+				       { P2PNVME_WHY_DMABUF, "dma-buf, the exporter maps" },
+				       { P2PNVME_WHY_REQUIRED, "host memory, P2P required" }),
+		      __entry->owner)
 );
 
 TRACE_EVENT(p2pnvme_bounce_copy,

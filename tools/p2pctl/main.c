@@ -14,6 +14,7 @@
  *                                             fill p2pmem with BYTE, O_DIRECT write to BLK
  *   p2pctl nvme-info [NVME]                   describe a p2pnvme controller (/dev/p2pnvme0)
  *   p2pctl nvme-stats [NVME] [--interval SEC] [--reset]
+ *   p2pctl nvme-buffers [NVME]                registered buffers, where each is
  *                                             counters by path, latency histograms,
  *                                             bytes/s over SEC, queue depth; --reset
  *   p2pctl nvme-id-ctrl|nvme-smart|nvme-error-log [NVME]
@@ -95,6 +96,9 @@ static const struct cmd {
 	{ "nvme-stats", "[NVME] [--interval SEC] [--reset]",
 	  "counters by path, latency, bytes/s, queue depth; --reset zeroes them",
 	  cmd_nvme_stats, OPT(O_INTERVAL) | OPT(O_RESET), 0, 1 },
+	{ "nvme-buffers", "[NVME]",
+	  "registered buffers: where each is (dmabuf-p2p and whose BAR, dmabuf-host)",
+	  cmd_nvme_buffers, 0, 0, 1 },
 	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl",
 	  cmd_nvme_id_ctrl, 0, 0, 1 },
 	{ "nvme-smart", "[NVME]", "the SMART / health log, as nvme smart-log",

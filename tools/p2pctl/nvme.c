@@ -42,6 +42,59 @@ int cmd_nvme_info(struct p2pctl *c, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * p2pctl nvme-buffers [NVME]: every buffer registered on the controller,
+ * by any process, from debugfs's "buffers" (root): where each one is now
+ * (host, dmabuf-p2p with the function whose BAR it is, dmabuf-host, moved)
+ */
+int cmd_nvme_buffers(struct p2pctl *c, int argc, char **argv)
+{
+	const char *path = argc ? argv[0] : "/dev/p2pnvme0";
+	char sys[256], link[256], dbg[320], line[512];
+	struct reg_entry e[P2PNVME_BUF_MAX];
+	const char *bdf, *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	unsigned int n = 0;
+	ssize_t len;
+	FILE *f;
+
+	if (access(path, F_OK))
+		return fail(c, errno, path);
+	snprintf(sys, sizeof(sys), "/sys/class/p2pnvme/%s/device", name);
+	len = readlink(sys, link, sizeof(link) - 1);
+	if (len <= 0)
+		return fail(c, errno, sys);
+	link[len] = 0;
+	bdf = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+	snprintf(dbg, sizeof(dbg), "/sys/kernel/debug/p2pnvme/%s/buffers", bdf);
+	f = fopen(dbg, "r");
+	if (!f)
+		return fail(c, errno, dbg);
+	if (!fgets(line, sizeof(line), f))	/* the header */
+		line[0] = 0;
+	while (n < P2PNVME_BUF_MAX && fgets(line, sizeof(line), f)) {
+		struct reg_entry *r = &e[n];
+		char req[32] = "";
+		unsigned long long bytes, start;
+		int revoked, mapped;
+
+		memset(r, 0, sizeof(*r));
+		if (sscanf(line, "%15s %llu %llu %u %d %d %d %15s %31s %31s", r->kind, &bytes, &start,
+			   &r->segments, &r->busy, &revoked, &mapped, r->where, r->owner, req) < 9)
+			continue;
+		r->bytes = bytes;
+		r->start = start;
+		r->revoked = revoked;
+		r->mapped = mapped;
+		r->require_p2p = !strcmp(req, "require-p2p");
+		if (!strcmp(r->owner, "-"))
+			r->owner[0] = 0;
+		n++;
+	}
+	fclose(f);
+	c->out->buffers(c, path, e, n);
+	return 0;
+}
+
 /* ---- health: Identify, SMART and error logs through NVME_IOCTL_ADMIN_CMD -- */
 
 /* little-endian fields of a log or identify page */

@@ -437,6 +437,32 @@ static void json_done(struct p2pctl *c, const char *op, const char *dev)
 	print(c, o);
 }
 
+static void json_buffers(struct p2pctl *c, const char *dev, const struct reg_entry *e,
+			 unsigned int n)
+{
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	unsigned int i;
+
+	jstr(o, "device", dev);
+	for (i = 0; i < n; i++) {
+		struct json_object *b = json_object_new_object();
+
+		jstr(b, "kind", e[i].kind);
+		juint(b, "bytes", e[i].bytes);
+		juint(b, "start", e[i].start);
+		jstr(b, "where", e[i].where);
+		jstr(b, "owner", e[i].owner);
+		jbool(b, "require_p2p", e[i].require_p2p);
+		juint(b, "segments", e[i].segments);
+		jint(b, "busy", e[i].busy);
+		jbool(b, "revoked", e[i].revoked);
+		jbool(b, "mapped", e[i].mapped);
+		json_object_array_add(a, b);
+	}
+	json_object_object_add(o, "buffers", a);
+	print(c, o);
+}
+
 static void json_version(struct p2pctl *c, const char *version)
 {
 	struct json_object *o = json_object_new_object();
@@ -449,6 +475,7 @@ const struct p2pctl_out p2pctl_json = {
 	.error = json_error,
 	.nvme_status = json_nvme_status,
 	.io_error = json_io_error,
+	.buffers = json_buffers,
 	.info = json_info,
 	.list = json_list,
 	.check = json_check,

@@ -350,6 +350,21 @@ static void text_done(struct p2pctl *c __maybe_unused,
 {
 }
 
+/* one line a buffer: "dmabuf 1048576 B: dmabuf-p2p (0000:05:00.0), require-p2p" */
+static void text_buffers(struct p2pctl *c __maybe_unused, const char *dev,
+			 const struct reg_entry *e, unsigned int n)
+{
+	unsigned int i;
+
+	printf("%s: %u registered buffer%s\n", dev, n, n == 1 ? "" : "s");
+	for (i = 0; i < n; i++)
+		printf("  %-6s %llu B: %s%s%s%s%s, %u segment%s, %d busy%s\n", e[i].kind,
+		       (unsigned long long)e[i].bytes, e[i].where, e[i].owner[0] ? " (" : "",
+		       e[i].owner, e[i].owner[0] ? ")" : "",
+		       e[i].require_p2p ? ", P2P required" : "", e[i].segments,
+		       e[i].segments == 1 ? "" : "s", e[i].busy, e[i].revoked ? ", revoked" : "");
+}
+
 static void text_version(struct p2pctl *c __maybe_unused, const char *version)
 {
 	printf("p2pctl %s\n", version);
@@ -359,6 +374,7 @@ const struct p2pctl_out p2pctl_text = {
 	.error = text_error,
 	.nvme_status = text_nvme_status,
 	.io_error = text_io_error,
+	.buffers = text_buffers,
 	.info = text_info,
 	.list = text_list,
 	.check = text_check,

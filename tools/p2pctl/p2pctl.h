@@ -220,6 +220,15 @@ struct io_report {
 	const char *path, *fnv, *sha;
 };
 
+/* nvme-buffers: one registered buffer, as debugfs "buffers" lists it */
+struct reg_entry {
+	char kind[16], where[16], owner[32];
+	uint64_t bytes, start;
+	unsigned int segments;
+	int busy;
+	bool revoked, mapped, require_p2p;
+};
+
 /* nvme-copy */
 struct copy_report {
 	uint64_t bytes, slba, dlba, bar_offset;
@@ -301,6 +310,8 @@ struct p2pctl_out {
 			  const struct error_entry *e, unsigned int n);
 	void (*stats)(struct p2pctl *c, const struct nvme_stats *s);
 	void (*io)(struct p2pctl *c, const struct io_report *r);
+	void (*buffers)(struct p2pctl *c, const char *dev, const struct reg_entry *e,
+			unsigned int n);
 	void (*copy)(struct p2pctl *c, const struct copy_report *r);
 	void (*done)(struct p2pctl *c, const char *op, const char *dev);
 	void (*version)(struct p2pctl *c, const char *version);
@@ -320,6 +331,7 @@ int cmd_dma_write(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_copy(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_info(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_stats(struct p2pctl *c, int argc, char **argv);
+int cmd_nvme_buffers(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_id_ctrl(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_smart(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_error_log(struct p2pctl *c, int argc, char **argv);

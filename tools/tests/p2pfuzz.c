@@ -260,7 +260,7 @@ static void fuzz_io(struct fuzz *f, struct p2pnvme_io *io)
 	io->op = below(f, 10) ? below(f, 4) : rnd(f);
 	io->slba = below(f, 8) ? below(f, nlb) : rnd(f);
 	io->len = below(f, 8) ? lbas << lba_shift : fuzz_size(f);
-	io->flags = below(f, 4) ? 0 : 1U << below(f, 6);
+	io->flags = below(f, 4) ? 0 : 1U << below(f, 8);	/* 7 flags and an unknown one */
 	switch (below(f, 4)) {
 	case 0:
 		if (f->map[slot].p && f->map[slot].len >= io->len) {

@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -36,10 +37,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
 #include "ktap.h"
@@ -55,6 +58,84 @@ static const char *names[] = { "", "nvidia", "amdgpu", "xe" };
 static int gpu, nvme;
 static const char *bar;
 static uint32_t p2p_path;	/* what p2pnvme reports for a read into the BAR */
+static char gpu_name[64];	/* the exporter's PCI function, as sysfs names it */
+static char nvme_name[64];	/* the controller's */
+static const char *nvme_dev;	/* its character device's name (p2pnvme0) */
+static int swiotlb;		/* swiotlb=force: host placements cannot be used */
+
+/* the PCI function a class device belongs to: its sysfs "device" link */
+static void sysfs_function(const char *classdev, char *name, size_t size)
+{
+	char path[256], link[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/%s/device", classdev);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = 0;
+	strncpy(name, strrchr(link, '/') ? strrchr(link, '/') + 1 : link, size - 1);
+	name[size - 1] = 0;
+}
+
+/* the PCI function bound to @driver (the first), as sysfs lists it */
+static void bound_function(const char *driver, char *name, size_t size)
+{
+	char path[128];
+	struct dirent *e;
+	DIR *d;
+
+	name[0] = 0;
+	snprintf(path, sizeof(path), "/sys/bus/pci/drivers/%s", driver);
+	d = opendir(path);
+	while (d && (e = readdir(d)))
+		if (strlen(e->d_name) >= 12 && e->d_name[4] == ':' && e->d_name[7] == ':' &&
+		    strlen(e->d_name) < size) {
+			strcpy(name, e->d_name);
+			break;
+		}
+	if (d)
+		closedir(d);
+}
+
+static void skip(const char *why, const char *what)
+{
+	printf("    ok %d %s # SKIP %s\n", ++ktap_n, what, why);
+}
+
+/*
+ * A transfer to or from a buffer in host memory: it goes (0), except
+ * under swiotlb=force, where p2pnvme refuses a dma-buf mapping that needs
+ * syncs it cannot make (-EOPNOTSUPP; Documentation/dmabuf.rst).
+ */
+static int host_ok(int ret)
+{
+	return swiotlb ? ret == -EOPNOTSUPP : !ret;
+}
+
+static const char *host_note(void)
+{
+	return swiotlb ? " (swiotlb=force: host memory refused, EOPNOTSUPP)" : "";
+}
+
+/* write a line to a sysfs file; 0 or -errno */
+static int sysfs_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static void *xalloc(size_t len)
 {
@@ -165,11 +246,52 @@ static int reg_dmabuf(int fd, uint64_t len, uint32_t *id)
 	return 0;
 }
 
+/* a registration with @flags besides the dma-buf's; the out fields too */
+static int reg_dmabuf_ex(int fd, uint64_t len, uint32_t flags, uint32_t *id,
+			 struct p2pnvme_buf_reg *out)
+{
+	struct p2pnvme_buf_reg r = { .argsz = sizeof(r), .flags = P2PNVME_BUF_F_DMABUF | flags,
+				     .len = len, .dmabuf_fd = fd };
+
+	if (ioctl(nvme, P2PNVME_IOC_BUF_REGISTER, &r))
+		return -errno;
+	*id = r.id;
+	if (out)
+		*out = r;
+	return 0;
+}
+
 static int unreg(uint32_t id)
 {
 	struct p2pnvme_buf_unreg u = { .argsz = sizeof(u), .id = id };
 
 	return ioctl(nvme, P2PNVME_IOC_BUF_UNREGISTER, &u) ? -errno : 0;
+}
+
+static int reg_read_f(uint32_t id, uint64_t off, uint64_t slba, uint64_t len, uint32_t flags,
+		      uint32_t *path)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = P2PNVME_OP_READ, .slba = slba,
+				 .len = len, .addr = off, .buf_id = id,
+				 .flags = P2PNVME_IO_F_REGISTERED | flags };
+	int ret = xfer(&io);
+
+	if (path)
+		*path = ret ? 0 : io.path;
+	return ret;
+}
+
+static int dmabuf_io_f(uint32_t op, int fd, uint64_t off, uint64_t slba, uint64_t len,
+		       uint32_t flags, uint32_t *path)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = op, .slba = slba, .len = len,
+				 .addr = off, .flags = P2PNVME_IO_F_DMABUF | flags,
+				 .dmabuf_fd = fd };
+	int ret = xfer(&io);
+
+	if (path)
+		*path = ret ? 0 : io.path;
+	return ret;
 }
 
 static int reg_read(uint32_t id, uint64_t off, uint64_t slba, uint64_t len, uint32_t *path)
@@ -303,14 +425,15 @@ static void evictions(uint32_t p, int fd, uint32_t id, uint64_t base)
 
 	snprintf(what, sizeof(what), "%s: registered read after the move", names[p]);
 	ret = reg_read(id, QLEN, base + 1024, QLEN, &path);
-	tap(!ret, "%s succeeds: a move is not a revoke (%s)", what, strerror(-ret));
+	tap(host_ok(ret), "%s succeeds: a move is not a revoke (%s)%s", what, strerror(-ret),
+	    host_note());
 	if (!ret) {
 		landed(fd, QLEN, base + 1024, QLEN, what);
 		path_says(fd, path, what);
 	}
 	snprintf(what, sizeof(what), "%s: per-I/O read, VRAM full", names[p]);
 	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base + 1536, QLEN, &path);
-	tap(!ret, "%s (%s)", what, strerror(-ret));
+	tap(host_ok(ret), "%s (%s)%s", what, strerror(-ret), host_note());
 	b = where(fd);
 	tap(b.where == P2PGPU_WHERE_HOST, "%s: the buffer stayed in host memory (GTT fallback)",
 	    what);
@@ -460,7 +583,8 @@ static void static_importer(uint32_t p, uint32_t flags, uint64_t base)
 
 	snprintf(what, sizeof(what), "%s: per-I/O read beside the static importer", names[p]);
 	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base + 3072, QLEN, &path);
-	tap(!ret, "%s (%s)", what, strerror(-ret));
+	tap(p == P2PGPU_NVIDIA ? !ret : host_ok(ret), "%s (%s)%s", what, strerror(-ret),
+	    p == P2PGPU_NVIDIA ? "" : host_note());
 	if (!ret) {
 		landed(fd, 0, base + 3072, QLEN, what);
 		path_says(fd, path, what);
@@ -484,6 +608,531 @@ static void static_importer(uint32_t p, uint32_t flags, uint64_t base)
 		}
 	}
 	close(fd);
+}
+
+/* ---- issue 25's rest: P2P required, the owner's name ---- */
+
+/* does debugfs's "buffers" list a registration with all of @words on one line? */
+static int debugfs_lists(const char *w1, const char *w2, const char *w3)
+{
+	char path[256], line[512];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/buffers", nvme_name);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, w1) && strstr(line, w2) && (!w3 || strstr(line, w3));
+	fclose(f);
+	return found;
+}
+
+/*
+ * A buffer in "VRAM": P2PNVME_BUF_F_REQUIRE_P2P registers it, the
+ * registration names the exporter's function (as sysfs does), debugfs too,
+ * and transfers that require P2P go.
+ */
+static void owner_and_require(uint32_t p, int fd, uint64_t base)
+{
+	struct p2pnvme_buf_reg r = { 0 };
+	char what[96];
+	uint32_t id, path;
+	int ret, dbg;
+
+	ret = reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id, &r);
+	tap(!ret, "%s: registers with P2PNVME_BUF_F_REQUIRE_P2P in VRAM (%s)", names[p],
+	    strerror(-ret));
+	if (ret)
+		return;
+	tap(r.path == P2PNVME_PATH_DMABUF && !strcmp(r.owner, gpu_name),
+	    "%s: the registration says dmabuf-p2p (%s), the exporter's function %s (path %u)",
+	    names[p], r.owner, gpu_name, r.path);
+	dbg = debugfs_lists("dmabuf-p2p", gpu_name, "require-p2p");
+	if (dbg < 0)
+		skip("no debugfs", "debugfs buffers names the owner");
+	else
+		tap(dbg, "%s: debugfs buffers: dmabuf-p2p, owner %s, require-p2p", names[p],
+		    gpu_name);
+	/* p2pctl's view of the registrations says the same */
+	{
+		char cmd[160], out[4096] = "", want[96];
+		size_t got = 0;
+		FILE *pp;
+
+		snprintf(cmd, sizeof(cmd), "p2pctl nvme-buffers /dev/%s 2>&1", nvme_dev);
+		snprintf(want, sizeof(want), "dmabuf-p2p (%s), P2P required", gpu_name);
+		pp = popen(cmd, "r");
+		if (pp) {
+			got = fread(out, 1, sizeof(out) - 1, pp);
+			pclose(pp);
+		}
+		out[got] = 0;
+		tap(strstr(out, want) != NULL, "%s: p2pctl nvme-buffers shows \"%s\"", names[p], want);
+		if (!strstr(out, want))
+			printf("    # p2pctl said: %.200s\n", out);
+	}
+	snprintf(what, sizeof(what), "%s: registered read, P2P required", names[p]);
+	ret = reg_read_f(id, 2 * QLEN, base + 10240, QLEN, P2PNVME_IO_F_REQUIRE_P2P, &path);
+	tap(!ret && path == P2PNVME_PATH_DMABUF, "%s (%s, path %u)", what, strerror(-ret), path);
+	if (!ret)
+		landed(fd, 2 * QLEN, base + 10240, QLEN, what);
+	snprintf(what, sizeof(what), "%s: per-I/O read, P2P required", names[p]);
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 3 * QLEN, base + 10752, QLEN,
+			  P2PNVME_IO_F_REQUIRE_P2P, &path);
+	tap(!ret && path == P2PNVME_PATH_DMABUF, "%s (%s, path %u)", what, strerror(-ret), path);
+	if (!ret)
+		landed(fd, 3 * QLEN, base + 10752, QLEN, what);
+	unreg(id);
+}
+
+/* the buffer's bytes did not change: what the CPU sees now is @before */
+static int untouched(int fd, const unsigned char *before, uint64_t len)
+{
+	unsigned char *now_ = xalloc(len);
+	int same = !cpu_read(fd, 0, now_, len) && !memcmp(now_, before, len);
+
+	free(now_);
+	return same;
+}
+
+/*
+ * The static-importer trap (amdgpu's pin in GTT beside a static importer;
+ * xe's pin in TT, always on 6.12): P2P required is refused with
+ * -EREMOTEIO, at registration and per transfer, and moves no byte; without
+ * it the path says host.
+ */
+static void require_trap(uint32_t p, uint32_t flags, uint64_t base)
+{
+	const char *kind = flags & P2PGPU_EXPORT_F_XE_PIN_TT ? "xe (6.12's pin: TT)" :
+			   names[p];
+	struct p2pgpu_buf b = { .off = 0, .len = BUF, .arg = 0x70 + p };
+	struct p2pnvme_buf_reg r = { 0 };
+	unsigned char *before = xalloc(BUF);
+	uint64_t w = 111000 + 256 * p + (flags ? 128 : 0);
+	uint32_t id = 0, path;
+	int fd, ret;
+
+	fd = export(p, flags, BUF, NULL);
+	ret = fd < 0 ? fd : buf_op(P2PGPU_IOC_STATIC_ATTACH, fd, &b);
+	b = fd < 0 ? b : where(fd);
+	tap(!ret && b.where == P2PGPU_WHERE_HOST, "%s: a static importer pinned it in host memory (%s)",
+	    kind, strerror(-ret));
+	if (ret)
+		goto out;
+	b = (struct p2pgpu_buf){ .off = 0, .len = BUF, .arg = 0x70 + p };
+	buf_op(P2PGPU_IOC_FILL, fd, &b);
+	cpu_read(fd, 0, before, BUF);
+
+	ret = reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id, NULL);
+	tap(ret == -EREMOTEIO, "%s: registration with P2P required refused: %s", kind,
+	    strerror(-ret));
+	if (!ret)
+		unreg(id);
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, &r);
+	if (swiotlb)
+		tap(ret == -EOPNOTSUPP, "%s: registered without it%s", kind, host_note());
+	else
+		tap(!ret && r.path == P2PNVME_PATH_DMABUF_HOST && !r.owner[0],
+		    "%s: registered without it: dmabuf-host, no owner (%s, path %u, owner '%s')",
+		    kind, strerror(-ret), r.path, r.owner);
+	if (!ret) {
+		ret = reg_read_f(id, 0, base + 11264, QLEN, P2PNVME_IO_F_REQUIRE_P2P, &path);
+		tap(ret == -EREMOTEIO && untouched(fd, before, BUF),
+		    "%s: registered read requiring P2P refused (%s), the buffer untouched", kind,
+		    strerror(-ret));
+		unreg(id);
+	}
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 0, base + 11264, QLEN, P2PNVME_IO_F_REQUIRE_P2P,
+			  &path);
+	tap(ret == -EREMOTEIO && untouched(fd, before, BUF),
+	    "%s: per-I/O read requiring P2P refused (%s), the buffer untouched", kind,
+	    strerror(-ret));
+	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
+		  (unsigned long long)((base + 11264) * LBA), bar);
+	/* the image at @w zeroed, then a write requiring P2P from host memory */
+	{
+		struct p2pnvme_io z = { .argsz = sizeof(z), .op = P2PNVME_OP_WRITE_ZEROES,
+					.slba = w, .len = 64 * KIB };
+
+		ret = xfer(&z);
+	}
+	ret = ret ?: dmabuf_io_f(P2PNVME_OP_WRITE, fd, 0, w, 64 * KIB, P2PNVME_IO_F_REQUIRE_P2P,
+				 NULL);
+	tap(ret == -EREMOTEIO, "%s: per-I/O write requiring P2P refused: %s", kind,
+	    strerror(-ret));
+	hostcheck("fill 65536 nvme0@%llu 0x00", (unsigned long long)(w * LBA));
+	buf_op(P2PGPU_IOC_STATIC_DETACH, fd, &b);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(before);
+}
+
+struct progress2 {
+	int stop, evicted, reads, fails_other, refused;
+	int first_refused, last_ok;	/* read numbers */
+	int after, after_refused;	/* reads begun once the eviction returned */
+};
+
+/*
+ * Registered reads that require P2P keep going while the buffer is evicted
+ * for good (VRAM under lasting pressure): the reads before the eviction
+ * succeed, those after fail with -EREMOTEIO and move no byte; a
+ * registration without the requirement goes on as dmabuf-host; once VRAM
+ * is free again the buffer moves back and P2P reads go again.
+ */
+static void require_stream(uint64_t base)
+{
+	const uint64_t chunk = 64 * KIB, nchunk = BUF / chunk;
+	unsigned char *before = xalloc(BUF);
+	struct p2pgpu_buf b = { .arg = P2PGPU_EVICT_STAY };
+	int fd, status = 0, at, after, ret;
+	uint32_t id_req, id_any, path;
+	struct progress2 *pr;
+	pid_t pid;
+
+	fd = export(P2PGPU_AMDGPU, 0, BUF, NULL);
+	pr = mmap(NULL, sizeof(*pr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (fd < 0 || pr == MAP_FAILED ||
+	    reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id_req, NULL) ||
+	    reg_dmabuf_ex(fd, BUF, 0, &id_any, NULL)) {
+		tap(0, "amdgpu: P2P-required stream: set up");
+		goto out;
+	}
+	memset(pr, 0, sizeof(*pr));
+	pr->first_refused = -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int r;
+
+		for (r = 0; !__atomic_load_n(&pr->stop, __ATOMIC_ACQUIRE); r++) {
+			int after = __atomic_load_n(&pr->evicted, __ATOMIC_ACQUIRE);
+			uint64_t k = r % nchunk;
+			int e = reg_read(id_req, k * chunk, base + k * (chunk / LBA), chunk, NULL);
+
+			pr->after += after;
+			pr->after_refused += after && e == -EREMOTEIO;
+			if (e == -EREMOTEIO) {
+				if (pr->first_refused < 0)
+					pr->first_refused = r;
+				pr->refused++;
+			} else if (e) {
+				if (pr->fails_other++ < 3)
+					printf("    # read %d failed: %s\n", r, strerror(-e));
+			} else {
+				pr->last_ok = r;
+			}
+			__atomic_fetch_add(&pr->reads, 1, __ATOMIC_RELEASE);
+		}
+		fflush(stdout);
+		_exit(0);
+	}
+	{
+		int i;
+
+		for (i = 0; i < 20000 && __atomic_load_n(&pr->reads, __ATOMIC_ACQUIRE) < 8; i++)
+			usleep(1000);
+	}
+	ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	__atomic_store_n(&pr->evicted, 1, __ATOMIC_RELEASE);
+	at = __atomic_load_n(&pr->reads, __ATOMIC_ACQUIRE);
+	{
+		int i;
+
+		for (i = 0; i < 20000 && __atomic_load_n(&pr->reads, __ATOMIC_ACQUIRE) < at + 8; i++)
+			usleep(1000);
+	}
+	__atomic_store_n(&pr->stop, 1, __ATOMIC_RELEASE);
+	waitpid(pid, &status, 0);
+	after = pr->after;
+	tap(!ret && b.where == P2PGPU_WHERE_HOST,
+	    "amdgpu: evicted for good in the middle of P2P-required reads (%s)", strerror(-ret));
+	tap(WIFEXITED(status) && !pr->fails_other && pr->after_refused == after && after >= 8 &&
+	    pr->last_ok < pr->first_refused,
+	    "amdgpu: P2P-required stream: %d reads ok before the move, then all %d refused (EREMOTEIO; %d begun after it returned), no other error",
+	    pr->first_refused, pr->refused, after);
+	/* a read of other LBAs that requires P2P moves no byte */
+	cpu_read(fd, 0, before, BUF);
+	ret = reg_read(id_req, 0, base + 12288, QLEN, &path);
+	tap(ret == -EREMOTEIO && untouched(fd, before, BUF),
+	    "amdgpu: P2P-required read after the move refused (%s), the buffer untouched",
+	    strerror(-ret));
+	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
+		  (unsigned long long)((base + 12288) * LBA), bar);
+	/* without the requirement it goes on through host memory */
+	ret = reg_read(id_any, 0, base + 12288, QLEN, &path);
+	if (swiotlb) {
+		tap(ret == -EOPNOTSUPP, "amdgpu: without it, host memory under swiotlb refused: %s",
+		    strerror(-ret));
+	} else {
+		tap(!ret && path == P2PNVME_PATH_DMABUF_HOST,
+		    "amdgpu: the same read without the requirement goes on as dmabuf-host (%s, path %u)",
+		    strerror(-ret), path);
+		if (!ret)
+			landed(fd, 0, base + 12288, QLEN, "amdgpu: registered read, dmabuf-host");
+	}
+	/*
+	 * VRAM free again. The registration keeps its mapping until the
+	 * exporter moves the buffer: another peer2peer map (here a per-I/O
+	 * read; the GPU's own use) validates it back into VRAM, which
+	 * invalidates the registration, and its next read is P2P again.
+	 */
+	b.arg = P2PGPU_EVICT_ALLOW;
+	buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	ret = dmabuf_io(P2PNVME_OP_READ, fd, 2 * QLEN, base + 13312, QLEN, &path);
+	b = where(fd);
+	tap(!ret && path == P2PNVME_PATH_DMABUF && b.where == P2PGPU_WHERE_BAR,
+	    "amdgpu: a per-I/O read moves it back into VRAM (%s, in %s)", strerror(-ret),
+	    place(&b));
+	ret = reg_read(id_req, QLEN, base + 12800, QLEN, &path);
+	b = where(fd);
+	tap(!ret && path == P2PNVME_PATH_DMABUF && b.where == P2PGPU_WHERE_BAR,
+	    "amdgpu: back in VRAM, the P2P-required read goes again (%s, in %s)", strerror(-ret),
+	    place(&b));
+	if (!ret)
+		landed(fd, QLEN, base + 12800, QLEN, "amdgpu: P2P-required read, back in VRAM");
+	unreg(id_req);
+	unreg(id_any);
+out:
+	if (pr != MAP_FAILED)
+		munmap(pr, sizeof(*pr));
+	if (fd >= 0)
+		close(fd);
+	free(before);
+}
+
+/* ---- the other direction: p2pbar's exports imported as GPU drivers do ---- */
+
+static int import(int fd, uint32_t flags, struct p2pgpu_import *im)
+{
+	*im = (struct p2pgpu_import){ .fd = fd, .flags = flags };
+	return ioctl(gpu, P2PGPU_IOC_IMPORT, im) ? -errno : 0;
+}
+
+/*
+ * p2pbar's export offered to a static importer (NVIDIA's kind:
+ * dma_buf_attach()) is refused, with a log line the guest script finds; to
+ * amdgpu's dynamic peer2peer importer it maps (the BAR's bus address: one
+ * switch), and the provider's unbind reaches it as an invalidation, after
+ * which the dma-buf maps no more (-ENODEV).
+ */
+static void import_p2pbar(const char *bardev)
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = BUF,
+				   .flags = P2PBAR_EXPORT_F_CLOEXEC };
+	char prov[64], path[128];
+	struct p2pgpu_import im;
+	int pfd, ret;
+	double t;
+
+	if (!bardev) {
+		skip("the profile has no second ivshmem function for p2pbar",
+		     "p2pbar's export imported by the GPU's importers");
+		return;
+	}
+	pfd = open(bardev, O_RDWR | O_CLOEXEC);
+	if (pfd < 0 || ioctl(pfd, P2PBAR_IOC_EXPORT, &e)) {
+		tap(0, "p2pbar exports 1 MiB (%s)", strerror(errno));
+		if (pfd >= 0)
+			close(pfd);
+		return;
+	}
+	ret = import(e.fd, 0, &im);
+	tap(ret == -EOPNOTSUPP, "p2pbar's export, static importer (NVIDIA's dma_buf_attach()): refused, %s",
+	    strerror(-ret));
+	ret = import(e.fd, P2PGPU_IMPORT_F_DYNAMIC, &im);
+	tap(!ret && im.nents >= 1 && im.dma_len == BUF,
+	    "p2pbar's export, amdgpu's dynamic peer2peer importer: mapped (%s, %u segments, %llu bytes)",
+	    strerror(-ret), im.nents, (unsigned long long)im.dma_len);
+	if (ret)
+		goto out;
+	tap(im.dma_addr == e.bus_addr, "its mapping starts at the BAR's bus address %#llx (%#llx)",
+	    (unsigned long long)e.bus_addr, (unsigned long long)im.dma_addr);
+	/* the provider goes: the importer is told, the unbind returns */
+	sysfs_function("p2pbar/p2pbar0", prov, sizeof(prov));
+	close(pfd);
+	pfd = -1;
+	t = now();
+	ret = sysfs_write("/sys/bus/pci/drivers/p2pbar/unbind", prov);
+	t = now() - t;
+	tap(!ret && t < 5, "p2pbar unbinds from %s with the dynamic import mapped, in %.1f s (%s)",
+	    prov, t, strerror(-ret));
+	ret = import(e.fd, P2PGPU_IMPORT_F_DYNAMIC, &im);
+	tap(ret == -ENODEV, "the importer's next map after the revocation: %s", strerror(-ret));
+	snprintf(path, sizeof(path), "%s", prov);
+	ioctl(gpu, P2PGPU_IOC_IMPORT_RELEASE, &im);
+	close(e.fd);
+	e.fd = -1;
+	sysfs_write("/sys/bus/pci/drivers_probe", path);	/* p2pbar again (driver_override) */
+out:
+	if (e.fd >= 0)
+		close(e.fd);
+	if (pfd >= 0)
+		close(pfd);
+}
+
+/* ---- the exporter's device unbound mid-stream ---- */
+
+struct unbind_stream {
+	int stop, unbound, reads, ok_after, fails_before, refused_after, enodev_after, other_after;
+	int ok_host_after, unsupp_after;
+};
+
+/* reads of one registration until stopped, sorted by what they met */
+static pid_t unbind_reader(struct unbind_stream *us, uint32_t id, uint32_t flags, uint64_t base)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid)
+		return pid;
+	for (int r = 0; !__atomic_load_n(&us->stop, __ATOMIC_ACQUIRE); r++) {
+		int after = __atomic_load_n(&us->unbound, __ATOMIC_ACQUIRE);
+		uint64_t k = r % 16;
+		uint32_t path = 0;
+		int e = reg_read_f(id, k * 64 * KIB, base + k * 128, 64 * KIB, flags, &path);
+
+		if (!after) {
+			/* the unbind under way: what comes after may come early */
+			us->fails_before += e && e != -ENODEV && e != -EREMOTEIO &&
+					    !(swiotlb && e == -EOPNOTSUPP);
+		} else if (!e) {
+			us->ok_after++;
+			us->ok_host_after += path == P2PNVME_PATH_DMABUF_HOST;
+		} else {
+			us->refused_after += e == -EREMOTEIO;
+			us->enodev_after += e == -ENODEV;
+			us->unsupp_after += e == -EOPNOTSUPP;
+			if (e != -EREMOTEIO && e != -ENODEV && e != -EOPNOTSUPP &&
+			    us->other_after++ < 3)
+				printf("    # read after the unbind: %s\n", strerror(-e));
+		}
+		__atomic_fetch_add(&us->reads, 1, __ATOMIC_RELEASE);
+	}
+	fflush(stdout);
+	_exit(0);
+}
+
+static void wait_reads(struct unbind_stream *us, int n)
+{
+	int from = __atomic_load_n(&us->reads, __ATOMIC_ACQUIRE), i;
+
+	for (i = 0; i < 30000 && __atomic_load_n(&us->reads, __ATOMIC_ACQUIRE) < from + n; i++)
+		usleep(1000);
+}
+
+/*
+ * p2pgpu's function is unbound while registered reads go on into an
+ * nvidia buffer (static: never revoked) and an amdgpu one (evicted at
+ * unbind). nvidia: p2pnvme revokes the registration itself when the
+ * function loses its driver, after its commands end: later reads fail
+ * with -ENODEV, per-I/O ones too, and nothing lands in the BAR. amdgpu:
+ * reads go on through host memory (dmabuf-host), those requiring P2P are
+ * refused. The unbind is bounded; once every buffer is released the
+ * function binds again.
+ */
+static void unbind_midstream(void)
+{
+	const uint64_t nbase = 70000, abase = 72048;
+	struct unbind_stream *us;
+	uint32_t idn, ida, idr, ids, path;
+	pid_t pn = -1, pa = -1, pr = -1;
+	int fdn, fda, fds, ret, st;
+	char drv[128];
+	double t;
+
+	us = mmap(NULL, 3 * sizeof(*us), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		  -1, 0);
+	fdn = export(P2PGPU_NVIDIA, 0, BUF, NULL);
+	fda = export(P2PGPU_AMDGPU, 0, BUF, NULL);
+	/* a dynamic exporter that neither moves nor revokes at unbind */
+	fds = export(P2PGPU_AMDGPU, P2PGPU_EXPORT_F_STAY_AT_UNBIND, BUF, NULL);
+	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fds < 0 ||
+	    reg_dmabuf_ex(fdn, BUF, 0, &idn, NULL) || reg_dmabuf_ex(fds, BUF, 0, &ids, NULL) ||
+	    reg_dmabuf_ex(fda, BUF, 0, &ida, NULL) ||
+	    reg_dmabuf_ex(fda, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &idr, NULL)) {
+		tap(0, "unbind mid-stream: set up");
+		return;
+	}
+	memset(us, 0, 3 * sizeof(*us));
+	pn = unbind_reader(&us[0], idn, 0, nbase);
+	pa = unbind_reader(&us[1], ida, 0, abase);
+	pr = unbind_reader(&us[2], idr, 0, abase);
+	wait_reads(&us[0], 8);
+	wait_reads(&us[1], 8);
+	t = now();
+	ret = sysfs_write("/sys/bus/pci/drivers/p2pgpu/unbind", gpu_name);
+	t = now() - t;
+	for (st = 0; st < 3; st++)
+		__atomic_store_n(&us[st].unbound, 1, __ATOMIC_RELEASE);
+	tap(!ret && t < 20, "p2pgpu's %s unbinds with registered reads in flight, in %.1f s (%s)",
+	    gpu_name, t, strerror(-ret));
+	for (st = 0; st < 3; st++)
+		wait_reads(&us[st], 8);
+	for (st = 0; st < 3; st++)
+		__atomic_store_n(&us[st].stop, 1, __ATOMIC_RELEASE);
+	waitpid(pn, &st, 0);
+	waitpid(pa, &st, 0);
+	waitpid(pr, &st, 0);
+	tap(!us[0].fails_before && us[0].enodev_after >= 8 && !us[0].ok_after && !us[0].other_after,
+	    "nvidia: no revoke, so p2pnvme revoked the registration: %d reads after the unbind, all ENODEV",
+	    us[0].enodev_after);
+	ret = reg_read(idn, 0, nbase + 4096, QLEN, NULL);
+	tap(ret == -ENODEV, "nvidia: a registered read now: %s", strerror(-ret));
+	ret = dmabuf_io(P2PNVME_OP_READ, fdn, 0, nbase + 4096, QLEN, NULL);
+	tap(ret == -ENODEV, "nvidia: a per-I/O read now (the function has no driver): %s",
+	    strerror(-ret));
+	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
+		  (unsigned long long)((nbase + 4096) * LBA), bar);
+	if (swiotlb) {
+		tap(!us[1].fails_before && !us[1].ok_after && us[1].unsupp_after >= 8 &&
+		    !us[1].other_after,
+		    "amdgpu: evicted at the unbind; host memory under swiotlb refused (%d EOPNOTSUPP)",
+		    us[1].unsupp_after);
+	} else {
+		tap(!us[1].fails_before && us[1].ok_after >= 8 &&
+		    us[1].ok_host_after == us[1].ok_after && !us[1].enodev_after &&
+		    !us[1].other_after && !us[1].unsupp_after,
+		    "amdgpu: evicted at the unbind, %d reads after it went on as dmabuf-host",
+		    us[1].ok_host_after);
+	}
+	tap(!us[2].fails_before && us[2].refused_after >= 8 && !us[2].ok_after &&
+	    !us[2].other_after && !us[2].unsupp_after,
+	    "amdgpu: those registered requiring P2P: %d refused (EREMOTEIO) after the unbind",
+	    us[2].refused_after);
+	if (!swiotlb) {
+		ret = reg_read(ida, 0, abase + 4096, QLEN, &path);
+		tap(!ret && path == P2PNVME_PATH_DMABUF_HOST,
+		    "amdgpu: a read after the unbind lands in host memory (%s, path %u)",
+		    strerror(-ret), path);
+		if (!ret)
+			landed(fda, 0, abase + 4096, QLEN, "amdgpu: read after the unbind");
+	}
+	ret = reg_read(ids, 0, nbase + 8192, QLEN, NULL);
+	tap(ret == -ENODEV,
+	    "amdgpu left in VRAM at the unbind, importers not told: p2pnvme revoked it at the end of the unbind (%s)",
+	    strerror(-ret));
+	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
+		  (unsigned long long)((nbase + 8192) * LBA), bar);
+	unreg(idn);
+	unreg(ida);
+	unreg(idr);
+	unreg(ids);
+	close(fdn);
+	close(fda);
+	close(fds);
+	/* the BAR was held until the last buffer went: now it binds again */
+	close(gpu);
+	gpu = -1;
+	snprintf(drv, sizeof(drv), "%s", gpu_name);
+	ret = sysfs_write("/sys/bus/pci/drivers/p2pgpu/bind", drv);
+	tap(!ret, "p2pgpu binds %s again once its buffers are released (%s)", gpu_name,
+	    strerror(-ret));
+	munmap(us, 3 * sizeof(*us));
 }
 
 static void personality(uint32_t p)
@@ -510,6 +1159,12 @@ static void personality(uint32_t p)
 	}
 	if (id != ~0U)
 		unreg(id);
+	/*
+	 * after that registration is gone: NVIDIA maps with attrs 0
+	 * (nv_dma_map_mmio()), and two attachments of one importer overlap,
+	 * which DMA-API debugging warns about (its tracking is for host memory)
+	 */
+	owner_and_require(p, fd, base);
 	diag_where(fd, names[p]);
 	if (p != P2PGPU_NVIDIA) {
 		stream(p, fd, 0, base + 4096);
@@ -519,6 +1174,10 @@ static void personality(uint32_t p)
 	static_importer(p, 0, base);
 	if (p == P2PGPU_XE)
 		static_importer(p, P2PGPU_EXPORT_F_XE_PIN_TT, base + 8192);
+	if (p != P2PGPU_NVIDIA)
+		require_trap(p, 0, base);
+	if (p == P2PGPU_XE)
+		require_trap(p, P2PGPU_EXPORT_F_XE_PIN_TT, base);
 }
 
 int main(int argc, char **argv)
@@ -527,8 +1186,9 @@ int main(int argc, char **argv)
 	FILE *tmp;
 	int out, c;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s /dev/p2pgpu /dev/p2pnvmeN BAR\n", argv[0]);
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: %s /dev/p2pgpu /dev/p2pnvmeN BAR [/dev/p2pbarN]\n",
+			argv[0]);
 		return 2;
 	}
 	gpu = open(argv[1], O_RDWR | O_CLOEXEC);
@@ -537,6 +1197,29 @@ int main(int argc, char **argv)
 	if (gpu < 0 || nvme < 0) {
 		perror("open");
 		return 2;
+	}
+	bound_function("p2pgpu", gpu_name, sizeof(gpu_name));
+	if (!gpu_name[0]) {
+		fprintf(stderr, "no PCI function bound to p2pgpu in sysfs\n");
+		return 2;
+	}
+	{
+		char cls[128];
+
+		nvme_dev = strrchr(argv[2], '/') ? strrchr(argv[2], '/') + 1 : argv[2];
+		snprintf(cls, sizeof(cls), "p2pnvme/%s", nvme_dev);
+		sysfs_function(cls, nvme_name, sizeof(nvme_name));
+	}
+	{
+		char cmdline[4096] = "";
+		FILE *f = fopen("/proc/cmdline", "r");
+
+		if (f) {
+			if (!fgets(cmdline, sizeof(cmdline), f))
+				cmdline[0] = 0;
+			fclose(f);
+		}
+		swiotlb = !!strstr(cmdline, "swiotlb=force");
 	}
 	/* the plan comes first: the cases go to a file until their number is known */
 	out = dup(1);
@@ -547,6 +1230,9 @@ int main(int argc, char **argv)
 	}
 	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++)
 		personality(p);
+	require_stream(16384ULL * P2PGPU_AMDGPU);
+	import_p2pbar(argc == 5 ? argv[4] : NULL);
+	unbind_midstream();	/* last: p2pgpu is bound again, with nothing exported */
 	fflush(stdout);
 	dup2(out, 1);
 	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: gpuexp\n    1..%d\n", ktap_n);

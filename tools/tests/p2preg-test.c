@@ -71,7 +71,7 @@
 #define DOFF		CHUNK		/* ... its registered range (id 1) starts here */
 #define D2OFF		(5 * MIB)	/* ... the range unregistered in flight */
 
-#define PLAN_SEQUENCE	80	/* the cases of main_mode()'s sequence */
+#define PLAN_SEQUENCE	82	/* the cases of main_mode()'s sequence */
 #define PLAN_REVOKE	11
 #define PLAN_UNBIND	8
 #define PLAN_CAP	3
@@ -407,6 +407,7 @@ static int write_str(const char *path, const char *s)
 /* ---- (a) registration and unregistration tables ------------------------ */
 
 #define REG_SZ	((uint32_t)sizeof(struct p2pnvme_buf_reg))
+#define REG_SZ_V1	((uint32_t)offsetof(struct p2pnvme_buf_reg, path))
 
 /*
  * Each bad registration gets its errno and registers nothing: the good
@@ -424,10 +425,16 @@ static void reg_table(unsigned char *buf, const struct dbuf *d)
 		uint64_t tail;
 		int err;
 	} t[] = {
-		{ "argsz short", { .argsz = REG_SZ - 4, .addr = b, .len = 4096 }, 0, EINVAL },
+		{ "argsz short of the first version",
+		  { .argsz = REG_SZ_V1 - 4, .addr = b, .len = 4096 }, 0, EINVAL },
+		{ "the first version (argsz 32, no path, owner)",
+		  { .argsz = REG_SZ_V1, .addr = b, .len = 4096 }, 0, 0 },
 		{ "argsz larger, non-zero tail", { .argsz = REG_SZ + 8, .addr = b, .len = 4096 },
 		  1, E2BIG },
-		{ "unknown flag", { .argsz = REG_SZ, .flags = 1U << 1, .addr = b, .len = 4096 },
+		{ "unknown flag", { .argsz = REG_SZ, .flags = 1U << 2, .addr = b, .len = 4096 },
+		  0, EINVAL },
+		{ "P2P required of host memory",
+		  { .argsz = REG_SZ, .flags = P2PNVME_BUF_F_REQUIRE_P2P, .addr = b, .len = 4096 },
 		  0, EINVAL },
 		{ "id not 0 on input", { .argsz = REG_SZ, .addr = b, .len = 4096, .id = 1 }, 0, EINVAL },
 		{ "length 0", { .argsz = REG_SZ, .addr = b }, 0, EINVAL },

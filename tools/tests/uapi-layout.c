@@ -26,7 +26,7 @@ LAYOUT(p2pbar_export, 32, bus_addr);
 LAYOUT(p2pnvme_info, 104, reserved2);
 LAYOUT(p2pnvme_io, 56, reserved);
 LAYOUT(p2pnvme_submit, 24, ios);
-LAYOUT(p2pnvme_buf_reg, 32, id);
+LAYOUT(p2pnvme_buf_reg, 56, owner);
 LAYOUT(p2pnvme_buf_unreg, 16, reserved);
 /* the whole command area of a 128-byte SQE */
 LAYOUT(p2pnvme_uring_cmd, 80, rsvd2);
@@ -44,6 +44,8 @@ _Static_assert(offsetof(struct p2pnvme_buf_reg, addr) % 8 == 0, "p2pnvme_buf_reg
 _Static_assert(offsetof(struct p2pnvme_buf_reg, len) % 8 == 0, "p2pnvme_buf_reg.len");
 _Static_assert(offsetof(struct p2pnvme_uring_cmd, slba) % 8 == 0, "p2pnvme_uring_cmd.slba");
 _Static_assert(offsetof(struct p2pnvme_uring_cmd, rsvd2) % 8 == 0, "p2pnvme_uring_cmd.rsvd2");
+/* the first version of p2pnvme_buf_reg (argsz 32), still accepted */
+_Static_assert(offsetof(struct p2pnvme_buf_reg, path) == 32, "p2pnvme_buf_reg.path");
 /* buf_id shares dmabuf_fd's place in p2pnvme_io */
 _Static_assert(offsetof(struct p2pnvme_io, buf_id) == offsetof(struct p2pnvme_io, dmabuf_fd),
 	       "p2pnvme_io.buf_id");

@@ -99,6 +99,16 @@ enum p2pnvme_path {
  *	    revoked it, -EBADF for a read into a dma-buf registered from a
  *	    read-only fd)
  * @reserved: must be zero
+ *
+ * P2PNVME_IO_F_REQUIRE_P2P: the data must move between the controller and
+ * a device's memory, never through host memory: a transfer that would is
+ * refused with -EREMOTEIO (what P2PNVME_IO_F_NO_BOUNCE answers when the
+ * topology refuses P2P) before any command is sent, counted as refused.
+ * That is host memory at @addr or a registered host buffer, p2pmem the
+ * controller cannot reach (no bounce: implies P2PNVME_IO_F_NO_BOUNCE;
+ * with P2PNVME_IO_F_BOUNCE -EINVAL), and a dma-buf whose mapping, checked
+ * at every transfer, is host memory (path P2PNVME_PATH_DMABUF_HOST: a
+ * GPU buffer pinned or evicted to GTT/TT, udmabuf).
  */
 struct p2pnvme_io {
 	__u32 argsz;
@@ -109,6 +119,7 @@ struct p2pnvme_io {
 #define P2PNVME_IO_F_SGL	(1U << 3)	/* ... or SGLs (default: SGL if supported) */
 #define P2PNVME_IO_F_DMABUF	(1U << 4)	/* the buffer is dmabuf_fd at offset addr */
 #define P2PNVME_IO_F_REGISTERED	(1U << 5)	/* the buffer is buf_id at offset addr */
+#define P2PNVME_IO_F_REQUIRE_P2P (1U << 6)	/* -EREMOTEIO rather than host memory */
 	__u32 op;
 	__s32 result;
 	__u64 slba;
@@ -169,13 +180,30 @@ struct p2pnvme_submit {
  *	       need not stay open; otherwise 0
  * @id: in: 0; out: the buffer's id, for P2PNVME_IO_F_REGISTERED (on this
  *	open file only, the lowest free one)
+ * @path: out (ignored on input; added after 0.3.0: argsz 56): where the buffer is
+ *	  at registration, P2PNVME_PATH_HOST, P2PNVME_PATH_DMABUF (a PCI
+ *	  function's BAR) or P2PNVME_PATH_DMABUF_HOST (host memory); a
+ *	  dma-buf's exporter may move it later (the transfers' @path say
+ *	  where each went)
+ * @owner: out (ignored on input; added after 0.3.0): with P2PNVME_PATH_DMABUF,
+ *	   the PCI name of the function whose BAR holds the buffer
+ *	   ("0000:05:00.0"), NUL terminated; otherwise empty
+ *
+ * P2PNVME_BUF_F_REQUIRE_P2P (with P2PNVME_BUF_F_DMABUF only, -EINVAL
+ * otherwise): the buffer must stay device memory. A dma-buf whose mapping
+ * is host memory is refused with -EREMOTEIO, at registration and at every
+ * later transfer after a move put it there (an eviction to GTT/TT); no
+ * byte moves. Without it, such transfers go on through host memory
+ * (P2PNVME_PATH_DMABUF_HOST). P2PNVME_IO_F_REQUIRE_P2P asks the same of
+ * one transfer.
  *
  * A transfer that names a registered buffer pins, maps and decides nothing:
  * its PRPs or SGLs come from the addresses taken here. A dma-buf is attached
  * as a dynamic importer and mapped once (after the exporter's kernel
  * fences); when its exporter moves or revokes it, the commands at the
  * controller finish (or are cancelled at their timeout) before the exporter
- * hears back, and the buffer's later transfers fail with -ENODEV: register
+ * hears back; after a move the next transfer maps it where it went, after
+ * a revocation the buffer's later transfers fail with -ENODEV: register
  * it again. p2pmem is registered as a dma-buf: a mapping of it is refused
  * with -EREMOTEIO (a long-term pin would hold up the provider's removal).
  * Registered buffers are never bounced. Unregistering and closing the file
@@ -191,22 +219,28 @@ struct p2pnvme_submit {
  * pinning, -EREMOTEIO (the range holds p2pmem), -ENOMEM (RLIMIT_MEMLOCK),
  * -ENOBUFS (host memory the DMA layer bounces through swiotlb, beyond the
  * controller's max_bounced_reg_mb),
- * -ENOSPC (P2PNVME_BUF_MAX buffers on the file), -ENODEV (controller gone),
+ * -ENOSPC (P2PNVME_BUF_MAX buffers on the file), -ENODEV (controller gone;
+ * the exporter's device unbound, for an exporter that cannot move the
+ * buffer: see Documentation/dmabuf.rst),
  * -EINTR (a signal while a reset was waited out), -ETIMEDOUT (the exporter's
  * fences did not signal within io_timeout_ms), -EOPNOTSUPP (no dma-buf
  * support; a mapping that needs CPU syncs p2pnvme cannot do: a dma-buf of
  * host memory under swiotlb or on a non-coherent device, host memory merged
  * by an IOMMU on such a device), or what the exporter says (-EREMOTEIO: the
- * controller cannot reach the dma-buf's memory, -ENODEV: revoked).
+ * controller cannot reach the dma-buf's memory, -ENODEV: revoked), and
+ * -EREMOTEIO for host memory with P2PNVME_BUF_F_REQUIRE_P2P.
  */
 struct p2pnvme_buf_reg {
 	__u32 argsz;
 	__u32 flags;
 #define P2PNVME_BUF_F_DMABUF	(1U << 0)	/* dmabuf_fd at offset addr */
+#define P2PNVME_BUF_F_REQUIRE_P2P (1U << 1)	/* -EREMOTEIO rather than host memory */
 	__u64 addr;
 	__u64 len;
 	__s32 dmabuf_fd;
 	__u32 id;
+	__u32 path;
+	char owner[20];
 };
 
 #define P2PNVME_BUF_MAX		1024

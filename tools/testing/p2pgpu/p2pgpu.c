@@ -26,7 +26,20 @@
  *
  * One instance: the first ivshmem function bound (driver_override), BAR 2,
  * /dev/p2pgpu. The function's BAR stays mapped until the last dma-buf of it
- * is released, even after an unbind (nothing is revoked, as NVIDIA's).
+ * is released, even after an unbind. Unbinding the function: xe moves the
+ * data of exported BOs out to system memory (xe_device_remove() ->
+ * xe_bo_pci_dev_remove_all()), telling their importers (invalidation), and
+ * later maps find no VRAM; amdgpu is played the same way (amdgpu evicts
+ * VRAM with amdgpu_device_evict_resources() at suspend; its unbind path,
+ * amdgpu_pci_remove() -> amdgpu_device_fini_hw(), was not found to, so
+ * this is the issue's assumption for it, not its code); nvidia's buffers
+ * stay where they are and nothing is revoked (no revoke in nv-dmabuf.c):
+ * importers are not told.
+ *
+ * It imports too (P2PGPU_IOC_IMPORT), as the GPU drivers do: a static
+ * importer (dma_buf_attach()), or amdgpu's dynamic one
+ * (amdgpu_dma_buf_create_obj(): dma_buf_dynamic_attach() with
+ * allow_peer2peer, amdgpu_dma_buf_move_notify() unmapping).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -68,6 +81,9 @@
  * @lock: protects @used
  * @misc: /dev/p2pgpu
  * @serial: numbers the buffers, for the log
+ * @gone: the function is unbound: no VRAM for any buffer (@lock)
+ * @bos_lock: protects @bos; taken before a buffer's reservation lock
+ * @bos: every exported buffer not yet released
  */
 struct p2pgpu {
 	struct kref kref;
@@ -79,6 +95,9 @@ struct p2pgpu {
 	struct mutex lock;	/* see above */
 	struct miscdevice misc;
 	atomic_t serial;
+	bool gone;
+	struct mutex bos_lock;	/* see above */
+	struct list_head bos;
 };
 
 enum p2pgpu_place { PLACE_BAR = P2PGPU_WHERE_BAR, PLACE_HOST = P2PGPU_WHERE_HOST };
@@ -105,6 +124,9 @@ struct p2pgpu_fence {
  * @copy_fence: its fence, in dmabuf->resv as DMA_RESV_USAGE_KERNEL
  * @copy_src: the BAR page it copies from (freed once copied)
  * @fence_ctx: the fence context of the copies
+ * @node: on @gpu->bos (@gpu->bos_lock)
+ * @no_vram: kept out of VRAM, as under lasting VRAM pressure
+ *	     (P2PGPU_EVICT_STAY; dmabuf->resv)
  */
 struct p2pgpu_bo {
 	struct p2pgpu *gpu;
@@ -122,6 +144,8 @@ struct p2pgpu_bo {
 	struct p2pgpu_fence *copy_fence;
 	unsigned long copy_src;
 	u64 fence_ctx;
+	struct list_head node;
+	bool no_vram;
 };
 
 /* the static importers a file of /dev/p2pgpu holds (P2PGPU_IOC_STATIC_ATTACH) */
@@ -132,10 +156,24 @@ struct p2pgpu_static {
 	struct sg_table *sgt;
 };
 
+/* a GPU driver's import of any dma-buf (P2PGPU_IOC_IMPORT) */
+struct p2pgpu_import_buf {
+	struct list_head node;
+	struct p2pgpu *gpu;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;		/* dmabuf->resv; NULL once invalidated */
+	unsigned int nents;
+	unsigned int invalidated;	/* dmabuf->resv */
+	u64 dma_addr;
+	u64 dma_len;
+};
+
 struct p2pgpu_file {
 	struct p2pgpu *gpu;
-	struct mutex lock;	/* protects @statics */
+	struct mutex lock;	/* protects @statics and @imports */
 	struct list_head statics;
+	struct list_head imports;
 };
 
 static DEFINE_MUTEX(p2pgpu_dev_lock);
@@ -163,7 +201,8 @@ static long bar_alloc(struct p2pgpu *gpu, unsigned long n)
 	unsigned long first;
 
 	mutex_lock(&gpu->lock);
-	first = bitmap_find_next_zero_area(gpu->used, gpu->npages, 0, n, 0);
+	first = gpu->gone ? gpu->npages :	/* unbound: no VRAM at all */
+		bitmap_find_next_zero_area(gpu->used, gpu->npages, 0, n, 0);
 	if (first < gpu->npages)
 		bitmap_set(gpu->used, first, n);
 	mutex_unlock(&gpu->lock);
@@ -374,7 +413,11 @@ err:
  */
 static int p2pgpu_validate_vram(struct p2pgpu_bo *bo, const char *why)
 {
-	int ret = p2pgpu_move(bo, PLACE_BAR, false, why);
+	int ret;
+
+	if (bo->no_vram && bo->place == PLACE_HOST)
+		return 0;	/* VRAM full for it (P2PGPU_EVICT_STAY) */
+	ret = p2pgpu_move(bo, PLACE_BAR, false, why);
 
 	return ret == -ENOSPC ? 0 : ret;
 }
@@ -566,19 +609,24 @@ err_free:
 /*
  * GTT/TT: the host pages, drm_prime_pages_to_sg() then dma_map_sgtable()
  * with DMA_ATTR_SKIP_CPU_SYNC (amdgpu_dma_buf_map(), xe_dma_buf_map()).
+ * drm_prime_pages_to_sg() makes segments of at most the GPU's
+ * dma_max_mapping_size() (256 KiB under swiotlb).
  */
 static struct sg_table *p2pgpu_map_host(struct p2pgpu_bo *bo, struct device *dev,
 					enum dma_data_direction dir)
 {
+	size_t max_seg = dma_max_mapping_size(&bo->gpu->pdev->dev);
 	struct sg_table *sgt;
 	int ret;
 
+	if (!max_seg || max_seg > UINT_MAX)
+		max_seg = UINT_MAX;
 	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
 	ret = sg_alloc_table_from_pages_segment(sgt, bo->pages, bo->npages, 0,
 						bo->npages << PAGE_SHIFT,
-						ALIGN_DOWN(UINT_MAX, PAGE_SIZE), GFP_KERNEL);
+						ALIGN_DOWN(max_seg, PAGE_SIZE), GFP_KERNEL);
 	if (ret)
 		goto err_free;
 	ret = dma_map_sgtable(dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
@@ -683,6 +731,9 @@ static void p2pgpu_release(struct dma_buf *dmabuf)
 {
 	struct p2pgpu_bo *bo = dmabuf->priv;
 
+	mutex_lock(&bo->gpu->bos_lock);
+	list_del(&bo->node);
+	mutex_unlock(&bo->gpu->bos_lock);
 	/* an eviction's copy holds a reference: none is pending */
 	if (bo->place == PLACE_BAR)
 		bar_free(bo->gpu, bo->bar_page, bo->npages);
@@ -738,7 +789,8 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.personality < P2PGPU_NVIDIA || arg.personality > P2PGPU_XE ||
-	    (arg.flags & ~P2PGPU_EXPORT_F_XE_PIN_TT) || !arg.size || !PAGE_ALIGNED(arg.size) ||
+	    (arg.flags & ~(P2PGPU_EXPORT_F_XE_PIN_TT | P2PGPU_EXPORT_F_STAY_AT_UNBIND)) ||
+	    !arg.size || !PAGE_ALIGNED(arg.size) ||
 	    arg.size > ((u64)gpu->npages << PAGE_SHIFT))
 		return -EINVAL;
 	bo = kzalloc_obj(*bo, GFP_KERNEL);
@@ -774,6 +826,9 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 		return PTR_ERR(dmabuf);
 	}
 	bo->dmabuf = dmabuf;
+	mutex_lock(&gpu->bos_lock);
+	list_add_tail(&bo->node, &gpu->bos);
+	mutex_unlock(&gpu->bos_lock);
 	/* from here the dma-buf's release frees bo */
 	fd = dma_buf_fd(dmabuf, O_CLOEXEC);
 	if (fd < 0) {
@@ -872,6 +927,10 @@ static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
 	bo = dmabuf->priv;
+	if (cmd == P2PGPU_IOC_EVICT && arg.arg > P2PGPU_EVICT_ALLOW) {
+		ret = -EINVAL;
+		goto out_put;
+	}
 	if (cmd == P2PGPU_IOC_READ || cmd == P2PGPU_IOC_FILL) {
 		if (arg.off > dmabuf->size || arg.len > dmabuf->size - arg.off ||
 		    (cmd == P2PGPU_IOC_READ && arg.len > P2PGPU_READ_MAX) ||
@@ -901,10 +960,14 @@ static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
 		 */
 		if (bo->personality == P2PGPU_NVIDIA)
 			ret = -EOPNOTSUPP;
+		else if (arg.arg == P2PGPU_EVICT_ALLOW)
+			bo->no_vram = false;	/* back at its next peer2peer map */
 		else if (bo->pins)
 			ret = -EBUSY;
 		else
 			ret = p2pgpu_move(bo, PLACE_HOST, true, "evicted");
+		if (!ret && arg.arg == P2PGPU_EVICT_STAY)
+			bo->no_vram = true;
 		break;
 	case P2PGPU_IOC_READ:
 		ret = p2pgpu_cpu_access(bo, arg.off, arg.len, buf, 0);
@@ -999,6 +1062,146 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * amdgpu_dma_buf_move_notify(): the exporter moves or revokes the buffer
+ * (its reservation lock held); amdgpu invalidates its page tables and maps
+ * again at the next validation. Here: unmap, count, map again only when
+ * asked (P2PGPU_IOC_IMPORT of the same fd).
+ */
+static void p2pgpu_import_invalidate(struct dma_buf_attachment *attach)
+{
+	struct p2pgpu_import_buf *im = attach->importer_priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	im->invalidated++;
+	if (im->sgt)
+		dma_buf_unmap_attachment(attach, im->sgt, DMA_BIDIRECTIONAL);
+	im->sgt = NULL;
+	im->dma_addr = 0;
+	pci_info(im->gpu->pdev, "import: the exporter invalidated our mapping (%u)\n",
+		 im->invalidated);
+}
+
+static const struct dma_buf_attach_ops p2pgpu_import_ops = {
+	.allow_peer2peer = true,
+	.P2P_DMA_BUF_INVALIDATE_OP = p2pgpu_import_invalidate,
+};
+
+/* map (again), the reservation lock held; nothing on error */
+static int p2pgpu_import_map(struct p2pgpu_import_buf *im)
+{
+	struct sg_table *sgt;
+	struct scatterlist *sg;
+	unsigned int i;
+
+	dma_resv_assert_held(im->dmabuf->resv);
+	if (im->sgt)
+		return 0;
+	sgt = dma_buf_map_attachment(im->attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt))
+		return PTR_ERR(sgt);
+	im->sgt = sgt;
+	im->nents = sgt->nents;
+	im->dma_addr = sg_dma_address(sgt->sgl);
+	im->dma_len = 0;
+	for_each_sgtable_dma_sg(sgt, sg, i)
+		im->dma_len += sg_dma_len(sg);
+	return 0;
+}
+
+static void p2pgpu_import_free(struct p2pgpu_import_buf *im)
+{
+	dma_resv_lock(im->dmabuf->resv, NULL);
+	if (im->sgt)
+		dma_buf_unmap_attachment(im->attach, im->sgt, DMA_BIDIRECTIONAL);
+	im->sgt = NULL;
+	dma_resv_unlock(im->dmabuf->resv);
+	dma_buf_detach(im->dmabuf, im->attach);
+	dma_buf_put(im->dmabuf);
+	kfree(im);
+}
+
+/*
+ * P2PGPU_IOC_IMPORT: this function imports any exporter's dma-buf as a
+ * GPU driver would (see struct p2pgpu_import); again on the same fd: map
+ * again after an invalidation. _RELEASE: unmap and detach.
+ */
+static long p2pgpu_ioc_import(struct p2pgpu_file *pf, unsigned int cmd, void __user *uarg)
+{
+	struct p2pgpu_import_buf *im, *found = NULL;
+	struct p2pgpu_import arg;
+	struct dma_buf *dmabuf;
+	bool dynamic;
+	int ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags & ~P2PGPU_IMPORT_F_DYNAMIC)
+		return -EINVAL;
+	dynamic = arg.flags & P2PGPU_IMPORT_F_DYNAMIC;
+	dmabuf = dma_buf_get(arg.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	mutex_lock(&pf->lock);
+	list_for_each_entry(im, &pf->imports, node)
+		if (im->dmabuf == dmabuf)
+			found = im;
+	if (cmd == P2PGPU_IOC_IMPORT_RELEASE) {
+		if (!found) {
+			ret = -ENOENT;
+		} else {
+			list_del(&found->node);
+			p2pgpu_import_free(found);
+		}
+		goto out_unlock;
+	}
+	im = found;
+	if (!im) {
+		im = kzalloc_obj(*im, GFP_KERNEL);
+		if (!im) {
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
+		im->gpu = pf->gpu;
+		if (dynamic)
+			im->attach = dma_buf_dynamic_attach(dmabuf, &pf->gpu->pdev->dev,
+							    &p2pgpu_import_ops, im);
+		else
+			im->attach = dma_buf_attach(dmabuf, &pf->gpu->pdev->dev);
+		if (IS_ERR(im->attach)) {
+			ret = PTR_ERR(im->attach);
+			pci_info(pf->gpu->pdev, "import (%s) refused at attach: %d\n",
+				 dynamic ? "dynamic, peer2peer" : "static", ret);
+			kfree(im);
+			goto out_unlock;
+		}
+		get_dma_buf(dmabuf);
+		im->dmabuf = dmabuf;
+	}
+	dma_resv_lock(dmabuf->resv, NULL);
+	ret = p2pgpu_import_map(im);
+	arg.nents = im->nents;
+	arg.invalidated = im->invalidated;
+	arg.dma_addr = im->dma_addr;
+	arg.dma_len = im->dma_len;
+	dma_resv_unlock(dmabuf->resv);
+	if (ret) {
+		pci_info(pf->gpu->pdev, "import (%s) refused at map: %d\n",
+			 dynamic ? "dynamic, peer2peer" : "static", ret);
+		if (!found)
+			p2pgpu_import_free(im);
+		goto out_unlock;
+	}
+	if (!found)
+		list_add(&im->node, &pf->imports);
+	if (copy_to_user(uarg, &arg, sizeof(arg)))
+		ret = -EFAULT;
+out_unlock:
+	mutex_unlock(&pf->lock);
+	dma_buf_put(dmabuf);
+	return ret;
+}
+
 static long p2pgpu_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 {
 	struct p2pgpu_file *pf = file->private_data;
@@ -1014,6 +1217,9 @@ static long p2pgpu_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 	case P2PGPU_IOC_STATIC_ATTACH:
 	case P2PGPU_IOC_STATIC_DETACH:
 		return p2pgpu_ioc_static(pf, cmd, (void __user *)uarg);
+	case P2PGPU_IOC_IMPORT:
+	case P2PGPU_IOC_IMPORT_RELEASE:
+		return p2pgpu_ioc_import(pf, cmd, (void __user *)uarg);
 	}
 	return -ENOTTY;
 }
@@ -1027,6 +1233,7 @@ static int p2pgpu_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	mutex_init(&pf->lock);
 	INIT_LIST_HEAD(&pf->statics);
+	INIT_LIST_HEAD(&pf->imports);
 	kref_get(&gpu->kref);
 	pf->gpu = gpu;
 	file->private_data = pf;
@@ -1036,8 +1243,11 @@ static int p2pgpu_open(struct inode *inode, struct file *file)
 static int p2pgpu_file_release(struct inode *inode, struct file *file)
 {
 	struct p2pgpu_file *pf = file->private_data;
+	struct p2pgpu_import_buf *im, *itmp;
 	struct p2pgpu_static *s, *tmp;
 
+	list_for_each_entry_safe(im, itmp, &pf->imports, node)
+		p2pgpu_import_free(im);
 	list_for_each_entry_safe(s, tmp, &pf->statics, node) {
 		dma_buf_unmap_attachment_unlocked(s->attach, s->sgt, DMA_BIDIRECTIONAL);
 		dma_buf_detach(s->dmabuf, s->attach);
@@ -1070,6 +1280,8 @@ static int p2pgpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return -ENOMEM;
 	kref_init(&gpu->kref);
 	mutex_init(&gpu->lock);
+	mutex_init(&gpu->bos_lock);
+	INIT_LIST_HEAD(&gpu->bos);
 	ret = pci_enable_device_mem(pdev);
 	if (ret)
 		goto err_free;
@@ -1115,11 +1327,51 @@ err_free:
 	return ret;
 }
 
+/*
+ * The device goes. xe (and amdgpu here, see the top) moves every buffer it
+ * can out of VRAM, telling importers first (p2pgpu_move()); a buffer
+ * pinned in VRAM stays (said in the log). nvidia's never move and are
+ * never revoked: their importers are not told, and the BAR stays mapped
+ * until the last buffer is released.
+ */
+static void p2pgpu_evict_all(struct p2pgpu *gpu)
+{
+	struct p2pgpu_bo *bo;
+
+	mutex_lock(&gpu->lock);
+	gpu->gone = true;
+	mutex_unlock(&gpu->lock);
+	mutex_lock(&gpu->bos_lock);
+	list_for_each_entry(bo, &gpu->bos, node) {
+		struct dma_resv *resv = bo->dmabuf->resv;
+		int ret = 0;
+
+		dma_resv_lock(resv, NULL);
+		if (bo->personality == P2PGPU_NVIDIA)
+			pci_info(gpu->pdev, "nvidia buffer %d: device unbound; importers not told (no revoke), its BAR range stays until the buffer is released\n",
+				 bo->id);
+		else if (bo->place == PLACE_BAR && bo->pins)
+			pci_info(gpu->pdev, "%s buffer %d: pinned in VRAM, not evicted at unbind\n",
+				 p2pgpu_names[bo->personality], bo->id);
+		else if (bo->flags & P2PGPU_EXPORT_F_STAY_AT_UNBIND)
+			pci_info(gpu->pdev, "%s buffer %d: left in VRAM at unbind, importers not told\n",
+				 p2pgpu_names[bo->personality], bo->id);
+		else
+			ret = p2pgpu_move(bo, PLACE_HOST, false, "device unbound");
+		dma_resv_unlock(resv);
+		if (ret)
+			pci_err(gpu->pdev, "%s buffer %d: not evicted at unbind: %d\n",
+				p2pgpu_names[bo->personality], bo->id, ret);
+	}
+	mutex_unlock(&gpu->bos_lock);
+}
+
 /* Exports outlive the binding: the BAR stays mapped until the last goes. */
 static void p2pgpu_remove(struct pci_dev *pdev)
 {
 	struct p2pgpu *gpu = pci_get_drvdata(pdev);
 
+	p2pgpu_evict_all(gpu);
 	mutex_lock(&p2pgpu_dev_lock);
 	misc_deregister(&gpu->misc);
 	p2pgpu_dev = NULL;

@@ -16,6 +16,12 @@
 
 /* xe's pin before 7.x (6.12's xe_dma_buf_pin()): always migrate to TT */
 #define P2PGPU_EXPORT_F_XE_PIN_TT	0x1
+/*
+ * left in VRAM when the function is unbound, importers not told (what
+ * amdgpu's unbind path, as far as it was read, does; the default plays the
+ * issue's assumption, xe's eviction)
+ */
+#define P2PGPU_EXPORT_F_STAY_AT_UNBIND	0x2
 
 /* where a buffer's bytes are */
 #define P2PGPU_WHERE_BAR	1	/* "VRAM": the BAR, at @bar_off */
@@ -46,7 +52,8 @@ struct p2pgpu_export {
  * @bar_off: out: with P2PGPU_WHERE_BAR, the offset in the BAR
  * @off: P2PGPU_IOC_READ, P2PGPU_IOC_FILL: byte offset into the buffer
  * @len: P2PGPU_IOC_READ (at most 4 MiB), P2PGPU_IOC_FILL: bytes
- * @arg: P2PGPU_IOC_READ: user address to copy to; P2PGPU_IOC_FILL: the byte
+ * @arg: P2PGPU_IOC_READ: user address to copy to; P2PGPU_IOC_FILL: the byte;
+ *	 P2PGPU_IOC_EVICT: 0, P2PGPU_EVICT_STAY or P2PGPU_EVICT_ALLOW
  * @pins: out: pins held by importers
  * @moves: out: moves so far (evictions, and moves back at a map)
  * @attachments: out: importers attached
@@ -69,7 +76,14 @@ struct p2pgpu_buf {
 #define P2PGPU_IOC_EXPORT	_IOWR(P2PGPU_IOC_MAGIC, 0x01, struct p2pgpu_export)
 /* where the buffer is now */
 #define P2PGPU_IOC_WHERE	_IOWR(P2PGPU_IOC_MAGIC, 0x02, struct p2pgpu_buf)
-/* evict to host pages as TTM does under VRAM pressure (not nvidia, not pinned) */
+/*
+ * evict to host pages as TTM does under VRAM pressure (not nvidia, not
+ * pinned); with @arg P2PGPU_EVICT_STAY the pressure lasts: maps keep it in
+ * host memory (GTT fallback) until an EVICT with P2PGPU_EVICT_ALLOW (which
+ * moves nothing itself)
+ */
+#define P2PGPU_EVICT_STAY	1
+#define P2PGPU_EVICT_ALLOW	2
 #define P2PGPU_IOC_EVICT	_IOWR(P2PGPU_IOC_MAGIC, 0x03, struct p2pgpu_buf)
 /* the CPU's view of the bytes, wherever they are (after a move's copy) */
 #define P2PGPU_IOC_READ		_IOWR(P2PGPU_IOC_MAGIC, 0x04, struct p2pgpu_buf)
@@ -81,5 +95,36 @@ struct p2pgpu_buf {
  */
 #define P2PGPU_IOC_STATIC_ATTACH _IOWR(P2PGPU_IOC_MAGIC, 0x06, struct p2pgpu_buf)
 #define P2PGPU_IOC_STATIC_DETACH _IOWR(P2PGPU_IOC_MAGIC, 0x07, struct p2pgpu_buf)
+
+/**
+ * struct p2pgpu_import - P2PGPU_IOC_IMPORT: this function imports a dma-buf
+ *	(any exporter's: p2pbar's, this module's) as a GPU driver does
+ * @fd: the dma-buf
+ * @flags: P2PGPU_IMPORT_F_DYNAMIC: amdgpu's import
+ *	   (amdgpu_dma_buf_create_obj(): dma_buf_dynamic_attach() with
+ *	   allow_peer2peer and a move_notify that unmaps); without it a
+ *	   static importer, dma_buf_attach() then a mapping (what NVIDIA's
+ *	   and older importers do)
+ * @nents: out: DMA segments of the mapping
+ * @invalidated: out: times the exporter invalidated the mapping
+ * @dma_addr: out: the first segment's DMA address (0 once invalidated)
+ * @dma_len: out: the mapping's bytes
+ *
+ * Held until P2PGPU_IOC_IMPORT_RELEASE (same @fd) or the file's close. The
+ * errno is the exporter's (attach, or map); the log says what it said.
+ */
+struct p2pgpu_import {
+	__s32 fd;
+	__u32 flags;
+	__u32 nents;
+	__u32 invalidated;
+	__u64 dma_addr;
+	__u64 dma_len;
+};
+
+#define P2PGPU_IMPORT_F_DYNAMIC	0x1
+
+#define P2PGPU_IOC_IMPORT		_IOWR(P2PGPU_IOC_MAGIC, 0x08, struct p2pgpu_import)
+#define P2PGPU_IOC_IMPORT_RELEASE	_IOWR(P2PGPU_IOC_MAGIC, 0x09, struct p2pgpu_import)
 
 #endif /* P2PGPU_UAPI_H */
