@@ -38,11 +38,36 @@ suite_end
 # beside a transfer's own) overlap, and the debug kernel's DMA-API
 # debugging, whose cacheline tracking is meant for host memory, warns once
 echo "P2P-KNOWN-WARNING kernel/dma/debug.c DMA-API debugging's cacheline tracking warns when two attachments map one NVIDIA-style MMIO range with attrs 0 (nv_dma_map_mmio()); no host memory overlaps"
+# the p2pnvme_path tracepoint names the function whose BAR a dma-buf is:
+# only the transfers that name one are recorded (the ring buffer would
+# drop the early ones of a whole run otherwise)
+T=/sys/kernel/tracing
+[ -e $T/trace ] || mount -t tracefs nodev $T 2>/dev/null
+[ -e $T/trace ] || T=/sys/kernel/debug/tracing
+E=$T/events/p2pnvme/p2pnvme_path
+if [ -e $E/enable ]; then
+	echo 'owner != "-"' > $E/filter
+	echo 1 > $E/enable
+	: > $T/trace
+fi
 echo "<<<KTAP-BEGIN guest.gpuexp>>>"
 p2pgpu-test /dev/p2pgpu /dev/p2pnvme0 "$BAR" ${PROV:+/dev/p2pbar0} || _any_failed=1
 echo "<<<KTAP-END>>>"
+if [ -e $E/enable ]; then
+	echo 0 > $E/enable
+	echo 0 > $E/filter
+	grep 'p2pnvme_path:' $T/trace > /tmp/owners
+fi
 
 suite_begin gpuexp_after
+if [ -e /tmp/owners ]; then
+	diag "p2pnvme_path with an owner: $(wc -l < /tmp/owners) transfers, e.g. $(head -n 1 /tmp/owners | sed 's/.*p2pnvme_path: //')"
+	check "p2pnvme_path: transfers into the GPU's BAR name $GPU" grep -q "path dmabuf (.*) owner $GPU\$" /tmp/owners
+	check_eq "p2pnvme_path: only dmabuf-p2p transfers name an owner, and only $GPU" \
+		"$(grep -v "path dmabuf (.*) owner $GPU\$" /tmp/owners | head -n 2)" ""
+else
+	skip "p2pnvme_path names the owner" "no tracefs event p2pnvme/p2pnvme_path on this kernel"
+fi
 dmesg | grep -E 'p2pgpu|nvidia:|p2pbar .*dma-buf|registered dma-buf' | sed 's/^\[[^]]*\] //' | tail -n 80 |
 	while read -r l; do diag "$l"; done
 if [ -n "$PROV" ]; then
