@@ -116,6 +116,48 @@ else
 	skip "PCI resets racing io_uring timeouts" "the kernel knows no reset method for $NVME1"
 fi
 
+# CPU hotplug with commands the controller is slow to answer: io_uring
+# reads pinned to CPU 1 on the throttled nvme1 (64 KiB/s: 16 reads of
+# 4 KiB a second), four in flight on CPU 1's queue when CPU 1 goes
+# offline. The managed vector goes down with the CPU, so the queue must be
+# drained before that, as blk-mq drains a hardware context: once the CPU
+# is offline nothing may be left in flight on that queue, or it waits for
+# the watchdog with no interrupt to tell of it.
+Q1=/sys/kernel/debug/p2pnvme/$NVME1/queues
+C1=/sys/devices/system/cpu/cpu1/online
+q1=
+for irq in $(awk -v d="p2pnvme:$NVME1:" 'index($0, d) { sub(":", "", $1); print $1 }' /proc/interrupts); do
+	[ "$(cat /proc/irq/$irq/smp_affinity_list)" = 1 ] &&
+		q1=$(grep "^ *$irq:" /proc/interrupts | sed 's/.*:q\([0-9]*\).*/\1/')
+done
+if ! command -v fio >/dev/null || [ -z "$q1" ] || [ ! -w $C1 ]; then
+	skip "CPU 1 offline with slow commands on its queue" \
+		"no fio, no vector on CPU 1 alone or no CPU 1 that can go offline"
+else
+	t0=$(cat $S1/timeouts); r0=$(cat $S1/resets)
+	taskset -c 1 timeout 60 fio --minimal --ioengine=io_uring_cmd --cmd_type=nvme \
+		--filename=/dev/p2pnvme1 --name=hp --rw=randread --bs=4k --iodepth=4 --size=1M \
+		--time_based --runtime=3 >/tmp/hp.out 2>/tmp/hp.err &
+	bg=$!
+	sleep 1
+	busy=$(awk -v q=$q1 '$1 == q { print $7 }' $Q1)
+	read -r a _ </proc/uptime
+	echo 0 > $C1
+	left=$(awk -v q=$q1 '$1 == q { print $7 }' $Q1)
+	read -r b _ </proc/uptime
+	diag "CPU 1's queue q$q1: $busy in flight before, $left once CPU 1 was offline" \
+		"(the offline took $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b - a }') s)"
+	check "CPU 1's queue had commands in flight" [ "${busy:-0}" -gt 0 ]
+	check_eq "nothing left in flight on it once CPU 1 was offline" "$left" 0
+	sleep 0.5
+	echo 1 > $C1
+	wait $bg
+	check_eq "fio's reads all completed" "$? $(cut -d';' -f5 /tmp/hp.out)" "0 0"
+	check_eq "CPU 1 is online again" "$(cat $C1)" 1
+	check_eq "nothing timed out, nothing was reset" \
+		"$(($(cat $S1/timeouts) - t0)) $(($(cat $S1/resets) - r0))" "0 0"
+fi
+
 # removal with a batch in flight (throttled: 16 reads of 64 KiB take ~16 s,
 # submitted with a 30 s deadline): device_del, pciehp unbinds p2pnvme,
 # which drains for io_timeout_ms (now 1 s), shuts the controller down and
