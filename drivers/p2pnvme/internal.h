@@ -641,6 +641,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  *	   removal)
  * @cpu_queue: per possible CPU, the index of the I/O queue it submits to:
  *	       the one whose interrupt the CPU takes
+ * @cpuhp_node: on the driver's CPU hotplug state from after the I/O queues
+ *		are created to before their vectors are freed (pci.c)
  * @adminq: the admin queue (polled)
  * @ioq: the I/O queues
  * @io_ref: the I/O guard, see the top of the file
@@ -728,6 +730,7 @@ struct p2pnvme {
 	u32 enables;
 	struct p2pnvme_blkmq *blkmq;
 	u16 *cpu_queue;
+	struct hlist_node cpuhp_node;
 	struct p2pnvme_queue adminq;
 	struct p2pnvme_queue *ioq;
 	struct percpu_ref io_ref;

@@ -27,7 +27,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cdev.h>
+#include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/module.h>
@@ -192,6 +194,59 @@ static int setup_irqs(struct p2pnvme *c)
 	return 0;
 }
 
+/* ---- CPU hotplug ------------------------------------------------------ */
+
+static enum cpuhp_state p2pnvme_cpuhp_state;
+
+/*
+ * The last online CPU of an I/O queue's vector is going down. Once it is
+ * dead the IRQ core shuts the managed vector down, and a completion posted
+ * after that waits for a poller: a batch's waiter after 50 ms, the io_uring
+ * watchdog after up to 500 ms. So the queue is drained now, while its
+ * interrupt still works, as blk_mq_hctx_notify_offline() drains a hardware
+ * context. No new command comes from this CPU: its tasks were moved away
+ * when CPUHP_AP_ACTIVE went down, before CPUHP_AP_ONLINE_DYN; a submitter
+ * preempted between choosing the queue and ringing it is the pollers'.
+ * The wait is bounded by io_timeout_ms, by which a stuck command has met
+ * the timeout ladder, and ends when the controller leaves LIVE (a reset or
+ * removal fails or finishes what is in flight).
+ */
+static int p2pnvme_cpu_offline(unsigned int cpu, struct hlist_node *node)
+{
+	struct p2pnvme *c = hlist_entry(node, struct p2pnvme, cpuhp_node);
+	struct p2pnvme_queue *q = &c->ioq[c->cpu_queue[cpu]];
+	const struct cpumask *mask;
+	unsigned long deadline;
+	unsigned int other;
+
+	if (q->vector < 0)
+		return 0;
+	mask = pci_irq_get_affinity(c->pdev, q->vector);
+	if (!mask || !cpumask_test_cpu(cpu, mask))
+		return 0;
+	for_each_cpu_and(other, mask, cpu_online_mask)
+		if (other != cpu)
+			return 0;	/* the vector lives on */
+	deadline = jiffies + p2pnvme_io_timeout();
+	while (p2pnvme_queue_inflight(q) && p2pnvme_state(c) == P2PNVME_LIVE &&
+	       time_before(jiffies, deadline))
+		usleep_range(1000, 2000);
+	return 0;
+}
+
+static void cpuhp_add(struct p2pnvme *c)
+{
+	if (!c->polled)
+		cpuhp_state_add_instance_nocalls(p2pnvme_cpuhp_state, &c->cpuhp_node);
+}
+
+/* Before the vectors go: waits for a CPU going down meanwhile. */
+static void cpuhp_del(struct p2pnvme *c)
+{
+	if (!hlist_unhashed(&c->cpuhp_node))
+		cpuhp_state_remove_instance_nocalls(p2pnvme_cpuhp_state, &c->cpuhp_node);
+}
+
 static int setup_io_queue(struct p2pnvme *c, unsigned int i)
 {
 	struct device *dev = &c->pdev->dev;
@@ -320,6 +375,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		if (ret)
 			goto err_disable;
 	}
+	cpuhp_add(c);
 	p2pnvme_dbbuf_alloc(c);
 	ret = p2pnvme_dbbuf_set(c);
 	if (ret)
@@ -358,6 +414,7 @@ err_disable:
 	up_write(&c->reset_lock);
 	p2pnvme_ctrl_disable(c);
 	pci_clear_master(pdev);
+	cpuhp_del(c);
 	free_irqs(c);
 err_put:
 	kref_put(&c->kref, p2pnvme_free);
@@ -393,6 +450,7 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	 */
 	p2pnvme_async_drain(c);
 	p2pnvme_reg_remove(c);	/* no mapping outlives the binding */
+	cpuhp_del(c);
 	free_irqs(c);
 	kref_put(&c->kref, p2pnvme_free);	/* the binding's reference */
 }
@@ -509,14 +567,21 @@ static int __init p2pnvme_init(void)
 		ret = PTR_ERR(p2pnvme_class);
 		goto err_cdev;
 	}
+	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "p2pnvme:online", NULL,
+				      p2pnvme_cpu_offline);
+	if (ret < 0)
+		goto err_class;
+	p2pnvme_cpuhp_state = ret;
 	p2pnvme_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	ret = pci_register_driver(&p2pnvme_driver);
 	if (ret)
-		goto err_class;
+		goto err_cpuhp;
 	return 0;
 
-err_class:
+err_cpuhp:
 	debugfs_remove_recursive(p2pnvme_debugfs);
+	cpuhp_remove_multi_state(p2pnvme_cpuhp_state);
+err_class:
 	class_destroy(p2pnvme_class);
 err_cdev:
 	cdev_del(&p2pnvme_cdev);
@@ -531,6 +596,7 @@ static void __exit p2pnvme_exit(void)
 {
 	pci_unregister_driver(&p2pnvme_driver);
 	debugfs_remove_recursive(p2pnvme_debugfs);
+	cpuhp_remove_multi_state(p2pnvme_cpuhp_state);
 	class_destroy(p2pnvme_class);
 	cdev_del(&p2pnvme_cdev);
 	unregister_chrdev_region(p2pnvme_devt, P2PNVME_MAX_DEVS);
