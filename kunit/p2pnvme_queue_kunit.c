@@ -15,7 +15,7 @@
 #include <linux/slab.h>
 #include <p2p_compat.h>
 
-#include "../drivers/p2pnvme/internal.h"
+#include "../drivers/p2pnvme/queue.h"
 
 /**
  * struct fake - a queue, its controller as far as the queue layer looks,

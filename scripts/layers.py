@@ -3,8 +3,11 @@
 """
 The layering of drivers/p2pnvme: a file calls only into its own layer and
 those below it, and the files of one layer call each other without a
-circle. Prints every call that goes up or closes a circle, and the
-function it calls; exit status 1 if there is one.
+circle. Each layer declares its functions in its own header, and a file
+includes only the headers of its own layer and those below (internal.h,
+the types every layer shares, p2pnvme.h and trace.h are for all). Prints
+every call or include that goes up, every circle, and every function
+declared in another layer's header; exit status 1 if there is one.
 
     scripts/layers.py [DIR]      (default: drivers/p2pnvme)
 
@@ -28,6 +31,9 @@ LAYERS = [
     ['queue.c'],			# queue pairs, slots, completion, timeouts
     ['dptr.c'],				# PRPs, SGLs
 ]
+# each layer's header, in the order of LAYERS
+HEADERS = ['driver.h', 'uring.h', 'io.h', 'reg.h', 'ctrl.h', 'admin.h', 'queue.h', 'dptr.h']
+SHARED = ['internal.h', 'p2pnvme.h', 'trace.h']
 
 
 def strip(src):
@@ -78,9 +84,42 @@ def main():
         for f in fs:
             if not state.get(f):
                 visit(f, [f])
+    # headers: who includes what, and who declares what
+    hlayer = {h: i for i, h in enumerate(HEADERS)}
+    for h in sorted(f for f in os.listdir(top) if f.endswith('.h')):
+        if h not in hlayer and h not in SHARED:
+            print(f'{h}: not a layer header nor shared in scripts/layers.py: say which it is')
+            bad.append(h)
+    for f in files + [h for h in HEADERS if os.path.exists(os.path.join(top, h))]:
+        raw = open(os.path.join(top, f)).read()
+        mine = layer.get(f, hlayer.get(f))
+        for m in re.finditer(r'^#include "([^"]+)"', raw, re.M):
+            h = m.group(1)
+            if h in hlayer and mine is not None and hlayer[h] < mine:
+                line = raw.count('\n', 0, m.start()) + 1
+                print(f'{f}:{line}: includes {h}, the header of a layer above')
+                bad.append(f)
+    for h in HEADERS:
+        path = os.path.join(top, h)
+        if not os.path.exists(path):
+            continue
+        for m in re.finditer(r'^[a-z_][\w \t*]*?\b(p2pnvme_\w+)\s*\(', strip(open(path).read()), re.M):
+            g = defs.get(m.group(1))
+            if m.group(0).startswith('static') or g is None:
+                continue
+            if layer[g] != hlayer[h]:
+                print(f'{h}: declares {m.group(1)}() of {g}, which belongs in {HEADERS[layer[g]]}')
+                bad.append(h)
+    for f in ['internal.h']:
+        for m in re.finditer(r'^[a-z_][\w \t*]*?\b(p2pnvme_\w+)\s*\(', strip(open(os.path.join(top, f)).read()), re.M):
+            g = defs.get(m.group(1))
+            if g and not m.group(0).startswith('static') and g != 'pci.c':
+                print(f'{f}: declares {m.group(1)}() of {g}, which belongs in {HEADERS[layer[g]]}')
+                bad.append(f)
     if bad:
         return 1
-    print(f'{len(files)} files, {sum(len(c) for c in edges.values())} calls between them, all going down')
+    print(f'{len(files)} files, {sum(len(c) for c in edges.values())} calls between them, all going down;'
+          f' {len(HEADERS)} layer headers, every include going down')
     return 0
 
 

@@ -20,7 +20,8 @@
 #include <kunit/visibility.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "admin.h"
+#include "queue.h"
 
 /* PRP1 and PRP2 describe the passthrough buffer, no list */
 static_assert(P2PNVME_PT_MAX == 2 * P2PNVME_CTRL_PAGE);

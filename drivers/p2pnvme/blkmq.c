@@ -55,7 +55,12 @@
 #include <linux/slab.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "uring.h"
+#include "io.h"
+#include "reg.h"
+#include "ctrl.h"
+#include "admin.h"
+#include "queue.h"
 
 #if P2P_HAVE_BLKMQ_PROTO
 static bool blkmq_proto;

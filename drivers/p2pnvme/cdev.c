@@ -18,7 +18,11 @@
 #include <linux/p2p_ioctl.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "driver.h"
+#include "uring.h"
+#include "io.h"
+#include "reg.h"
+#include "queue.h"
 
 /* ---- char device ------------------------------------------------------- */
 

@@ -14,7 +14,9 @@
 #include <linux/percpu-refcount.h>
 #include <linux/workqueue.h>
 
-#include "internal.h"
+#include "ctrl.h"
+#include "admin.h"
+#include "queue.h"
 #include "trace.h"
 
 static struct lock_class_key p2pnvme_io_key;

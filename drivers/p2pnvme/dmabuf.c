@@ -17,7 +17,8 @@
 #include <linux/slab.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "reg.h"
+#include "dptr.h"
 
 /*
  * The exporter wants its memory back or moves it (called with the

@@ -9,7 +9,7 @@
 #include <linux/scatterlist.h>
 #include <kunit/visibility.h>
 
-#include "internal.h"
+#include "dptr.h"
 
 /* ---- data pointers ----------------------------------------------------- */
 

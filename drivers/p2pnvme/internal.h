@@ -218,107 +218,10 @@ enum p2pnvme_recovery {
 struct p2pnvme_batch;
 struct p2pnvme_file;
 struct p2pnvme_blkmq;
-
-/* what a registered buffer is (struct p2pnvme_reg.kind) */
-enum p2pnvme_reg_kind {
-	P2PNVME_REG_HOST,	/* pinned host pages, mapped by us */
-	P2PNVME_REG_DMABUF,	/* an imported dma-buf, mapped by its exporter */
-};
-
-/**
- * struct p2pnvme_reg - a registered buffer (P2PNVME_IOC_BUF_REGISTER)
- * @kref: held by the file's table while registered and by each request
- *	  that names it; the last put tears it down (process context)
- * @c: the controller (alive: the file that owns the buffer holds it)
- * @node: on @c->reg_list (@c->reg_lock)
- * @kind: enum p2pnvme_reg_kind
- * @writable: the controller may write into it (reads of the namespace)
- * @len: bytes a transfer may address, from offset 0
- * @start: where byte 0 is in the mapping (the dma-buf offset; 0 for host)
- * @busy: requests whose commands may be at the controller now
- * @revoked: no new commands (the exporter's invalidation, or removal):
- *	     later transfers fail with -ENODEV
- * @stale: dma-buf: the exporter moved it (invalidation): no new commands
- *	   until p2pnvme_reg_get() maps it again (set under the dma-buf's
- *	   reservation lock, cleared under @c->reg_lock and it)
- * @wq: woken when @busy drops to 0 after @revoked or @stale
- * @pages: host: the pinned pages
- * @nr_pages: host: how many
- * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
- * @sgt: host: their table, DMA-mapped while @mapped
- * @mapped: host: @sgt is mapped (@c->reg_lock once listed)
- * @need_sync: host: the DMA layer syncs this mapping (swiotlb, a
- *	       non-coherent device): each transfer syncs its range
- * @bounced: host: bytes of the mapping held in swiotlb's bounce slots,
- *	     counted in @c->reg_bounced while mapped
- * @dmabuf: dma-buf: the buffer, with a reference, until the buffer is
- *	    freed (unregistered or its file closed; removal only unmaps)
- * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
- * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
- *	  invalidated (the dma-buf's reservation lock)
- * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
- *	  (p2pnvme_dmabuf_in_host(), at each mapping)
- * @owner: dma-buf: the PCI name of the function whose BAR @dsgt is in, or
- *	   "" (written with @host; read by armed requests, debugfs under
- *	   @c->reg_lock)
- * @require_p2p: P2PNVME_BUF_F_REQUIRE_P2P: every transfer refuses host memory
- * @nseg: DMA segments of the mapping, indexed in @seg and @seg_pos
- * @seg: each segment's scatterlist entry
- * @seg_pos: each segment's byte position in the mapping, ascending
- * @rcu: the table's lookups are RCU: the memory goes after a grace period
- * @serial: this registration's number, never reused (its id is): an io_uring
- *	    request issued again names the registration it was bound to
- *
- * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
- * @busy right before its commands are queued (p2pnvme_reg_arm()); it drops
- * @busy once none of its commands can reach the controller any more, and
- * @kref when it is released. An invalidation waits for @busy to drain
- * before it unmaps, so the controller never sees a mapping the exporter
- * was told is gone.
- */
-struct p2pnvme_reg {
-	struct kref kref;
-	struct p2pnvme *c;
-	struct list_head node;
-	u8 kind;
-	bool writable;
-	u64 len;
-	u64 start;
-	atomic_t busy;
-	bool revoked;
-	bool stale;
-	wait_queue_head_t wq;
-	struct page **pages;
-	unsigned int nr_pages;
-	struct mm_struct *mm;
-	struct sg_table sgt;
-	bool mapped;
-	bool need_sync;
-	u64 bounced;
-	struct dma_buf *dmabuf;
-	struct dma_buf_attachment *attach;
-	struct sg_table *dsgt;
-	bool host;
-	char owner[P2PNVME_OWNER_LEN];
-	bool require_p2p;
-	unsigned int nseg;
-	struct scatterlist **seg;
-	u64 *seg_pos;
-	struct rcu_head rcu;
-	u64 serial;
-};
-
-/**
- * struct p2pnvme_fence - a batch's fence in an imported dma-buf's
- *	reservation object; it may outlive the batch and the controller
- *	(and before 7.x holds the module: see fence_release())
- * @base: the fence
- * @lock: its lock
- */
-struct p2pnvme_fence {
-	struct dma_fence base;
-	spinlock_t lock;	/* of @base */
-};
+struct p2pnvme_reg;		/* reg.h */
+struct p2pnvme_fence;		/* reg.h */
+struct p2pnvme_lists;		/* queue.h */
+struct p2pnvme_cmd;		/* queue.h */
 
 /**
  * struct p2pnvme_req - one transfer (an entry of a batch)
@@ -459,52 +362,6 @@ struct p2pnvme_batch {
 	unsigned long next_check;
 	void (*end)(struct p2pnvme_batch *b);
 	struct p2pnvme_lists *lists;
-};
-
-/**
- * struct p2pnvme_lists - PRP/SGL list blocks of one queue's @list_pool,
- *	taken by a batch before it publishes dma-buf fences: until they are
- *	signalled nothing may allocate with reclaim (a shrinker may wait on
- *	them: the cross-driver contract of drivers/dma-buf/dma-fence.c)
- * @nr: blocks left, used from the end
- * @list: their addresses
- * @dma: their bus addresses
- */
-struct p2pnvme_lists {
-	unsigned int nr;
-	void **list;
-	dma_addr_t *dma;
-};
-
-/**
- * struct p2pnvme_cmd - a command slot of a queue; its index is the low bits
- * of the command identifier. A submitter owns the slot from taking its bit
- * of the queue's @slot_map until it publishes the command (@busy, set under
- * @sq_lock); from then on whoever reaps the queue under cq_lock does,
- * which ends it and gives the bit back.
- * @batch: the batch waiting for it; NULL when the slot is free, or when
- *	   the waiter gave up on an admin command the controller still owns
- * @req: the request it belongs to
- * @busy: owned by the controller (submitted, not completed or cancelled)
- * @aborted: an Abort was sent for it after its deadline
- * @expired: past its deadline when a reset or removal stopped the queue;
- *	     fails with -ETIMEDOUT however it ends
- * @gen: generation, bumped at each use, in the upper bits of the CID
- * @deadline: jiffies by which it must complete
- * @list: PRP list or SGL segment of this command, from @list_pool while
- *	  it needs one, else NULL (the slot's owner's)
- * @list_dma: its bus address
- */
-struct p2pnvme_cmd {
-	struct p2pnvme_batch *batch;
-	struct p2pnvme_req *req;
-	bool busy;
-	bool aborted;
-	bool expired;
-	u8 gen;
-	unsigned long deadline;
-	__le64 *list;
-	dma_addr_t list_dma;
 };
 
 /**
@@ -794,203 +651,21 @@ static inline struct p2pnvme_queue *p2pnvme_cpu_queue(struct p2pnvme *c)
 }
 
 /*
- * The files by layer, top down; a file calls only into its own layer and
- * those below it (scripts/layers.py, run by make check, says which call
- * goes up). Queue timeouts ask for a reset through @escalate.
+ * Defined by pci.c, read by every layer: module parameters and the
+ * controller's release (every layer drops its references with
+ * kref_put(..., p2pnvme_free)).
  */
-
-/* pci.c: the PCI driver, module parameters, the controller's lifetime */
 extern unsigned int p2pnvme_max_io_queues;
 extern unsigned int p2pnvme_max_inflight_mb;
 extern struct xarray p2pnvme_minors;
 void p2pnvme_free(struct kref *kref);
 
-/* cdev.c: the char device */
-extern const struct file_operations p2pnvme_fops;
-
-/* sysfs.c: sysfs and debugfs */
-extern const struct attribute_group *p2pnvme_groups[];
-void p2pnvme_sysfs_init(void);
-void p2pnvme_debugfs_add(struct p2pnvme *c);
-void p2pnvme_counts(struct p2pnvme *c, struct p2pnvme_counts *out);
-
-/* dmabuf.c: the importer; without dma-buf support such requests are refused */
-#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
-int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
-int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
-bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
-			    bool *orphan);
-int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
-bool p2pnvme_dmabuf_signalling(void);
-void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie);
-void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
-void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
-#else
-static inline int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs,
-					unsigned int i)
-{
-	return -EOPNOTSUPP;
-}
-
-static inline int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
-{
-	return -EOPNOTSUPP;
-}
-
-static inline int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs,
-				       unsigned int nr)
-{
-	return 0;
-}
-
-static inline bool p2pnvme_dmabuf_signalling(void)
-{
-	return false;
-}
-
-static inline void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr,
-					 bool cookie) {}
-static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
-static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
-#endif
-
-/* blkmq.c: the bench-only blk-mq prototype of the io_uring read path */
-struct irq_affinity;
-#if P2P_HAVE_BLKMQ_PROTO
-bool p2pnvme_blkmq_wanted(void);
-void p2pnvme_blkmq_irq_sets(struct irq_affinity *affd, unsigned int nvecs);
-void p2pnvme_blkmq_init(struct p2pnvme *c);
-void p2pnvme_blkmq_exit(struct p2pnvme *c);
-bool p2pnvme_blkmq_takes(struct p2pnvme *c, const struct p2pnvme_io *io,
-			 unsigned int issue_flags);
-int p2pnvme_blkmq_issue(struct io_uring_cmd *ioucmd, struct p2pnvme_file *f,
-			const struct p2pnvme_io *io, unsigned int issue_flags);
-#else
-static inline bool p2pnvme_blkmq_wanted(void)
-{
-	return false;
-}
-
-static inline void p2pnvme_blkmq_irq_sets(struct irq_affinity *affd, unsigned int nvecs) {}
-static inline void p2pnvme_blkmq_init(struct p2pnvme *c) {}
-static inline void p2pnvme_blkmq_exit(struct p2pnvme *c) {}
-#endif
-
-/* io.c: requests */
-int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
-struct nvme_uring_cmd;
-int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, bool vec,
-			 struct p2pnvme_io *io);
-int p2pnvme_nvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
-struct nvme_passthru_cmd64;
-long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
-			    u32 *result);
-int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
-			 u64 *bytes);
-
-/* give back what p2pnvme_inflight_get() took */
-static inline void p2pnvme_inflight_put(struct p2pnvme_file *f, u64 bytes)
-{
-	if (bytes)
-		atomic64_sub(bytes, &f->inflight);
-}
-
-int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
-		      unsigned int nr, unsigned int *failed);
-int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *r);
-int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r);
-int p2pnvme_req_reserve(struct p2pnvme *c, struct p2pnvme_req *r);
-void p2pnvme_req_unreserve(struct p2pnvme_req *r);
-int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r);
-void p2pnvme_req_finish(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns);
-void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r);
-
-/* reg.c: registered buffers */
-void p2pnvme_reg_init(struct p2pnvme *c);
-long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
-long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
-void p2pnvme_reg_file_release(struct p2pnvme_file *f);
-void p2pnvme_reg_remove(struct p2pnvme *c);
-void p2pnvme_reg_watch(struct p2pnvme *c);
-void p2pnvme_reg_unwatch(struct p2pnvme *c);
-bool p2pnvme_reg_refuses(struct p2pnvme_req *r);
-struct seq_file;
-int p2pnvme_reg_show(struct seq_file *s, void *unused);
-int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r);
-int p2pnvme_reg_arm(struct p2pnvme_req *r);
-void p2pnvme_reg_idle(struct p2pnvme_req *r);
-void p2pnvme_reg_put(struct p2pnvme_req *r);
-void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
-void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
-
-/* uring.c: io_uring passthrough */
-#if P2P_HAVE_URING_CMD
-int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
-int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
-			     unsigned int poll_flags);
-#endif
-void p2pnvme_async_init(struct p2pnvme *c);
-void p2pnvme_async_drain(struct p2pnvme *c);
-void p2pnvme_async_exit(struct p2pnvme *c);
-
-/* ctrl.c: the controller's state, the I/O guard, reset and recovery */
-int p2pnvme_reset_wq_create(void);
-void p2pnvme_reset_wq_destroy(void);
-int p2pnvme_ctrl_init(struct p2pnvme *c);
-void p2pnvme_ctrl_exit(struct p2pnvme *c);
-bool p2pnvme_change_state(struct p2pnvme *c, enum p2pnvme_state new);
-int p2pnvme_io_enter_state(struct p2pnvme *c, unsigned int state);
-int p2pnvme_io_enter(struct p2pnvme *c);
-bool p2pnvme_io_tryenter(struct p2pnvme *c);
-void p2pnvme_io_exit(struct p2pnvme *c);
-void p2pnvme_io_freeze(struct p2pnvme *c);
-void p2pnvme_io_thaw(struct p2pnvme *c);
-void p2pnvme_schedule_reset(struct p2pnvme *c);
-void p2pnvme_quiesce(struct p2pnvme *c);
-void p2pnvme_error_stop(struct p2pnvme *c, int err);
-int p2pnvme_error_resume(struct p2pnvme *c);
-void p2pnvme_reset_prepare(struct p2pnvme *c);
-void p2pnvme_reset_done(struct p2pnvme *c);
-
-/* admin.c: registers, bring-up, Identify, what the admin passthrough may send */
-bool p2pnvme_ctrl_gone(struct p2pnvme *c);
-int p2pnvme_wait_ready(struct p2pnvme *c, bool ready);
-int p2pnvme_ctrl_disable(struct p2pnvme *c);
-int p2pnvme_ctrl_enable(struct p2pnvme *c);
-int p2pnvme_ctrl_shutdown(struct p2pnvme *c);
-int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q);
-void p2pnvme_dbbuf_alloc(struct p2pnvme *c);
-int p2pnvme_dbbuf_set(struct p2pnvme *c);
-int p2pnvme_identify(struct p2pnvme *c);
-int p2pnvme_ns_recheck(struct p2pnvme *c);
-
-/* queue.c: queue pairs, command slots, submission, completion, timeouts */
-void p2pnvme_queue_setup(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth);
-int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16 depth);
-int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result);
-int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
-			      u16 *status);
-void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
-int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
-		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
-void p2pnvme_ring(struct p2pnvme_queue *q);
-bool p2pnvme_room_take(struct p2pnvme_queue *q, unsigned int n);
-void p2pnvme_room_give(struct p2pnvme_queue *q, unsigned int n);
-void p2pnvme_ring_live(struct p2pnvme_queue *q);
-void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b);
-void p2pnvme_batch_launch(struct p2pnvme_batch *b);
-void p2pnvme_check_async_timeouts(struct p2pnvme *c);
-unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q);
-irqreturn_t p2pnvme_irq(int irq, void *data);
-void p2pnvme_queue_start(struct p2pnvme_queue *q);
-void p2pnvme_queue_shadow(struct p2pnvme_queue *q, __le32 *dbs, __le32 *eis, u32 stride);
-void p2pnvme_queues_stop(struct p2pnvme *c);
-void p2pnvme_queues_cancel(struct p2pnvme *c, int err);
-unsigned int p2pnvme_queues_inflight(struct p2pnvme *c);
-void p2pnvme_queues_poll(struct p2pnvme *c);
-
-/* dptr.c: data pointers (the builders are in p2pnvme.h, for KUnit) */
-void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n);
-bool p2pnvme_dma_need_sync(struct device *dev, struct sg_table *sgt);
+/*
+ * Each layer's functions are declared in its own header, top down:
+ * driver.h, uring.h, io.h, reg.h, ctrl.h, admin.h, queue.h, dptr.h. A file
+ * includes only its own layer's header and those below, and calls only
+ * into them (scripts/layers.py, run by make check, says which include or
+ * call goes up). Queue timeouts ask for a reset through @escalate.
+ */
 
 #endif /* P2PNVME_INTERNAL_H */

@@ -34,7 +34,11 @@
 #include <kunit/visibility.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "io.h"
+#include "reg.h"
+#include "ctrl.h"
+#include "queue.h"
+#include "dptr.h"
 #include "trace.h"
 
 static const char *p2pnvme_path_name(unsigned int path)

@@ -43,7 +43,12 @@
 #include <linux/p2p_ioctl.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "driver.h"
+#include "uring.h"
+#include "reg.h"
+#include "ctrl.h"
+#include "admin.h"
+#include "queue.h"
 
 /* An unsigned module parameter that takes only values in [min, max]. */
 struct uint_range {

@@ -34,7 +34,7 @@
 #include <linux/slab.h>
 #include <kunit/visibility.h>
 
-#include "internal.h"
+#include "queue.h"
 
 #define CREATE_TRACE_POINTS
 #include "trace.h"

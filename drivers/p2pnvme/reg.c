@@ -52,7 +52,9 @@
 #include <linux/p2p_ioctl.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "reg.h"
+#include "ctrl.h"
+#include "dptr.h"
 
 /* numbers every registration of every controller (struct p2pnvme_reg) */
 static atomic64_t reg_serial = ATOMIC64_INIT(0);

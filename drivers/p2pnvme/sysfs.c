@@ -13,7 +13,8 @@
 #include <linux/sysfs.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "driver.h"
+#include "reg.h"
 
 /* ---- sysfs: /sys/class/p2pnvme/p2pnvmeN/stats/<counter> --------------- */
 

@@ -43,7 +43,11 @@
 #include <linux/workqueue.h>
 #include <p2p_compat.h>
 
-#include "internal.h"
+#include "uring.h"
+#include "io.h"
+#include "reg.h"
+#include "ctrl.h"
+#include "queue.h"
 
 #if P2P_HAVE_URING_CMD
 /*

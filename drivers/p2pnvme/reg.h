@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* p2pnvme: registered buffers and dma-buf import (layer 4) */
+#ifndef P2PNVME_REG_H
+#define P2PNVME_REG_H
+
+#include "internal.h"
+
+/* what a registered buffer is (struct p2pnvme_reg.kind) */
+enum p2pnvme_reg_kind {
+	P2PNVME_REG_HOST,	/* pinned host pages, mapped by us */
+	P2PNVME_REG_DMABUF,	/* an imported dma-buf, mapped by its exporter */
+};
+
+/**
+ * struct p2pnvme_reg - a registered buffer (P2PNVME_IOC_BUF_REGISTER)
+ * @kref: held by the file's table while registered and by each request
+ *	  that names it; the last put tears it down (process context)
+ * @c: the controller (alive: the file that owns the buffer holds it)
+ * @node: on @c->reg_list (@c->reg_lock)
+ * @kind: enum p2pnvme_reg_kind
+ * @writable: the controller may write into it (reads of the namespace)
+ * @len: bytes a transfer may address, from offset 0
+ * @start: where byte 0 is in the mapping (the dma-buf offset; 0 for host)
+ * @busy: requests whose commands may be at the controller now
+ * @revoked: no new commands (the exporter's invalidation, or removal):
+ *	     later transfers fail with -ENODEV
+ * @stale: dma-buf: the exporter moved it (invalidation): no new commands
+ *	   until p2pnvme_reg_get() maps it again (set under the dma-buf's
+ *	   reservation lock, cleared under @c->reg_lock and it)
+ * @wq: woken when @busy drops to 0 after @revoked or @stale
+ * @pages: host: the pinned pages
+ * @nr_pages: host: how many
+ * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
+ * @sgt: host: their table, DMA-mapped while @mapped
+ * @mapped: host: @sgt is mapped (@c->reg_lock once listed)
+ * @need_sync: host: the DMA layer syncs this mapping (swiotlb, a
+ *	       non-coherent device): each transfer syncs its range
+ * @bounced: host: bytes of the mapping held in swiotlb's bounce slots,
+ *	     counted in @c->reg_bounced while mapped
+ * @dmabuf: dma-buf: the buffer, with a reference, until the buffer is
+ *	    freed (unregistered or its file closed; removal only unmaps)
+ * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
+ * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
+ *	  invalidated (the dma-buf's reservation lock)
+ * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
+ *	  (p2pnvme_dmabuf_in_host(), at each mapping)
+ * @owner: dma-buf: the PCI name of the function whose BAR @dsgt is in, or
+ *	   "" (written with @host; read by armed requests, debugfs under
+ *	   @c->reg_lock)
+ * @require_p2p: P2PNVME_BUF_F_REQUIRE_P2P: every transfer refuses host memory
+ * @nseg: DMA segments of the mapping, indexed in @seg and @seg_pos
+ * @seg: each segment's scatterlist entry
+ * @seg_pos: each segment's byte position in the mapping, ascending
+ * @rcu: the table's lookups are RCU: the memory goes after a grace period
+ * @serial: this registration's number, never reused (its id is): an io_uring
+ *	    request issued again names the registration it was bound to
+ *
+ * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
+ * @busy right before its commands are queued (p2pnvme_reg_arm()); it drops
+ * @busy once none of its commands can reach the controller any more, and
+ * @kref when it is released. An invalidation waits for @busy to drain
+ * before it unmaps, so the controller never sees a mapping the exporter
+ * was told is gone.
+ */
+struct p2pnvme_reg {
+	struct kref kref;
+	struct p2pnvme *c;
+	struct list_head node;
+	u8 kind;
+	bool writable;
+	u64 len;
+	u64 start;
+	atomic_t busy;
+	bool revoked;
+	bool stale;
+	wait_queue_head_t wq;
+	struct page **pages;
+	unsigned int nr_pages;
+	struct mm_struct *mm;
+	struct sg_table sgt;
+	bool mapped;
+	bool need_sync;
+	u64 bounced;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *dsgt;
+	bool host;
+	char owner[P2PNVME_OWNER_LEN];
+	bool require_p2p;
+	unsigned int nseg;
+	struct scatterlist **seg;
+	u64 *seg_pos;
+	struct rcu_head rcu;
+	u64 serial;
+};
+
+/**
+ * struct p2pnvme_fence - a batch's fence in an imported dma-buf's
+ *	reservation object; it may outlive the batch and the controller
+ *	(and before 7.x holds the module: see fence_release())
+ * @base: the fence
+ * @lock: its lock
+ */
+struct p2pnvme_fence {
+	struct dma_fence base;
+	spinlock_t lock;	/* of @base */
+};
+
+/* reg.c: registered buffers */
+void p2pnvme_reg_init(struct p2pnvme *c);
+long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
+long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
+void p2pnvme_reg_file_release(struct p2pnvme_file *f);
+void p2pnvme_reg_remove(struct p2pnvme *c);
+void p2pnvme_reg_watch(struct p2pnvme *c);
+void p2pnvme_reg_unwatch(struct p2pnvme *c);
+bool p2pnvme_reg_refuses(struct p2pnvme_req *r);
+struct seq_file;
+int p2pnvme_reg_show(struct seq_file *s, void *unused);
+int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r);
+int p2pnvme_reg_arm(struct p2pnvme_req *r);
+void p2pnvme_reg_idle(struct p2pnvme_req *r);
+void p2pnvme_reg_put(struct p2pnvme_req *r);
+void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
+void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
+
+/* dmabuf.c: the importer; without dma-buf support such requests are refused */
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
+int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
+bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
+			    bool *orphan);
+int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
+bool p2pnvme_dmabuf_signalling(void);
+void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie);
+void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
+void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
+#else
+static inline int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs,
+					unsigned int i)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs,
+				       unsigned int nr)
+{
+	return 0;
+}
+
+static inline bool p2pnvme_dmabuf_signalling(void)
+{
+	return false;
+}
+
+static inline void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr,
+					 bool cookie) {}
+static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
+static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
+#endif
+
+#endif /* P2PNVME_REG_H */
