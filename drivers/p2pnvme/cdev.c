@@ -88,28 +88,47 @@ static long ioc_info(struct p2pnvme *c, unsigned long uarg)
 	return p2p_ioctl_copy_out(uarg, &info, sizeof(info));
 }
 
-static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg)
+/*
+ * One transfer of an ioctl: checked against the namespace and the file's
+ * rights (@allowed), charged to the file's bytes in flight, run.
+ * Return: -errno before anything was submitted (*@ran false, if asked),
+ * or the batch's answer.
+ */
+static int run_one(struct p2pnvme_file *f, struct file *filp, struct p2pnvme_io *io,
+		   int (*allowed)(struct file *filp, const struct p2pnvme_io *io), bool *ran)
 {
 	struct p2pnvme *c = f->c;
-	struct p2pnvme_io io;
 	unsigned int failed;
 	u64 bytes;
+	int ret = p2pnvme_check_io(io, c->lba_shift, c->nlb);
+
+	if (ran)
+		*ran = false;
+	if (!ret)
+		ret = allowed(filp, io);
+	if (!ret)
+		ret = p2pnvme_inflight_get(f, io, 1, &bytes);
+	if (ret)
+		return ret;
+	if (ran)
+		*ran = true;
+	ret = p2pnvme_run_batch(c, f, io, 1, &failed);
+	p2pnvme_inflight_put(f, bytes);
+	return ret;
+}
+
+static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg)
+{
+	struct p2pnvme_io io;
+	bool ran;
 	int ret = p2p_ioctl_copy_in(&io, sizeof(io), offsetofend(struct p2pnvme_io, reserved),
 				    uarg);
 
 	if (ret)
 		return ret;
 	p2pnvme_io_clear_out(&io);
-	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
-	if (!ret)
-		ret = p2pnvme_io_allowed(filp, &io);
-	if (!ret)
-		ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
-	if (ret)
-		return ret;
-	ret = p2pnvme_run_batch(c, f, &io, 1, &failed);
-	p2pnvme_inflight_put(f, bytes);
-	if (ret == -ERESTARTSYS)
+	ret = run_one(f, filp, &io, p2pnvme_io_allowed, &ran);
+	if (!ran || ret == -ERESTARTSYS)
 		return ret;	/* nothing was submitted, nothing is written */
 	if (p2p_ioctl_copy_out(uarg, &io, sizeof(io)))
 		return -EFAULT;
@@ -133,8 +152,6 @@ static long ioc_nvme_io(struct p2pnvme_file *f, struct file *filp, unsigned long
 	struct p2pnvme *c = f->c;
 	struct nvme_uring_cmd nc;
 	struct p2pnvme_io io;
-	unsigned int failed;
-	u64 bytes;
 	int ret;
 
 	/* both start as struct nvme_uring_cmd does, up to rsvd2 */
@@ -144,15 +161,7 @@ static long ioc_nvme_io(struct p2pnvme_file *f, struct file *filp, unsigned long
 	ret = p2pnvme_io_from_nvme(c, &nc, false, &io);
 	if (ret)
 		return ret;
-	ret = p2pnvme_check_io(&io, c->lba_shift, c->nlb);
-	if (!ret)
-		ret = p2pnvme_nvme_io_allowed(filp, &io);
-	if (!ret)
-		ret = p2pnvme_inflight_get(f, &io, 1, &bytes);
-	if (ret)
-		return ret;
-	ret = p2pnvme_run_batch(c, f, &io, 1, &failed);
-	p2pnvme_inflight_put(f, bytes);
+	ret = run_one(f, filp, &io, p2pnvme_nvme_io_allowed, NULL);
 	if (ret == -EIO && io.status)
 		ret = io.status;	/* the controller's answer, not an errno */
 	/* no command returns a result dword worth passing on here */
