@@ -4,9 +4,10 @@
 # media error from the backend reaches the caller; a command that outlives io_timeout_ms is aborted, the
 # controller reset, the I/O fails with ETIMEDOUT and the next one works;
 # resets of the PCI function racing with io_uring timeouts leave the
-# controller live; hot-unplug during a batch of I/O returns it without a
-# hang; a controller that stops answering is reset, then taken out of
-# service (ENODEV);
+# controller live; a CPU going offline waits for the commands on its
+# queue; hot-unplug during a batch of I/O returns it without a hang; a
+# controller that stops answering is reset, then taken out of service
+# (ENODEV);
 # hot-unplug of a controller with its char device open.
 . /tests/lib.sh
 
