@@ -236,6 +236,9 @@ struct p2pnvme_cmd;		/* queue.h */
  * @borrowed: @pages are io_uring's registered buffer's, held by the command
  *	      until it is answered: not unpinned here
  * @sgt: DMA-mapped table the commands describe: @pages, or @bpages
+ * @page1: @pages of a buffer within one page (a 4 KiB I/O), which then
+ *	   needs no array of its own
+ * @sg1: @sgt's one entry when it describes one page: no table to allocate
  * @bpages: host bounce pages when the request bounces
  * @bnr: how many
  * @reg: the registered buffer it names (P2PNVME_IO_F_REGISTERED), with a
@@ -284,6 +287,8 @@ struct p2pnvme_req {
 	struct iov_iter *iter;
 	bool borrowed;
 	struct sg_table sgt;
+	struct page *page1;
+	struct scatterlist sg1;
 	struct page **bpages;
 	unsigned int bnr;
 	struct p2pnvme_reg *reg;

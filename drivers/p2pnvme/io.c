@@ -130,6 +130,25 @@ static bool has_data(const struct p2pnvme_io *io)
 
 /* ---- phase 1: pin (no lock) ------------------------------------------- */
 
+/*
+ * An array for @n page pointers. A buffer within one page (every 4 KiB
+ * I/O of an aligned buffer) uses the request's own slot: nothing to
+ * allocate or free per I/O, as nvme-pci's one-segment path needs none.
+ */
+static struct page **req_pages_alloc(struct p2pnvme_req *r, unsigned int n)
+{
+	if (n == 1)
+		return &r->page1;
+	return kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
+}
+
+static void req_pages_free(struct p2pnvme_req *r)
+{
+	if (r->pages != &r->page1)
+		kvfree(r->pages);
+	r->pages = NULL;
+}
+
 static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
 {
 	u64 addr = r->io->addr, len = r->io->len;
@@ -140,15 +159,14 @@ static int pin_user(struct p2pnvme_req *r, bool write_to_mem)
 #if P2P_HAVE_USER_PAGES
 	gup |= FOLL_PCI_P2PDMA;
 #endif
-	r->pages = kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
+	r->pages = req_pages_alloc(r, n);
 	if (!r->pages)
 		return -ENOMEM;
 	got = pin_user_pages_fast(addr & PAGE_MASK, n, gup, r->pages);
 	if (got != n) {
 		if (got > 0)
 			unpin_user_pages(r->pages, got);
-		kvfree(r->pages);
-		r->pages = NULL;
+		req_pages_free(r);
 		return got < 0 ? got : -EFAULT;
 	}
 	r->nr = n;
@@ -173,7 +191,7 @@ static int pin_iter(struct p2pnvme_req *r, struct iov_iter *it)
 	if (iov_iter_count(it) != r->io->len)
 		return -EINVAL;
 	r->borrowed = !iov_iter_extract_will_pin(it);
-	r->pages = kvmalloc_array(n, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
+	r->pages = req_pages_alloc(r, n);
 	if (!r->pages)
 		return -ENOMEM;
 	while (iov_iter_count(it)) {
@@ -249,8 +267,24 @@ static void bounce_copy(struct p2pnvme *c, struct p2pnvme_req *r, bool to_user)
 static int req_table(struct p2pnvme *c, struct p2pnvme_req *r, struct page **pages,
 		     unsigned int n, unsigned int off)
 {
+	/* within one page: one entry, the request's own */
+	if (n == 1) {
+		sg_init_table(&r->sg1, 1);
+		sg_set_page(&r->sg1, pages[0], r->io->len, off);
+		r->sgt.sgl = &r->sg1;
+		r->sgt.orig_nents = 1;
+		return 0;
+	}
 	return sg_alloc_table_from_pages_segment(&r->sgt, pages, n, off, r->io->len,
 						 c->max_seg, GFP_KERNEL);
+}
+
+/* Undo req_table(): the table is unmapped. */
+static void req_table_free(struct p2pnvme_req *r)
+{
+	if (r->sgt.sgl != &r->sg1)
+		sg_free_table(&r->sgt);
+	memset(&r->sgt, 0, sizeof(r->sgt));
 }
 
 /* Host pages for a bounce, charged to the caller; filled now for writes. */
@@ -443,8 +477,7 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 		return ret;
 	}
 	/* the topology (the DMA layer's verdict) refuses P2P: bounce */
-	sg_free_table(&r->sgt);
-	memset(&r->sgt, 0, sizeof(r->sgt));
+	req_table_free(r);
 	r->bounce = true;
 	r->why = P2PNVME_WHY_TOPOLOGY;
 	ret = bounce_alloc(c, r);
@@ -476,7 +509,7 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 	p2pnvme_reg_put(r);
 	if (r->dmabuf)
 		p2pnvme_dmabuf_release(r);
-	sg_free_table(&r->sgt);
+	req_table_free(r);
 	for (i = 0; r->bpages && i < r->bnr && r->bpages[i]; i++)
 		__free_page(r->bpages[i]);
 	kvfree(r->bpages);
@@ -484,7 +517,7 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 		if (!r->borrowed)
 			unpin_user_pages_dirty_lock(r->pages, r->nr,
 						    ok && r->dir == DMA_FROM_DEVICE);
-		kvfree(r->pages);
+		req_pages_free(r);
 	}
 }
 
