@@ -15,7 +15,7 @@ mkdir -p "$dir"
 # Copy sources only: .gitignore names every build artifact (excluded files
 # are also kept at the destination, so builds there stay incremental).
 rsync -rl --checksum --delete --exclude /.git --filter ':- .gitignore' "$P2P_TOP/" "$dir/"
-make -s -C "$dir" KDIR="$kdir" "$@" modules >"$dir/build.log" 2>&1 || { cat "$dir/build.log" >&2; die "module build failed against $kdir"; }
+make -s -j"$(nproc)" -C "$dir" KDIR="$kdir" "$@" modules >"$dir/build.log" 2>&1 || { cat "$dir/build.log" >&2; die "module build failed against $kdir"; }
 if grep -E 'warning:|error:' "$dir/build.log" >&2; then
 	die "module build against $kdir printed warnings"
 fi
