@@ -228,7 +228,10 @@ case "$cmd" in
 kernels) kernels ;;
 check)
 	shift
-	rm -rf "$OUT/runs"
+	rm -rf "$OUT/runs" "$OUT/initrd"
+	# the boots of this check share each kernel's modules and initramfs
+	export P2P_INITRD_DIR=$OUT/initrd
+	mkdir -p "$P2P_INITRD_DIR"
 	if [ $# -gt 0 ]; then
 		# just these boots: no compile matrix, only the kernels they need
 		bench_run_deps

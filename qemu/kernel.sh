@@ -10,8 +10,7 @@
 #   qemu/kernel.sh stock   <series>            Debian's stock config of it, prepared
 #
 # flavour: base (qemu/configs/base.config), debug (base + debug.config),
-# minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only)
-# or iov (base + SR-IOV, for the sriov profile).
+# or minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only).
 # Results are cached under $P2P_CACHE keyed by Debian version + fragment hash;
 # an entry counts only once its .complete/.prepared stamp exists, and the stamp
 # is the last thing written, so an interrupted build is resumed, never trusted.
@@ -25,7 +24,6 @@ fragments() {
 	echo "$P2P_TOP/qemu/configs/base.config"
 	[ "$1" = debug ] && echo "$P2P_TOP/qemu/configs/debug.config"
 	[ "$1" = minimal ] && echo "$P2P_TOP/qemu/configs/minimal.config"
-	[ "$1" = iov ] && echo "$P2P_TOP/qemu/configs/iov.config"
 	return 0
 }
 
@@ -133,21 +131,6 @@ configure() {
 	check_config "$src" "$out" "$flavour"
 }
 
-# The iov flavour only adds options to base: it starts as a copy of base's
-# finished build, and kbuild (which tracks each object's CONFIG_ symbols)
-# recompiles just what they touch: CONFIG_PCI_IOV is in <linux/pci.h>, so
-# that is still 1200 of 1700 objects, 5 minutes here instead of 8-9.
-seed_from_base() {
-	local mode=$1 series=$2 flavour=$3 out=$4 base
-	[ "$mode" = build ] && [ "$flavour" = iov ] && [ ! -e "$out/.config" ] || return 0
-	base="$P2P_CACHE/build/$(cache_key "$series" base)"
-	[ -e "$base/.complete" ] || return 0
-	say "build: $(basename "$out") starts from $(basename "$base")"
-	rm -rf "$out"
-	cp -a "$base" "$out"
-	rm -f "$out/.complete" "$out/.prepared" "$out/.config" "$out/.fragment"
-}
-
 do_build() {
 	local mode=$1 series=$2 flavour=${3:-base} src key out stamp jobs
 	src=$(src_tree "$series")
@@ -161,7 +144,6 @@ do_build() {
 	flock -n 9 || { say "waiting for another run building $key"; flock 9; }
 	if [ -e "$out/.complete" ] || [ -e "$out/$stamp" ]; then exec 9>&-; echo "$out"; return; fi
 	host_build_deps
-	seed_from_base "$mode" "$series" "$flavour" "$out"
 	[ -e "$out/.config" ] && [ -e "$out/.fragment" ] || configure "$series" "$flavour" "$src" "$out"
 	jobs=$(( $(nproc) + 1 ))
 	if [ "$mode" = build ]; then

@@ -92,7 +92,7 @@ probe HAVE_RQ_END_IO_IOB '#include <linux/blk-mq.h>' \
 
 objs=$(sed -n 's/^obj-m += //p' "$tmp/Kbuild")
 # -k: a probe that does not compile is an answer, not an error.
-make -k -s -C "$kdir" M="$tmp" KBUILD_MODPOST_WARN=1 $objs >"$tmp/log" 2>&1 || true
+make -k -s -j"$(nproc)" -C "$kdir" M="$tmp" KBUILD_MODPOST_WARN=1 $objs >"$tmp/log" 2>&1 || true
 
 mkdir -p "$(dirname "$out")"
 # kept for whoever wonders why a probe said no
