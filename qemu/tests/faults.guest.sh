@@ -138,10 +138,16 @@ else
 	t0=$(cat $S1/timeouts); r0=$(cat $S1/resets)
 	taskset -c 1 timeout 60 fio --minimal --ioengine=io_uring_cmd --cmd_type=nvme \
 		--filename=/dev/p2pnvme1 --name=hp --rw=randread --bs=4k --iodepth=4 --size=1M \
-		--time_based --runtime=3 >/tmp/hp.out 2>/tmp/hp.err &
+		--time_based --runtime=5 >/tmp/hp.out 2>/tmp/hp.err &
 	bg=$!
-	sleep 1
-	busy=$(awk -v q=$q1 '$1 == q { print $7 }' $Q1)
+	# fio's start takes seconds on the debug kernel of a busy host: wait
+	# for its reads to reach the queue (up to 20 s), not a fixed time
+	busy=0 n=0
+	while [ "${busy:-0}" -eq 0 ] && [ $n -lt 200 ] && kill -0 $bg 2>/dev/null; do
+		sleep 0.1
+		n=$((n + 1))
+		busy=$(awk -v q=$q1 '$1 == q { print $7 }' $Q1)
+	done
 	read -r a _ </proc/uptime
 	echo 0 > $C1
 	left=$(awk -v q=$q1 '$1 == q { print $7 }' $Q1)
