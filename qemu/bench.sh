@@ -7,7 +7,8 @@
 #   qemu/bench.sh check      compile matrix + every run of qemu/matrix; ends with
 #                            "N passed, N failed"; exit status 0 only if nothing failed
 #   qemu/bench.sh check SEL...   only the matrix lines named PROFILE.TEST[.FLAVOUR]
-#                            (globs allowed, e.g. 'switch.client' '*.debug')
+#                            (globs allowed, e.g. 'switch.client' '*.debug'), and
+#                            the compile matrix (the build suite) if one is "build"
 #   qemu/bench.sh kernels    fetch and build every kernel the bench uses
 #
 # Environment: P2P_CACHE (default ~/.cache/p2pdma-suite), P2P_MATRIX (a file
@@ -230,9 +231,16 @@ check)
 	shift
 	rm -rf "$OUT/runs"
 	if [ $# -gt 0 ]; then
-		# just these boots: no compile matrix, only the kernels they need
-		bench_run_deps
-		run_matrix "$@" || true
+		# just these boots: no compile matrix, only the kernels they need;
+		# "build" names the compile matrix (the build suite) alone
+		sel=()
+		for a in "$@"; do
+			if [ "$a" = build ]; then kernels; build_suite; else sel+=("$a"); fi
+		done
+		if [ ${#sel[@]} -gt 0 ]; then
+			bench_run_deps
+			run_matrix "${sel[@]}" || true
+		fi
 	else
 		kernels
 		build_suite
@@ -242,5 +250,5 @@ check)
 	summary
 	;;
 demo) demo ;;
-*) sed -n '3,14p' "$0" | sed 's/^# \?//'; exit 2 ;;
+*) sed -n '3,15p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
