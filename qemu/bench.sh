@@ -116,7 +116,10 @@ build_suite() {
 	t "p2pnvme's calls only go down (scripts/layers.py)" python3 "$P2P_TOP/scripts/layers.py"
 	t "kernel-doc is clean" kerneldoc "$src"
 	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
-	t "UAPI structures have one layout on i386 and x86_64" make -s -C "$P2P_TOP/tools" uapi-layout-m32
+	t "uapi-layout runs on i386 and x86_64 and reports a KTAP case per check (build.uapi_layout_*)" \
+		sh -c "make -s -C '$P2P_TOP/tools' build/uapi-layout-m32 &&
+		       python3 '$P2P_TOP/qemu/ktap.py' run '$run/ktap/uapi-layout-x86_64.ktap' '$P2P_TOP/tools/build/uapi-layout' &&
+		       python3 '$P2P_TOP/qemu/ktap.py' run '$run/ktap/uapi-layout-i386.ktap' '$P2P_TOP/tools/build/uapi-layout-m32'"
 	t "p2pctl: --help exits 0, usage errors and bad numbers exit 2 saying why" \
 		"$P2P_TOP/tools/tests/p2pctl-cli.sh" "$P2P_TOP/tools/build/p2pctl"
 	t "p2pctl list, topo, check on a made-up machine: nvidia-smi's legend beside the kernel's verdict" \
