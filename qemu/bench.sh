@@ -124,8 +124,9 @@ build_suite() {
 		"$P2P_TOP/tools/tests/p2pctl-cli.sh" "$P2P_TOP/tools/build/p2pctl"
 	t "p2pctl list, topo, check on a made-up machine: nvidia-smi's legend beside the kernel's verdict" \
 		"$P2P_TOP/tools/tests/p2pctl-topo.sh" "$P2P_TOP/tools/build/p2pctl"
-	t "p2pctl nvme-error-log: 256 entries read in 4 KiB pieces, nvme-cli's status_field" \
-		sh -c "make -s -C '$P2P_TOP/tools' build/p2pctl-errlog && '$P2P_TOP/tools/tests/p2pctl-errlog.sh'"
+	t "p2pctl-errlog (nvme-error-log against a made-up controller) reports a KTAP case per check (build.p2pctl_errlog)" \
+		sh -c "make -s -C '$P2P_TOP/tools' build/p2pctl-errlog &&
+		       python3 '$P2P_TOP/qemu/ktap.py' run '$run/ktap/p2pctl-errlog.ktap' '$P2P_TOP/tools/build/p2pctl-errlog'"
 	t "the test programs' harness: a hanging test killed at its timeout and counted failed by kunit.py" \
 		sh -c "make -s -C '$P2P_TOP/tools' build/harness-selftest && '$P2P_TOP/tools/tests/harness-selftest.sh' \
 		'$P2P_TOP/tools/build/harness-selftest' \
