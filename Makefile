@@ -10,7 +10,8 @@
 #   make dkms                                    register, build and install with DKMS
 #   make dist                                    p2pdma-suite-<version>.tar.gz (rpmbuild -ta)
 #   make demo                                    boot the emulated server, show a P2P transfer
-#   make check [T=PROFILE.TEST[.FLAVOUR] ...]    every test (or just those boots)
+#   make check [T=PROFILE.TEST[.FLAVOUR] ...]    every test (or just those boots;
+#                                                T=build: the compile matrix)
 #   make clean
 #
 # KDIR defaults to the running kernel's build tree. The kernel must be 6.1 or

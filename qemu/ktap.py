@@ -5,6 +5,9 @@ tools/testing/kunit/kunit.py; this only cuts and joins documents.
 
   ktap.py extract RUN_DIR             serial.log blocks -> RUN_DIR/ktap/*.ktap
   ktap.py merge OUT.ktap RUN_DIR...   one document, suites prefixed with the run
+  ktap.py run OUT.ktap COMMAND...     a host-side test program's document -> OUT.ktap
+                                      (beside the build suite's own): exit 0 if it is
+                                      whole, whatever its cases say
   ktap.py count KUNIT_PY OUT.ktap [--json FILE]
                                       parse with kunit.py, print the summary line
 """
@@ -67,6 +70,26 @@ def merge(out_path, runs):
             f.write(f'{st} {i} {name}{rest}\n')
 
 
+def run(out_path, cmd):
+    """Run a test program of the build suite (on tools/lib/harness.h) and
+    keep its KTAP document where merge finds it, so that its cases are
+    counted one by one, as a guest's are. Its cases' failures are counted
+    there: this fails only for a document that is not whole (no program,
+    a crash), which would otherwise count nothing."""
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, errors='replace')
+        out, why = r.stdout, f'exit status {r.returncode}'
+    except OSError as e:
+        out, why = '', str(e)
+    with open(out_path, 'w') as f:
+        f.write(out)
+    lines = [l for l in out.splitlines() if l.strip()]
+    if not lines or not re.match(r'^(ok|not ok) 1 \S+', lines[-1]):
+        print(f'{cmd[0]}: no whole KTAP document ({why})')
+        return 1
+    return 0
+
+
 def walk(group, counts, failed, path=''):
     for t in group.get('test_cases', []):
         counts[t['status']] = counts.get(t['status'], 0) + 1
@@ -103,6 +126,8 @@ if __name__ == '__main__':
         extract(sys.argv[2])
     elif cmd == 'merge':
         merge(sys.argv[2], sys.argv[3:])
+    elif cmd == 'run':
+        sys.exit(run(sys.argv[2], sys.argv[3:]))
     elif cmd == 'count':
         js = sys.argv[sys.argv.index('--json') + 1] if '--json' in sys.argv else None
         sys.exit(count(sys.argv[2], sys.argv[3], js))

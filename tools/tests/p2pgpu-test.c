@@ -2,11 +2,23 @@
 /*
  * p2pgpu-test: p2pnvme's dma-buf imports against GPU-like exporters (the
  * bench's tools/testing/p2pgpu module: nvidia, amdgpu and xe
- * personalities), KTAP on stdout, bytes checked by the host (fd 7, see
- * ktap.h) in the BAR's backing file and the namespace image.
+ * personalities), KTAP on stdout on the test programs' harness
+ * (tools/lib/harness.h, suite gpuexp), bytes checked by the host (fd 7,
+ * see ktap.h) in the BAR's backing file and the namespace image.
  *
- *   p2pgpu-test /dev/p2pgpu /dev/p2pnvmeN BAR
+ *   p2pgpu-test /dev/p2pgpu /dev/p2pnvmeN BAR [/dev/p2pbarN]
  *	BAR: the host's name of the exporter's ivshmem backing file (bar1)
+ *	/dev/p2pbarN: a provider whose exports the GPU's importers take
+ *
+ * A test per personality and part (its transfers, its streams, the static
+ * importer, the static-importer trap), then the P2P-required stream, the
+ * other direction (p2pbar's exports imported) and the unbind mid-stream,
+ * each in a child of its own with the devices opened by its fixture, its
+ * exports its own. Each test prints the same cases whatever happens: where
+ * a transfer did not go (refused under swiotlb=force, or failed), the
+ * cases about where its bytes landed are SKIP, and a test that cannot go
+ * on (an export or a registration refused) ends in kt_fail(), its other
+ * cases "not reached".
  *
  * For each personality: a per-I/O read into the dma-buf and a write from
  * it, a registered read; for amdgpu and xe an eviction (the bytes follow
@@ -45,7 +57,7 @@
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
-#include "ktap.h"
+#include "harness.h"
 #include "../testing/p2pgpu/p2pgpu_uapi.h"
 
 #define KIB		1024ULL
@@ -55,13 +67,14 @@
 #define QLEN		(256 * KIB)	/* a read */
 
 static const char *names[] = { "", "nvidia", "amdgpu", "xe" };
-static int gpu, nvme;
-static const char *bar;
-static uint32_t p2p_path;	/* what p2pnvme reports for a read into the BAR */
+/* what main() parsed, for every test */
+static const char *gpu_path, *nvme_path, *bar, *bardev;
 static char gpu_name[64];	/* the exporter's PCI function, as sysfs names it */
 static char nvme_name[64];	/* the controller's */
 static const char *nvme_dev;	/* its character device's name (p2pnvme0) */
 static int swiotlb;		/* swiotlb=force: host placements cannot be used */
+/* the running test's devices: its fixture's, opened in its own child */
+static int gpu = -1, nvme = -1;
 
 /* the PCI function a class device belongs to: its sysfs "device" link */
 static void sysfs_function(const char *classdev, char *name, size_t size)
@@ -94,11 +107,6 @@ static void bound_function(const char *driver, char *name, size_t size)
 		}
 	if (d)
 		closedir(d);
-}
-
-static void skip(const char *why, const char *what)
-{
-	printf("    ok %d %s # SKIP %s\n", ++ktap_n, what, why);
 }
 
 /*
@@ -318,11 +326,13 @@ static void landed(int fd, uint64_t off, uint64_t slba, uint64_t len, const char
 {
 	unsigned char *want = xalloc(len), *got = xalloc(len);
 	struct p2pgpu_buf b = where(fd);
+	int ref = host_read(slba, len, want);
 
-	if (host_read(slba, len, want))
-		tap(0, "%s: reference read of LBA %llu", what, (unsigned long long)slba);
-	tap(!cpu_read(fd, off, got, len) && !memcmp(want, got, len),
+	tap(!ref && !cpu_read(fd, off, got, len) && !memcmp(want, got, len),
 	    "%s: the buffer (in %s) holds the image's bytes", what, place(&b));
+	if (ref)
+		printf("    # the reference read of LBA %llu failed: %s\n",
+		       (unsigned long long)slba, strerror(-ref));
 	if (b.where == P2PGPU_WHERE_BAR)
 		hostcheck("equal %llu %s@%llu nvme0@%llu", (unsigned long long)len, bar,
 			  (unsigned long long)(b.bar_off + off), (unsigned long long)(slba * LBA));
@@ -336,20 +346,40 @@ static void landed(int fd, uint64_t off, uint64_t slba, uint64_t len, const char
 /*
  * What p2pnvme reports must tell host memory from the BAR: a transfer into
  * a buffer in host memory may not report the path a transfer into the BAR
- * reported (P2PNVME_PATH_DMABUF_HOST and P2PNVME_PATH_DMABUF).
+ * reports (P2PNVME_PATH_DMABUF_HOST and P2PNVME_PATH_DMABUF).
  */
 static void path_says(int fd, uint32_t path, const char *what)
 {
 	struct p2pgpu_buf b = where(fd);
 
 	if (b.where == P2PGPU_WHERE_BAR) {
-		tap(path == p2p_path, "%s: path %u, the one a read into the BAR reports", what,
-		    path);
+		tap(path == P2PNVME_PATH_DMABUF, "%s: path %u, the one a read into the BAR reports",
+		    what, path);
 	} else {
-		tap(path != p2p_path,
+		tap(path != P2PNVME_PATH_DMABUF,
 		    "%s: path %u says host memory, not the BAR's path %u",
-		    what, path, p2p_path);
+		    what, path, P2PNVME_PATH_DMABUF);
 	}
+}
+
+/*
+ * After a transfer (@ret): where its bytes landed (landed()) and, with
+ * @path, what p2pnvme said of it (path_says()). A transfer that did not go
+ * moved no byte to look for: the same cases, SKIP.
+ */
+static void moved(int ret, int fd, uint64_t off, uint64_t slba, uint64_t len,
+		  const uint32_t *path, const char *what)
+{
+	if (ret) {
+		tap(1, "%s: the buffer holds the image's bytes # SKIP no transfer (%s)", what,
+		    strerror(-ret));
+		if (path)
+			tap(1, "%s: the path says where # SKIP no transfer", what);
+		return;
+	}
+	landed(fd, off, slba, len, what);
+	if (path)
+		path_says(fd, *path, what);
 }
 
 static void diag_where(int fd, const char *what)
@@ -374,12 +404,7 @@ static uint32_t basics(uint32_t p, int fd, uint64_t base)
 	snprintf(what, sizeof(what), "%s: per-I/O read", names[p]);
 	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base, QLEN, &path);
 	tap(!ret, "%s of 256 KiB into the dma-buf (%s)", what, strerror(-ret));
-	if (!p2p_path && !ret && where(fd).where == P2PGPU_WHERE_BAR)
-		p2p_path = path;
-	if (!ret) {
-		landed(fd, 0, base, QLEN, what);
-		path_says(fd, path, what);
-	}
+	moved(ret, fd, 0, base, QLEN, &path, what);
 
 	ret = buf_op(P2PGPU_IOC_FILL, fd, &b);
 	ret = ret ?: dmabuf_io(P2PNVME_OP_WRITE, fd, 512 * KIB, w, 64 * KIB, NULL);
@@ -389,14 +414,11 @@ static uint32_t basics(uint32_t p, int fd, uint64_t base)
 	ret = reg_dmabuf(fd, BUF, &id);
 	tap(!ret, "%s: the dma-buf registers (%s)", names[p], strerror(-ret));
 	if (ret)
-		return ~0U;
+		kt_fail("%s: no registration to go on with", names[p]);
 	snprintf(what, sizeof(what), "%s: registered read", names[p]);
 	ret = reg_read(id, QLEN, base + 512, QLEN, &path);
 	tap(!ret, "%s of 256 KiB (%s)", what, strerror(-ret));
-	if (!ret) {
-		landed(fd, QLEN, base + 512, QLEN, what);
-		path_says(fd, path, what);
-	}
+	moved(ret, fd, QLEN, base + 512, QLEN, &path, what);
 	return id;
 }
 
@@ -427,20 +449,14 @@ static void evictions(uint32_t p, int fd, uint32_t id, uint64_t base)
 	ret = reg_read(id, QLEN, base + 1024, QLEN, &path);
 	tap(host_ok(ret), "%s succeeds: a move is not a revoke (%s)%s", what, strerror(-ret),
 	    host_note());
-	if (!ret) {
-		landed(fd, QLEN, base + 1024, QLEN, what);
-		path_says(fd, path, what);
-	}
+	moved(ret, fd, QLEN, base + 1024, QLEN, &path, what);
 	snprintf(what, sizeof(what), "%s: per-I/O read, VRAM full", names[p]);
 	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base + 1536, QLEN, &path);
 	tap(host_ok(ret), "%s (%s)%s", what, strerror(-ret), host_note());
 	b = where(fd);
 	tap(b.where == P2PGPU_WHERE_HOST, "%s: the buffer stayed in host memory (GTT fallback)",
 	    what);
-	if (!ret) {
-		landed(fd, 0, base + 1536, QLEN, what);
-		path_says(fd, path, what);
-	}
+	moved(ret, fd, 0, base + 1536, QLEN, &path, what);
 	if (h >= 0)
 		close(h);
 
@@ -451,17 +467,11 @@ static void evictions(uint32_t p, int fd, uint32_t id, uint64_t base)
 	b = where(fd);
 	tap(b.where == P2PGPU_WHERE_BAR, "%s: the map moved the buffer back into the BAR (%s)",
 	    what, place(&b));
-	if (!ret) {
-		landed(fd, 0, base + 2048, QLEN, what);
-		path_says(fd, path, what);
-	}
+	moved(ret, fd, 0, base + 2048, QLEN, &path, what);
 	snprintf(what, sizeof(what), "%s: registered read after the move back", names[p]);
 	ret = reg_read(id, QLEN, base + 2560, QLEN, &path);
 	tap(!ret, "%s succeeds (%s)", what, strerror(-ret));
-	if (!ret) {
-		landed(fd, QLEN, base + 2560, QLEN, what);
-		path_says(fd, path, what);
-	}
+	moved(ret, fd, QLEN, base + 2560, QLEN, &path, what);
 	free(got);
 	free(want);
 }
@@ -497,10 +507,8 @@ static void stream(uint32_t p, int fd, int registered, uint64_t base)
 	pid_t pid;
 
 	pr = mmap(NULL, sizeof(*pr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (pr == MAP_FAILED || (registered && reg_dmabuf(fd, BUF, &id))) {
-		tap(0, "%s: %s stream: set up", names[p], kind);
-		goto out;
-	}
+	if (pr == MAP_FAILED || (registered && reg_dmabuf(fd, BUF, &id)))
+		kt_fail("%s: %s stream: set up", names[p], kind);
 	memset(pr, 0, sizeof(*pr));
 	fflush(stdout);
 	pid = fork();
@@ -546,9 +554,7 @@ static void stream(uint32_t p, int fd, int registered, uint64_t base)
 	diag_where(fd, "after the stream");
 	if (registered)
 		unreg(id);
-out:
-	if (pr != MAP_FAILED)
-		munmap(pr, sizeof(*pr));
+	munmap(pr, sizeof(*pr));
 	free(got);
 	free(want);
 }
@@ -566,10 +572,8 @@ static void static_importer(uint32_t p, uint32_t flags, uint64_t base)
 	int fd, ret;
 
 	fd = export(p, flags, BUF, NULL);
-	if (fd < 0) {
-		tap(0, "%s: export for the static importer (%s)", names[p], strerror(-fd));
-		return;
-	}
+	if (fd < 0)
+		kt_fail("%s: export for the static importer: %s", names[p], strerror(-fd));
 	ret = buf_op(P2PGPU_IOC_STATIC_ATTACH, fd, &b);
 	tap(!ret, "%s: a static importer attaches and maps (%s)", names[p], strerror(-ret));
 	diag_where(fd, "with the static importer");
@@ -585,10 +589,7 @@ static void static_importer(uint32_t p, uint32_t flags, uint64_t base)
 	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base + 3072, QLEN, &path);
 	tap(p == P2PGPU_NVIDIA ? !ret : host_ok(ret), "%s (%s)%s", what, strerror(-ret),
 	    p == P2PGPU_NVIDIA ? "" : host_note());
-	if (!ret) {
-		landed(fd, 0, base + 3072, QLEN, what);
-		path_says(fd, path, what);
-	}
+	moved(ret, fd, 0, base + 3072, QLEN, &path, what);
 	ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
 	tap(ret == (p == P2PGPU_NVIDIA ? -EOPNOTSUPP : -EBUSY),
 	    "%s: no eviction now (%s: %s)", names[p],
@@ -602,10 +603,7 @@ static void static_importer(uint32_t p, uint32_t flags, uint64_t base)
 		tap(!ret && b.where == P2PGPU_WHERE_BAR,
 		    "%s: back in VRAM at the next peer2peer map (%s, in %s)", what,
 		    strerror(-ret), place(&b));
-		if (!ret) {
-			landed(fd, 0, base + 3584, QLEN, what);
-			path_says(fd, path, what);
-		}
+		moved(ret, fd, 0, base + 3584, QLEN, &path, what);
 	}
 	close(fd);
 }
@@ -645,13 +643,13 @@ static void owner_and_require(uint32_t p, int fd, uint64_t base)
 	tap(!ret, "%s: registers with P2PNVME_BUF_F_REQUIRE_P2P in VRAM (%s)", names[p],
 	    strerror(-ret));
 	if (ret)
-		return;
+		kt_fail("%s: no registration requiring P2P to go on with", names[p]);
 	tap(r.path == P2PNVME_PATH_DMABUF && !strcmp(r.owner, gpu_name),
 	    "%s: the registration says dmabuf-p2p (%s), the exporter's function %s (path %u)",
 	    names[p], r.owner, gpu_name, r.path);
 	dbg = debugfs_lists("dmabuf-p2p", gpu_name, "require-p2p");
 	if (dbg < 0)
-		skip("no debugfs", "debugfs buffers names the owner");
+		tap(1, "%s: debugfs buffers names the owner # SKIP no debugfs", names[p]);
 	else
 		tap(dbg, "%s: debugfs buffers: dmabuf-p2p, owner %s, require-p2p", names[p],
 		    gpu_name);
@@ -676,14 +674,12 @@ static void owner_and_require(uint32_t p, int fd, uint64_t base)
 	snprintf(what, sizeof(what), "%s: registered read, P2P required", names[p]);
 	ret = reg_read_f(id, 2 * QLEN, base + 10240, QLEN, P2PNVME_IO_F_REQUIRE_P2P, &path);
 	tap(!ret && path == P2PNVME_PATH_DMABUF, "%s (%s, path %u)", what, strerror(-ret), path);
-	if (!ret)
-		landed(fd, 2 * QLEN, base + 10240, QLEN, what);
+	moved(ret, fd, 2 * QLEN, base + 10240, QLEN, NULL, what);
 	snprintf(what, sizeof(what), "%s: per-I/O read, P2P required", names[p]);
 	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 3 * QLEN, base + 10752, QLEN,
 			  P2PNVME_IO_F_REQUIRE_P2P, &path);
 	tap(!ret && path == P2PNVME_PATH_DMABUF, "%s (%s, path %u)", what, strerror(-ret), path);
-	if (!ret)
-		landed(fd, 3 * QLEN, base + 10752, QLEN, what);
+	moved(ret, fd, 3 * QLEN, base + 10752, QLEN, NULL, what);
 	unreg(id);
 }
 
@@ -720,7 +716,7 @@ static void require_trap(uint32_t p, uint32_t flags, uint64_t base)
 	tap(!ret && b.where == P2PGPU_WHERE_HOST, "%s: a static importer pinned it in host memory (%s)",
 	    kind, strerror(-ret));
 	if (ret)
-		goto out;
+		kt_fail("%s: no export with a static importer to go on with", kind);
 	b = (struct p2pgpu_buf){ .off = 0, .len = BUF, .arg = 0x70 + p };
 	buf_op(P2PGPU_IOC_FILL, fd, &b);
 	cpu_read(fd, 0, before, BUF);
@@ -743,6 +739,9 @@ static void require_trap(uint32_t p, uint32_t flags, uint64_t base)
 		    "%s: registered read requiring P2P refused (%s), the buffer untouched", kind,
 		    strerror(-ret));
 		unreg(id);
+	} else {
+		tap(1, "%s: registered read requiring P2P refused # SKIP not registered (%s)",
+		    kind, strerror(-ret));
 	}
 	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 0, base + 11264, QLEN, P2PNVME_IO_F_REQUIRE_P2P,
 			  &path);
@@ -764,9 +763,7 @@ static void require_trap(uint32_t p, uint32_t flags, uint64_t base)
 	    strerror(-ret));
 	hostcheck("fill 65536 nvme0@%llu 0x00", (unsigned long long)(w * LBA));
 	buf_op(P2PGPU_IOC_STATIC_DETACH, fd, &b);
-out:
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	free(before);
 }
 
@@ -789,7 +786,7 @@ static void require_stream(uint64_t base)
 	unsigned char *before = xalloc(BUF);
 	struct p2pgpu_buf b = { .arg = P2PGPU_EVICT_STAY };
 	int fd, status = 0, at, after, ret;
-	uint32_t id_req, id_any, path;
+	uint32_t id_req = 0, id_any = 0, path;
 	struct progress2 *pr;
 	pid_t pid;
 
@@ -797,10 +794,8 @@ static void require_stream(uint64_t base)
 	pr = mmap(NULL, sizeof(*pr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (fd < 0 || pr == MAP_FAILED ||
 	    reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id_req, NULL) ||
-	    reg_dmabuf_ex(fd, BUF, 0, &id_any, NULL)) {
-		tap(0, "amdgpu: P2P-required stream: set up");
-		goto out;
-	}
+	    reg_dmabuf_ex(fd, BUF, 0, &id_any, NULL))
+		kt_fail("amdgpu: P2P-required stream: set up");
 	memset(pr, 0, sizeof(*pr));
 	pr->first_refused = -1;
 	fflush(stdout);
@@ -871,9 +866,8 @@ static void require_stream(uint64_t base)
 		tap(!ret && path == P2PNVME_PATH_DMABUF_HOST,
 		    "amdgpu: the same read without the requirement goes on as dmabuf-host (%s, path %u)",
 		    strerror(-ret), path);
-		if (!ret)
-			landed(fd, 0, base + 12288, QLEN, "amdgpu: registered read, dmabuf-host");
 	}
+	moved(ret, fd, 0, base + 12288, QLEN, NULL, "amdgpu: registered read, dmabuf-host");
 	/*
 	 * VRAM free again. The registration keeps its mapping until the
 	 * exporter moves the buffer: another peer2peer map (here a per-I/O
@@ -892,15 +886,11 @@ static void require_stream(uint64_t base)
 	tap(!ret && path == P2PNVME_PATH_DMABUF && b.where == P2PGPU_WHERE_BAR,
 	    "amdgpu: back in VRAM, the P2P-required read goes again (%s, in %s)", strerror(-ret),
 	    place(&b));
-	if (!ret)
-		landed(fd, QLEN, base + 12800, QLEN, "amdgpu: P2P-required read, back in VRAM");
+	moved(ret, fd, QLEN, base + 12800, QLEN, NULL, "amdgpu: P2P-required read, back in VRAM");
 	unreg(id_req);
 	unreg(id_any);
-out:
-	if (pr != MAP_FAILED)
-		munmap(pr, sizeof(*pr));
-	if (fd >= 0)
-		close(fd);
+	munmap(pr, sizeof(*pr));
+	close(fd);
 	free(before);
 }
 
@@ -919,7 +909,7 @@ static int import(int fd, uint32_t flags, struct p2pgpu_import *im)
  * switch), and the provider's unbind reaches it as an invalidation, after
  * which the dma-buf maps no more (-ENODEV).
  */
-static void import_p2pbar(const char *bardev)
+static void import_p2pbar(void)
 {
 	struct p2pbar_export e = { .argsz = sizeof(e), .size = BUF,
 				   .flags = P2PBAR_EXPORT_F_CLOEXEC };
@@ -928,18 +918,11 @@ static void import_p2pbar(const char *bardev)
 	int pfd, ret;
 	double t;
 
-	if (!bardev) {
-		skip("the profile has no second ivshmem function for p2pbar",
-		     "p2pbar's export imported by the GPU's importers");
-		return;
-	}
+	if (!bardev)
+		kt_skip("the profile has no second ivshmem function for p2pbar");
 	pfd = open(bardev, O_RDWR | O_CLOEXEC);
-	if (pfd < 0 || ioctl(pfd, P2PBAR_IOC_EXPORT, &e)) {
-		tap(0, "p2pbar exports 1 MiB (%s)", strerror(errno));
-		if (pfd >= 0)
-			close(pfd);
-		return;
-	}
+	if (pfd < 0 || ioctl(pfd, P2PBAR_IOC_EXPORT, &e))
+		kt_fail("p2pbar exports 1 MiB: %s", strerror(errno));
 	ret = import(e.fd, 0, &im);
 	tap(ret == -EOPNOTSUPP, "p2pbar's export, static importer (NVIDIA's dma_buf_attach()): refused, %s",
 	    strerror(-ret));
@@ -948,7 +931,7 @@ static void import_p2pbar(const char *bardev)
 	    "p2pbar's export, amdgpu's dynamic peer2peer importer: mapped (%s, %u segments, %llu bytes)",
 	    strerror(-ret), im.nents, (unsigned long long)im.dma_len);
 	if (ret)
-		goto out;
+		kt_fail("no dynamic import to go on with");
 	tap(im.dma_addr == e.bus_addr, "its mapping starts at the BAR's bus address %#llx (%#llx)",
 	    (unsigned long long)e.bus_addr, (unsigned long long)im.dma_addr);
 	/* the provider goes: the importer is told, the unbind returns */
@@ -965,13 +948,7 @@ static void import_p2pbar(const char *bardev)
 	snprintf(path, sizeof(path), "%s", prov);
 	ioctl(gpu, P2PGPU_IOC_IMPORT_RELEASE, &im);
 	close(e.fd);
-	e.fd = -1;
 	sysfs_write("/sys/bus/pci/drivers_probe", path);	/* p2pbar again (driver_override) */
-out:
-	if (e.fd >= 0)
-		close(e.fd);
-	if (pfd >= 0)
-		close(pfd);
 }
 
 /* ---- the exporter's device unbound mid-stream ---- */
@@ -1039,7 +1016,7 @@ static void unbind_midstream(void)
 {
 	const uint64_t nbase = 70000, abase = 72048;
 	struct unbind_stream *us;
-	uint32_t idn, ida, idr, ids, path;
+	uint32_t idn = 0, ida = 0, idr = 0, ids = 0, path;
 	pid_t pn = -1, pa = -1, pr = -1;
 	int fdn, fda, fds, ret, st;
 	char drv[128];
@@ -1054,10 +1031,8 @@ static void unbind_midstream(void)
 	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fds < 0 ||
 	    reg_dmabuf_ex(fdn, BUF, 0, &idn, NULL) || reg_dmabuf_ex(fds, BUF, 0, &ids, NULL) ||
 	    reg_dmabuf_ex(fda, BUF, 0, &ida, NULL) ||
-	    reg_dmabuf_ex(fda, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &idr, NULL)) {
-		tap(0, "unbind mid-stream: set up");
-		return;
-	}
+	    reg_dmabuf_ex(fda, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &idr, NULL))
+		kt_fail("unbind mid-stream: set up");
 	memset(us, 0, 3 * sizeof(*us));
 	pn = unbind_reader(&us[0], idn, 0, nbase);
 	pa = unbind_reader(&us[1], ida, 0, abase);
@@ -1104,14 +1079,17 @@ static void unbind_midstream(void)
 	    !us[2].other_after && !us[2].unsupp_after,
 	    "amdgpu: those registered requiring P2P: %d refused (EREMOTEIO) after the unbind",
 	    us[2].refused_after);
-	if (!swiotlb) {
+	if (swiotlb) {
+		ret = -EOPNOTSUPP;
+		tap(1, "amdgpu: a read after the unbind lands in host memory # SKIP %s",
+		    "host memory under swiotlb refused");
+	} else {
 		ret = reg_read(ida, 0, abase + 4096, QLEN, &path);
 		tap(!ret && path == P2PNVME_PATH_DMABUF_HOST,
 		    "amdgpu: a read after the unbind lands in host memory (%s, path %u)",
 		    strerror(-ret), path);
-		if (!ret)
-			landed(fda, 0, abase + 4096, QLEN, "amdgpu: read after the unbind");
 	}
+	moved(ret, fda, 0, abase + 4096, QLEN, NULL, "amdgpu: read after the unbind");
 	ret = reg_read(ids, 0, nbase + 8192, QLEN, NULL);
 	tap(ret == -ENODEV,
 	    "amdgpu left in VRAM at the unbind, importers not told: p2pnvme revoked it at the end of the unbind (%s)",
@@ -1135,7 +1113,34 @@ static void unbind_midstream(void)
 	munmap(us, 3 * sizeof(*us));
 }
 
-static void personality(uint32_t p)
+/* ---- the tests ---- */
+
+FIXTURE(dev) {
+	int gpu, nvme;
+};
+
+FIXTURE_SETUP(dev)
+{
+	self->gpu = open(gpu_path, O_RDWR | O_CLOEXEC);
+	self->nvme = open(nvme_path, O_RDWR | O_CLOEXEC);
+	if (self->gpu < 0 || self->nvme < 0)
+		kt_fail("open %s, %s: %s", gpu_path, nvme_path, strerror(errno));
+	gpu = self->gpu;
+	nvme = self->nvme;
+}
+
+FIXTURE_TEARDOWN(dev)
+{
+	if (self->gpu >= 0)
+		close(self->gpu);
+	close(self->nvme);
+}
+
+/*
+ * A personality's transfers into one export: the basics, its evictions
+ * (nvidia: none), P2P required and the owner's name.
+ */
+static void transfers(uint32_t p)
 {
 	uint64_t base = 16384ULL * p, off = 0;
 	uint32_t id;
@@ -1145,7 +1150,7 @@ static void personality(uint32_t p)
 	tap(fd >= 0, "%s: exports 1 MiB of the BAR (at %#llx)", names[p],
 	    (unsigned long long)off);
 	if (fd < 0)
-		return;
+		kt_fail("%s: no export to go on with: %s", names[p], strerror(-fd));
 	id = basics(p, fd, base);
 	if (p == P2PGPU_NVIDIA) {
 		struct p2pgpu_buf b = { 0 };
@@ -1154,11 +1159,10 @@ static void personality(uint32_t p)
 		b = where(fd);
 		tap(ret == -EOPNOTSUPP && b.where == P2PGPU_WHERE_BAR && !b.moves,
 		    "nvidia: never evicted (%s), still in %s", strerror(-ret), place(&b));
-	} else if (id != ~0U) {
+	} else {
 		evictions(p, fd, id, base);
 	}
-	if (id != ~0U)
-		unreg(id);
+	unreg(id);
 	/*
 	 * after that registration is gone: NVIDIA maps with attrs 0
 	 * (nv_dma_map_mmio()), and two attachments of one importer overlap,
@@ -1166,79 +1170,129 @@ static void personality(uint32_t p)
 	 */
 	owner_and_require(p, fd, base);
 	diag_where(fd, names[p]);
-	if (p != P2PGPU_NVIDIA) {
-		stream(p, fd, 0, base + 4096);
-		stream(p, fd, 1, base + 6144);
-	}
 	close(fd);
-	static_importer(p, 0, base);
-	if (p == P2PGPU_XE)
-		static_importer(p, P2PGPU_EXPORT_F_XE_PIN_TT, base + 8192);
-	if (p != P2PGPU_NVIDIA)
-		require_trap(p, 0, base);
-	if (p == P2PGPU_XE)
-		require_trap(p, P2PGPU_EXPORT_F_XE_PIN_TT, base);
+}
+
+/* reads per I/O, then registered ones, while an export of its own moves */
+static void streams(uint32_t p)
+{
+	uint64_t base = 16384ULL * p;
+	int fd = export(p, 0, BUF, NULL);
+
+	if (fd < 0)
+		kt_fail("%s: no export to read into: %s", names[p], strerror(-fd));
+	stream(p, fd, 0, base + 4096);
+	stream(p, fd, 1, base + 6144);
+	close(fd);
+}
+
+/* per test: 1 + basics() 8 + 1 (nvidia) or evictions() 17 + owner_and_require() 8 */
+TEST_F(gpuexp, dev, nvidia_transfers, 18, 120)
+{
+	transfers(P2PGPU_NVIDIA);
+}
+
+TEST_F(gpuexp, dev, nvidia_static_importer, 7, 60)
+{
+	static_importer(P2PGPU_NVIDIA, 0, 16384ULL * P2PGPU_NVIDIA);
+}
+
+TEST_F(gpuexp, dev, amdgpu_transfers, 34, 120)
+{
+	transfers(P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp, dev, amdgpu_streams, 6, 180)
+{
+	streams(P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp, dev, amdgpu_static_importer, 10, 60)
+{
+	static_importer(P2PGPU_AMDGPU, 0, 16384ULL * P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp, dev, amdgpu_require_trap, 6, 60)
+{
+	require_trap(P2PGPU_AMDGPU, 0, 16384ULL * P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp, dev, xe_transfers, 34, 120)
+{
+	transfers(P2PGPU_XE);
+}
+
+TEST_F(gpuexp, dev, xe_streams, 6, 180)
+{
+	streams(P2PGPU_XE);
+}
+
+TEST_F(gpuexp, dev, xe_static_importer, 10, 60)
+{
+	static_importer(P2PGPU_XE, 0, 16384ULL * P2PGPU_XE);
+}
+
+/* 6.12's xe pins in TT, whoever imports */
+TEST_F(gpuexp, dev, xe_static_importer_pin_tt, 10, 60)
+{
+	static_importer(P2PGPU_XE, P2PGPU_EXPORT_F_XE_PIN_TT, 16384ULL * P2PGPU_XE + 8192);
+}
+
+TEST_F(gpuexp, dev, xe_require_trap, 6, 60)
+{
+	require_trap(P2PGPU_XE, 0, 16384ULL * P2PGPU_XE);
+}
+
+TEST_F(gpuexp, dev, xe_require_trap_pin_tt, 6, 60)
+{
+	require_trap(P2PGPU_XE, P2PGPU_EXPORT_F_XE_PIN_TT, 16384ULL * P2PGPU_XE);
+}
+
+TEST_F(gpuexp, dev, require_stream, 8, 120)
+{
+	require_stream(16384ULL * P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp, dev, import_p2pbar, 5, 60)
+{
+	import_p2pbar();
+}
+
+/* last: p2pgpu is bound again, with nothing exported */
+TEST_F(gpuexp, dev, unbind_midstream, 10, 240)
+{
+	unbind_midstream();
+	self->gpu = gpu;	/* closed there, before the function binds again */
 }
 
 int main(int argc, char **argv)
 {
-	uint32_t p;
-	FILE *tmp;
-	int out, c;
+	char cls[128], cmdline[4096] = "";
+	FILE *f;
 
 	if (argc != 4 && argc != 5) {
 		fprintf(stderr, "usage: %s /dev/p2pgpu /dev/p2pnvmeN BAR [/dev/p2pbarN]\n",
 			argv[0]);
 		return 2;
 	}
-	gpu = open(argv[1], O_RDWR | O_CLOEXEC);
-	nvme = open(argv[2], O_RDWR | O_CLOEXEC);
+	gpu_path = argv[1];
+	nvme_path = argv[2];
 	bar = argv[3];
-	if (gpu < 0 || nvme < 0) {
-		perror("open");
-		return 2;
-	}
+	bardev = argc == 5 ? argv[4] : NULL;
 	bound_function("p2pgpu", gpu_name, sizeof(gpu_name));
 	if (!gpu_name[0]) {
 		fprintf(stderr, "no PCI function bound to p2pgpu in sysfs\n");
 		return 2;
 	}
-	{
-		char cls[128];
-
-		nvme_dev = strrchr(argv[2], '/') ? strrchr(argv[2], '/') + 1 : argv[2];
-		snprintf(cls, sizeof(cls), "p2pnvme/%s", nvme_dev);
-		sysfs_function(cls, nvme_name, sizeof(nvme_name));
+	nvme_dev = strrchr(nvme_path, '/') ? strrchr(nvme_path, '/') + 1 : nvme_path;
+	snprintf(cls, sizeof(cls), "p2pnvme/%s", nvme_dev);
+	sysfs_function(cls, nvme_name, sizeof(nvme_name));
+	f = fopen("/proc/cmdline", "r");
+	if (f) {
+		if (!fgets(cmdline, sizeof(cmdline), f))
+			cmdline[0] = 0;
+		fclose(f);
 	}
-	{
-		char cmdline[4096] = "";
-		FILE *f = fopen("/proc/cmdline", "r");
-
-		if (f) {
-			if (!fgets(cmdline, sizeof(cmdline), f))
-				cmdline[0] = 0;
-			fclose(f);
-		}
-		swiotlb = !!strstr(cmdline, "swiotlb=force");
-	}
-	/* the plan comes first: the cases go to a file until their number is known */
-	out = dup(1);
-	tmp = tmpfile();
-	if (out < 0 || !tmp || dup2(fileno(tmp), 1) < 0) {
-		perror("tmpfile");
-		return 2;
-	}
-	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++)
-		personality(p);
-	require_stream(16384ULL * P2PGPU_AMDGPU);
-	import_p2pbar(argc == 5 ? argv[4] : NULL);
-	unbind_midstream();	/* last: p2pgpu is bound again, with nothing exported */
-	fflush(stdout);
-	dup2(out, 1);
-	printf("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: gpuexp\n    1..%d\n", ktap_n);
-	rewind(tmp);
-	while ((c = fgetc(tmp)) != EOF)
-		putchar(c);
-	printf("%s 1 gpuexp\n", ktap_failed ? "not ok" : "ok");
-	return ktap_failed ? 1 : 0;
+	swiotlb = !!strstr(cmdline, "swiotlb=force");
+	return kt_run("gpuexp");
 }

@@ -17,9 +17,19 @@
  *	Format NVM (80h) of namespace NSID to LBA format LBAF, no secure
  *	erase, no protection information (nvme-cli: format -n NSID -l LBAF):
  *	for the test of a namespace formatted under a VF's driver.
+ *   p2pvirt test DEV VFN NVQ NVI
+ *	The bench's sriov test (qemu/tests/sriov.guest.sh), once VF VFN is
+ *	enabled: KTAP on the test programs' harness (tools/lib/harness.h),
+ *	suite sriov_virt. "pools": Identify answers, the controller has VQ
+ *	and VI flexible resources, its pools are free and hold what the VF
+ *	is to get, the VF's secondary controller is listed offline with
+ *	none. "assign": as assign does, a case per step (listed, VQ and VI
+ *	assigned with the NRM asked for, online), then the list says the VF
+ *	is online with them, and the pools say they went to a secondary.
  *
  * An NVMe status is printed in hex; the exit code is 0 on success, 1 on a
- * failure (NVMe status or system error), 2 on bad arguments.
+ * failure (NVMe status or system error, a case that failed), 2 on bad
+ * arguments.
  */
 #include <endian.h>
 #include <errno.h>
@@ -32,6 +42,8 @@
 #include <unistd.h>
 
 #include <linux/nvme_ioctl.h>
+
+#include "harness.h"
 
 #define ADM_IDENTIFY		0x06
 #define ADM_VIRT_MGMT		0x1c
@@ -99,6 +111,7 @@ static void __attribute__((noreturn)) usage(int code)
 		"usage: p2pvirt [--json] list DEV\n"
 		"       p2pvirt [--json] assign DEV VFN NVQ NVI\n"
 		"       p2pvirt format DEV NSID LBAF\n"
+		"       p2pvirt test DEV VFN NVQ NVI\n"
 		"\n"
 		"DEV is a primary controller's char device (/dev/nvme0), as bound to nvme-pci.\n"
 		"list    Identify Primary Controller Capabilities (CNS 14h) and the Secondary\n"
@@ -113,6 +126,8 @@ static void __attribute__((noreturn)) usage(int code)
 		"format  Format NVM (80h) of namespace NSID to LBA format LBAF (0-63), no\n"
 		"        secure erase, no protection information: every controller the\n"
 		"        namespace is attached to (the VFs too) sees the new format.\n"
+		"test    KTAP (suite sriov_virt): the pools free, then assign as above, a\n"
+		"        case per step and per what the controller says after it.\n"
 		"--json  one JSON object on one line, on stdout:\n"
 		"        list:   {\"device\",\"primary\":{\"cntlid\",\"crt\",\"vqfrt\",\"vqrfa\",\"vqrfap\",\n"
 		"                \"vqprt\",\"vqfrsm\",\"vqgran\",\"vq_free\",\"vifrt\",\"virfa\",\"virfap\",\n"
@@ -314,87 +329,119 @@ static void assign_hint(int st, const struct pri_ctrl_caps *c, unsigned int nvq,
 	}
 }
 
+/* how far an assignment went: the step it stopped at, A_DONE if none */
+enum assign_step { A_LIST, A_FIND, A_OFFLINE, A_VQ, A_VI, A_ONLINE, A_RELIST, A_DONE };
+
+struct assign {
+	unsigned int vfn, nvq, nvi;
+	enum assign_step step;
+	uint16_t scid;
+	int offlined;
+	uint32_t nrm_vq, nrm_vi;	/* what the controller returned */
+	struct sec_ctrl after;		/* the secondary controller, listed after */
+};
+
+/*
+ * Give VF @a->vfn @a->nvq flexible VQ and @a->nvi VI, and put it online:
+ * 0, or the NVMe status (> 0) or -errno of the step @a->step stopped at
+ * (1 for a VF not listed). @caps and @list are read first.
+ */
+static int assign(int fd, struct assign *a, struct pri_ctrl_caps *caps, struct sec_ctrl_list *list)
+{
+	const struct sec_ctrl *sc;
+	int ret;
+
+	a->step = A_LIST;
+	ret = read_caps(fd, caps, list);
+	if (ret)
+		return ret;
+	a->step = A_FIND;
+	sc = find_vfn(list, a->vfn);
+	if (!sc) {
+		fprintf(stderr, "p2pvirt: %s: no secondary controller has VFN %u (%u listed)\n",
+			dev, a->vfn, nsec(list));
+		return 1;
+	}
+	a->scid = le16toh(sc->scid);
+	a->step = A_OFFLINE;
+	if (sc->scs & 1) {
+		ret = virt_mgmt(fd, ACT_SEC_OFFLINE, RT_VQ, a->scid, 0, NULL,
+				"Virtualization Management: Secondary Offline (7h)");
+		if (ret)
+			return ret;
+		a->offlined = 1;
+	}
+	a->step = A_VQ;
+	ret = virt_mgmt(fd, ACT_SEC_ASSIGN, RT_VQ, a->scid, a->nvq, &a->nrm_vq,
+			"Virtualization Management: Secondary Assign (8h) VQ");
+	if (ret)
+		goto hint;
+	a->step = A_VI;
+	ret = virt_mgmt(fd, ACT_SEC_ASSIGN, RT_VI, a->scid, a->nvi, &a->nrm_vi,
+			"Virtualization Management: Secondary Assign (8h) VI");
+	if (ret)
+		goto hint;
+	a->step = A_ONLINE;
+	ret = virt_mgmt(fd, ACT_SEC_ONLINE, RT_VQ, a->scid, 0, NULL,
+			"Virtualization Management: Secondary Online (9h)");
+	if (ret)
+		goto hint;
+	/* what the controller says now */
+	a->step = A_RELIST;
+	ret = identify(fd, CNS_SECONDARY_LIST, 0, list,
+		       "Identify Secondary Controller List (CNS 15h)");
+	if (ret)
+		return ret;
+	sc = find_vfn(list, a->vfn);
+	if (!sc) {
+		fprintf(stderr, "p2pvirt: %s: VFN %u left the secondary controller list\n",
+			dev, a->vfn);
+		return 1;
+	}
+	a->after = *sc;
+	a->step = A_DONE;
+	return 0;
+hint:
+	assign_hint(ret, caps, a->nvq, a->nvi);
+	return ret;
+}
+
 static int do_assign(unsigned int vfn, unsigned int nvq, unsigned int nvi)
 {
 	static struct pri_ctrl_caps caps;
 	static struct sec_ctrl_list list;
-	const struct sec_ctrl *sc;
-	uint32_t nrm_vq = 0, nrm_vi = 0;
-	int fd = open_dev(), ret, offlined = 0;
-	uint16_t scid;
+	struct assign a = { .vfn = vfn, .nvq = nvq, .nvi = nvi };
+	int fd = open_dev(), ret;
 
 	if (fd < 0)
 		return 1;
-	ret = read_caps(fd, &caps, &list);
+	ret = assign(fd, &a, &caps, &list);
+	close(fd);
+	if (!json) {
+		if (a.offlined)
+			printf("%s: VF %u: secondary controller 0x%04x offline\n", dev, vfn,
+			       a.scid);
+		if (a.step > A_VQ)
+			printf("%s: VF %u: secondary controller 0x%04x assigned %u VQ, NRM %#x\n",
+			       dev, vfn, a.scid, nvq, a.nrm_vq);
+		if (a.step > A_VI)
+			printf("%s: VF %u: secondary controller 0x%04x assigned %u VI, NRM %#x\n",
+			       dev, vfn, a.scid, nvi, a.nrm_vi);
+	}
 	if (ret)
-		goto out;
-	sc = find_vfn(&list, vfn);
-	if (!sc) {
-		fprintf(stderr, "p2pvirt: %s: no secondary controller has VFN %u (%u listed)\n",
-			dev, vfn, nsec(&list));
-		ret = 1;
-		goto out;
-	}
-	scid = le16toh(sc->scid);
-	if (sc->scs & 1) {
-		ret = virt_mgmt(fd, ACT_SEC_OFFLINE, RT_VQ, scid, 0, NULL,
-				"Virtualization Management: Secondary Offline (7h)");
-		if (ret)
-			goto out;
-		offlined = 1;
-		if (!json)
-			printf("%s: VF %u: secondary controller 0x%04x offline\n", dev, vfn, scid);
-	}
-	ret = virt_mgmt(fd, ACT_SEC_ASSIGN, RT_VQ, scid, nvq, &nrm_vq,
-			"Virtualization Management: Secondary Assign (8h) VQ");
-	if (ret) {
-		assign_hint(ret, &caps, nvq, nvi);
-		goto out;
-	}
-	if (!json)
-		printf("%s: VF %u: secondary controller 0x%04x assigned %u VQ, NRM %#x\n",
-		       dev, vfn, scid, nvq, nrm_vq);
-	ret = virt_mgmt(fd, ACT_SEC_ASSIGN, RT_VI, scid, nvi, &nrm_vi,
-			"Virtualization Management: Secondary Assign (8h) VI");
-	if (ret) {
-		assign_hint(ret, &caps, nvq, nvi);
-		goto out;
-	}
-	if (!json)
-		printf("%s: VF %u: secondary controller 0x%04x assigned %u VI, NRM %#x\n",
-		       dev, vfn, scid, nvi, nrm_vi);
-	ret = virt_mgmt(fd, ACT_SEC_ONLINE, RT_VQ, scid, 0, NULL,
-			"Virtualization Management: Secondary Online (9h)");
-	if (ret) {
-		assign_hint(ret, &caps, nvq, nvi);
-		goto out;
-	}
-	/* what the controller says now */
-	ret = identify(fd, CNS_SECONDARY_LIST, 0, &list,
-		       "Identify Secondary Controller List (CNS 15h)");
-	if (ret)
-		goto out;
-	sc = find_vfn(&list, vfn);
-	if (!sc) {
-		fprintf(stderr, "p2pvirt: %s: VFN %u left the secondary controller list\n",
-			dev, vfn);
-		ret = 1;
-		goto out;
-	}
+		return 1;
 	if (json)
 		printf("{\"device\":\"%s\",\"vfn\":%u,\"scid\":%u,\"offlined\":%s,\"nvq\":%u,"
-		       "\"nvi\":%u,\"state\":\"%s\"}\n", dev, vfn, scid,
-		       offlined ? "true" : "false", nrm_vq, nrm_vi, state(sc));
+		       "\"nvi\":%u,\"state\":\"%s\"}\n", dev, vfn, a.scid,
+		       a.offlined ? "true" : "false", a.nrm_vq, a.nrm_vi, state(&a.after));
 	else
 		printf("%s: VF %u: secondary controller 0x%04x %s, NVQ %u, NVI %u\n", dev, vfn,
-		       scid, state(sc), le16toh(sc->nvq), le16toh(sc->nvi));
-	if (!(sc->scs & 1)) {
+		       a.scid, state(&a.after), le16toh(a.after.nvq), le16toh(a.after.nvi));
+	if (!(a.after.scs & 1)) {
 		fprintf(stderr, "p2pvirt: %s: VF %u is still offline\n", dev, vfn);
-		ret = 1;
+		return 1;
 	}
-out:
-	close(fd);
-	return ret ? 1 : 0;
+	return 0;
 }
 
 static int do_format(unsigned int nsid, unsigned int lbaf)
@@ -413,6 +460,110 @@ static int do_format(unsigned int nsid, unsigned int lbaf)
 	ret = admin(fd, &cmd, "Format NVM");
 	close(fd);
 	return ret ? 1 : 0;
+}
+
+/* ---- test: KTAP on the harness ---- */
+
+/* what main() parsed for the test */
+static unsigned int test_vfn, test_nvq, test_nvi;
+
+static const char *const step_names[] = {
+	[A_LIST] = "Identify", [A_FIND] = "the secondary controller list",
+	[A_OFFLINE] = "Secondary Offline", [A_VQ] = "Secondary Assign VQ",
+	[A_VI] = "Secondary Assign VI", [A_ONLINE] = "Secondary Online",
+	[A_RELIST] = "the list after", [A_DONE] = "none",
+};
+
+/* an admin command's failure as the cases say it */
+static const char *failure(int ret)
+{
+	static char s[64];
+
+	if (ret < 0)
+		return strerror(-ret);
+	snprintf(s, sizeof(s), "NVMe status %#x (%s)", ret, status_str(ret));
+	return s;
+}
+
+FIXTURE(ctrl) {
+	int fd;
+	struct pri_ctrl_caps caps;
+	struct sec_ctrl_list list;
+};
+
+FIXTURE_SETUP(ctrl)
+{
+	self->fd = open_dev();
+	if (self->fd < 0)
+		kt_fail("cannot open %s", dev);
+}
+
+FIXTURE_TEARDOWN(ctrl)
+{
+	close(self->fd);
+}
+
+/* a flexible resource's pool, as a diagnostic */
+static void pool(const char *kind, unsigned int total, unsigned int primary,
+		 unsigned int secondaries, long free, unsigned int most)
+{
+	printf("    # %s: %u flexible (primary %u, secondaries %u, free %ld), %u per secondary\n",
+	       kind, total, primary, secondaries, free, most);
+}
+
+/* before the assignment: the pools free, the VF's controller without any */
+TEST_F(sriov_virt, ctrl, pools, 5, 30)
+{
+	const struct pri_ctrl_caps *c = &self->caps;
+	const struct sec_ctrl *sc;
+	int ret = read_caps(self->fd, &self->caps, &self->list);
+
+	tap(!ret, "Identify: Primary Controller Capabilities, Secondary Controller List");
+	if (ret)
+		kt_fail("Identify: %s", failure(ret));
+	pool("VQ", le32toh(c->vqfrt), le16toh(c->vqrfap), le32toh(c->vqrfa), vq_free(c),
+	     le16toh(c->vqfrsm));
+	pool("VI", le32toh(c->vifrt), le16toh(c->virfap), le32toh(c->virfa), vi_free(c),
+	     le16toh(c->vifrsm));
+	tap((c->crt & 3) == 3, "the controller has VQ and VI flexible resources (CRT %#x)", c->crt);
+	tap(vq_free(c) == le32toh(c->vqfrt) && vi_free(c) == le32toh(c->vifrt),
+	    "the flexible pools are free: %ld of %u VQ, %ld of %u VI",
+	    vq_free(c), le32toh(c->vqfrt), vi_free(c), le32toh(c->vifrt));
+	tap(test_nvq <= vq_free(c) && test_nvq <= le16toh(c->vqfrsm) &&
+	    test_nvi <= vi_free(c) && test_nvi <= le16toh(c->vifrsm),
+	    "they hold %u VQ and %u VI for VF %u, within the most per secondary", test_nvq,
+	    test_nvi, test_vfn);
+	sc = find_vfn(&self->list, test_vfn);
+	tap(sc && !(sc->scs & 1) && !sc->nvq && !sc->nvi,
+	    "VF %u's secondary controller is listed offline, without resources (%s, NVQ %u, NVI %u)",
+	    test_vfn, sc ? state(sc) : "not listed", sc ? le16toh(sc->nvq) : 0,
+	    sc ? le16toh(sc->nvi) : 0);
+}
+
+/* the assignment, a case per step, then what the controller says */
+TEST_F(sriov_virt, ctrl, assign, 6, 60)
+{
+	struct assign a = { .vfn = test_vfn, .nvq = test_nvq, .nvi = test_nvi };
+	const struct pri_ctrl_caps *c = &self->caps;
+	int ret = assign(self->fd, &a, &self->caps, &self->list);
+
+	if (ret)
+		printf("    # stopped at %s: %s\n", step_names[a.step], failure(ret));
+	tap(a.step > A_FIND, "VF %u has a secondary controller (SCID %#x)", a.vfn, a.scid);
+	tap(a.step > A_VQ && a.nrm_vq == a.nvq,
+	    "Virtualization Management: Secondary Assign (8h) of %u VQ (NRM %u)", a.nvq, a.nrm_vq);
+	tap(a.step > A_VI && a.nrm_vi == a.nvi,
+	    "Virtualization Management: Secondary Assign (8h) of %u VI (NRM %u)", a.nvi, a.nrm_vi);
+	tap(a.step > A_ONLINE, "Virtualization Management: Secondary Online (9h)%s",
+	    a.offlined ? ", after Secondary Offline (7h)" : "");
+	tap(a.step == A_DONE && (a.after.scs & 1) && le16toh(a.after.nvq) == a.nvq &&
+	    le16toh(a.after.nvi) == a.nvi,
+	    "the list says VF %u is online with %u VQ and %u VI (%s, NVQ %u, NVI %u)", a.vfn,
+	    a.nvq, a.nvi, state(&a.after), le16toh(a.after.nvq), le16toh(a.after.nvi));
+	ret = read_caps(self->fd, &self->caps, &self->list);
+	tap(!ret && le32toh(c->vqrfa) == a.nvq && le32toh(c->virfa) == a.nvi,
+	    "the pools say they went to a secondary: %u VQ, %u VI (vqrfa, virfa)",
+	    le32toh(c->vqrfa), le32toh(c->virfa));
 }
 
 static unsigned int number(const char *s, unsigned long max)
@@ -459,6 +610,13 @@ int main(int argc, char **argv)
 		}
 		dev = args[1];
 		return do_assign(vfn, nvq, nvi);
+	}
+	if (n == 5 && !strcmp(args[0], "test")) {
+		test_vfn = number(args[2], 0xffff);
+		test_nvq = number(args[3], 0xffff);
+		test_nvi = number(args[4], 0xffff);
+		dev = args[1];
+		return kt_run("sriov_virt");
 	}
 	if (n == 4 && !strcmp(args[0], "format")) {
 		unsigned int nsid = number(args[2], 0xfffffffe);
