@@ -11,7 +11,8 @@
 #
 # flavour: base (qemu/configs/base.config), debug (base + debug.config),
 # minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only)
-# or iov (base + SR-IOV, for the sriov profile).
+# or plus (base + SR-IOV and what systemd-udevd needs: the sriov and udev
+# tests).
 # Results are cached under $P2P_CACHE keyed by Debian version + fragment hash;
 # an entry counts only once its .complete/.prepared stamp exists, and the stamp
 # is the last thing written, so an interrupted build is resumed, never trusted.
@@ -25,7 +26,7 @@ fragments() {
 	echo "$P2P_TOP/qemu/configs/base.config"
 	[ "$1" = debug ] && echo "$P2P_TOP/qemu/configs/debug.config"
 	[ "$1" = minimal ] && echo "$P2P_TOP/qemu/configs/minimal.config"
-	[ "$1" = iov ] && echo "$P2P_TOP/qemu/configs/iov.config"
+	[ "$1" = plus ] && echo "$P2P_TOP/qemu/configs/plus.config"
 	return 0
 }
 
@@ -133,13 +134,13 @@ configure() {
 	check_config "$src" "$out" "$flavour"
 }
 
-# The iov flavour only adds options to base: it starts as a copy of base's
+# The plus flavour only adds options to base: it starts as a copy of base's
 # finished build, and kbuild (which tracks each object's CONFIG_ symbols)
 # recompiles just what they touch: CONFIG_PCI_IOV is in <linux/pci.h>, so
 # that is still 1200 of 1700 objects, 5 minutes here instead of 8-9.
 seed_from_base() {
 	local mode=$1 series=$2 flavour=$3 out=$4 base
-	[ "$mode" = build ] && [ "$flavour" = iov ] && [ ! -e "$out/.config" ] || return 0
+	[ "$mode" = build ] && [ "$flavour" = plus ] && [ ! -e "$out/.config" ] || return 0
 	base="$P2P_CACHE/build/$(cache_key "$series" base)"
 	[ -e "$base/.complete" ] || return 0
 	say "build: $(basename "$out") starts from $(basename "$base")"
@@ -221,5 +222,5 @@ key)     cache_key "${1:?series}" "${2:-base}" ;;
 build)   do_build build "${1:?series}" "${2:-base}" ;;
 prepare) do_build prepare "${1:?series}" "${2:-base}" ;;
 stock)   do_stock "${1:?series}" ;;
-*)       sed -n '3,14p' "$0" | sed 's/^# \?//'; exit 2 ;;
+*)       sed -n '3,15p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac

@@ -3,7 +3,7 @@
 #
 # Boot one topology profile and run one guest test in it.
 #
-#   qemu/run.sh [--flavour base|debug|iov] [--series S] [--timeout SEC] [--quiet] PROFILE TEST
+#   qemu/run.sh [--flavour base|debug|plus] [--series S] [--timeout SEC] [--quiet] PROFILE TEST
 #
 # Builds (or reuses) the test kernel (series 6.12 unless --series), the suite's modules and tools
 # for it, an initramfs, fresh disk images and a BAR backing file, boots

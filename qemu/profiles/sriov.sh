@@ -5,7 +5,7 @@
 # (tests/sriov.guest.sh). QEMU's checks want max_ioqpairs - vq_flexible >= 2,
 # vq_flexible >= 2 per VF, msix_qsize - vi_flexible >= 1; these numbers give
 # each VF up to 3 queues (admin + 2 I/O) and 3 vectors, and VF BARs of the
-# size the IOV BAR advertises. Needs a kernel with CONFIG_PCI_IOV (the iov
+# size the IOV BAR advertises. Needs a kernel with CONFIG_PCI_IOV (the plus
 # flavour).
 P_DESC="root port -> x3130 switch -> {nvme0 PF + 2 VFs (nvme-subsys, shared namespace), ivshmem bar0}"
 P_CPU=max

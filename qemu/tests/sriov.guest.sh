@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# SR-IOV (the sriov profile, iov kernel): the physical function stays with
+# SR-IOV (the sriov profile, plus kernel): the physical function stays with
 # nvme-pci and its block device; one virtual function, given queues and
 # vectors through the PF's Virtualization Management (tools/tests/p2pvirt),
 # goes to p2pnvme for P2P reads into p2pmem. PF and VF share one namespace
