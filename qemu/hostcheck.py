@@ -27,6 +27,10 @@ memory):
     json NAME KEYS BASE64                 p2pctl NAME's standard output (base64)
                                           is one JSON object, python's json parses
                                           it, with the keys KEYS (a,b,c or -)
+    serials LIST                          LIST (a,b,c: what the guest's udev named
+                                          its by-serial links) is exactly the set of
+                                          serial= properties of the -device nvme
+                                          options on QEMU's command line (qemu.cmd)
 
 A and B name files of the run directory: bar0 -> bar0.mem (an ivshmem
 backing file), nvme0 -> nvme0.img (a namespace image). limit=NAME marks a
@@ -43,6 +47,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import sys
 
 SPLATS = [
@@ -106,6 +111,18 @@ def dma_trace(run):
         return ''
 
 
+def qemu_nvme_serials(run):
+    """The serial= of every -device nvme on the run's QEMU command line."""
+    with open(os.path.join(run, 'qemu.cmd')) as f:
+        args = shlex.split(f.read())
+    serials = []
+    for opt, val in zip(args, args[1:]):
+        driver, _, props = val.partition(',')
+        if opt == '-device' and driver == 'nvme':
+            serials += [p.split('=', 1)[1] for p in props.split(',') if p.startswith('serial=')]
+    return serials
+
+
 def do_check(run, words):
     """Run one check; return (ktap status, description, note)."""
     if words and words[0] == 'dma-mark':
@@ -150,6 +167,14 @@ def do_check(run, words):
         missing = [k for k in keys if not isinstance(doc, dict) or k not in doc]
         ok = isinstance(doc, dict) and not missing
         return ('ok' if ok else 'not ok'), desc, f'{len(text)} bytes' + (f', missing {missing}' if missing else '')
+    if words and words[0] == 'serials':
+        got = sorted(w for w in (words[1] if len(words) > 1 else '').split(',') if w)
+        try:
+            want = sorted(qemu_nvme_serials(run))
+        except OSError as e:
+            return 'not ok', 'host reads the NVMe serials QEMU was given', str(e)
+        desc = "the guest's by-serial names are the NVMe serials on QEMU's command line"
+        return ('ok' if got and got == want else 'not ok'), desc, f'guest {got}, QEMU {want}'
     if words and words[0] == 'dma-in':
         length, lo = int(words[1], 0), int(words[2], 0)
         with open(os.path.join(run, 'dma.mark')) as f:

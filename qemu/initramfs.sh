@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build the guest initramfs: busybox-static, /init, the suite's modules,
-# the guest test scripts and userspace tools with their shared libraries.
+# the guest test scripts and userspace tools with their shared libraries,
+# Debian's systemd-udevd and udevadm, and the suite's udev rules.
 #
 #   qemu/initramfs.sh <output.cpio.gz> <module-dir>...
 set -euo pipefail
@@ -34,6 +35,12 @@ done
 # fio and liburing's passthrough test, built by qemu/extools.sh
 ext=$(ls -d "$P2P_CACHE"/extools/*/.complete 2>/dev/null | sort -V | tail -n 1 || true)
 ext=${ext%/.complete}
+libs_of() {
+	local l
+	for l in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*'); do
+		[ -e "$root$l" ] || install -D -m 0755 "$l" "$root$l"
+	done
+}
 for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools/build/*; do
 	[ -x "$b" ] || continue
 	case $b in
@@ -41,12 +48,29 @@ for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools
 	"$P2P_TOP"/tools/build/*) ;;	# in /bin already
 	*) install -m 0755 "$b" "$root/bin/" ;;
 	esac
-	for l in $(ldd "$b" 2>/dev/null | grep -o '/[^ ]*'); do
-		[ -e "$root$l" ] || install -D -m 0755 "$l" "$root$l"
-	done
+	libs_of "$b"
 done
+# systemd-udevd and udevadm from Debian's udev (one binary, udevd a link to
+# it, as in the package), with what Debian's own initramfs gives them
+# (/usr/share/initramfs-tools/hooks/udev): udev.conf and the default rules
+# of its list; no hwdb (nothing here looks a PCI ID up in it). The suite's
+# rules go where its package puts them: the udev test installs them in
+# /etc/udev/rules.d as the examples' headers say.
+udevadm=$(readlink -f /bin/udevadm 2>/dev/null || true)
+if [ -x "$udevadm" ]; then
+	install -m 0755 "$udevadm" "$root/bin/udevadm"
+	libs_of "$udevadm"
+	mkdir -p "$root/lib/systemd" "$root/lib/udev/rules.d" "$root/etc/udev/rules.d"
+	ln -s /bin/udevadm "$root/lib/systemd/systemd-udevd"
+	[ -e /etc/udev/udev.conf ] && install -m 0644 /etc/udev/udev.conf "$root/etc/udev/"
+	for r in 50-firmware 50-udev-default 60-block 60-persistent-storage 71-seat \
+		 73-special-net-names 75-net-description 80-net-setup-link 80-drivers; do
+		[ -e "/lib/udev/rules.d/$r.rules" ] && install -m 0644 "/lib/udev/rules.d/$r.rules" "$root/lib/udev/rules.d/"
+	done
+fi
+install -D -m 0644 -t "$root/usr/share/doc/p2pdma-tools/examples" "$P2P_TOP"/packaging/udev/*.rules
 # the directories install -D made have the builder's umask
-for d in usr lib64 lib/x86_64-linux-gnu; do
+for d in usr lib64 lib/x86_64-linux-gnu lib/systemd lib/udev etc/udev; do
 	[ -d "$root/$d" ] && find "$root/$d" -type d -exec chmod 0755 {} +
 done
 # an unprivileged user for permission tests

@@ -203,5 +203,5 @@ key)     cache_key "${1:?series}" "${2:-base}" ;;
 build)   do_build build "${1:?series}" "${2:-base}" ;;
 prepare) do_build prepare "${1:?series}" "${2:-base}" ;;
 stock)   do_stock "${1:?series}" ;;
-*)       sed -n '3,14p' "$0" | sed 's/^# \?//'; exit 2 ;;
+*)       sed -n '3,15p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac

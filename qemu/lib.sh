@@ -74,12 +74,13 @@ host_build_deps() {
 		rsync python3 debian-archive-keyring libjson-c-dev liburing-dev
 }
 # nvme-cli, smartmontools: tools the suite does not own, run against it in
-# the guest (qemu/initramfs.sh copies them in with their libraries)
+# the guest (qemu/initramfs.sh copies them in with their libraries); udev:
+# systemd-udevd and udevadm, under which the udev test runs the suite's rules
 # fio and liburing's passthrough test are built from Debian's sources
 # (qemu/extools.sh); without them their tests say so and skip.
 bench_run_deps() {
 	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev liburing-dev \
-		nvme-cli smartmontools
+		nvme-cli smartmontools udev
 	"$P2P_TOP/qemu/extools.sh" build >/dev/null ||
 		say "warning: fio and liburing's test could not be built; their guest tests skip"
 }
