@@ -1065,6 +1065,65 @@ static void inflight_unreg(unsigned char *u, const struct dbuf *d)
 		p2p_nvme_unregister(nvme, y);
 }
 
+/*
+ * While this thread holds its CPU at SCHED_FIFO, nothing may run the
+ * io_uring worker there: on a host that takes the vCPU away for long, the
+ * guest's clock runs on, and RT throttling (sched_rt_runtime_us) or the
+ * fair server's reserve (6.12+) then runs it early (seen on a loaded host:
+ * every read issued again before the unregistration, three rounds out of
+ * three). Both off for the round, then put back; a knob the kernel lacks
+ * is left alone.
+ */
+#define STARVE_KNOBS	9
+struct starve_knob {
+	char path[80];
+	char old[24];
+};
+
+static int knob_set(struct starve_knob *k, const char *path, const char *val)
+{
+	ssize_t n;
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, k->old, sizeof(k->old) - 1);
+	if (n <= 0 || lseek(fd, 0, SEEK_SET) || write(fd, val, strlen(val)) < 0) {
+		close(fd);
+		return 0;
+	}
+	k->old[n] = 0;
+	snprintf(k->path, sizeof(k->path), "%s", path);
+	close(fd);
+	return 1;
+}
+
+static int starve_others(struct starve_knob *k)
+{
+	char path[80];
+	int n = 0, cpu;
+
+	n += knob_set(&k[n], "/proc/sys/kernel/sched_rt_runtime_us", "-1");
+	for (cpu = 0; cpu < STARVE_KNOBS - 1; cpu++) {
+		snprintf(path, sizeof(path), "/sys/kernel/debug/sched/fair_server/cpu%d/runtime", cpu);
+		n += knob_set(&k[n], path, "0");
+	}
+	return n;
+}
+
+static void starve_restore(struct starve_knob *k, int n)
+{
+	while (n-- > 0) {
+		int fd = open(k[n].path, O_WRONLY);
+
+		if (fd >= 0) {
+			if (write(fd, k[n].old, strlen(k[n].old)) < 0)
+				printf("    # %s not put back: %s\n", k[n].path, strerror(errno));
+			close(fd);
+		}
+	}
+}
+
 /* One round of requeued_binding(): its ENOENT count, or -1 after a failure or before 7.x. */
 static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 {
@@ -1077,7 +1136,8 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 	cpu_set_t one_cpu, cpus;
 	struct sched_param fifo = { .sched_priority = 1 }, normal = { 0 };
 	struct io_uring rr;
-	int pinned, have_ring, last, rt = 0;
+	struct starve_knob knobs[STARVE_KNOBS];
+	int pinned, have_ring, last, rt = 0, nknobs = 0;
 
 	if (!ioctl(nvme, P2PNVME_IOC_INFO, &info))
 		room = info.queue_depth;	/* slots */
@@ -1100,6 +1160,8 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 		 */
 		rt = !io_uring_register_iowq_aff(&rr, sizeof(one_cpu), &one_cpu) &&
 		     !sched_setscheduler(0, SCHED_FIFO, &fifo);
+		if (rt)
+			nknobs = starve_others(knobs);
 	}
 	if (!r0) {
 		r0 = round_reads(&rr, d, nr, &x);
@@ -1112,6 +1174,7 @@ static int requeued_round(unsigned char *u, const struct dbuf *d, int round)
 		if (got > 0 && reap(&rr, got, res, NULL, 2 * NR))
 			bad = -1;
 	}
+	starve_restore(knobs, nknobs);
 	if (have_ring)
 		io_uring_queue_exit(&rr);
 	if (pinned)
