@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# SR-IOV (the sriov profile): the physical function stays with
-# nvme-pci and its block device; one virtual function, given queues and
-# vectors through the PF's Virtualization Management (p2pvirt test: its
-# cases in tools/tests/p2pvirt.c), goes to p2pnvme for P2P reads into p2pmem. PF and VF share one namespace
-# (one image on the host): the host checks the bytes each of them moved,
-# and the PF's block device keeps reading right while the VF does P2P.
+# SR-IOV (the sriov profile): the physical function stays with nvme-pci
+# and its block device; one virtual function, given queues and vectors
+# through the PF's Virtualization Management (p2pvirt test: its cases in
+# tools/tests/p2pvirt.c), goes to p2pnvme for P2P reads into p2pmem. PF
+# and VF share one namespace (one image on the host): the host checks
+# the bytes each of them moved, and the PF's block device keeps reading
+# right while the VF does P2P.
 # Then the PF formats the namespace to 4 KiB LBAs under the VF's driver:
 # after the VF's next reset p2pnvme refuses it, never serves it as 512.
 . /tests/lib.sh
