@@ -24,6 +24,11 @@ memory):
                                           queues QEMU's nvme held MIN or more
                                           commands at once (submitted, not yet
                                           completed)
+    queues-deleted MIN                    since the mark, QEMU's nvme was disabled
+                                          (CC.EN 1 -> 0) at least MIN times, and each
+                                          time every I/O SQ created since the enable
+                                          before had been deleted first (nvme-pci's
+                                          order; QEMU's reset is unsafe otherwise)
     json NAME KEYS BASE64                 p2pctl NAME's standard output (base64)
                                           is one JSON object, python's json parses
                                           it, with the keys KEYS (a,b,c or -)
@@ -103,6 +108,27 @@ def inflight_max(trace):
     return top
 
 
+QUEUE_RE = re.compile(r'^pci_nvme_(create_sq|del_sq|mmio_stopped)\b(?:[^\n]*?\bsqid=(\d+))?', re.M)
+
+
+def disables(trace, mark):
+    """(disables after @mark, those with an I/O SQ still there, SQs left)."""
+    live, n, bad, left = set(), 0, 0, 0
+    for m in QUEUE_RE.finditer(trace):
+        kind, qid = m.group(1), m.group(2)
+        if kind == 'create_sq' and qid and qid != '0':
+            live.add(qid)
+        elif kind == 'del_sq' and qid:
+            live.discard(qid)
+        elif kind == 'mmio_stopped':
+            if m.start() >= mark:
+                n += 1
+                bad += bool(live)
+                left += len(live)
+            live.clear()
+    return n, bad, left
+
+
 def dma_trace(run):
     try:
         with open(os.path.join(run, 'nvme-dma.log')) as f:
@@ -156,6 +182,14 @@ def do_check(run, words):
         desc = f'QEMU nvme held >= {least} commands at once on >= {queues} I/O queues'
         note = 'most at once per queue: ' + (', '.join(f'q{q} {n}' for q, n in sorted(top.items())) or 'none')
         return ('ok' if busy >= queues else 'not ok'), desc, note
+    if words and words[0] == 'queues-deleted':
+        least = int(words[1])
+        with open(os.path.join(run, 'dma.mark')) as f:
+            mark = int(f.read())
+        n, bad, left = disables(dma_trace(run), mark)
+        desc = f'QEMU nvme was disabled >= {least} times, its I/O SQs deleted before each'
+        note = f'{n} disables, {bad} with I/O SQs still there ({left} SQs)'
+        return ('ok' if n >= least and not bad else 'not ok'), desc, note
     if words and words[0] == 'json':
         name, keys = words[1], [k for k in words[2].split(',') if k != '-']
         desc = f'p2pctl {name} -o json: one JSON object' + (f' with {", ".join(keys)}' if keys else '')
@@ -245,9 +279,14 @@ def main():
         log = f.read().decode('utf-8', 'replace')
     results = []
     m = re.search(r'^P2P-EXIT (\d+)', log, re.M)
+    # why there is no P2P-EXIT, when run.sh knows: a timeout, QEMU's death
+    why = re.search(r'^P2P-(TIMEOUT|QEMU-DIED) (.*)$', log, re.M)
+    if why:
+        why = {'TIMEOUT': 'timeout', 'QEMU-DIED': 'QEMU died'}[why.group(1)] + ' ' + why.group(2)
     results.append(('ok' if m and m.group(1) == '0' else 'not ok',
                     'guest test script completed' +
-                    (f' (exit {m.group(1)})' if m else ' (no P2P-EXIT: crash or timeout)')))
+                    (f' (exit {m.group(1)})' if m else
+                     f' (no P2P-EXIT: {why or "guest crash or timeout"})')))
     # A guest test that provokes a warning the kernel itself prints (not the
     # suite's code) declares it: "P2P-KNOWN-WARNING <file:function> <why>".
     # Such a warning makes the check a SKIP with the reason, never a pass;

@@ -101,8 +101,10 @@ mem=1G
 # KASAN + lockdep under TCG run a test 10-20 times slower
 [ -n "$timeout" ] || { [ "$flavour" = debug ] && timeout=1800 || timeout=600; }
 # QEMU's nvme trace, the host's view of the controllers: data DMA addresses,
-# commands fetched and completed (qemu/hostcheck.py reads it)
+# commands fetched and completed, I/O SQs created and deleted, CC.EN
+# set and cleared (qemu/hostcheck.py reads it)
 printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_admin_cmd pci_nvme_enqueue_req_completion pci_nvme_setfeat \
+	pci_nvme_create_sq pci_nvme_del_sq pci_nvme_mmio_stopped pci_nvme_mmio_start_success \
 	> "$RUN/trace-events"
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-nodefaults -display none -no-reboot
@@ -149,6 +151,10 @@ secs=$(( $(date +%s) - start ))
 echo "$secs" > "$RUN/seconds"
 if [ $qrc -eq 124 ]; then
 	echo "P2P-TIMEOUT after ${timeout}s" >> "$RUN/serial.log"
+elif [ $qrc -gt 128 ] && [ $qrc -lt 160 ]; then
+	# timeout(1) passes on the signal that ended QEMU: an emulator crash,
+	# said as such (the guest's last lines are above it)
+	echo "P2P-QEMU-DIED of SIG$(kill -l $((qrc - 128))) after ${secs}s" >> "$RUN/serial.log"
 fi
 
 trap - ERR

@@ -372,6 +372,50 @@ int p2pnvme_ctrl_shutdown(struct p2pnvme *c)
 	return p2pnvme_ctrl_disable(c);
 }
 
+/**
+ * p2pnvme_delete_io_queues - have a controller that answers end its own I/O
+ * @c: the controller, its I/O queues stopped, the admin queue not
+ *
+ * As nvme-pci disables a controller that is not dead: Delete I/O
+ * Submission Queue for every queue, then Delete I/O Completion Queue, and
+ * only then CC.EN = 0. The controller aborts what each SQ still holds
+ * (Command Aborted due to SQ Deletion: the command ends with -ECANCELED)
+ * and fetches nothing more from it, so that no command of an I/O queue is
+ * still on its way in when the enable bit drops. QEMU's nvme depends on
+ * that order: its controller reset drains the block layer while it can
+ * still fetch from the SQs, and a read fetched then completes into a freed
+ * queue (QEMU 7.2 segfaulted within 50 to 200 FLRs with reads in flight).
+ *
+ * A controller that is not ready, reports a fatal status or is gone is
+ * disabled without it; the first deletion that fails (a timeout included,
+ * after io_timeout_ms) ends it there, and the disable follows either way.
+ */
+void p2pnvme_delete_io_queues(struct p2pnvme *c)
+{
+	static const u8 ops[] = { nvme_admin_delete_sq, nvme_admin_delete_cq };
+	u32 csts = readl(c->bar + NVME_REG_CSTS);
+	unsigned int i, j;
+
+	if (csts == ~0U || (csts & NVME_CSTS_CFS) || !(csts & NVME_CSTS_RDY))
+		return;
+	for (j = 0; j < ARRAY_SIZE(ops); j++) {
+		for (i = 0; i < c->nr_ioq; i++) {
+			struct nvme_command cmd = {};
+			u16 status = 0;
+			int ret;
+
+			cmd.delete_queue.opcode = ops[j];
+			cmd.delete_queue.qid = cpu_to_le16(c->ioq[i].qid);
+			ret = p2pnvme_admin_exec_status(c, &cmd, NULL, &status);
+			if (ret) {
+				pci_dbg(c->pdev, "Delete I/O queue %u (opcode %#x): %d, status %#x; disabling\n",
+					c->ioq[i].qid, ops[j], ret, status);
+				return;
+			}
+		}
+	}
+}
+
 /* ---- bring-up ----------------------------------------------------------- */
 
 int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q)

@@ -10,6 +10,7 @@ int p2pnvme_wait_ready(struct p2pnvme *c, bool ready);
 int p2pnvme_ctrl_disable(struct p2pnvme *c);
 int p2pnvme_ctrl_enable(struct p2pnvme *c);
 int p2pnvme_ctrl_shutdown(struct p2pnvme *c);
+void p2pnvme_delete_io_queues(struct p2pnvme *c);
 int p2pnvme_create_io_queue(struct p2pnvme *c, struct p2pnvme_queue *q);
 void p2pnvme_dbbuf_alloc(struct p2pnvme *c);
 int p2pnvme_dbbuf_set(struct p2pnvme *c);

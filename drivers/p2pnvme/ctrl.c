@@ -153,8 +153,9 @@ static void reset_finish(struct p2pnvme *c, enum p2pnvme_state from, int ret)
 
 /*
  * Take the controller out of service for a reset, while its registers
- * still answer: no more submissions, CC.EN = 0, bus mastering off, then
- * every command in flight fails. Nothing may be cancelled (buffers
+ * still answer: no more submissions, the I/O queues deleted if it still
+ * answers (p2pnvme_delete_io_queues(), as nvme-pci), CC.EN = 0, bus
+ * mastering off, then every command in flight fails. Nothing may be cancelled (buffers
  * unpinned, freed) while the controller can still DMA. CC.EN = 0 asks it to
  * stop, but a hung controller may not acknowledge within CAP.TO, or seem to
  * while its registers do not answer: bus mastering goes off in any case, as
@@ -167,6 +168,8 @@ static int ctrl_halt(struct p2pnvme *c)
 {
 	int ret;
 
+	p2pnvme_io_queues_stop(c);
+	p2pnvme_delete_io_queues(c);
 	p2pnvme_queues_stop(c);
 	ret = p2pnvme_ctrl_disable(c);
 	pci_clear_master(c->pdev);

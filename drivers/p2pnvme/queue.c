@@ -416,8 +416,13 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 		/* given up on: what the reset's drain brings back is not trusted */
 		if (cmd->expired)
 			err = -ETIMEDOUT;
+		else if (!err && status && cmd->aborted)
+			err = -ETIMEDOUT;
+		/* its SQ deleted by a reset: cancelled, as if by the reset */
+		else if (!err && (status & P2PNVME_STATUS_MASK) == NVME_SC_ABORT_QUEUE)
+			err = -ECANCELED;
 		else if (!err && status)
-			err = cmd->aborted ? -ETIMEDOUT : -EIO;
+			err = -EIO;
 		/* the first real error wins over a cancellation */
 		if (err && (!r->error || r->error == -ECANCELED)) {
 			r->error = err;
@@ -955,13 +960,19 @@ void p2pnvme_check_async_timeouts(struct p2pnvme *c)
 	check_timeouts(c, &c->async_any);
 }
 
-void p2pnvme_queues_stop(struct p2pnvme *c)
+/* No more submissions to the I/O queues; the admin queue goes on. */
+void p2pnvme_io_queues_stop(struct p2pnvme *c)
 {
 	unsigned int i;
 
-	queue_stop(&c->adminq);
 	for (i = 0; i < c->nr_ioq; i++)
 		queue_stop(&c->ioq[i]);
+}
+
+void p2pnvme_queues_stop(struct p2pnvme *c)
+{
+	queue_stop(&c->adminq);
+	p2pnvme_io_queues_stop(c);
 }
 
 /*

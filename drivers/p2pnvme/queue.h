@@ -70,6 +70,7 @@ unsigned int p2pnvme_queue_reap(struct p2pnvme_queue *q);
 irqreturn_t p2pnvme_irq(int irq, void *data);
 void p2pnvme_queue_start(struct p2pnvme_queue *q);
 void p2pnvme_queue_shadow(struct p2pnvme_queue *q, __le32 *dbs, __le32 *eis, u32 stride);
+void p2pnvme_io_queues_stop(struct p2pnvme *c);
 void p2pnvme_queues_stop(struct p2pnvme *c);
 void p2pnvme_queues_cancel(struct p2pnvme *c, int err);
 unsigned int p2pnvme_queues_inflight(struct p2pnvme *c);
