@@ -188,7 +188,7 @@ def do_check(run, words):
             mark = int(f.read())
         n, bad, left = disables(dma_trace(run), mark)
         desc = f'QEMU nvme was disabled >= {least} times, its I/O SQs deleted before each'
-        note = f'{n} disables, {bad} with I/O SQs still there ({left} SQs)'
+        note = f'{n} disables; {left} I/O SQs left at {bad} of them'
         return ('ok' if n >= least and not bad else 'not ok'), desc, note
     if words and words[0] == 'json':
         name, keys = words[1], [k for k in words[2].split(',') if k != '-']
