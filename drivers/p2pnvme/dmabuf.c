@@ -365,19 +365,28 @@ bool p2pnvme_dmabuf_signalling(void)
  * @reqs: the batch
  * @nr: its entries
  * @cookie: what p2pnvme_dmabuf_signalling() returned
+ * @unrun: 0, or why the batch ended before any command was submitted (a
+ *	   negative errno)
  *
  * All of them before any unmap: an unmap takes a reservation lock, which
- * may be held by someone waiting on a fence of another entry.
+ * may be held by someone waiting on a fence of another entry. The fence of
+ * an entry that failed (its commands' error, its submission's, or
+ * @unrun) carries that error (dma_fence_set_error()): whoever waited for
+ * the transfer learns that the bytes did not move, as from a GPU driver's
+ * fence after a failed job.
  */
-void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie)
+void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie, int unrun)
 {
 	unsigned int i;
 
 	for (i = 0; i < nr; i++) {
 		struct p2pnvme_req *r = &reqs[i];
+		int err = r->error ?: r->submit_error ?: unrun;
 
 		if (!r->fence_added)
 			continue;
+		if (err)
+			dma_fence_set_error(&r->fence->base, err);
 		dma_fence_signal(&r->fence->base);
 		dma_fence_put(&r->fence->base);	/* the resv keeps its own */
 		r->fence = NULL;

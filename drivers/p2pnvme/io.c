@@ -841,7 +841,7 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 		p2pnvme_reg_idle(&reqs[i]);
 	/* every fence, before any unmap takes a reservation lock */
 	if (fenced)
-		p2pnvme_dmabuf_signal(reqs, nr, cookie);
+		p2pnvme_dmabuf_signal(reqs, nr, cookie, 0);
 	lists_put(q, &lists);
 
 	for (i = 0; i < nr; i++)
@@ -857,7 +857,7 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 
 out_signal:
 	if (fenced)
-		p2pnvme_dmabuf_signal(reqs, nr, cookie);
+		p2pnvme_dmabuf_signal(reqs, nr, cookie, ret);
 out_unmap:
 	/* first: an invalidation waiting for these holds a reservation lock */
 	for (i = 0; i < nr; i++)

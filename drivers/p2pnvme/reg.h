@@ -132,7 +132,7 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner
 			    bool *orphan);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 bool p2pnvme_dmabuf_signalling(void);
-void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie);
+void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie, int unrun);
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
 #else
@@ -159,7 +159,7 @@ static inline bool p2pnvme_dmabuf_signalling(void)
 }
 
 static inline void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr,
-					 bool cookie) {}
+					 bool cookie, int unrun) {}
 static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
 static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 #endif

@@ -15,6 +15,14 @@
  * child keeps I/O going into the dma-buf: the unbind returns, the child's
  * I/O ends with ENODEV, the CPU mapping raises SIGBUS, and later use of the
  * dma-buf fails with ENODEV.
+ *
+ *   p2pdmabuf-test --fence-error /dev/p2pbarN /dev/p2pnvmeN SLBA LEN ERRNO
+ *
+ * A read of LEN bytes at SLBA into a dma-buf that the caller has made fail
+ * with ERRNO (a throttled controller and a short io_timeout_ms: ETIMEDOUT):
+ * a sync_file exported from the dma-buf while the read runs holds the
+ * client's write fence, unsignalled; it signals when the read ends, with
+ * the error (the kernel's sync_file reports the fence's status).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,9 +39,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <poll.h>
+
 #include <linux/dma-buf.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
+#include <linux/sync_file.h>
 #include <linux/udmabuf.h>
 
 #include "harness.h"
@@ -433,8 +444,71 @@ TEST_F(client_dmabuf_api, revocable, revoke, 7, 120)
 	revoke_case(self->bar, self->nvme, self->dfd, self->map, bar_bdf);
 }
 
+static uint64_t fence_slba, fence_len;
+static int fence_errno;
+
+/* the status of a sync_file's fence: 0 running, 1 signalled, or -errno */
+static int sync_status(int sfd)
+{
+	struct sync_file_info info = {};
+
+	if (ioctl(sfd, SYNC_IOC_FILE_INFO, &info))
+		return -1000 - errno;
+	return info.status;
+}
+
+TEST_F(client_faults_dmabuf_fence, devs, fence_error, 4, 120)
+{
+	struct dma_buf_export_sync_file ex = { .flags = DMA_BUF_SYNC_READ, .fd = -1 };
+	struct pollfd pfd = { .events = POLLIN };
+	int dfd, status = 1, i, ret, wst;
+	pid_t pid;
+
+	dfd = export(self->bar, (struct p2pbar_export){ .size = fence_len });
+	if (dfd < 0)
+		kt_fail("export %llu bytes: %s", (unsigned long long)fence_len, strerror(-dfd));
+	pid = fork();
+	if (pid < 0)
+		kt_fail("fork: %s", strerror(errno));
+	if (!pid)
+		_exit(dmabuf_io(self->nvme, P2PNVME_OP_READ, fence_slba, fence_len, dfd, 0, 0));
+	/* a reader's view of the dma-buf (its write fences) while the read runs */
+	for (i = 0; i < 1000 && status; i++) {
+		if (ex.fd >= 0)
+			close(ex.fd);
+		ex.fd = -1;
+		if (ioctl(dfd, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &ex))
+			kt_fail("DMA_BUF_IOCTL_EXPORT_SYNC_FILE: %s", strerror(errno));
+		status = sync_status(ex.fd);
+		if (status)
+			usleep(5000);
+	}
+	tap(status == 0, "a sync_file taken from the dma-buf while the read runs holds a fence not signalled yet (status %d)",
+	    status);
+	pfd.fd = ex.fd;
+	ret = poll(&pfd, 1, 100 * 1000);
+	tap(ret == 1, "the fence signals when the read ends");
+	if (waitpid(pid, &wst, 0) != pid || !WIFEXITED(wst))
+		kt_fail("the reading child did not exit");
+	result(WEXITSTATUS(wst) == fence_errno, "the read into the dma-buf fails", fence_errno,
+	       WEXITSTATUS(wst));
+	status = sync_status(ex.fd);
+	tap(status == -fence_errno, "the fence carries the read's error (status %d, want %d)",
+	    status, -fence_errno);
+	close(ex.fd);
+	close(dfd);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 7 && !strcmp(argv[1], "--fence-error")) {
+		bar_path = argv[2];
+		nvme_path = argv[3];
+		fence_slba = strtoull(argv[4], NULL, 0);
+		fence_len = strtoull(argv[5], NULL, 0);
+		fence_errno = atoi(argv[6]);
+		return kt_run("client_faults_dmabuf_fence");
+	}
 	if (argc != 4)
 		return 2;
 	bar_path = argv[1];
