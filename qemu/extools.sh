@@ -31,15 +31,29 @@ sapt() {
 		-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root
 }
 
+# Every boot of a make check asks (run.sh's bench_run_deps), two at a time:
+# one updates the lists, under a lock, and the others wait for it. A failed
+# update with lists from before is said and the old lists are used (a
+# complete cache entry for their versions needs no network).
 sapt_update() {
 	local d="$P2P_CACHE/apt-src"
 	mkdir -p "$d/lists/partial"
+	exec 8>"$d/update.lock"
+	flock 8
 	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) $SUITE main" \
 		> "$d/sources.list"
-	if [ -z "$(find "$d/lists" -maxdepth 1 -name '*Sources*' -mtime -1 2>/dev/null | head -n 1)" ]; then
+	# updated within a day (apt leaves lists that did not change as they were)
+	if [ -z "$(find "$d/updated-$SUITE" -mtime -1 2>/dev/null)" ]; then
 		say "apt: updating private source lists ($SUITE)"
-		sapt apt-get -qq update || die "apt-get update (private source lists) failed"
+		if sapt apt-get -qq update; then
+			touch "$d/updated-$SUITE"
+		else
+			[ -n "$(find "$d/lists" -maxdepth 1 -name '*Sources*' 2>/dev/null | head -n 1)" ] ||
+				die "apt-get update (private source lists) failed"
+			say "warning: apt-get update (private source lists) failed; using the lists from before"
+		fi
 	fi
+	flock -u 8
 }
 
 src_version() {
