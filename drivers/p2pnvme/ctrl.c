@@ -155,11 +155,12 @@ static void reset_finish(struct p2pnvme *c, enum p2pnvme_state from, int ret)
  * Take the controller out of service for a reset, while its registers
  * still answer: no more submissions, the I/O queues deleted if it still
  * answers (p2pnvme_delete_io_queues(), as nvme-pci), CC.EN = 0, bus
- * mastering off, then every command in flight fails. Nothing may be cancelled (buffers
- * unpinned, freed) while the controller can still DMA. CC.EN = 0 asks it to
- * stop, but a hung controller may not acknowledge within CAP.TO, or seem to
- * while its registers do not answer: bus mastering goes off in any case, as
- * nvme-pci disables the PCI device, and comes back with the enable.
+ * mastering off, then every command in flight fails. Nothing may be
+ * cancelled (buffers unpinned, freed) while the controller can still DMA.
+ * CC.EN = 0 asks it to stop, but a hung controller may not acknowledge
+ * within CAP.TO, or seem to while its registers do not answer: bus
+ * mastering goes off in any case, as nvme-pci disables the PCI device, and
+ * comes back with the enable.
  *
  * Return: what disabling said; -ENODEV: the device is gone, and so the
  * commands failed with -ENODEV rather than -ECANCELED.
