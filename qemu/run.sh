@@ -48,7 +48,7 @@ trap 'echo "run.sh: failed at line $LINENO: $BASH_COMMAND" | tee -a "$RUN/serial
 bench_run_deps
 kdir=$("$P2P_TOP/qemu/kernel.sh" build "$series" "$flavour")
 # Parallel runs share the module and tool builds: one builder at a time.
-initrd=$RUN/initramfs.cpio.gz
+initrd=$RUN/initramfs.cpio
 # The dkms test boots the modules DKMS built (qemu/dkms.sh), not the bench's.
 builder=modules.sh
 [ "$test" = dkms ] && builder=dkms.sh
@@ -56,7 +56,7 @@ builder=modules.sh
 # P2P_INITRD_DIR): each kernel's modules and initramfs are made once, by its
 # first boot, and the others copy them (a no-op module build and a new
 # initramfs cost 7 s a boot here, serialized under the lock).
-shared=${P2P_INITRD_DIR:+$P2P_INITRD_DIR/$(basename "$kdir")-${builder%.sh}.cpio.gz}
+shared=${P2P_INITRD_DIR:+$P2P_INITRD_DIR/$(basename "$kdir")-${builder%.sh}.cpio}
 flock "$OUT/.build.lock" sh -c 'if [ -n "$5" ] && [ -s "$5" ]; then cp "$5" "$3"; exit 0; fi
 	make -s -C "$1/tools" >/dev/null &&
 	mods=$("$1/qemu/$4" "$2") && "$1/qemu/initramfs.sh" "$3" "$mods" &&
