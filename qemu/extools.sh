@@ -10,6 +10,9 @@
 #   t-io_uring              fio's t/io_uring, the peak-IOPS tool (-u1: the
 #                           NVMe passthrough command)
 #   io_uring_passthrough.t  liburing's NVMe passthrough test
+#   fio-src/                the configured fio tree's headers, against which
+#                           tools/Makefile builds the suite's external fio
+#                           engine (FIO_SRC=, tools/fio/p2pnvme-reg.c)
 #
 #   qemu/extools.sh build   build what is missing (cached), print the dir
 #
@@ -21,7 +24,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 # Bump when the way the tools are built changes.
-RECIPE=2
+RECIPE=3
 SUITE=${P2P_DEBIAN_SUITES%% *}
 
 sapt() {
@@ -91,6 +94,7 @@ build() {
 	install -m 0755 "$work"/fio-*/fio "$out/bin/fio"
 	install -m 0755 "$work"/fio-*/t/io_uring "$out/bin/t-io_uring"
 	install -m 0755 "$work"/liburing-*/test/io_uring_passthrough.t "$out/bin/io_uring_passthrough.t"
+	(cd "$work"/fio-*/ && find . -name '*.h' -print0 | cpio -0pdm --quiet "$out/fio-src")
 	echo "$key" > "$out/.complete"
 	echo "$out"
 }

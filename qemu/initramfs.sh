@@ -27,7 +27,10 @@ for d in "$@"; do
 	find "$d" -name '*.ko' -exec cp {} "$root/lib/modules/" \;
 done
 for b in "$P2P_TOP"/tools/build/*; do
-	[ -x "$b" ] && install -m 0755 "$b" "$root/bin/"
+	case $b in
+	*.so) install -D -m 0755 "$b" "$root/usr/lib/fio/$(basename "$b")" ;;	# fio's engine
+	*) [ -x "$b" ] && install -m 0755 "$b" "$root/bin/" ;;
+	esac
 done
 # Tools the suite does not own, from this machine's Debian packages, with
 # their shared libraries and loader (as dracut copies a binary in); the

@@ -77,10 +77,15 @@ host_build_deps() {
 # the guest (qemu/initramfs.sh copies them in with their libraries); udev:
 # systemd-udevd and udevadm, under which the udev test runs the suite's rules
 # fio and liburing's passthrough test are built from Debian's sources
-# (qemu/extools.sh); without them their tests say so and skip.
+# (qemu/extools.sh); without them their tests say so and skip. FIO_SRC (fio's
+# headers) makes the tools' build build the suite's fio engine too.
 bench_run_deps() {
+	local ext
 	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev liburing-dev \
 		nvme-cli smartmontools udev
-	"$P2P_TOP/qemu/extools.sh" build >/dev/null ||
+	if ext=$("$P2P_TOP/qemu/extools.sh" build); then
+		[ ! -d "$ext/fio-src" ] || export FIO_SRC="$ext/fio-src"
+	else
 		say "warning: fio and liburing's test could not be built; their guest tests skip"
+	fi
 }
