@@ -737,6 +737,57 @@ else
 		fi
 	fi
 fi
+# The suite's external fio engine (tools/fio/p2pnvme-reg.c): fio's buffers
+# are a p2pmem dma-buf, mapped into fio and registered once, and every
+# command names it (the registered path fio's own engines cannot reach);
+# 60 MiB .. 63 MiB. The bytes are checked by fio's verify through the
+# mapping, again by fio's own io_uring_cmd engine into host memory, and on
+# the host's image.
+ENG=/usr/lib/fio/p2pnvme-reg.so
+RJOB="--name=r --rw=randwrite --size=2M --offset=60M --verify=crc32c --verify_fatal=1 --randseed=11"
+if ! command -v fio >/dev/null || [ ! -e $ENG ]; then
+	skip "fio's external engine p2pnvme_reg against $N" \
+		"no fio or its headers (qemu/extools.sh could not build them on the machine that built the guest)"
+else
+	REG="timeout 120 fio --minimal --ioengine=external:$ENG --filename=$N --bs=4k --iodepth=16"
+	if [ "$want_path" = p2p ]; then
+		before="$(cnt writes_dmabuf) $(cnt reads_dmabuf)"
+		hostd check dma-mark >/dev/null
+		$REG $RJOB >/tmp/fio.out 2>&1
+		check_eq "fio p2pnvme_reg: random writes then reads, a registered p2pmem dma-buf, crc32c verified" "$?" 0
+		set -- $before
+		check_eq "... 512 writes and 512 reads counted dmabuf" \
+			"$(($(cnt writes_dmabuf) - $1)) $(($(cnt reads_dmabuf) - $2))" "512 512"
+		dma_in_bar io
+		$FIO --filename=$N $RJOB --verify_only=1 >/tmp/fio.out 2>&1
+		check_eq "... fio's io_uring_cmd engine reads them back into host memory: verified" "$?" 0
+		$REG --name=p --rw=write --size=1M --offset=62M --buffer_pattern=0x6b \
+			--scramble_buffers=0 --require_p2p=1 >/tmp/fio.out 2>&1
+		check_eq "fio p2pnvme_reg --require_p2p=1: 1 MiB of 0x6b written from p2pmem" "$?" 0
+		hostcheck fill 1048576 nvme0@$((62 << 20)) 0x6b
+		$REG --name=t --rw=randtrim --size=64k --offset=62M >/tmp/fio.out 2>&1
+		check "fio p2pnvme_reg: trim is refused" [ $? -ne 0 ]
+		check "... Operation not supported" grep -q "Operation not supported" /tmp/fio.out
+		$REG $RJOB --verify_only=1 --mem=malloc >/tmp/fio.out 2>&1
+		check "fio p2pnvme_reg: --mem= is refused (the engine owns the buffers)" [ $? -ne 0 ]
+		$REG $RJOB --verify_only=1 --p2pbar=/dev/p2pbar9 >/tmp/fio.out 2>&1
+		check "fio p2pnvme_reg --p2pbar=/dev/p2pbar9: no such provider, an error" [ $? -ne 0 ]
+		check "... saying which device" grep -q "/dev/p2pbar9" /tmp/fio.out
+	else
+		# the topology refuses: the registration says so
+		$REG $RJOB --verify_only=1 >/tmp/fio.out 2>&1
+		check "fio p2pnvme_reg into p2pmem the topology refuses: an error" [ $? -ne 0 ]
+		check "... Remote I/O error (EREMOTEIO)" grep -q "Remote I/O error" /tmp/fio.out
+		$FIO --filename=$N $RJOB >/tmp/fio.out 2>&1
+		check_eq "fio io_uring_cmd writes the job's blocks (host memory)" "$?" 0
+	fi
+	# registered host memory: the verify pass
+	before=$(cnt reads_host)
+	$REG $RJOB --verify_only=1 --p2pbar=host >/tmp/fio.out 2>&1
+	check_eq "fio p2pnvme_reg --p2pbar=host: the verify pass into registered host memory" "$?" 0
+	check_eq "... 512 reads counted host" "$(($(cnt reads_host) - before))" 512
+	diag "$(tail -n 2 /tmp/fio.out | cut -c1-160)"
+fi
 # xNVMe would open /dev/p2pnvme0 through the same NVME_IOCTL_ID and
 # NVME_URING_CMD_IO; Debian packages no xnvme (bookworm, trixie, sid)
 skip "xNVMe's info and a read against $N" "xNVMe is not packaged by Debian"
