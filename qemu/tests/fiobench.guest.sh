@@ -4,13 +4,16 @@
 # the same fio jobs, io_uring_cmd engine, on this suite's /dev/p2pnvme0
 # (nvme0) and on nvme-pci's /dev/ngXnY of an identical controller (nvme1),
 # into host memory, io_uring's registered host buffers and p2pmem of the
-# same BAR (an mmap of /dev/p2pbar0), then both polled (hipri). Each line:
+# same BAR (an mmap of /dev/p2pbar0); p2pmem registered once as a dma-buf
+# through the suite's external engine (p2pnvme_reg) against nvme-pci's
+# per-I/O mapping of the same p2pmem; then both polled (hipri). Each line:
 # the job, fio's IOPS and completion latency percentiles, and the guest's
 # CPU per I/O (all CPUs' busy time from /proc/stat over the job, so the
 # completion side is counted wherever it runs).
 . /tests/lib.sh
 
 SECS=${p2pbenchsecs:-3}
+ENG=/usr/lib/fio/p2pnvme-reg.so
 IVSHMEM=$(find_pci 1af4 1110)
 NVME0=$(find_pci 1b36 0010)
 NVME1=$(find_pci 1b36 0010 2)
@@ -30,13 +33,17 @@ busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 row() {
 	_name=$1 _dev=$2 _mem=$3 _bs=$4 _qd=$5
 	shift 5
+	_e="--ioengine=io_uring_cmd --cmd_type=nvme"
 	case $_mem in
 	host) _m= ;;
 	fixed) _m=--fixedbufs=1 ;;
 	p2p) _m=--iomem=mmapshared:/dev/p2pbar0 ;;
+	reg)	# p2pnvme: registered; nvme-pci: the same p2pmem mapped per I/O
+		_m=--iomem=mmapshared:/dev/p2pbar0
+		[ "$_dev" = /dev/p2pnvme0 ] && _e=--ioengine=external:$ENG _m= ;;
 	esac
 	_b0=$(busy)
-	fio --output-format=json --name=r --filename="$_dev" --ioengine=io_uring_cmd --cmd_type=nvme \
+	fio --output-format=json --name=r --filename="$_dev" $_e \
 		--rw=randread --bs="$_bs" --iodepth="$_qd" --size=48M --norandommap --randrepeat=0 \
 		--time_based --runtime="$SECS" $_m "$@" >/tmp/fio.json 2>/tmp/fio.err
 	_rc=$?
@@ -51,11 +58,17 @@ for d in /dev/p2pnvme0 "$NG1"; do
 	fio --name=w --filename="$d" --ioengine=io_uring_cmd --cmd_type=nvme --rw=randread \
 		--bs=4k --iodepth=32 --size=48M --time_based --runtime=1 >/dev/null 2>&1
 done
+mems="host fixed p2p"
+if [ -e $ENG ]; then
+	mems="$mems reg"
+else
+	skip "the registered dma-buf rows (fio's external engine p2pnvme_reg)" "fio's headers were not kept (qemu/extools.sh)"
+fi
 for pass in 1 2; do
 	for shape in "4096 1" "4096 32" "131072 32"; do
 		set -- $shape
 		[ $pass = 2 ] && [ $1 = 131072 ] && continue	# 4 KiB twice: it moves most
-		for mem in host fixed p2p; do
+		for mem in $mems; do
 			row "$mem-$1-$2" /dev/p2pnvme0 $mem $1 $2
 			row "$mem-$1-$2" "$NG1" $mem $1 $2
 		done
