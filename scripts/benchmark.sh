@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
 done
 run=$top/out/runs/$profile.benchmark.base
 echo "benchmark: booting the $profile profile, $secs s per point (about $((secs * 61 + 110)) s)" >&2
-P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes" "$top/qemu/run.sh" --quiet "$profile" benchmark ||
+P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes" "$top/qemu/run.sh" --quiet "$profile" benchmark ||
 	{ echo "benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" "$profile" <<'PY'
 import json, statistics, sys

@@ -25,7 +25,7 @@ for a in "$@"; do
 done
 run=$top/out/runs/$profile.fiobench.base
 echo "fio benchmark: booting the $profile profile, $secs s per row (about $((secs * 60 + 150)) s)" >&2
-P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet "$profile" fiobench ||
+P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet "$profile" fiobench ||
 	{ echo "fio benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" "$profile" <<'PY'
 import json, statistics, sys
