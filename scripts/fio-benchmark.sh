@@ -12,20 +12,28 @@
 #
 #   scripts/fio-benchmark.sh [SECONDS]             print the table (default 3 s per row)
 #   scripts/fio-benchmark.sh --strict [SECONDS]    the same under a strict vIOMMU
+#   scripts/fio-benchmark.sh --passes N ...        4 KiB rows in N interleaved passes (default 3;
+#                                                  the table has their medians)
 #   scripts/fio-benchmark.sh --update-doc ...      ... and put it in Documentation/benchmarks.md
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-update= secs=3 profile=switch
-for a in "$@"; do
-	case "$a" in
+update= secs=3 profile=switch passes=3
+while [ $# -gt 0 ]; do
+	case "$1" in
 	--update-doc) update=1 ;;
 	--strict) profile=iommu-strict ;;
-	*) secs=$a ;;
+	--passes) passes=${2:?--passes N}; shift ;;
+	*) secs=$1 ;;
 	esac
+	shift
 done
 run=$top/out/runs/$profile.fiobench.base
-echo "fio benchmark: booting the $profile profile, $secs s per row (about $((secs * 60 + 150)) s)" >&2
-P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs" "$top/qemu/run.sh" --quiet "$profile" fiobench ||
+# 28 + 20 x PASSES runs of SECONDS and about a minute of boot and setup:
+# the guest's time limit grows with them
+est=$(( secs * (28 + 20 * passes) + 60 ))
+echo "fio benchmark: booting the $profile profile, $secs s per row, $passes passes (about $est s)" >&2
+P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes" \
+	"$top/qemu/run.sh" --quiet --timeout $((est * 2 + 300)) "$profile" fiobench ||
 	{ echo "fio benchmark run failed, see $run/serial.log" >&2; exit 1; }
 table=$(python3 - "$run/serial.log" "$profile" <<'PY'
 import json, statistics, sys
