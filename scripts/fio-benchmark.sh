@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+case $passes in ''|*[!0-9]*|0) echo "fio-benchmark.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
 run=$top/out/runs/$profile.fiobench.base
 # 28 + 20 x PASSES runs of SECONDS and about a minute of boot and setup:
 # the guest's time limit grows with them
