@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+case $passes in ''|*[!0-9]*|0) echo "benchmark.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
 run=$top/out/runs/$profile.benchmark.base
 echo "benchmark: booting the $profile profile, $secs s per point (about $((secs * 61 + 110)) s)" >&2
 P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes" "$top/qemu/run.sh" --quiet "$profile" benchmark ||
