@@ -451,33 +451,6 @@ static bool uring_sqe_unused_zero(const struct io_uring_sqe *sqe)
 }
 
 /*
- * Where the data of a command of the kernel's NVMe passthrough is when it
- * is not at one user address: @nc->data_len iovecs at @nc->addr
- * (NVME_URING_CMD_IO_VEC), or io_uring's registered buffer (@fixed). Not
- * both: nvme-pci takes registered buffers only unvectored too. @iov: out,
- * what import_iovec() allocated (NULL or the caller's to free).
- */
-static int uring_std_data(struct io_uring_cmd *ioucmd, const struct nvme_uring_cmd *nc,
-			  struct p2pnvme_io *io, bool vec, bool fixed, unsigned int issue_flags,
-			  struct iovec *fast, struct iovec **iov, struct iov_iter *iter)
-{
-	int dir = io->op == P2PNVME_OP_READ ? ITER_DEST : ITER_SOURCE;
-	ssize_t ret;
-
-	if (vec && fixed)
-		return -EINVAL;
-	if (fixed)
-		return p2p_uring_cmd_import_fixed(io->addr, io->len, dir, iter, ioucmd,
-						  issue_flags);
-	*iov = fast;
-	ret = import_iovec(dir, u64_to_user_ptr(nc->addr), nc->data_len, UIO_FASTIOV, iov, iter);
-	if (ret < 0)
-		return ret;
-	io->addr = (u64)(uintptr_t)iter_iov_addr(iter);
-	return 0;
-}
-
-/*
  * Check, charge and submit a request whose data is at @io->addr or, for
  * the kernel's passthrough, in @iter (read while it is prepared).
  */
@@ -531,21 +504,100 @@ static int uring_cmd_queue(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io, b
 	return async_submit(a);
 }
 
-static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+/*
+ * NVME_URING_CMD_IO_VEC: @nc->data_len iovecs at @nc->addr, imported, then
+ * queued. Its own function: the other commands do not pay for zeroing the
+ * fast iovec array on their stack (INIT_STACK_ALL_ZERO).
+ */
+static noinline int uring_std_vec(struct io_uring_cmd *ioucmd, const struct nvme_uring_cmd *nc,
+				  struct p2pnvme_io *io, unsigned int issue_flags)
+{
+	int dir = io->op == P2PNVME_OP_READ ? ITER_DEST : ITER_SOURCE;
+	struct iovec fast[UIO_FASTIOV], *iov = fast;
+	struct iov_iter iter;
+	ssize_t ret;
+
+	ret = import_iovec(dir, u64_to_user_ptr(nc->addr), nc->data_len, UIO_FASTIOV, &iov, &iter);
+	if (ret < 0)
+		return ret;
+	io->addr = (u64)(uintptr_t)iter_iov_addr(&iter);
+	ret = uring_cmd_queue(ioucmd, io, true, &iter, issue_flags);
+	kfree(iov);	/* the pages are pinned (or the request failed) */
+	return ret;
+}
+
+/* IORING_URING_CMD_FIXED: the data is in io_uring's registered buffer */
+static int uring_std_fixed(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io,
+			   unsigned int issue_flags)
+{
+	int dir = io->op == P2PNVME_OP_READ ? ITER_DEST : ITER_SOURCE;
+	struct iov_iter iter;
+	int ret;
+
+	ret = p2p_uring_cmd_import_fixed(io->addr, io->len, dir, &iter, ioucmd, issue_flags);
+	if (ret)
+		return ret;
+	return uring_cmd_queue(ioucmd, io, true, &iter, issue_flags);
+}
+
+/*
+ * The kernel's NVMe passthrough (NVME_URING_CMD_IO, _IO_VEC), as nvme-pci's
+ * ng devices take it. Data at one user address; @vec: in iovecs; @fixed:
+ * in io_uring's registered buffer (not both: nvme-pci takes registered
+ * buffers only unvectored too).
+ */
+static int uring_std_issue(struct io_uring_cmd *ioucmd, bool vec, bool fixed,
+			   unsigned int issue_flags)
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
-	struct p2pnvme *c = f->c;
+	struct nvme_uring_cmd nc;
+	struct p2pnvme_io io;
+	int ret;
+
+	/* one copy: the SQE may be rewritten by userspace meanwhile */
+	memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
+	if (nc.rsvd2)
+		return -EINVAL;
+	ret = p2pnvme_io_from_nvme(f->c, &nc, vec, &io);
+	if (ret)
+		return ret;
+	if ((vec || fixed) && (io.op == P2PNVME_OP_READ || io.op == P2PNVME_OP_WRITE)) {
+		if (vec && fixed)
+			return -EINVAL;
+		if (vec)
+			return uring_std_vec(ioucmd, &nc, &io, issue_flags);
+		return uring_std_fixed(ioucmd, &io, issue_flags);
+	}
+	return uring_cmd_queue(ioucmd, &io, true, NULL, issue_flags);
+}
+
+/* P2PNVME_URING_CMD_IO: p2pnvme's own command, which may name its registered buffers */
+static int uring_own_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_uring_cmd uc;
+	struct p2pnvme_io io;
+
+	if (!uring_sqe_unused_zero(ioucmd->sqe))
+		return -EINVAL;
+	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
+				  offsetof(struct io_uring_sqe, cmd));
+	/* one copy: the SQE may be rewritten by userspace meanwhile */
+	memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
+	/* zero, so that they can be given a meaning one day */
+	if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
+		return -EINVAL;
+	io = (struct p2pnvme_io){ .argsz = sizeof(io), .flags = uc.flags, .op = uc.op,
+				  .slba = uc.slba, .len = uc.len, .addr = uc.addr,
+				  .dmabuf_fd = uc.dmabuf_fd };
+	return uring_cmd_queue(ioucmd, &io, false, NULL, issue_flags);
+}
+
+static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
 	bool vec = ioucmd->cmd_op == NVME_URING_CMD_IO_VEC;
 	bool std = ioucmd->cmd_op == NVME_URING_CMD_IO || vec;
 	/* io_uring's registered buffers, for the kernel's passthrough */
 	bool fixed = std && (ioucmd->flags & IORING_URING_CMD_FIXED);
-	struct iovec fast[UIO_FASTIOV], *iov = NULL;
-	struct p2pnvme_io req, *io = &req;
-	struct p2pnvme_uring_cmd uc;
-	struct nvme_uring_cmd nc;
-	struct iov_iter iter;
-	bool iterated = false;
-	int ret;
 
 	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO && !std)
 		return -ENOTTY;
@@ -557,39 +609,10 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	 * user's.
 	 */
 	if (!(issue_flags & IO_URING_F_SQE128) ||
-	    (ioucmd->flags & IORING_URING_CMD_MASK & ~(fixed ? IORING_URING_CMD_FIXED : 0)) ||
-	    (!std && !uring_sqe_unused_zero(ioucmd->sqe)))
+	    (ioucmd->flags & IORING_URING_CMD_MASK & ~(fixed ? IORING_URING_CMD_FIXED : 0)))
 		return -EINVAL;
-	/* one copy: the SQE may be rewritten by userspace meanwhile */
-	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
-				  offsetof(struct io_uring_sqe, cmd));
-	if (std) {
-		/* the kernel's NVMe passthrough, as nvme-pci's ng devices take it */
-		memcpy(&nc, p2p_uring_cmd_payload(ioucmd, struct nvme_uring_cmd), sizeof(nc));
-		if (nc.rsvd2)
-			return -EINVAL;
-		ret = p2pnvme_io_from_nvme(c, &nc, vec, io);
-		if (ret)
-			return ret;
-		if ((vec || fixed) && (io->op == P2PNVME_OP_READ || io->op == P2PNVME_OP_WRITE)) {
-			ret = uring_std_data(ioucmd, &nc, io, vec, fixed, issue_flags, fast, &iov,
-					     &iter);
-			if (ret)
-				return ret;
-			iterated = true;
-		}
-	} else {
-		memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
-		/* zero, so that they can be given a meaning one day */
-		if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
-			return -EINVAL;
-		req = (struct p2pnvme_io){ .argsz = sizeof(req), .flags = uc.flags, .op = uc.op,
-					   .slba = uc.slba, .len = uc.len, .addr = uc.addr,
-					   .dmabuf_fd = uc.dmabuf_fd };
-	}
-	ret = uring_cmd_queue(ioucmd, io, std, iterated ? &iter : NULL, issue_flags);
-	kfree(iov);
-	return ret;
+	return std ? uring_std_issue(ioucmd, vec, fixed, issue_flags) :
+		     uring_own_issue(ioucmd, issue_flags);
 }
 
 /*
