@@ -358,6 +358,9 @@ static inline void p2pnvme_req_error(struct p2pnvme_req *r)
  * @lists: list blocks taken for the batch before its dma-buf fences were
  *	   published (p2pnvme_submit() allocates none with reclaim then), or
  *	   NULL
+ * @end_ns: with @end: ktime_get_ns() when its last command was over, read
+ *	    once per completion pass for every batch that pass ends; set
+ *	    before @end runs
  */
 struct p2pnvme_batch {
 	atomic_t pending;
@@ -367,6 +370,7 @@ struct p2pnvme_batch {
 	unsigned long next_check;
 	void (*end)(struct p2pnvme_batch *b);
 	struct p2pnvme_lists *lists;
+	u64 end_ns;
 };
 
 /**

@@ -31,6 +31,7 @@
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/slab.h>
 #include <kunit/visibility.h>
 
@@ -255,16 +256,22 @@ void p2pnvme_ring_live(struct p2pnvme_queue *q)
 
 /*
  * One command of @b is over; the last one wakes the batch's waiter, or
- * ends an asynchronous batch.
+ * ends an asynchronous batch. @now: the caller's completion pass's time,
+ * 0 until one of the batches it ends reads the clock.
  */
-static void batch_put(struct p2pnvme_batch *b)
+static void batch_put(struct p2pnvme_batch *b, u64 *now)
 {
 	if (!atomic_dec_and_test(&b->pending))
 		return;
-	if (b->end)
+	if (b->end) {
+		/* one clock read for every batch a completion pass ends */
+		if (!*now)
+			*now = ktime_get_ns();
+		b->end_ns = *now;
 		b->end(b);
-	else
+	} else {
 		complete(&b->done);	/* b may be gone right after this */
+	}
 }
 
 /* Is @cmd one of @b's (or, for the watchdog's batch, of any async one's)? */
@@ -282,7 +289,9 @@ static bool batch_has(const struct p2pnvme_batch *b, const struct p2pnvme_cmd *c
  */
 void p2pnvme_batch_launch(struct p2pnvme_batch *b)
 {
-	batch_put(b);
+	u64 now = 0;
+
+	batch_put(b, &now);
 }
 
 /*
@@ -406,7 +415,7 @@ static void slot_put(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd)
  * batch once batch_put() completes it, so they are not touched after.
  */
 static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 status,
-		       u32 result, int err)
+		       u32 result, int err, u64 *now)
 {
 	struct p2pnvme_batch *b = cmd->batch;
 	struct p2pnvme_req *r = cmd->req;
@@ -438,7 +447,7 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 	slot_put(q, cmd);
 	/* last: the batch (and with it @r) may be freed once this puts it */
 	if (b)
-		batch_put(b);
+		batch_put(b, now);
 }
 
 /* Is there a new completion entry? Anyone may look (a hint). */
@@ -455,6 +464,7 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 	struct p2pnvme *c = q->c;
 	unsigned int n = 0;
 	bool moved = false;
+	u64 now = 0;
 
 	lockdep_assert_held(&q->cq_lock);
 	for (;;) {
@@ -488,7 +498,7 @@ static unsigned int queue_process_cq(struct p2pnvme_queue *q)
 					     q->qid, cid);
 			continue;
 		}
-		cmd_finish(q, cmd, st >> 1, le32_to_cpu(cqe->result.u32), 0);
+		cmd_finish(q, cmd, st >> 1, le32_to_cpu(cqe->result.u32), 0, &now);
 		n++;
 	}
 	/* tell the controller the entries are consumed */
@@ -786,6 +796,7 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 				  bool expired_only)
 {
 	unsigned int i, n = 0;
+	u64 now = 0;
 
 	lockdep_assert_held(&q->cq_lock);
 	for (i = 0; i < q->depth - 1; i++) {
@@ -798,7 +809,7 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 		cmd->req->error = err;
 		cmd->batch = NULL;
 		cmd->req = NULL;
-		batch_put(b);
+		batch_put(b, &now);
 		n++;
 	}
 	return n;
@@ -984,6 +995,7 @@ static void queue_cancel(struct p2pnvme_queue *q, int err)
 	struct p2pnvme *c = q->c;
 	unsigned long flags;
 	unsigned int i, n = 0;
+	u64 now = 0;
 
 	flags = cq_lock(q);
 	for (i = 0; i < q->depth - 1; i++) {
@@ -994,7 +1006,7 @@ static void queue_cancel(struct p2pnvme_queue *q, int err)
 			continue;
 		if (e == -ECANCELED && cmd->expired)
 			e = -ETIMEDOUT;
-		cmd_finish(q, cmd, NVME_SC_HOST_ABORTED_CMD, 0, e);
+		cmd_finish(q, cmd, NVME_SC_HOST_ABORTED_CMD, 0, e, &now);
 		n++;
 	}
 	cq_unlock(q, flags);

@@ -69,7 +69,7 @@ static unsigned long async_watch_period(void)
  * @f: the file it came through (io_uring holds it open until the answer)
  * @ioucmd: what is answered
  * @bytes: charged to @f->inflight
- * @t0: ktime_get_ns() at submission
+ * @t0: its submission time (async_ring()); its latency ends at @b.end_ns
  * @link: on c->async_list until it is released (c->async_lock)
  * @ended: every command is over; set once by async_end() with a release
  *	   store, read with acquire (no lock: the completion takes none)
@@ -171,7 +171,7 @@ static void async_release(struct p2pnvme_async *a)
 {
 	struct p2pnvme *c = a->c;
 
-	p2pnvme_req_finish(c, &a->r, ktime_get_ns() - a->t0);
+	p2pnvme_req_finish(c, &a->r, a->b.end_ns - a->t0);
 	p2pnvme_inflight_put(a->f, a->bytes);
 	/*
 	 * Only removal waits for none left (p2pnvme_async_drain(), once the
@@ -290,11 +290,15 @@ static void async_watch(struct work_struct *work)
  * @cb: the plug's callback entry (first: blk_check_plugged() allocates it)
  * @c: the controller
  * @armed: counted in @c->async_plugged
+ * @t0: ktime_get_ns() at its first request: the submission time of every
+ *	request the plug holds (one clock read per batch, as blk-mq stamps a
+ *	plug's requests)
  */
 struct p2pnvme_plug {
 	struct blk_plug_cb cb;
 	struct p2pnvme *c;
 	bool armed;
+	u64 t0;
 };
 
 /* The submission batch ended (or its task sleeps): ring once for all. */
@@ -311,23 +315,26 @@ static void async_unplug(struct blk_plug_cb *cb, bool from_schedule)
 
 /*
  * Ring @q now, or when the submitter's plug ends. The queue lives until
- * remove() has seen @c->async_plugged drop to 0.
+ * remove() has seen @c->async_plugged drop to 0. Return: the request's
+ * submission time (the plug's, see struct p2pnvme_plug).
  */
-static void async_ring(struct p2pnvme *c, struct p2pnvme_queue *q)
+static u64 async_ring(struct p2pnvme *c, struct p2pnvme_queue *q)
 {
 	struct blk_plug_cb *cb = blk_check_plugged(async_unplug, q, sizeof(struct p2pnvme_plug));
 	struct p2pnvme_plug *p;
 
 	if (!cb) {
 		p2pnvme_ring(q);
-		return;
+		return ktime_get_ns();
 	}
 	p = container_of(cb, struct p2pnvme_plug, cb);
 	if (!p->armed) {
 		p->armed = true;
 		p->c = c;
+		p->t0 = ktime_get_ns();
 		atomic_inc(&c->async_plugged);
 	}
+	return p->t0;
 }
 
 /* A request that failed before any command: answered at once, by return. */
@@ -419,13 +426,13 @@ again:
 	spin_lock(&c->async_lock);
 	list_add_tail(&a->link, &c->async_list);
 	spin_unlock(&c->async_lock);
-	a->t0 = ktime_get_ns();
 	/* commands already queued for it still complete */
 	r->submit_error = p2pnvme_req_submit(c, &a->b, r);
 	/* before leaving the guard: removal cancels the watchdog after it */
 	if (!delayed_work_pending(&c->async_watch))
 		queue_delayed_work(system_unbound_wq, &c->async_watch, async_watch_period());
-	async_ring(c, q);
+	/* before the launch: its end, after, is stamped later */
+	a->t0 = async_ring(c, q);
 	p2pnvme_io_exit(c);
 	/* from here on @a belongs to its end: async_end() may run right now */
 	p2pnvme_batch_launch(&a->b);
