@@ -263,6 +263,7 @@ struct p2pnvme_cmd;		/* queue.h */
  *		  (dma-bufs, registered ones too), or "": the trace's
  * @dir: DMA direction of @sgt or @dsgt
  * @mapped: @sgt is DMA-mapped
+ * @single: mapped as one page (req_map_single()): @sg1 holds the address
  * @p2p: @pages are p2pmem
  * @bounce: the data goes through @bpages
  * @deny: bouncing is not allowed (policy or P2PNVME_IO_F_NO_BOUNCE)
@@ -305,6 +306,7 @@ struct p2pnvme_req {
 	char dmabuf_owner[P2PNVME_OWNER_LEN];
 	enum dma_data_direction dir;
 	bool mapped;
+	bool single;
 	bool p2p;
 	bool bounce;
 	bool deny;

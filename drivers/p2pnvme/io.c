@@ -422,10 +422,39 @@ static unsigned long req_attrs(const struct p2pnvme_req *r)
 	return r->bounce ? 0 : DMA_ATTR_SKIP_CPU_SYNC;
 }
 
+/*
+ * Host memory within one page (every aligned 4 KiB I/O): mapped as one
+ * page, as nvme-pci maps a one-segment request, not through the
+ * scatterlist machinery; @r->sg1 gets the address for the PRP and SGL
+ * builders all the same. P2PDMA pages always go through
+ * p2p_dma_map_sgtable(), which gives them their bus addresses.
+ */
+static int req_map_single(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	struct device *dev = &c->pdev->dev;
+	dma_addr_t dma;
+
+	dma = dma_map_page_attrs(dev, sg_page(&r->sg1), r->sg1.offset, r->sg1.length, r->dir,
+				 req_attrs(r));
+	if (dma_mapping_error(dev, dma))
+		return -EIO;
+	sg_dma_address(&r->sg1) = dma;
+	sg_dma_len(&r->sg1) = r->sg1.length;
+	r->sgt.nents = 1;
+	r->single = true;
+	r->mapped = true;
+	if (!r->bounce)
+		dma_sync_single_for_device(dev, dma, r->sg1.length, r->dir);
+	return 0;
+}
+
 static int req_map_sgt(struct p2pnvme *c, struct p2pnvme_req *r)
 {
-	int ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, req_attrs(r));
+	int ret;
 
+	if (r->sgt.sgl == &r->sg1 && !r->p2p)
+		return req_map_single(c, r);
+	ret = p2p_dma_map_sgtable(&c->pdev->dev, &r->sgt, r->dir, req_attrs(r));
 	if (ret)
 		return ret;
 	r->mapped = true;
@@ -491,12 +520,19 @@ static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 {
 	if (r->dmabuf)
 		p2pnvme_dmabuf_unmap(r);
-	if (r->mapped) {
+	if (r->mapped && r->single) {
+		if (!r->bounce)
+			dma_sync_single_for_cpu(&c->pdev->dev, sg_dma_address(&r->sg1),
+						r->sg1.length, r->dir);
+		dma_unmap_page_attrs(&c->pdev->dev, sg_dma_address(&r->sg1), r->sg1.length,
+				     r->dir, req_attrs(r));
+	} else if (r->mapped) {
 		if (!r->bounce && !r->p2p)
 			dma_sync_sgtable_for_cpu(&c->pdev->dev, &r->sgt, r->dir);
 		dma_unmap_sgtable(&c->pdev->dev, &r->sgt, r->dir, req_attrs(r));
 	}
 	r->mapped = false;
+	r->single = false;
 }
 
 /* Release what req_pin() took; @ok: the data reached the user's pages. */
