@@ -44,7 +44,10 @@ libs_of() {
 		[ -e "$root$l" ] || install -D -m 0755 "$l" "$root$l"
 	done
 }
-for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools/build/*; do
+# P2P_GUEST_BINS: more of this machine's programs a probe asks for
+# (scripts/cpu-profile.sh --perf: perf), at their own paths
+for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools/build/* \
+	 ${P2P_GUEST_BINS:-}; do
 	[ -x "$b" ] || continue
 	case $b in
 	/usr/*) install -D -m 0755 "$b" "$root$b" ;;

@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Where p2pnvme's CPU per I/O goes against nvme-pci's (scripts/cpu-profile.sh
+# reads the P2P-PROF lines): fio's t/io_uring with the kernel's passthrough
+# command (-u1), 4 KiB random reads at QD32, into host memory (-B0) and
+# io_uring's registered buffers (-B1), 32 commands per io_uring_enter()
+# (the drivers' own work shows: the doorbell trap is shared by the batch)
+# and 1 (fio's default), on /dev/p2pnvme0 and on nvme-pci's /dev/ngXnY of
+# an identical controller, in interleaved passes. Each line: the guest's
+# busy time over the run (all CPUs, /proc/stat) and t/io_uring's IOPS per
+# second. With p2pperf=1 and a perf binary in the guest, one more run of
+# each driver at 32 per enter under `perf record -a -g` and the top of its
+# report, self and with children (under TCG a sample lands at the start
+# of the next translated block: self times are approximate).
+. /tests/lib.sh
+
+SECS=${p2pbenchsecs:-3}
+PASSES=${p2pbenchpasses:-3}
+IVSHMEM=$(find_pci 1af4 1110)
+NVME0=$(find_pci 1b36 0010)
+NVME1=$(find_pci 1b36 0010 2)
+BLK1=$(nvme_blk "$NVME1")
+NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+
+suite_begin cpuprof
+check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
+bind p2pbar "$IVSHMEM"
+check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko; true"
+bind p2pnvme "$NVME0"
+check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
+if ! command -v t-io_uring >/dev/null; then
+	skip "t/io_uring" "not built (qemu/extools.sh)"
+	suite_end
+	exit 0
+fi
+diag "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+tiou() {	# tiou DEV B BATCH SECS
+	t-io_uring -u1 -n1 -b4096 -d32 -s"$3" -c"$3" -p0 -F0 -B"$2" -R1 -X1 -O0 -r"$4" "$1"
+}
+# warm up (TCG translates code on first use), results discarded
+for d in /dev/p2pnvme0 "$NG1"; do
+	tiou "$d" 1 32 1 >/dev/null 2>&1
+done
+for pass in $(seq "$PASSES"); do
+	for b in 0 1; do
+		for s in 32 1; do
+			for d in /dev/p2pnvme0 "$NG1"; do
+				_b0=$(busy)
+				tiou "$d" $b $s "$SECS" >/tmp/tiou.out 2>&1
+				_rc=$?
+				_b1=$(busy)
+				_iops=$(sed -n 's/^IOPS=\([0-9]*\),.*/\1/p' /tmp/tiou.out | tr '\n' ',' | sed 's/,$//')
+				echo "P2P-PROF {\"dev\":\"$d\",\"fixed\":$b,\"batch\":$s,\"busy\":$((_b1 - _b0)),\"secs\":$SECS,\"iops\":[$_iops]}"
+				check_eq "t/io_uring -B$b -s$s on $d" "$_rc $([ -n "$_iops" ] && echo ran)" "0 ran"
+			done
+		done
+	done
+done
+if [ "${p2pperf:-0}" = 1 ]; then
+	if command -v perf >/dev/null; then
+		echo 0 > /proc/sys/kernel/kptr_restrict
+		echo -1 > /proc/sys/kernel/perf_event_paranoid
+		for d in /dev/p2pnvme0 "$NG1"; do
+			perf record -q -a -g -e cpu-clock -o /tmp/perf.data -- \
+				t-io_uring -u1 -n1 -b4096 -d32 -s32 -c32 -p0 -F0 -B1 -R1 -X1 -O0 \
+				-r"$SECS" "$d" >/tmp/tiou.out 2>&1
+			check_eq "perf record of t/io_uring -B1 -s32 on $d" "$?" 0
+			for mode in --no-children --children; do
+				perf report -i /tmp/perf.data $mode --sort sym --stdio -g none 2>/dev/null |
+					grep -v '^#' | grep -v '^$' | head -n 40 |
+					sed "s|^|P2P-PERF $d ${mode#--} |"
+			done
+		done
+	else
+		skip "perf" "no perf binary in the guest (scripts/cpu-profile.sh --perf copies the host's)"
+	fi
+fi
+suite_end

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Where p2pnvme's CPU per I/O goes against nvme-pci's, in one VM run
+# (qemu/tests/cpuprof.guest.sh): fio's t/io_uring with the kernel's
+# passthrough command, 4 KiB random reads at QD32, host memory and
+# io_uring's registered buffers, 32 commands per io_uring_enter() and 1,
+# on /dev/p2pnvme0 and on nvme-pci's /dev/ngXnY of an identical
+# controller, in interleaved passes; the guest's busy time per I/O of each
+# and their ratio. Without QEMU's nvme trace, as the benchmarks.
+#
+#   scripts/cpu-profile.sh [SECONDS]          the table (default 3 s a run)
+#   scripts/cpu-profile.sh --passes N ...     N interleaved passes (default 3; sums over them)
+#   scripts/cpu-profile.sh --perf ...         and this machine's perf in the guest: a perf
+#                                             record of each driver at 32 per enter, the top
+#                                             of each report (self, then with children)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+secs=3 passes=3 perf=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--perf) perf=1 ;;
+	--passes) passes=${2:?--passes N}; shift ;;
+	-h|--help) sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "cpu-profile.sh: unknown option $1" >&2; exit 2 ;;
+	*) secs=$1 ;;
+	esac
+	shift
+done
+case $passes in ''|*[!0-9]*|0) echo "cpu-profile.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
+case $secs in ''|*[!0-9]*|0) echo "cpu-profile.sh: SECONDS wants a count of 1 or more, not '$secs'" >&2; exit 2 ;; esac
+bins=
+if [ $perf = 1 ]; then
+	bins=$(command -v perf || true)
+	[ -n "$bins" ] || { echo "cpu-profile.sh: --perf needs perf on this machine (apt install linux-perf)" >&2; exit 2; }
+fi
+run=$top/out/runs/switch.cpuprof.base
+est=$(( secs * (8 * passes + 2 * perf) + 90 ))
+echo "cpu profile: booting the switch profile, $secs s a run, $passes passes${bins:+, with perf} (about $est s)" >&2
+P2P_NVME_TRACE=0 P2P_GUEST_BINS=$bins \
+	P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes p2pperf=$perf" \
+	"$top/qemu/run.sh" --quiet --timeout $((est * 2 + 300)) switch cpuprof ||
+	{ echo "cpu profile run failed, see $run/serial.log" >&2; exit 1; }
+python3 - "$run/serial.log" <<'PY'
+import json, statistics, sys
+runs = {}
+for l in open(sys.argv[1], errors='replace'):
+    if l.startswith('P2P-PROF {'):
+        r = json.loads(l.split(' ', 1)[1])
+        k = (r['fixed'], r['batch'], r['dev'] == '/dev/p2pnvme0')
+        runs.setdefault(k, []).append(r)
+print('| memory | commands per enter | p2pnvme IOPS | nvme-pci (ng) IOPS | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |')
+print('|---|---|---|---|---|---|---|')
+for fixed in (0, 1):
+    for batch in (32, 1):
+        row = []
+        for ours in (True, False):
+            rs = runs.get((fixed, batch, ours), [])
+            if not rs or not all(r['iops'] for r in rs):
+                raise SystemExit(f'no result for -B{fixed} -s{batch}')
+            # t/io_uring prints a line a second; a run's I/Os: its mean
+            # IOPS over its seconds. busy: USER_HZ ticks of 10 ms.
+            iops = statistics.mean(statistics.mean(r['iops']) for r in rs)
+            ios = sum(statistics.mean(r['iops']) * r['secs'] for r in rs)
+            row.append((iops, sum(r['busy'] for r in rs) * 10000 / ios))
+        (pi, pc), (ni, nc) = row
+        print(f"| {'registered (-B1)' if fixed else 'host (-B0)'} | {batch} | {pi:.0f} | {ni:.0f} | "
+              f"{pc:.1f} | {nc:.1f} | {pc / nc:.2f} |")
+PY
+if [ $perf = 1 ]; then
+	echo
+	grep -a '^P2P-PERF ' "$run/serial.log" | sed 's/^P2P-PERF //' || true
+fi
