@@ -487,9 +487,17 @@ static int uring_cmd_queue(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io, b
 	if (!std && p2pnvme_blkmq_takes(c, io, issue_flags))
 		return p2pnvme_blkmq_issue(ioucmd, f, io, issue_flags);
 #endif
-	ret = p2pnvme_inflight_get(f, io, 1, &bytes);
-	if (ret)
-		return ret;
+	/*
+	 * io_uring's registered buffers (the pages are borrowed, not pinned
+	 * per transfer) are charged at their registration, as p2pnvme's own
+	 * are: not against max_inflight_mb
+	 */
+	bytes = 0;
+	if (!iter || iov_iter_extract_will_pin(iter)) {
+		ret = p2pnvme_inflight_get(f, io, 1, &bytes);
+		if (ret)
+			return ret;
+	}
 	a = async_alloc(c);
 	if (!a) {
 		p2pnvme_inflight_put(f, bytes);

@@ -1000,6 +1000,69 @@ static void std_iter(struct io_uring *ring, int fd, int nsid, unsigned int lba_s
 	munmap(p, 3 << 16);
 }
 
+static int write_param(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(s, f) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * io_uring's registered buffers pin nothing per transfer: a 2 MiB Read
+ * into one passes max_inflight_mb=1 (its bytes those of the same Read into
+ * plain memory before the limit was set), the same Read into plain memory
+ * is E2BIG, as for p2pnvme's own registered buffers.
+ */
+static void std_fixed_uncharged(struct io_uring *ring, int fd, int nsid, unsigned int lba_shift)
+{
+	const char *p = "/sys/module/p2pnvme/parameters/max_inflight_mb";
+	const size_t len = 2 << 20;
+	unsigned char *m = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct nvme_uring_cmd nc = { .opcode = 0x02, .nsid = nsid, .cdw10 = 4096,
+				     .data_len = len, .cdw12 = (len >> lba_shift) - 1 };
+	int plain, set, fixed = -EIO, unfixed = -EIO, back, regd;
+	struct iovec reg;
+	long long was = p2p_sysfs_num(p);
+	char old[32];
+
+	if (m == MAP_FAILED || was <= 0) {
+		result(0, "IORING_URING_CMD_FIXED: 2 MiB past max_inflight_mb=1", 0,
+		       m == MAP_FAILED ? errno : ENOENT);
+		return;
+	}
+	memset(m, 0xee, 2 * len);
+	nc.addr = (uintptr_t)m;
+	plain = std_cmd(ring, fd, &nc, NULL);
+	reg = (struct iovec){ m + len, len };
+	regd = io_uring_register_buffers(ring, &reg, 1);
+	snprintf(old, sizeof(old), "%lld", was);
+	set = write_param(p, "1");
+	if (!set && !regd) {
+		nc.addr = (uintptr_t)reg.iov_base;
+		fixed = std_cmdx(ring, fd, NVME_URING_CMD_IO, 1, &nc, NULL);
+		nc.addr = (uintptr_t)m;
+		unfixed = std_cmd(ring, fd, &nc, NULL);
+	}
+	back = write_param(p, old);
+	printf("    # max_inflight_mb %lld -> 1: %s; plain read before %s, registered %s, plain %s; restored: %s\n",
+	       was, strerror(-set), strerror(-plain), strerror(-fixed), strerror(-unfixed),
+	       strerror(-back));
+	result(!plain && !set && !regd && !fixed && !memcmp(m + len, m, len) &&
+	       unfixed == -E2BIG && !back,
+	       "IORING_URING_CMD_FIXED: a 2 MiB Read passes max_inflight_mb=1 (pins nothing; plain memory: E2BIG)",
+	       0, -fixed);
+	if (!regd)
+		io_uring_unregister_buffers(ring);
+	munmap(m, 2 * len);
+}
+
 /*
  * NVME_URING_CMD_ADMIN, as libnvme built with liburing reads log pages: the
  * Identify Controller data and the result dword of Get Features (Number of
@@ -1090,6 +1153,7 @@ TEST(client_uring_std, std, 14, 60)
 		      .cdw12 = (4096 >> info.lba_shift) - 1 }, NULL);
 	result(res == -EINVAL, "another namespace", EINVAL, -res);
 	std_iter(&ring, fd, nsid, info.lba_shift, b);
+	std_fixed_uncharged(&ring, fd, nsid, info.lba_shift);
 	std_admin(&ring, fd);
 	io_uring_queue_exit(&ring);
 	close(fd);
