@@ -1110,7 +1110,7 @@ static void std_admin(struct io_uring *ring, int fd)
 static const char *dev, *bar_path, *bdf;
 static int iopoll, rounds;
 
-TEST(client_uring_std, std, 14, 60)
+TEST(client_uring_std, std, 15, 60)
 {
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
 	unsigned char *a = malloc(65536), *b = malloc(65536), *w = malloc(4096);
