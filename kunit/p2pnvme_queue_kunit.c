@@ -10,6 +10,7 @@
  * of an earlier use of a slot, out of range) changing nothing but the head.
  */
 #include <kunit/test.h>
+#include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
@@ -263,6 +264,66 @@ static void shadow_doorbells(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, f->q.cq_shadow);
 }
 
+/* an asynchronous batch of the test's and how often it ended */
+struct ended_batch {
+	struct p2pnvme_batch b;
+	int ended;
+};
+
+static void count_end(struct p2pnvme_batch *b)
+{
+	container_of(b, struct ended_batch, b)->ended++;
+}
+
+static u16 submit_on(struct kunit *test, struct fake *f, struct p2pnvme_batch *b)
+{
+	struct nvme_command cmd = { .common.opcode = nvme_cmd_flush,
+				    .common.nsid = cpu_to_le32(1) };
+
+	KUNIT_ASSERT_EQ(test, p2pnvme_submit(&f->c, b, &f->r, &cmd, NULL, 0, true), 0);
+	return cmd.common.command_id;
+}
+
+/*
+ * One completion pass stamps every asynchronous batch it ends with one
+ * clock read (the io_uring latency's end); a later pass reads it again; a
+ * batch whose commands are over before its launch is stamped there.
+ */
+static void end_stamped_per_pass(struct kunit *test)
+{
+	struct fake *f = fake_new(test);
+	struct ended_batch e[3] = {};
+	u16 c0, c1, c2;
+	u64 before;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		p2pnvme_batch_init(&e[i].b, false);
+		e[i].b.end = count_end;
+	}
+	c0 = submit_on(test, f, &e[0].b);
+	c1 = submit_on(test, f, &e[1].b);
+	p2pnvme_batch_launch(&e[0].b);
+	p2pnvme_batch_launch(&e[1].b);
+	KUNIT_EXPECT_EQ(test, e[0].ended + e[1].ended, 0);
+	before = ktime_get_ns();
+	post(f, c0, 0, 0);
+	post(f, c1, 0, 0);
+	KUNIT_EXPECT_EQ(test, p2pnvme_queue_reap(&f->q), 2);
+	KUNIT_EXPECT_EQ(test, e[0].ended, 1);
+	KUNIT_EXPECT_EQ(test, e[1].ended, 1);
+	KUNIT_EXPECT_GE(test, e[0].b.end_ns, before);
+	KUNIT_EXPECT_EQ(test, e[0].b.end_ns, e[1].b.end_ns);
+	/* over before its launch: the launch ends it, with a clock of its own */
+	c2 = submit_on(test, f, &e[2].b);
+	post(f, c2, 0, 0);
+	KUNIT_EXPECT_EQ(test, p2pnvme_queue_reap(&f->q), 1);
+	KUNIT_EXPECT_EQ(test, e[2].ended, 0);
+	p2pnvme_batch_launch(&e[2].b);
+	KUNIT_EXPECT_EQ(test, e[2].ended, 1);
+	KUNIT_EXPECT_GE(test, e[2].b.end_ns, e[0].b.end_ns);
+}
+
 static struct kunit_case p2pnvme_queue_cases[] = {
 	KUNIT_CASE(submit_entry),
 	KUNIT_CASE(completion_ends),
@@ -271,6 +332,7 @@ static struct kunit_case p2pnvme_queue_cases[] = {
 	KUNIT_CASE(bogus_completions),
 	KUNIT_CASE(room_and_stop),
 	KUNIT_CASE(shadow_doorbells),
+	KUNIT_CASE(end_stamped_per_pass),
 	{}
 };
 

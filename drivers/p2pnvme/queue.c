@@ -293,6 +293,7 @@ void p2pnvme_batch_launch(struct p2pnvme_batch *b)
 
 	batch_put(b, &now);
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_batch_launch);
 
 /*
  * Slots were freed: wake submitters waiting for one (and removal waiting
