@@ -44,7 +44,7 @@ stock_headers() {
 # kernel series, sparse-clean against the runtime kernel, checkpatch-clean,
 # and the tools build with -Werror.
 build_suite() {
-	local run=$OUT/runs/build s k n=0 results=() src
+	local run=$OUT/runs/build s k n=0 results=() src rc m32
 	rm -rf "$run"; mkdir -p "$run/ktap"
 	: > "$run/serial.log"
 	t() {	# t DESCRIPTION COMMAND...
