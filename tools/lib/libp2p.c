@@ -192,6 +192,20 @@ long long p2p_sysfs_num(const char *path)
 	return *buf ? strtoll(buf, NULL, 0) : -1;
 }
 
+/* Write @s to the sysfs (or module parameter) file @path: 0 or -errno. */
+int p2p_sysfs_write(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "we");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(s, f) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
 /* @len bytes at @off of /sys/bus/pci/devices/@bdf/config; 0 or -errno */
 int p2p_pci_config(const char *bdf, unsigned int off, void *buf, size_t len)
 {

@@ -34,6 +34,7 @@ int p2p_bdf_canon(const char *s, char *buf, size_t len);
 const char *p2p_sysfs_line(const char *dir, const char *file, char *buf, size_t len);
 const char *p2p_sysfs_link(const char *dir, const char *link, char *buf, size_t len);
 long long p2p_sysfs_num(const char *path);
+int p2p_sysfs_write(const char *path, const char *s);
 int p2p_pci_config(const char *bdf, unsigned int off, void *buf, size_t len);
 void p2p_copy_str(char *dst, size_t len, const char *src);
 

@@ -391,19 +391,6 @@ static void stats_get(long *v)
 	}
 }
 
-static int write_str(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fputs(s, f) < 0 ? -EIO : 0;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 /* ---- (a) registration and unregistration tables ------------------------ */
 
 #define REG_SZ	((uint32_t)sizeof(struct p2pnvme_buf_reg))
@@ -750,7 +737,7 @@ static void batch_cases(unsigned char *h, unsigned char *u, const struct dbuf *d
 	/* registered transfers do not count against max_inflight_mb */
 	was = p2p_sysfs_num(p);
 	snprintf(old, sizeof(old), "%ld", was);
-	set = write_str(p, "1");
+	set = p2p_sysfs_write(p, "1");
 	memset(h, 0xee, HLEN);
 	for (i = 0; i < 4; i++)
 		ios[i] = rio(P2PNVME_OP_READ, REF_LBA + i * (MIB / 512), MIB, hid, i * MIB, 0);
@@ -760,7 +747,7 @@ static void batch_cases(unsigned char *h, unsigned char *u, const struct dbuf *d
 	for (i = 0; i < 4; i++)
 		ios[i] = hio(P2PNVME_OP_READ, REF_LBA + i * (MIB / 512), MIB, u + i * MIB);
 	r2 = submit(nvme, ios, 4, &at);
-	back = was > 0 ? write_str(p, old) : -ENOENT;
+	back = was > 0 ? p2p_sysfs_write(p, old) : -ENOENT;
 	printf("    # max_inflight_mb %ld -> 1: %s; registered batch %s, unregistered %s; restored: %s\n",
 	       was, strerror(-set), strerror(-ret), strerror(-r2), strerror(-back));
 	tap(!set && !ret && !bad && !memcmp(h, ref, 4 * MIB) && r2 == -E2BIG && !back,
@@ -1770,7 +1757,7 @@ static void big_beyond_cap(unsigned int mb, int swiotlb)
 		return;
 	}
 	memset(p, 0x5a, len);
-	reset = write_str(SWIOTLB_HIWATER, "0");
+	reset = p2p_sysfs_write(SWIOTLB_HIWATER, "0");
 	ret = reg_host(nvme, p, len, &id);
 	if (!reset)
 		hw = p2p_sysfs_num(SWIOTLB_HIWATER);

@@ -1000,19 +1000,6 @@ static void std_iter(struct io_uring *ring, int fd, int nsid, unsigned int lba_s
 	munmap(p, 3 << 16);
 }
 
-static int write_param(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fputs(s, f) < 0 ? -EIO : 0;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 /*
  * io_uring's registered buffers pin nothing per transfer: a 2 MiB Read
  * into one passes max_inflight_mb=1 (its bytes those of the same Read into
@@ -1043,14 +1030,14 @@ static void std_fixed_uncharged(struct io_uring *ring, int fd, int nsid, unsigne
 	reg = (struct iovec){ m + len, len };
 	regd = io_uring_register_buffers(ring, &reg, 1);
 	snprintf(old, sizeof(old), "%lld", was);
-	set = write_param(p, "1");
+	set = p2p_sysfs_write(p, "1");
 	if (!set && !regd) {
 		nc.addr = (uintptr_t)reg.iov_base;
 		fixed = std_cmdx(ring, fd, NVME_URING_CMD_IO, 1, &nc, NULL);
 		nc.addr = (uintptr_t)m;
 		unfixed = std_cmd(ring, fd, &nc, NULL);
 	}
-	back = write_param(p, old);
+	back = p2p_sysfs_write(p, old);
 	printf("    # max_inflight_mb %lld -> 1: %s; plain read before %s, registered %s, plain %s; restored: %s\n",
 	       was, strerror(-set), strerror(-plain), strerror(-fixed), strerror(-unfixed),
 	       strerror(-back));
