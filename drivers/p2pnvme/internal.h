@@ -52,10 +52,11 @@
  *                                @stopped; nothing else (no PRP is built
  *                                under it), never in interrupt context
  *   p2pnvme.state_lock (spin)   @state transitions
- *   p2pnvme.async_lock (spin)   the io_uring requests' list and their
- *                                taken/released flags; process context
- *                                only (a completion ends a request with a
- *                                release store, no lock)
+ *   p2pnvme_pcpu.async_lock     one CPU's list of the io_uring requests
+ *     (spin)                     submitted there and their taken/released
+ *                                flags; process context only (a
+ *                                completion ends a request with a release
+ *                                store, no lock); never two at once
  * No queue's lock is held while another queue's is taken, nor a queue's
  * cq_lock while its sq_lock is taken (or the other way). A completion
  * takes wait queue locks inside cq_lock (it ends and idles requests).
@@ -170,6 +171,12 @@ struct p2pnvme_async;
  * shared between CPUs on the I/O path. And answered io_uring requests
  * kept for the CPU's next ones, @free[0..@nr_free): process context with
  * preemption off; freed with the controller (p2pnvme_async_exit()).
+ *
+ * And the io_uring requests submitted on this CPU, not released yet: on
+ * @async_list (@async_lock) from their submission to their answer,
+ * counted in @async_live until their release. A request's answer usually
+ * runs on the CPU that submitted it (in its submitter's task), so these
+ * lines stay with that CPU too; removal and the watchdog walk every CPU's.
  */
 struct p2pnvme_pcpu {
 	local64_t stats[ST_NR];
@@ -178,6 +185,9 @@ struct p2pnvme_pcpu {
 	local64_t lat_hist[2][LAT_PATHS][P2PNVME_LAT_BUCKETS];
 	unsigned int nr_free;
 	struct p2pnvme_async *free[P2PNVME_ASYNC_CACHE];
+	spinlock_t async_lock;	/* see above */
+	struct list_head async_list;
+	atomic_t async_live;
 };
 
 /* Controller state; see struct p2pnvme for who moves it where. */
@@ -543,12 +553,9 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @kref: held by the driver binding, each open file and a queued reset, so
  *	  that an ioctl on a file that outlived the device finds DEAD
  * @debugfs: /sys/kernel/debug/p2pnvme/<bdf>/
- * @async_live: io_uring requests submitted and not yet released (unmapped,
- *		unpinned); remove() waits for 0
- * @async_lock: protects @async_list and the requests' taken/released
- *		flags; never in interrupt context
- * @async_list: the requests not released yet (see uring.c)
- * @async_watch: looks for their expired commands while @async_live
+ * @async_watch: looks for the expired commands of io_uring requests while
+ *		any CPU's list has one (struct p2pnvme_pcpu; remove() waits
+ *		for every CPU's @async_live to be 0)
  * @async_any: the batch the watchdog's timeout checks match them with
  * @async_plugged: doorbells an io_uring submitter left to its block plug
  *		   (rung when the submission batch ends); remove() waits
@@ -618,9 +625,6 @@ struct p2pnvme {
 	struct p2pnvme_counts base;
 	struct kref kref;
 	struct dentry *debugfs;
-	atomic_t async_live;
-	spinlock_t async_lock;	/* see above */
-	struct list_head async_list;
 	struct delayed_work async_watch;
 	struct p2pnvme_batch async_any;
 	atomic_t async_plugged;

@@ -15,6 +15,7 @@
 
 #include "driver.h"
 #include "reg.h"
+#include "uring.h"
 
 /* ---- sysfs: /sys/class/p2pnvme/p2pnvmeN/stats/<counter> --------------- */
 
@@ -310,7 +311,7 @@ static int uring_show(struct seq_file *s, void *unused)
 {
 	struct p2pnvme *c = s->private;
 
-	seq_printf(s, "requests %d plugged %d\n", atomic_read(&c->async_live),
+	seq_printf(s, "requests %u plugged %d\n", p2pnvme_async_live(c),
 		   atomic_read(&c->async_plugged));
 	return 0;
 }

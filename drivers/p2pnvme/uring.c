@@ -70,12 +70,15 @@ static unsigned long async_watch_period(void)
  * @ioucmd: what is answered
  * @bytes: charged to @f->inflight
  * @t0: its submission time (async_ring()); its latency ends at @b.end_ns
- * @link: on c->async_list until it is released (c->async_lock)
+ * @pc: the share of the CPU it was submitted on, whose @async_list it is
+ *	on from its submission to its answer and whose @async_live counts it
+ *	until its release
+ * @link: on @pc->async_list (@pc->async_lock)
  * @ended: every command is over; set once by async_end() with a release
  *	   store, read with acquire (no lock: the completion takes none)
  * @taken: removal releases it, its task work only answers, once @released
- *	   (c->async_lock)
- * @released: removal is done with it (c->async_lock)
+ *	   (@pc->async_lock)
+ * @released: removal is done with it (@pc->async_lock)
  * @iopoll: from an IORING_SETUP_IOPOLL ring: its poller answers it, no task
  *	    work
  * @nowait: issued with IO_URING_F_NONBLOCK: answered -EAGAIN (io_uring's
@@ -94,6 +97,7 @@ struct p2pnvme_async {
 	struct io_uring_cmd *ioucmd;
 	u64 bytes;
 	u64 t0;
+	struct p2pnvme_pcpu *pc;
 	struct list_head link;
 	bool ended;
 	bool taken;
@@ -177,9 +181,12 @@ static void async_release(struct p2pnvme_async *a)
 	 * Only removal waits for none left (p2pnvme_async_drain(), once the
 	 * state is DELETING or DEAD): no wait queue lock per drained queue
 	 * otherwise. The decrement is a full barrier before the state is read;
-	 * removal sets the state before its wait_event() reads the count.
+	 * removal sets the state before its wait_event() reads the counts.
+	 * Once no request can be submitted, no CPU's count goes up again: each
+	 * that reaches 0 wakes removal, which finds them all at 0 after the
+	 * last one.
 	 */
-	if (atomic_dec_and_test(&c->async_live) && p2pnvme_state(c) >= P2PNVME_DELETING)
+	if (atomic_dec_and_test(&a->pc->async_live) && p2pnvme_state(c) >= P2PNVME_DELETING)
 		wake_up_all(&c->wq);
 }
 
@@ -187,9 +194,9 @@ static bool async_released(struct p2pnvme_async *a)
 {
 	bool done;
 
-	spin_lock(&a->c->async_lock);
+	spin_lock(&a->pc->async_lock);
 	done = a->released;
-	spin_unlock(&a->c->async_lock);
+	spin_unlock(&a->pc->async_lock);
 	return done;
 }
 
@@ -218,11 +225,11 @@ static void async_answer(struct p2pnvme_async *a, unsigned int issue_flags)
 	struct p2pnvme *c = a->c;
 	bool mine;
 
-	spin_lock(&c->async_lock);
+	spin_lock(&a->pc->async_lock);
 	mine = !a->taken;
 	if (mine)
 		list_del(&a->link);
-	spin_unlock(&c->async_lock);
+	spin_unlock(&a->pc->async_lock);
 	if (mine)
 		async_release(a);
 	else	/* removal is releasing it: the answer needs its result */
@@ -253,6 +260,30 @@ static void async_end(struct p2pnvme_batch *b)
 }
 
 /*
+ * Is any request on a CPU's list? Under each list's lock, so that a
+ * submission either sees the watchdog no longer pending (and queues it)
+ * or is seen here: async_submit() looks at delayed_work_pending() after
+ * its list's lock, and the workqueue clears the pending bit (with a full
+ * barrier) before this runs. No barrier on the I/O path for it.
+ */
+static bool async_any_listed(struct p2pnvme *c)
+{
+	unsigned int cpu;
+	bool any = false;
+
+	for_each_possible_cpu(cpu) {
+		struct p2pnvme_pcpu *pc = per_cpu_ptr(c->pcpu, cpu);
+
+		spin_lock(&pc->async_lock);
+		any = !list_empty(&pc->async_list);
+		spin_unlock(&pc->async_lock);
+		if (any)
+			break;
+	}
+	return any;
+}
+
+/*
  * While requests are out: their deadlines, as a batch's waiter checks its
  * own, and inside the I/O guard as that waiter is. The guard keeps the
  * watchdog off the queues while a reset rebuilds them. A look that saw the
@@ -276,7 +307,7 @@ static void async_watch(struct work_struct *work)
 	struct p2pnvme *c = container_of(to_delayed_work(work), struct p2pnvme, async_watch);
 
 	/* removal cancels every command itself, then stops the watchdog */
-	if (!atomic_read(&c->async_live) || p2pnvme_state(c) >= P2PNVME_DELETING)
+	if (!async_any_listed(c) || p2pnvme_state(c) >= P2PNVME_DELETING)
 		return;
 	if (p2pnvme_io_tryenter(c)) {
 		p2pnvme_check_async_timeouts(c);
@@ -422,13 +453,18 @@ again:
 	}
 	p2pnvme_batch_init(&a->b, false);
 	a->b.end = async_end;
-	atomic_inc(&c->async_live);
-	spin_lock(&c->async_lock);
-	list_add_tail(&a->link, &c->async_list);
-	spin_unlock(&c->async_lock);
+	/* a list per CPU: no lock or count shared by every submitter */
+	a->pc = raw_cpu_ptr(c->pcpu);
+	spin_lock(&a->pc->async_lock);
+	atomic_inc(&a->pc->async_live);
+	list_add_tail(&a->link, &a->pc->async_list);
+	spin_unlock(&a->pc->async_lock);
 	/* commands already queued for it still complete */
 	r->submit_error = p2pnvme_req_submit(c, &a->b, r);
-	/* before leaving the guard: removal cancels the watchdog after it */
+	/*
+	 * before leaving the guard: removal cancels the watchdog after it;
+	 * after the list's lock (async_any_listed())
+	 */
 	if (!delayed_work_pending(&c->async_watch))
 		queue_delayed_work(system_unbound_wq, &c->async_watch, async_watch_period());
 	/* before the launch: its end, after, is stamped later */
@@ -709,26 +745,29 @@ int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
  * whose lock the caller holds, so that io_do_iopoll() collects them in one
  * pass. Requests of other rings are left to their own pollers (the answer
  * puts the command's state into its ring's cache, under that ring's lock).
- * The scan is of every request in flight, once per answering poll, not
- * per poll. Nothing else answers these: their ring polls them only under
- * that lock, and removal takes only what is still on the list.
+ * The scan is of the requests in flight from @a's CPU (where a ring's
+ * submitter usually stays; the others are answered when their own turn
+ * comes), once per answering poll, not per poll. Nothing else answers
+ * these: their ring polls them only under that lock, and removal takes
+ * only what is still on the list.
  */
 static void async_answer_ring(struct p2pnvme_async *a)
 {
 	struct p2pnvme *c = a->c;
+	struct p2pnvme_pcpu *pc = a->pc;
 	struct p2pnvme_async *e, *tmp;
 	LIST_HEAD(ended);
 	bool found = false;
 
-	spin_lock(&c->async_lock);
-	list_for_each_entry_safe(e, tmp, &c->async_list, link) {
+	spin_lock(&pc->async_lock);
+	list_for_each_entry_safe(e, tmp, &pc->async_list, link) {
 		/* pairs with async_end()'s release: its results are seen */
 		if (smp_load_acquire(&e->ended) && e->iopoll && e->ring == a->ring) {
 			found |= e == a;
 			list_move_tail(&e->link, &ended);
 		}
 	}
-	spin_unlock(&c->async_lock);
+	spin_unlock(&pc->async_lock);
 	list_for_each_entry_safe(e, tmp, &ended, link) {
 		async_release(e);
 		async_done(e, 0);
@@ -776,24 +815,35 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 	return 1;
 }
 
-/* Removal: release an ended request whose task work has not run; or NULL. */
+/*
+ * Removal: take an ended request whose task work has not run, from any
+ * CPU's list; or NULL, with @more saying whether any list still holds one
+ * (not ended yet).
+ */
 static struct p2pnvme_async *async_take_ended(struct p2pnvme *c, bool *more)
 {
-	struct p2pnvme_async *a, *found = NULL;
+	struct p2pnvme_async *a;
+	unsigned int cpu;
 
-	spin_lock(&c->async_lock);
-	list_for_each_entry(a, &c->async_list, link) {
-		/* pairs with async_end()'s release: its results are seen */
-		if (smp_load_acquire(&a->ended)) {
-			found = a;
-			list_del(&a->link);
-			a->taken = true;
-			break;
+	*more = false;
+	for_each_possible_cpu(cpu) {
+		struct p2pnvme_pcpu *pc = per_cpu_ptr(c->pcpu, cpu);
+
+		spin_lock(&pc->async_lock);
+		list_for_each_entry(a, &pc->async_list, link) {
+			/* pairs with async_end()'s release: its results are seen */
+			if (smp_load_acquire(&a->ended)) {
+				list_del(&a->link);
+				a->taken = true;
+				spin_unlock(&pc->async_lock);
+				*more = true;	/* looked at again after this one */
+				return a;
+			}
 		}
+		*more |= !list_empty(&pc->async_list);
+		spin_unlock(&pc->async_lock);
 	}
-	*more = !list_empty(&c->async_list);
-	spin_unlock(&c->async_lock);
-	return found;
+	return NULL;
 }
 
 static void async_release_all(struct p2pnvme *c)
@@ -806,9 +856,9 @@ static void async_release_all(struct p2pnvme *c)
 		if (a) {
 			/* @a lives until its task work, which waits for this */
 			async_release(a);
-			spin_lock(&c->async_lock);
+			spin_lock(&a->pc->async_lock);
 			a->released = true;
-			spin_unlock(&c->async_lock);
+			spin_unlock(&a->pc->async_lock);
 			wake_up_all(&c->wq);
 		} else if (more) {	/* not ended yet: its submitter has not launched it */
 			schedule_timeout_uninterruptible(max(HZ / 100, 1));
@@ -831,10 +881,16 @@ static void async_release_all(struct p2pnvme *c)
  */
 void p2pnvme_async_init(struct p2pnvme *c)
 {
-	atomic_set(&c->async_live, 0);
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct p2pnvme_pcpu *pc = per_cpu_ptr(c->pcpu, cpu);
+
+		spin_lock_init(&pc->async_lock);
+		INIT_LIST_HEAD(&pc->async_list);
+		atomic_set(&pc->async_live, 0);
+	}
 	atomic_set(&c->async_plugged, 0);
-	spin_lock_init(&c->async_lock);
-	INIT_LIST_HEAD(&c->async_list);
 	INIT_DELAYED_WORK(&c->async_watch, async_watch);
 	p2pnvme_batch_init(&c->async_any, false);
 	c->async_any.any_async = true;
@@ -853,8 +909,24 @@ void p2pnvme_async_init(struct p2pnvme *c)
 void p2pnvme_async_drain(struct p2pnvme *c)
 {
 	async_release_all(c);
-	wait_event(c->wq, !atomic_read(&c->async_live) && !atomic_read(&c->async_plugged));
+	wait_event(c->wq, !p2pnvme_async_live(c) && !atomic_read(&c->async_plugged));
 	cancel_delayed_work_sync(&c->async_watch);
+}
+
+/**
+ * p2pnvme_async_live - io_uring requests submitted and not released yet
+ * @c: the controller
+ *
+ * Return: their number, summed over the CPUs they were submitted on (exact
+ * once nothing is submitted any more: removal's wait, debugfs).
+ */
+unsigned int p2pnvme_async_live(struct p2pnvme *c)
+{
+	unsigned int cpu, n = 0;
+
+	for_each_possible_cpu(cpu)
+		n += atomic_read(&per_cpu_ptr(c->pcpu, cpu)->async_live);
+	return n;
 }
 
 /**

@@ -13,6 +13,7 @@ int p2pnvme_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *
 #endif
 void p2pnvme_async_init(struct p2pnvme *c);
 void p2pnvme_async_drain(struct p2pnvme *c);
+unsigned int p2pnvme_async_live(struct p2pnvme *c);
 void p2pnvme_async_exit(struct p2pnvme *c);
 
 /* blkmq.c: the bench-only blk-mq prototype of the io_uring read path */
