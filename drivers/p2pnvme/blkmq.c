@@ -47,7 +47,6 @@
 #include <linux/blkdev.h>
 #include <linux/debugfs.h>
 #include <linux/interrupt.h>
-#include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/seq_file.h>
@@ -104,7 +103,7 @@ struct p2pnvme_blkmq {
  * @cmd: the NVMe command, its CID written by .queue_rq
  * @f: the file it came through (io_uring holds it until the answer)
  * @ioucmd: what is answered
- * @t0: ktime_get_ns() at issue
+ * @t0: p2pnvme_now() at issue
  * @error: set by a cancellation or a timeout before it completes
  * @status: the NVMe status of its completion
  * @genctr: bumped at each dispatch of this tag; kept across uses
@@ -135,7 +134,7 @@ static P2P_URING_TW(blkmq_tw)
 	struct blkmq_pdu *pdu = blk_mq_rq_to_pdu(rq);
 	struct p2pnvme_blkmq *bq = rq->q->queuedata;
 
-	p2pnvme_req_finish(bq->c, &pdu->r, ktime_get_ns() - pdu->t0);
+	p2pnvme_req_finish(bq->c, &pdu->r, p2pnvme_elapsed(pdu->t0, p2pnvme_now()));
 	this_cpu_inc(*bq->ios);
 	p2p_uring_cmd_done(ioucmd, pdu->io.result,
 			   P2PNVME_URING_RES2(pdu->io.path, pdu->io.status), P2P_URING_TW_FLAGS);
@@ -396,7 +395,7 @@ int p2pnvme_blkmq_issue(struct io_uring_cmd *ioucmd, struct p2pnvme_file *f,
 		goto out_abandon;
 	*rq_of(ioucmd) = rq;
 	rq->end_io = blkmq_end_io;
-	pdu->t0 = ktime_get_ns();
+	pdu->t0 = p2pnvme_now();
 	blk_execute_rq_nowait(rq, false);
 	p2pnvme_io_exit(c);
 	return -EIOCBQUEUED;

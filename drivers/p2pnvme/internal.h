@@ -82,6 +82,7 @@
 #include <linux/pci.h>
 #include <linux/rwsem.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/clock.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -370,7 +371,7 @@ static inline void p2pnvme_req_error(struct p2pnvme_req *r)
  * @lists: list blocks taken for the batch before its dma-buf fences were
  *	   published (p2pnvme_submit() allocates none with reclaim then), or
  *	   NULL
- * @end_ns: with @end: ktime_get_ns() when its last command was over, read
+ * @end_ns: with @end: p2pnvme_now() when its last command was over, read
  *	    once per completion pass for every batch that pass ends; set
  *	    before @end runs
  */
@@ -657,6 +658,25 @@ static inline void p2pnvme_stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 
 static inline enum p2pnvme_state p2pnvme_state(struct p2pnvme *c)
 {
 	return READ_ONCE(c->state);
+}
+
+/*
+ * The time stamps of the latency counters: local_clock(), the scheduler's
+ * clock (the TSC on x86, read where it runs), not ktime_get(). Where a
+ * VM's clocksource is HPET or the ACPI PM timer (its TSC found unstable),
+ * every ktime_get() is a register read the hypervisor traps, microseconds
+ * per I/O that nvme-pci's passthrough, which reads no clock, never pays.
+ * Two CPUs' stamps may disagree by a little (at most about a tick where
+ * the TSC is not stable): p2pnvme_elapsed() makes a negative span 0.
+ */
+static inline u64 p2pnvme_now(void)
+{
+	return local_clock();
+}
+
+static inline u64 p2pnvme_elapsed(u64 start, u64 end)
+{
+	return end > start ? end - start : 0;
 }
 
 /* the I/O queue of the CPU this runs on (a hint: it may migrate after) */

@@ -21,7 +21,6 @@
 #include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/highmem.h>
-#include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
@@ -865,14 +864,14 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 	p2pnvme_batch_init(&b, false);
 	if (fenced)
 		b.lists = &lists;
-	t0 = ktime_get_ns();
+	t0 = p2pnvme_now();
 	for (i = 0; i < nr; i++) {
 		/* commands already queued for a failed one still complete */
 		reqs[i].submit_error = req_submit(c, &b, &reqs[i]);
 	}
 	p2pnvme_ring(q);
 	p2pnvme_wait_batch(c, &b);
-	t0 = ktime_get_ns() - t0;
+	t0 = p2pnvme_elapsed(t0, p2pnvme_now());
 	for (i = 0; i < nr; i++)
 		p2pnvme_reg_idle(&reqs[i]);
 	/* every fence, before any unmap takes a reservation lock */

@@ -31,7 +31,6 @@
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/jiffies.h>
-#include <linux/ktime.h>
 #include <linux/slab.h>
 #include <kunit/visibility.h>
 
@@ -266,7 +265,7 @@ static void batch_put(struct p2pnvme_batch *b, u64 *now)
 	if (b->end) {
 		/* one clock read for every batch a completion pass ends */
 		if (!*now)
-			*now = ktime_get_ns();
+			*now = p2pnvme_now();
 		b->end_ns = *now;
 		b->end(b);
 	} else {

@@ -33,7 +33,6 @@
 
 #include <linux/blkdev.h>
 #include <linux/fs.h>
-#include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/nvme_ioctl.h>
 #include <linux/percpu.h>
@@ -175,7 +174,7 @@ static void async_release(struct p2pnvme_async *a)
 {
 	struct p2pnvme *c = a->c;
 
-	p2pnvme_req_finish(c, &a->r, a->b.end_ns - a->t0);
+	p2pnvme_req_finish(c, &a->r, p2pnvme_elapsed(a->t0, a->b.end_ns));
 	p2pnvme_inflight_put(a->f, a->bytes);
 	/*
 	 * Only removal waits for none left (p2pnvme_async_drain(), once the
@@ -321,7 +320,7 @@ static void async_watch(struct work_struct *work)
  * @cb: the plug's callback entry (first: blk_check_plugged() allocates it)
  * @c: the controller
  * @armed: counted in @c->async_plugged
- * @t0: ktime_get_ns() at its first request: the submission time of every
+ * @t0: p2pnvme_now() at its first request: the submission time of every
  *	request the plug holds (one clock read per batch, as blk-mq stamps a
  *	plug's requests)
  */
@@ -356,13 +355,13 @@ static u64 async_ring(struct p2pnvme *c, struct p2pnvme_queue *q)
 
 	if (!cb) {
 		p2pnvme_ring(q);
-		return ktime_get_ns();
+		return p2pnvme_now();
 	}
 	p = container_of(cb, struct p2pnvme_plug, cb);
 	if (!p->armed) {
 		p->armed = true;
 		p->c = c;
-		p->t0 = ktime_get_ns();
+		p->t0 = p2pnvme_now();
 		atomic_inc(&c->async_plugged);
 	}
 	return p->t0;
