@@ -11,17 +11,23 @@
 #
 #   scripts/cpu-profile.sh [SECONDS]          the table (default 3 s a run)
 #   scripts/cpu-profile.sh --passes N ...     N interleaved passes (default 3; sums over them)
+#   scripts/cpu-profile.sh --clocksource CS   the guest's clocksource: tsc (default, trusted),
+#                                             hpet or acpi_pm (scripts/bench-clock.sh)
 #   scripts/cpu-profile.sh --perf ...         and this machine's perf in the guest: a perf
 #                                             record of each driver at 32 per enter, the top
-#                                             of each report (self, then with children)
+#                                             of each report (self, then with children); and
+#                                             of fio's registered dma-buf row (fio-benchmark.sh)
+#                                             by program and object, then with children
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-secs=3 passes=3 perf=0
+secs=3 passes=3 perf=0 clock=tsc
+. "$top/scripts/bench-clock.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--perf) perf=1 ;;
 	--passes) passes=${2:?--passes N}; shift ;;
-	-h|--help) sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
+	-h|--help) sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "cpu-profile.sh: unknown option $1" >&2; exit 2 ;;
 	*) secs=$1 ;;
 	esac
@@ -29,18 +35,20 @@ while [ $# -gt 0 ]; do
 done
 case $passes in ''|*[!0-9]*|0) echo "cpu-profile.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
 case $secs in ''|*[!0-9]*|0) echo "cpu-profile.sh: SECONDS wants a count of 1 or more, not '$secs'" >&2; exit 2 ;; esac
+append=$(bench_clock_append "$clock") || exit 2
 bins=
 if [ $perf = 1 ]; then
 	bins=$(command -v perf || true)
 	[ -n "$bins" ] || { echo "cpu-profile.sh: --perf needs perf on this machine (apt install linux-perf)" >&2; exit 2; }
 fi
 run=$top/out/runs/switch.cpuprof.base
-est=$(( secs * (8 * passes + 2 * perf) + 90 ))
-echo "cpu profile: booting the switch profile, $secs s a run, $passes passes${bins:+, with perf} (about $est s)" >&2
+est=$(( secs * (8 * passes + 4 * perf) + 90 ))
+echo "cpu profile: booting the switch profile, $secs s a run, $passes passes, clocksource $clock${bins:+, with perf} (about $est s)" >&2
 P2P_NVME_TRACE=0 P2P_GUEST_BINS=$bins \
-	P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes p2pperf=$perf" \
+	P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes p2pperf=$perf $append" \
 	"$top/qemu/run.sh" --quiet --timeout $((est * 2 + 300)) switch cpuprof ||
 	{ echo "cpu profile run failed, see $run/serial.log" >&2; exit 1; }
+bench_clock_check "$run/serial.log" "$clock" || true
 python3 - "$run/serial.log" <<'PY'
 import json, statistics, sys
 runs = {}

@@ -15,27 +15,34 @@
 #   scripts/fio-benchmark.sh --passes N ...        4 KiB rows in N interleaved passes (default 3;
 #                                                  the table has their medians)
 #   scripts/fio-benchmark.sh --update-doc ...      ... and put it in Documentation/benchmarks.md
+#   scripts/fio-benchmark.sh --clocksource CS ...  the guest's clocksource: tsc (default, trusted),
+#                                                  hpet or acpi_pm (scripts/bench-clock.sh)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-update= secs=3 profile=switch passes=3
+update= secs=3 profile=switch passes=3 clock=tsc
+. "$top/scripts/bench-clock.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--update-doc) update=1 ;;
 	--strict) profile=iommu-strict ;;
 	--passes) passes=${2:?--passes N}; shift ;;
+	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
 	*) secs=$1 ;;
 	esac
 	shift
 done
 case $passes in ''|*[!0-9]*|0) echo "fio-benchmark.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
+append=$(bench_clock_append "$clock") || exit 2
 run=$top/out/runs/$profile.fiobench.base
 # 28 + 20 x PASSES runs of SECONDS and about a minute of boot and setup:
 # the guest's time limit grows with them
 est=$(( secs * (28 + 20 * passes) + 60 ))
-echo "fio benchmark: booting the $profile profile, $secs s per row, $passes passes (about $est s)" >&2
-P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes" \
+echo "fio benchmark: booting the $profile profile, $secs s per row, $passes passes, clocksource $clock (about $est s)" >&2
+P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes $append" \
 	"$top/qemu/run.sh" --quiet --timeout $((est * 2 + 300)) "$profile" fiobench ||
 	{ echo "fio benchmark run failed, see $run/serial.log" >&2; exit 1; }
+clock_ok=1
+bench_clock_check "$run/serial.log" "$clock" || clock_ok=
 table=$(python3 - "$run/serial.log" "$profile" <<'PY'
 import json, statistics, sys
 rows = []
@@ -127,14 +134,18 @@ print('\n'.join(out))
 PY
 )
 echo "$table"
+if [ -n "$update" ] && [ -z "$clock_ok" ]; then
+	echo "not updating Documentation/benchmarks.md: the run was not on clocksource $clock" >&2
+	exit 1
+fi
 if [ -n "$update" ]; then
 	doc=$top/Documentation/benchmarks.md
 	tag=fio-results; [ "$profile" = switch ] || tag=fio-results-strict
-	python3 - "$doc" "$table" "$(date -u +%Y-%m-%d)" "$tag" <<'PY'
+	python3 - "$doc" "$table" "$(date -u +%Y-%m-%d)" "$tag" "$clock" <<'PY'
 import re, sys
-doc, table, day, tag = sys.argv[1:]
+doc, table, day, tag, clock = sys.argv[1:]
 s = open(doc).read()
-new = f'<!-- {tag} -->\nOne run, {day}, 2 vCPUs under TCG on a 2-core host:\n\n{table}\n<!-- /{tag} -->'
+new = f'<!-- {tag} -->\nOne run, {day}, 2 vCPUs under TCG on a 2-core host, clocksource {clock}:\n\n{table}\n<!-- /{tag} -->'
 if f'<!-- {tag} -->' not in s:
     raise SystemExit(f'no <!-- {tag} --> section in {doc}')
 s = re.sub(rf'<!-- {tag} -->.*<!-- /{tag} -->', lambda m: new, s, flags=re.S)

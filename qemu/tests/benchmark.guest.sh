@@ -23,6 +23,7 @@ bind p2pnvme "$NVME0"
 echo 0 > /sys/module/p2pnvme/parameters/blkmq_proto
 check "p2pnvme built the blk-mq prototype" sh -c "grep -q '^queues [1-9]' /sys/kernel/debug/p2pnvme/$NVME0/blkmq_proto"
 check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
+clock_mark start
 run() {
 	out=$(p2pbench "$@")
 	rc=$?
@@ -92,6 +93,7 @@ run regcost /dev/p2pnvme0 1048576 200
 run allocflat /dev/p2pbar0 2000
 # the blk-mq prototype's removal with its reads in flight: the unbind
 # returns, the reads end (with an error), nothing is left behind
+clock_mark end
 echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind
 check "p2pnvme again with blkmq_proto=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko blkmq_proto=1"
 bind p2pnvme "$NVME0"

@@ -11,11 +11,14 @@
 # second. With p2pperf=1 and a perf binary in the guest, one more run of
 # each driver at 32 per enter under `perf record -a -g` and the top of its
 # report, self and with children (under TCG a sample lands at the start
-# of the next translated block: self times are approximate).
+# of the next translated block: self times are approximate); and fio's
+# registered dma-buf row of the benchmark (scripts/fio-benchmark.sh) on
+# each, its samples by program and object.
 . /tests/lib.sh
 
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
+ENG=/usr/lib/fio/p2pnvme-reg.so
 IVSHMEM=$(find_pci 1af4 1110)
 NVME0=$(find_pci 1b36 0010)
 NVME1=$(find_pci 1b36 0010 2)
@@ -33,7 +36,7 @@ if ! command -v t-io_uring >/dev/null; then
 	suite_end
 	exit 0
 fi
-diag "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+clock_mark start
 
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 tiou() {	# tiou DEV B BATCH SECS
@@ -73,8 +76,32 @@ if [ "${p2pperf:-0}" = 1 ]; then
 					sed "s|^|P2P-PERF $d ${mode#--} |"
 			done
 		done
+		# fio's registered dma-buf row (fiobench's reg 4 KiB QD32): p2pnvme
+		# through the suite's external engine, nvme-pci mapping the same
+		# p2pmem per I/O; the busy samples by program and object, so
+		# that the drivers' own share of fio's CPU per I/O shows
+		if [ -e "$ENG" ] && command -v fio >/dev/null; then
+			for d in /dev/p2pnvme0 "$NG1"; do
+				set -- --ioengine=io_uring_cmd --cmd_type=nvme --iomem=mmapshared:/dev/p2pbar0
+				[ "$d" = /dev/p2pnvme0 ] && set -- --ioengine=external:"$ENG"
+				perf record -q -a -g -e cpu-clock -o /tmp/perf.data -- \
+					fio --name=r --filename="$d" "$@" --rw=randread --bs=4k --iodepth=32 \
+					--size=48M --norandommap --randrepeat=0 --time_based \
+					--runtime="$SECS" >/tmp/fio.out 2>&1
+				check_eq "perf record of fio's registered dma-buf row on $d" "$?" 0
+				perf report -i /tmp/perf.data --no-children --sort comm,dso --stdio -g none \
+					2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 12 |
+					sed "s|^|P2P-PERF fio-reg $d dso |"
+				perf report -i /tmp/perf.data --children --sort sym --stdio -g none \
+					2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 40 |
+					sed "s|^|P2P-PERF fio-reg $d children |"
+			done
+		else
+			skip "perf of fio's registered dma-buf row" "no fio or no external engine $ENG in the guest"
+		fi
 	else
 		skip "perf" "no perf binary in the guest (scripts/cpu-profile.sh --perf copies the host's)"
 	fi
 fi
+clock_mark end
 suite_end

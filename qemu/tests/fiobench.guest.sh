@@ -29,6 +29,7 @@ bind p2pnvme "$NVME0"
 check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
 check "fio is in the guest" sh -c 'command -v fio >/dev/null'
 
+clock_mark start
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 # row NAME DEV MEM BS QD [fio options]: one time-based random-read job
 row() {
@@ -120,4 +121,5 @@ for pass in $(seq "$PASSES"); do
 		row "hipri-$mem-4096-32" "$NG1" $mem 4096 32 --hipri=1
 	done
 done
+clock_mark end
 suite_end
