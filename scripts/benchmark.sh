@@ -18,10 +18,10 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 update=
 secs=3
-clock=tsc
-. "$top/scripts/bench-clock.sh"
 passes=3
 profile=switch
+clock=tsc
+. "$top/scripts/bench-clock.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--update-doc) update=1 ;;
