@@ -103,5 +103,13 @@ sleep 2
 check "unbind with blk-mq prototype reads in flight" sh -c "echo $NVME0 > /sys/bus/pci/drivers/p2pnvme/unbind"
 wait $bench
 check_eq "those reads failed" "$?" 1
+# io_uring lets go of the ring's files, and so of the module, in its ring
+# exit work, after p2pbench is gone: up to 10 s for that, not for a leak
+_t=0
+while [ "$(cat /sys/module/p2pnvme/refcnt)" != 0 ] && [ $_t -lt 50 ]; do
+	sleep 0.2
+	_t=$((_t + 1))
+done
+diag "p2pnvme's module references: $(cat /sys/module/p2pnvme/refcnt) after $((_t * 200)) ms"
 check "p2pnvme unloads after" rmmod p2pnvme
 suite_end; exit $_any_failed
