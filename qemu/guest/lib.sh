@@ -138,6 +138,24 @@ nvme_blk() {
 
 load() { insmod "/lib/modules/$1.ko" ${2:+$2}; }
 
+# bench_pair SUITE: a benchmark's set-up (fiobench, cpuprof): the suite
+# begun, p2pbar on the ivshmem BAR, p2pnvme on the first NVMe controller,
+# nvme-pci keeping the identical second one; sets IVSHMEM, NVME0, NVME1,
+# BLK1 and NG1 (nvme-pci's block and ng devices of NVME1).
+bench_pair() {
+	IVSHMEM=$(find_pci 1af4 1110)
+	NVME0=$(find_pci 1b36 0010)
+	NVME1=$(find_pci 1b36 0010 2)
+	BLK1=$(nvme_blk "$NVME1")
+	NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
+	suite_begin "$1"
+	check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
+	bind p2pbar "$IVSHMEM"
+	check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko; true"
+	bind p2pnvme "$NVME0"
+	check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
+}
+
 # bench_polled NVME_P2PNVME NVME_PCI: a benchmark's polled half. p2pnvme
 # again with poll=1 on the first (no I/O interrupts), nvme-pci probed again
 # on the second with two poll queues; sets BLK1 and NG1 to its devices.

@@ -19,18 +19,8 @@
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
 ENG=/usr/lib/fio/p2pnvme-reg.so
-IVSHMEM=$(find_pci 1af4 1110)
-NVME0=$(find_pci 1b36 0010)
-NVME1=$(find_pci 1b36 0010 2)
-BLK1=$(nvme_blk "$NVME1")
-NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
 
-suite_begin cpuprof
-check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
-bind p2pbar "$IVSHMEM"
-check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko; true"
-bind p2pnvme "$NVME0"
-check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
+bench_pair cpuprof
 if ! command -v t-io_uring >/dev/null; then
 	skip "t/io_uring" "not built (qemu/extools.sh)"
 	suite_end

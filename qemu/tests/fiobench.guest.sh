@@ -15,18 +15,8 @@
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
 ENG=/usr/lib/fio/p2pnvme-reg.so
-IVSHMEM=$(find_pci 1af4 1110)
-NVME0=$(find_pci 1b36 0010)
-NVME1=$(find_pci 1b36 0010 2)
-BLK1=$(nvme_blk "$NVME1")
-NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
 
-suite_begin fiobench
-check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
-bind p2pbar "$IVSHMEM"
-check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko; true"
-bind p2pnvme "$NVME0"
-check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
+bench_pair fiobench
 check "fio is in the guest" sh -c 'command -v fio >/dev/null'
 
 clock_mark start
