@@ -32,6 +32,8 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case $passes in ''|*[!0-9]*|0) echo "fio-benchmark.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
+# t/io_uring prints its IOPS once a second: a 1-second run prints none
+case $secs in ''|*[!0-9]*|0|1) echo "fio-benchmark.sh: SECONDS wants a count of 2 or more, not '$secs'" >&2; exit 2 ;; esac
 append=$(bench_clock_append "$clock") || exit 2
 run=$top/out/runs/$profile.fiobench.base
 # 28 + 20 x PASSES runs of SECONDS and about a minute of boot and setup:
