@@ -13,7 +13,7 @@
 #                                         at once), with issue 23's target there
 #   scripts/benchmark.sh --update-doc     ... and rewrite Documentation/benchmarks.md
 #   scripts/benchmark.sh --clocksource CS the guest's clocksource: tsc (default, trusted),
-#                                         hpet or acpi_pm (scripts/bench-clock.sh)
+#                                         hpet or acpi_pm (scripts/bench-lib.sh)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 update=
@@ -21,7 +21,7 @@ secs=3
 passes=3
 profile=switch
 clock=tsc
-. "$top/scripts/bench-clock.sh"
+. "$top/scripts/bench-lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--update-doc) update=1 ;;
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case $passes in ''|*[!0-9]*|0) echo "benchmark.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
+bench_counts benchmark.sh "$passes" "$secs" 1 || exit 2
 append=$(bench_clock_append "$clock") || exit 2
 run=$top/out/runs/$profile.benchmark.base
 echo "benchmark: booting the $profile profile, $secs s per point, clocksource $clock (about $((secs * 61 + 110)) s)" >&2

@@ -12,7 +12,7 @@
 #   scripts/cpu-profile.sh [SECONDS]          the table (default 3 s a run)
 #   scripts/cpu-profile.sh --passes N ...     N interleaved passes (default 3; sums over them)
 #   scripts/cpu-profile.sh --clocksource CS   the guest's clocksource: tsc (default, trusted),
-#                                             hpet or acpi_pm (scripts/bench-clock.sh)
+#                                             hpet or acpi_pm (scripts/bench-lib.sh)
 #   scripts/cpu-profile.sh --perf ...         and this machine's perf in the guest: a perf
 #                                             record of each driver at 32 per enter, the top
 #                                             of each report (self, then with children); and
@@ -21,7 +21,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=3 passes=3 perf=0 clock=tsc
-. "$top/scripts/bench-clock.sh"
+. "$top/scripts/bench-lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--perf) perf=1 ;;
@@ -33,9 +33,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case $passes in ''|*[!0-9]*|0) echo "cpu-profile.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
 # t/io_uring prints its IOPS once a second: a 1-second run prints none
-case $secs in ''|*[!0-9]*|0|1) echo "cpu-profile.sh: SECONDS wants a count of 2 or more, not '$secs'" >&2; exit 2 ;; esac
+bench_counts cpu-profile.sh "$passes" "$secs" 2 || exit 2
 append=$(bench_clock_append "$clock") || exit 2
 bins=
 if [ $perf = 1 ]; then

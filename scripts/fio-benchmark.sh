@@ -16,11 +16,11 @@
 #                                                  the table has their medians)
 #   scripts/fio-benchmark.sh --update-doc ...      ... and put it in Documentation/benchmarks.md
 #   scripts/fio-benchmark.sh --clocksource CS ...  the guest's clocksource: tsc (default, trusted),
-#                                                  hpet or acpi_pm (scripts/bench-clock.sh)
+#                                                  hpet or acpi_pm (scripts/bench-lib.sh)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 update= secs=3 profile=switch passes=3 clock=tsc
-. "$top/scripts/bench-clock.sh"
+. "$top/scripts/bench-lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--update-doc) update=1 ;;
@@ -31,9 +31,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case $passes in ''|*[!0-9]*|0) echo "fio-benchmark.sh: --passes wants a count of 1 or more, not '$passes'" >&2; exit 2 ;; esac
 # t/io_uring prints its IOPS once a second: a 1-second run prints none
-case $secs in ''|*[!0-9]*|0|1) echo "fio-benchmark.sh: SECONDS wants a count of 2 or more, not '$secs'" >&2; exit 2 ;; esac
+bench_counts fio-benchmark.sh "$passes" "$secs" 2 || exit 2
 append=$(bench_clock_append "$clock") || exit 2
 run=$top/out/runs/$profile.fiobench.base
 # 28 + 20 x PASSES runs of SECONDS and about a minute of boot and setup:

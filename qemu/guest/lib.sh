@@ -33,7 +33,7 @@ fail() { _tap "not ok" "$1"; }
 skip() { _tap ok "$1 # SKIP $2"; }
 diag() { echo "    # $*" >> "/tmp/ktap.$_suite"; echo "[$_suite] # $*"; }
 # clock_mark WHEN: the clocksource now, for the benchmark scripts
-# (scripts/bench-clock.sh), which check it did not change during the run
+# (scripts/bench-lib.sh), which check it did not change during the run
 clock_mark() {
 	echo "P2P-CLOCK $1 $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 }

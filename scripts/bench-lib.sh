@@ -1,5 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
-# Sourced by the benchmark scripts: the guest's clocksource.
+# Sourced by the benchmark scripts (benchmark.sh, fio-benchmark.sh,
+# cpu-profile.sh): their counts, and the guest's clocksource.
+
+# bench_counts SCRIPT PASSES SECONDS MIN_SECONDS: 0 if the counts are
+# whole numbers, PASSES at least 1 and SECONDS at least MIN_SECONDS; else
+# say which is wrong, and 2
+bench_counts() {
+	case $2 in ''|*[!0-9]*|0)
+		echo "$1: --passes wants a count of 1 or more, not '$2'" >&2; return 2 ;;
+	esac
+	case $3 in ''|*[!0-9]*) ;; *) [ "$3" -ge "$4" ] && return 0 ;; esac
+	echo "$1: SECONDS wants a count of $4 or more, not '$3'" >&2
+	return 2
+}
+
+# The clocksource.
 #
 # Under TCG the guest's clocksource watchdog, its reads delayed by the
 # emulation, may find the TSC unstable in the middle of a run and move the
