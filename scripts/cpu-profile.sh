@@ -16,8 +16,9 @@
 #   scripts/cpu-profile.sh --perf ...         and this machine's perf in the guest: a perf
 #                                             record of each driver at 32 per enter, the top
 #                                             of each report (self, then with children); and
-#                                             of fio's registered dma-buf row (fio-benchmark.sh)
-#                                             by program and object, then with children
+#                                             of fio's fixed-buffer and registered dma-buf rows
+#                                             (fio-benchmark.sh) by program and object, then
+#                                             fio's by symbol, self and with children
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=3 passes=3 perf=0 clock=tsc
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
 	--perf) perf=1 ;;
 	--passes) passes=${2:?--passes N}; shift ;;
 	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
-	-h|--help) sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "cpu-profile.sh: unknown option $1" >&2; exit 2 ;;
 	*) secs=$1 ;;
 	esac
@@ -42,7 +43,7 @@ if [ $perf = 1 ]; then
 	[ -n "$bins" ] || { echo "cpu-profile.sh: --perf needs perf on this machine (apt install linux-perf)" >&2; exit 2; }
 fi
 run=$top/out/runs/switch.cpuprof.base
-est=$(( secs * (8 * passes + 4 * perf) + 90 ))
+est=$(( secs * (8 * passes + 6 * perf) + 90 ))
 echo "cpu profile: booting the switch profile, $secs s a run, $passes passes, clocksource $clock${bins:+, with perf} (about $est s)" >&2
 P2P_NVME_TRACE=0 P2P_GUEST_BINS=$bins \
 	P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes p2pperf=$perf $append" \

@@ -12,8 +12,9 @@
 # each driver at 32 per enter under `perf record -a -g` and the top of its
 # report, self and with children (under TCG a sample lands at the start
 # of the next translated block: self times are approximate); and fio's
-# registered dma-buf row of the benchmark (scripts/fio-benchmark.sh) on
-# each, its samples by program and object.
+# fixed-buffer and registered dma-buf rows of the benchmark
+# (scripts/fio-benchmark.sh) on each, their samples by program and object
+# and fio's by symbol.
 . /tests/lib.sh
 
 SECS=${p2pbenchsecs:-3}
@@ -66,28 +67,45 @@ if [ "${p2pperf:-0}" = 1 ]; then
 					sed "s|^|P2P-PERF $d ${mode#--} |"
 			done
 		done
-		# fio's registered dma-buf row (fiobench's reg 4 KiB QD32): p2pnvme
-		# through the suite's external engine, nvme-pci mapping the same
-		# p2pmem per I/O; the busy samples by program and object, so
-		# that the drivers' own share of fio's CPU per I/O shows
-		if [ -e "$ENG" ] && command -v fio >/dev/null; then
-			for d in /dev/p2pnvme0 "$NG1"; do
-				set -- --ioengine=io_uring_cmd --cmd_type=nvme --iomem=mmapshared:/dev/p2pbar0
-				[ "$d" = /dev/p2pnvme0 ] && set -- --ioengine=external:"$ENG"
-				perf record -q -a -g -e cpu-clock -o /tmp/perf.data -- \
-					fio --name=r --filename="$d" "$@" --rw=randread --bs=4k --iodepth=32 \
-					--size=48M --norandommap --randrepeat=0 --time_based \
-					--runtime="$SECS" >/tmp/fio.out 2>&1
-				check_eq "perf record of fio's registered dma-buf row on $d" "$?" 0
-				perf report -i /tmp/perf.data --no-children --sort comm,dso --stdio -g none \
-					2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 12 |
-					sed "s|^|P2P-PERF fio-reg $d dso |"
-				perf report -i /tmp/perf.data --children --sort sym --stdio -g none \
-					2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 40 |
-					sed "s|^|P2P-PERF fio-reg $d children |"
+		# fio's rows of the benchmark (fiobench's 4 KiB QD32), one command
+		# per io_uring_enter() as fio sends them: io_uring's registered
+		# host buffers (fixed) on both; and the registered dma-buf row
+		# (reg): p2pnvme through the suite's external engine, nvme-pci
+		# mapping the same p2pmem per I/O. The busy samples by program
+		# and object, then by symbol, self and with children, so that the
+		# drivers' own share of fio's CPU per I/O shows beside the trap's
+		if command -v fio >/dev/null; then
+			for row in fixed reg; do
+				if [ $row = reg ] && [ ! -e "$ENG" ]; then
+					skip "perf of fio's registered dma-buf row" "no external engine $ENG in the guest"
+					continue
+				fi
+				for d in /dev/p2pnvme0 "$NG1"; do
+					set -- --ioengine=io_uring_cmd --cmd_type=nvme --fixedbufs=1
+					if [ $row = reg ]; then
+						set -- --ioengine=io_uring_cmd --cmd_type=nvme \
+							--iomem=mmapshared:/dev/p2pbar0
+						[ "$d" = /dev/p2pnvme0 ] && set -- --ioengine=external:"$ENG"
+					fi
+					perf record -q -a -g -e cpu-clock -o /tmp/perf.data -- \
+						fio --name=r --filename="$d" "$@" --rw=randread --bs=4k \
+						--iodepth=32 --size=48M --norandommap --randrepeat=0 \
+						--time_based --runtime="$SECS" >/tmp/fio.out 2>&1
+					check_eq "perf record of fio's $row row on $d" "$?" 0
+					echo "P2P-PERF fio-$row $d iops $(grep -o 'IOPS=[^,]*' /tmp/fio.out | head -n 1)"
+					perf report -i /tmp/perf.data --no-children --sort comm,dso --stdio \
+						-g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 12 |
+						sed "s|^|P2P-PERF fio-$row $d dso |"
+					for mode in --no-children --children; do
+						perf report -i /tmp/perf.data $mode --comm fio --sort sym \
+							--stdio -g none 2>/dev/null | grep -v '^#' |
+							grep -v '^$' | head -n 40 |
+							sed "s|^|P2P-PERF fio-$row $d ${mode#--} |"
+					done
+				done
 			done
 		else
-			skip "perf of fio's registered dma-buf row" "no fio or no external engine $ENG in the guest"
+			skip "perf of fio's rows" "no fio in the guest"
 		fi
 	else
 		skip "perf" "no perf binary in the guest (scripts/cpu-profile.sh --perf copies the host's)"
