@@ -7,6 +7,14 @@ for the one-line reply. Commands:
 
     check KIND ...          a byte check (qemu/hostcheck.py), done now
     qmp COMMAND [JSON]      a QMP command (e.g. device_del {"id": "bar0"})
+    cputime                 the host CPU time QEMU has used so far, for the
+                            benchmarks: "ok VCPU_NS QEMU_NS", its vCPU
+                            threads' (from their schedstat, in ns: what
+                            the guest's CPUs ran, emulated traps included,
+                            without the time a vCPU waited for QEMU's lock
+                            or for a host core) and the whole process's
+                            (utime + stime, the device models too; tick
+                            precision)
     note TEXT               recorded in the run's hostd.log
 
 Replies start with "ok" or "not ok". Check results are appended to
@@ -54,6 +62,24 @@ class Qmp:
                 return r
 
 
+def cputime(qmp):
+    """QEMU's CPU time so far: its vCPU threads' and the whole process's."""
+    r = qmp.cmd('query-cpus-fast')
+    tids = [c['thread-id'] for c in r['return']]
+    vcpu = 0
+    for t in tids:
+        with open(f'/proc/{t}/schedstat') as f:
+            vcpu += int(f.read().split()[0])
+    with open(f'/proc/{tids[0]}/status') as f:
+        tgid = next(int(l.split()[1]) for l in f if l.startswith('Tgid:'))
+    with open(f'/proc/{tgid}/stat') as f:
+        # after the command name, which may hold spaces: utime, stime are
+        # fields 14 and 15 of stat(5)
+        fields = f.read().rsplit(')', 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    return vcpu, ticks * 1000000000 // os.sysconf('SC_CLK_TCK')
+
+
 def main():
     run = sys.argv[1]
     sock = connect(os.path.join(run, 'hostd.sock'))
@@ -87,6 +113,12 @@ def main():
                     r = qmp.cmd(words[1], args)
                     reply = 'ok' if 'return' in r else f'not ok {r["error"].get("desc")}'
                 except (OSError, ValueError) as e:
+                    reply = f'not ok {e}'
+            elif words[0] == 'cputime':
+                try:
+                    qmp = qmp or Qmp(os.path.join(run, 'qmp.sock'))
+                    reply = 'ok %d %d' % cputime(qmp)
+                except (OSError, ValueError, KeyError, IndexError, StopIteration) as e:
                     reply = f'not ok {e}'
             elif words[0] == 'note':
                 reply = 'ok'

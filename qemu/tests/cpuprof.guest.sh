@@ -29,7 +29,6 @@ if ! command -v t-io_uring >/dev/null; then
 fi
 clock_mark start
 
-busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 tiou() {	# tiou DEV B BATCH SECS
 	t-io_uring -u1 -n1 -b4096 -d32 -s"$3" -c"$3" -p0 -F0 -B"$2" -R1 -X1 -O0 -r"$4" "$1"
 }

@@ -20,7 +20,6 @@ bench_pair fiobench
 check "fio is in the guest" sh -c 'command -v fio >/dev/null'
 
 clock_mark start
-busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 # row NAME DEV MEM BS QD [fio options]: one time-based random-read job
 row() {
 	_name=$1 _dev=$2 _mem=$3 _bs=$4 _qd=$5
@@ -34,14 +33,16 @@ row() {
 		_m=--iomem=mmapshared:/dev/p2pbar0
 		[ "$_dev" = /dev/p2pnvme0 ] && _e=--ioengine=external:$ENG _m= ;;
 	esac
+	_h0=$(host_cpu)
 	_b0=$(busy)
 	fio --output-format=json --name=r --filename="$_dev" $_e \
 		--rw=randread --bs="$_bs" --iodepth="$_qd" --size=48M --norandommap --randrepeat=0 \
 		--time_based --runtime="$SECS" $_m "$@" >/tmp/fio.json 2>/tmp/fio.err
 	_rc=$?
 	_b1=$(busy)
+	_h1=$(host_cpu)
 	# fio's whole JSON on one line: the host picks what it needs
-	echo "P2P-FIO {\"row\":\"$_name\",\"dev\":\"$_dev\",\"mem\":\"$_mem\",\"bs\":$_bs,\"qd\":$_qd,\"busy\":$((_b1 - _b0)),\"fio\":$( [ $_rc -eq 0 ] && tr -d '\n' </tmp/fio.json || echo null)}"
+	echo "P2P-FIO {\"row\":\"$_name\",\"dev\":\"$_dev\",\"mem\":\"$_mem\",\"bs\":$_bs,\"qd\":$_qd,\"busy\":$((_b1 - _b0)),\"host\":$(host_delta "$_h0" "$_h1"),\"fio\":$( [ $_rc -eq 0 ] && tr -d '\n' </tmp/fio.json || echo null)}"
 	check_eq "fio $_name on $_dev" "$_rc" 0
 	[ $_rc -eq 0 ] || diag "$(head -c 300 /tmp/fio.err)"
 }
