@@ -8,13 +8,15 @@ for the one-line reply. Commands:
     check KIND ...          a byte check (qemu/hostcheck.py), done now
     qmp COMMAND [JSON]      a QMP command (e.g. device_del {"id": "bar0"})
     cputime                 the host CPU time QEMU has used so far, for the
-                            benchmarks: "ok VCPU_NS QEMU_NS", its vCPU
-                            threads' (from their schedstat, in ns: what
+                            benchmarks: "ok VCPU_NS QEMU_NS MAIN_NS", its
+                            vCPU threads' (from their schedstat, in ns: what
                             the guest's CPUs ran, emulated traps included,
                             without the time a vCPU waited for QEMU's lock
-                            or for a host core) and the whole process's
-                            (utime + stime, the device models too; tick
-                            precision)
+                            or for a host core), the whole process's
+                            (utime + stime, the device models and their
+                            I/O workers too; tick precision) and its main
+                            loop thread's (schedstat), which runs the
+                            device models
     note TEXT               recorded in the run's hostd.log
 
 Replies start with "ok" or "not ok". Check results are appended to
@@ -63,7 +65,8 @@ class Qmp:
 
 
 def cputime(qmp):
-    """QEMU's CPU time so far: its vCPU threads' and the whole process's."""
+    """QEMU's CPU time so far, in ns: its vCPU threads', the whole
+    process's and its main thread's."""
     r = qmp.cmd('query-cpus-fast')
     tids = [c['thread-id'] for c in r['return']]
     vcpu = 0
@@ -77,7 +80,9 @@ def cputime(qmp):
         # fields 14 and 15 of stat(5)
         fields = f.read().rsplit(')', 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])
-    return vcpu, ticks * 1000000000 // os.sysconf('SC_CLK_TCK')
+    with open(f'/proc/{tgid}/task/{tgid}/schedstat') as f:
+        main = int(f.read().split()[0])
+    return vcpu, ticks * 1000000000 // os.sysconf('SC_CLK_TCK'), main
 
 
 def main():
@@ -117,7 +122,7 @@ def main():
             elif words[0] == 'cputime':
                 try:
                     qmp = qmp or Qmp(os.path.join(run, 'qmp.sock'))
-                    reply = 'ok %d %d' % cputime(qmp)
+                    reply = 'ok %d %d %d' % cputime(qmp)
                 except (OSError, ValueError, KeyError, IndexError, StopIteration) as e:
                     reply = f'not ok {e}'
             elif words[0] == 'note':

@@ -7,7 +7,8 @@
 # io_uring's registered buffers, 32 commands per io_uring_enter() and 1,
 # on /dev/p2pnvme0 and on nvme-pci's /dev/ngXnY of an identical
 # controller, in interleaved passes; the guest's busy time per I/O of each
-# and their ratio. Without QEMU's nvme trace, as the benchmarks.
+# and their ratio, and the same from the host's side (QEMU's vCPU threads'
+# CPU time, qemu/hostd.py cputime). Without QEMU's nvme trace, as the benchmarks.
 #
 #   scripts/cpu-profile.sh [SECONDS]          the table (default 3 s a run)
 #   scripts/cpu-profile.sh --passes N ...     N interleaved passes (default 3; sums over them)
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
 	--perf) perf=1 ;;
 	--passes) passes=${2:?--passes N}; shift ;;
 	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
-	-h|--help) sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "cpu-profile.sh: unknown option $1" >&2; exit 2 ;;
 	*) secs=$1 ;;
 	esac
@@ -58,8 +59,11 @@ for l in open(sys.argv[1], errors='replace'):
         r = json.loads(l.split(' ', 1)[1])
         k = (r['fixed'], r['batch'], r['dev'] == '/dev/p2pnvme0')
         runs.setdefault(k, []).append(r)
-print('| memory | commands per enter | p2pnvme IOPS | nvme-pci (ng) IOPS | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |')
-print('|---|---|---|---|---|---|---|')
+# the host's view too (qemu/hostd.py cputime): QEMU's vCPU threads
+vc = all(r.get('host') for rs in runs.values() for r in rs)
+print('| memory | commands per enter | p2pnvme IOPS | nvme-pci (ng) IOPS | p2pnvme CPU µs/IO | nvme-pci CPU µs/IO | CPU ratio |'
+      + (' p2pnvme vCPU µs/IO | nvme-pci vCPU µs/IO | vCPU ratio |' if vc else ''))
+print('|---|---|---|---|---|---|---|' + ('---|---|---|' if vc else ''))
 for fixed in (0, 1):
     for batch in (32, 1):
         row = []
@@ -71,10 +75,11 @@ for fixed in (0, 1):
             # IOPS over its seconds. busy: USER_HZ ticks of 10 ms.
             iops = statistics.mean(statistics.mean(r['iops']) for r in rs)
             ios = sum(statistics.mean(r['iops']) * r['secs'] for r in rs)
-            row.append((iops, sum(r['busy'] for r in rs) * 10000 / ios))
-        (pi, pc), (ni, nc) = row
+            row.append((iops, sum(r['busy'] for r in rs) * 10000 / ios,
+                        sum(r['host']['vcpu_ns'] for r in rs) / 1000 / ios if vc else 0))
+        (pi, pc, pv), (ni, nc, nv) = row
         print(f"| {'registered (-B1)' if fixed else 'host (-B0)'} | {batch} | {pi:.0f} | {ni:.0f} | "
-              f"{pc:.1f} | {nc:.1f} | {pc / nc:.2f} |")
+              f"{pc:.1f} | {nc:.1f} | {pc / nc:.2f} |" + (f" {pv:.1f} | {nv:.1f} | {pv / nv:.2f} |" if vc else ''))
 PY
 if [ $perf = 1 ]; then
 	echo

@@ -27,6 +27,8 @@ while [ $# -gt 0 ]; do
 	--strict) profile=iommu-strict ;;
 	--passes) passes=${2:?--passes N}; shift ;;
 	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
+	-h|--help) sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "fio-benchmark.sh: unknown option $1" >&2; exit 2 ;;
 	*) secs=$1 ;;
 	esac
 	shift
@@ -59,12 +61,18 @@ for l in open(sys.argv[1], errors='replace'):
                          cpu=r['busy'] * 10000 / max(j['total_ios'], 1),
                          # the host's view (qemu/hostd.py cputime): QEMU's vCPU threads
                          vcpu=(r['host']['vcpu_ns'] / 1000 / max(j['total_ios'], 1)
-                               if r.get('host') else None)))
+                               if r.get('host') else None),
+                         # the rest of QEMU (device models, I/O workers) per I/O, and
+                         # its main loop's share of a host core over the job
+                         dev=((r['host']['qemu_ns'] - r['host']['vcpu_ns']) / 1000 /
+                              max(j['total_ios'], 1) if r.get('host') else None),
+                         main=(r['host']['main_ns'] / 1e9 / j['runtime'] * 1000
+                               if r.get('host') and 'main_ns' in r['host'] else None)))
 def med(name, ours, k):
     v = [r[k] for r in rows if r['row'] == name and r['ours'] == ours]
     if not v:
         raise SystemExit(f'no result for {name}')
-    if k == 'vcpu':     # a host that could not say: no column
+    if k in ('vcpu', 'dev', 'main'):     # a host that could not say: no column
         return statistics.median(v) if None not in v else None
     return statistics.median(v)
 vc = all(r['vcpu'] is not None for r in rows)
@@ -87,6 +95,16 @@ for n in names:
     out.append(f"| {int(size) // 1024} KiB QD{qd} | {mem} | {o['iops']:.0f} | {t['iops']:.0f} | {ratio[n][0]:.2f} | "
                f"{o['p50']:.0f}/{o['p99']:.0f} | {t['p50']:.0f}/{t['p99']:.0f} | {o['cpu']:.0f} | {t['cpu']:.0f} | {ratio[n][1]:.2f} |"
                + (f" {o['vcpu']:.1f} | {t['vcpu']:.1f} | {ratio[n][2]:.2f} |" if vc else ''))
+if all(r['main'] is not None for r in rows):
+    # what the emulated controllers cost the host: the same for either
+    # driver, and what bounds the IOPS (Documentation/benchmarks.md)
+    out += ['', "### QEMU's side of the same jobs (the host's view, qemu/hostd.py cputime): the device models", '',
+            '| job | memory | p2pnvme: rest of QEMU µs/IO | nvme-pci: rest of QEMU µs/IO | p2pnvme: main loop s/s | nvme-pci: main loop s/s |',
+            '|---|---|---|---|---|---|']
+    for n in names:
+        parts = n.split('-')
+        out.append(f"| {int(parts[-2]) // 1024} KiB QD{parts[-1]} | {parts[0] if parts[0] != 'hipri' else 'polled, ' + parts[1]} | "
+                   f"{med(n, True, 'dev'):.1f} | {med(n, False, 'dev'):.1f} | {med(n, True, 'main'):.2f} | {med(n, False, 'main'):.2f} |")
 bench = [json.loads(l.split(' ', 1)[1]) for l in open(sys.argv[1], errors='replace')
          if l.startswith('P2P-BENCH {')]
 if bench:

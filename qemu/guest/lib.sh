@@ -76,20 +76,20 @@ hostd() {
 }
 # The benchmarks' CPU time. busy: all guest CPUs' busy time so far in
 # USER_HZ ticks (/proc/stat: user, nice, system, irq, softirq, steal).
-# host_cpu: QEMU's host CPU time so far in ns, "VCPU QEMU" (qemu/hostd.py
-# cputime), or "null null" when the host cannot say. host_delta BEFORE
-# AFTER: the host_cpu span as JSON, {"vcpu_ns":N,"qemu_ns":N} or null.
+# host_cpu: QEMU's host CPU time so far in ns, "VCPU QEMU MAIN" (qemu/hostd.py
+# cputime), or "null" when the host cannot say. host_delta BEFORE AFTER:
+# the host_cpu span as JSON, {"vcpu_ns":N,"qemu_ns":N,"main_ns":N} or null.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 host_cpu() {
 	set -- $(hostd cputime)
-	if [ "$1" = ok ]; then echo "$2 $3"; else echo "null null"; fi
+	if [ "$1" = ok ] && [ $# = 4 ]; then echo "$2 $3 $4"; else echo null; fi
 }
 host_delta() {
-	set -- $1 $2
-	case "$1 $3" in
-	*null*) echo null ;;
-	*) echo "{\"vcpu_ns\":$(($3 - $1)),\"qemu_ns\":$(($4 - $2))}" ;;
+	case "$1 $2" in
+	*null*) echo null; return ;;
 	esac
+	set -- $1 $2
+	echo "{\"vcpu_ns\":$(($4 - $1)),\"qemu_ns\":$(($5 - $2)),\"main_ns\":$(($6 - $3))}"
 }
 # hostcheck KIND ...: the host checks bytes now (see qemu/hostcheck.py);
 # the result is recorded on the host side, the reply shown here.

@@ -7,8 +7,9 @@
 # (the drivers' own work shows: the doorbell trap is shared by the batch)
 # and 1 (fio's default), on /dev/p2pnvme0 and on nvme-pci's /dev/ngXnY of
 # an identical controller, in interleaved passes. Each line: the guest's
-# busy time over the run (all CPUs, /proc/stat) and t/io_uring's IOPS per
-# second. With p2pperf=1 and a perf binary in the guest, one more run of
+# busy time over the run (all CPUs, /proc/stat), QEMU's vCPU threads' and
+# whole process's CPU time on the host (qemu/hostd.py cputime) and
+# t/io_uring's IOPS per second. With p2pperf=1 and a perf binary in the guest, one more run of
 # each driver at 32 per enter under `perf record -a -g` and the top of its
 # report, self and with children (under TCG a sample lands at the start
 # of the next translated block: self times are approximate); and fio's
@@ -40,12 +41,14 @@ for pass in $(seq "$PASSES"); do
 	for b in 0 1; do
 		for s in 32 1; do
 			for d in /dev/p2pnvme0 "$NG1"; do
+				_h0=$(host_cpu)
 				_b0=$(busy)
 				tiou "$d" $b $s "$SECS" >/tmp/tiou.out 2>&1
 				_rc=$?
 				_b1=$(busy)
+				_h1=$(host_cpu)
 				_iops=$(sed -n 's/^IOPS=\([0-9]*\),.*/\1/p' /tmp/tiou.out | tr '\n' ',' | sed 's/,$//')
-				echo "P2P-PROF {\"dev\":\"$d\",\"fixed\":$b,\"batch\":$s,\"busy\":$((_b1 - _b0)),\"secs\":$SECS,\"iops\":[$_iops]}"
+				echo "P2P-PROF {\"dev\":\"$d\",\"fixed\":$b,\"batch\":$s,\"busy\":$((_b1 - _b0)),\"host\":$(host_delta "$_h0" "$_h1"),\"secs\":$SECS,\"iops\":[$_iops]}"
 				check_eq "t/io_uring -B$b -s$s on $d" "$_rc $([ -n "$_iops" ] && echo ran)" "0 ran"
 			done
 		done
