@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
 	--strict) profile=iommu-strict ;;
 	--passes) passes=${2:?--passes N}; shift ;;
 	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
-	-h|--help) sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "fio-benchmark.sh: unknown option $1" >&2; exit 2 ;;
 	*) secs=$1 ;;
 	esac
@@ -96,8 +96,8 @@ for n in names:
                f"{o['p50']:.0f}/{o['p99']:.0f} | {t['p50']:.0f}/{t['p99']:.0f} | {o['cpu']:.0f} | {t['cpu']:.0f} | {ratio[n][1]:.2f} |"
                + (f" {o['vcpu']:.1f} | {t['vcpu']:.1f} | {ratio[n][2]:.2f} |" if vc else ''))
 if all(r['main'] is not None for r in rows):
-    # what the emulated controllers cost the host: the same for either
-    # driver, and what bounds the IOPS (Documentation/benchmarks.md)
+    # what the emulated controllers cost the host, per driver
+    # (Documentation/benchmarks.md, "The host's view")
     out += ['', "### QEMU's side of the same jobs (the host's view, qemu/hostd.py cputime): the device models", '',
             '| job | memory | p2pnvme: rest of QEMU µs/IO | nvme-pci: rest of QEMU µs/IO | p2pnvme: main loop s/s | nvme-pci: main loop s/s |',
             '|---|---|---|---|---|---|']

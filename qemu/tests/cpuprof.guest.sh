@@ -7,10 +7,10 @@
 # (the drivers' own work shows: the doorbell trap is shared by the batch)
 # and 1 (fio's default), on /dev/p2pnvme0 and on nvme-pci's /dev/ngXnY of
 # an identical controller, in interleaved passes. Each line: the guest's
-# busy time over the run (all CPUs, /proc/stat), QEMU's vCPU threads' and
-# whole process's CPU time on the host (qemu/hostd.py cputime) and
-# t/io_uring's IOPS per second. With p2pperf=1 and a perf binary in the guest, one more run of
-# each driver at 32 per enter under `perf record -a -g` and the top of its
+# busy time over the run (all CPUs, /proc/stat), QEMU's CPU time on the
+# host (qemu/hostd.py cputime) and t/io_uring's IOPS per second. With
+# p2pperf=1 and a perf binary in the guest, one more run of each driver
+# at 32 per enter under `perf record -a -g` and the top of its
 # report, self and with children (under TCG a sample lands at the start
 # of the next translated block: self times are approximate); and fio's
 # fixed-buffer and registered dma-buf rows of the benchmark
