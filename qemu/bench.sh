@@ -106,6 +106,8 @@ build_suite() {
 	t "lintian --pedantic -I -E finds nothing in them" "$P2P_TOP/qemu/package-check.sh" lintian
 	t "make dist, rpmbuild -ta: p2pdma-dkms and p2pdma-tools RPMs; rpmlint: 0 errors, 0 warnings" \
 		"$P2P_TOP/qemu/package-check.sh" rpm
+	t "rpm -i in a scratch root (this machine's rpm): the %post adds the suite to DKMS, which builds it for $P2P_RUNTIME_SERIES; rpm -e leaves nothing" \
+		"$P2P_TOP/qemu/package-check.sh" rpm-install "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "dpkg -i in a scratch root: DKMS builds the modules for $P2P_RUNTIME_SERIES, skips a kernel without P2PDMA; purge leaves nothing" \
 		"$P2P_TOP/qemu/package-check.sh" dkms-deb "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "make install, make dkms, make install in a scratch root: DKMS's copy replaces make install's, which is then refused" \

@@ -16,6 +16,10 @@
 #                                         dpkg -i both packages: DKMS builds the modules
 #                                         for KDIR's kernel, skips kernels without
 #                                         CONFIG_PCI_P2PDMA; dpkg --purge leaves nothing
+#   qemu/package-check.sh rpm-install KDIR in a scratch root, rpm -i both RPMs (this machine's
+#                                         rpm, not an RPM distribution): the %post hands the
+#                                         source to DKMS, dkms install builds for KDIR's
+#                                         kernel as a kernel's hook would; rpm -e leaves nothing
 #   qemu/package-check.sh two-copies KDIR make install, make dkms, make install in a scratch
 #                                         root: one copy of the modules at every step
 #   qemu/package-check.sh no-uring        the tools without liburing: its four are left
@@ -34,6 +38,19 @@ build() {	# build full|-A: into $PKG/deb-all (full) or $PKG/deb-indep (-A)
 	rsync -rl --exclude /.git --exclude /out --filter ':- .gitignore' "$P2P_TOP/" "$dir/src/"
 	(cd "$dir/src" && dpkg-buildpackage -us -uc "${args[@]}" >"$dir/build.log" 2>&1) ||
 		{ cat "$dir/build.log" >&2; die "dpkg-buildpackage $how failed"; }
+	echo "$dir"
+}
+
+rpm_build() {	# make dist, rpmbuild -ta into $PKG/rpm; prints that directory
+	local dir=$PKG/rpm tarball=$P2P_TOP/out/dist/p2pdma-suite-$VER.tar.gz
+	need_pkgs rpm rpmlint
+	rm -rf "$dir"; mkdir -p "$dir"
+	make -s -C "$P2P_TOP" dist >"$dir/build.log" 2>&1
+	# --nodeps: the BuildRequires are Fedora's names, this machine's rpm
+	# database is empty (the build needs only gcc, make and json-c here)
+	rpmbuild -ta --nodeps --define "_topdir $dir" "$tarball" >>"$dir/build.log" 2>&1 ||
+		{ cat "$dir/build.log" >&2; die "rpmbuild -ta failed"; }
+	tar -xzOf "$tarball" "p2pdma-suite-$VER/p2pdma-suite.spec" > "$dir/p2pdma-suite.spec"
 	echo "$dir"
 }
 
@@ -82,16 +99,7 @@ lintian)
 	[ -z "$out" ]
 	;;
 rpm)
-	need_pkgs rpm rpmlint
-	dir=$PKG/rpm
-	rm -rf "$dir"; mkdir -p "$dir"
-	make -s -C "$P2P_TOP" dist >"$dir/build.log" 2>&1
-	tarball=$P2P_TOP/out/dist/p2pdma-suite-$VER.tar.gz
-	# --nodeps: the BuildRequires are Fedora's names, this machine's rpm
-	# database is empty (the build needs only gcc, make and json-c here)
-	rpmbuild -ta --nodeps --define "_topdir $dir" "$tarball" >>"$dir/build.log" 2>&1 ||
-		{ cat "$dir/build.log"; exit 1; }
-	tar -xzOf "$tarball" "p2pdma-suite-$VER/p2pdma-suite.spec" > "$dir/p2pdma-suite.spec"
+	dir=$(rpm_build)
 	rpms=("$dir"/RPMS/noarch/p2pdma-dkms-"$VER"-1*.noarch.rpm "$dir"/RPMS/*/p2pdma-tools-"$VER"-1*.rpm
 	      "$dir"/SRPMS/p2pdma-suite-"$VER"-1*.src.rpm)
 	ls "${rpms[@]}"
@@ -179,6 +187,73 @@ dkms-deb)
 		echo "purge left nothing"
 	' sh "$ovl" "$kdir" "$rel" "$dir" "$VER" "$arch"
 	;;
+rpm-install)
+	# The RPMs installed by rpm in a scratch root as dkms-deb's (this
+	# machine's rpm and dkms: the spec's file list and scriptlets run, not
+	# an RPM distribution's kernel hooks). The %post builds for the running
+	# kernel only, which has no headers here (DKMS says so, the %post goes
+	# on); a kernel's own DKMS hook then builds for it, as dkms install -k.
+	kdir=$(cd "${2:?kdir}" && pwd)
+	need_pkgs dkms
+	dir=$PKG/rpm
+	ls "$dir"/RPMS/noarch/p2pdma-dkms-"$VER"-1*.noarch.rpm >/dev/null 2>&1 || dir=$(rpm_build)
+	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
+	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
+	trap 'rm -rf "$ovl"' EXIT
+	mkdir -p "$ovl/upper" "$ovl/work" "$ovl/root"
+	# shellcheck disable=SC2016
+	unshare -m --propagation private bash -euo pipefail -c '
+		ovl=$1 kdir=$2 rel=$3 dir=$4 ver=$5 r=$1/root
+		mount -t overlay p2p-pkgroot -o "lowerdir=/,upperdir=$ovl/upper,workdir=$ovl/work" "$r"
+		for m in proc sys dev; do mount --rbind "/$m" "$r/$m"; done
+		mkdir -p "$r/lib/modules/$rel"
+		ln -sfn "$kdir" "$r/lib/modules/$rel/build"
+		inroot() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+		dkms_rpm=$(ls "$dir"/RPMS/noarch/p2pdma-dkms-"$ver"-1*.noarch.rpm)
+		tools_rpm=$(ls "$dir"/RPMS/*/p2pdma-tools-"$ver"-1*.rpm)
+		src=/usr/src/p2pdma-suite-$ver
+		# --nodeps: Requires: dkms names the RPM distributions'"'"' package,
+		# which this rpm database does not hold (dpkg'"'"'s dkms is here)
+		echo "# rpm -i --nodeps p2pdma-dkms p2pdma-tools (the %post hands the source to DKMS)"
+		inroot rpm -i --nodeps "$dkms_rpm" "$tools_rpm" 2>&1 | tee "$ovl/install.log"
+		inroot rpm -q p2pdma-dkms p2pdma-tools
+		[ -f "$r$src/dkms.conf" ] && [ -x "$r/usr/bin/p2pctl" ]
+		inroot dkms status -m p2pdma-suite | tee "$ovl/status"
+		grep -q "^p2pdma-suite/$ver" "$ovl/status" || { echo "the %post did not add the suite to DKMS"; exit 1; }
+		echo "# dkms install -k $rel (a kernel'"'"'s DKMS hook)"
+		inroot dkms install -m p2pdma-suite -v "$ver" -k "$rel" >"$ovl/dkms.log" 2>&1 ||
+			{ cat "$ovl/dkms.log"; exit 1; }
+		inroot dkms status -m p2pdma-suite | tee "$ovl/status"
+		grep -q "p2pdma-suite/$ver, $rel, .*: installed" "$ovl/status"
+		for m in p2pbar p2pnvme; do
+			f=$(ls "$r/lib/modules/$rel/updates/dkms/$m.ko"*)
+			[ "$(inroot modinfo -F version "${f#"$r"}")" = "$ver" ]
+			inroot modprobe -S "$rel" --show-depends "$m" | grep "updates/dkms/$m.ko"
+		done
+		inroot p2pctl --version
+		echo "# rpm -e p2pdma-tools p2pdma-dkms (the %preun removes the suite from DKMS)"
+		inroot rpm -e p2pdma-tools p2pdma-dkms 2>&1 | tee "$ovl/erase.log"
+		if inroot dkms status -m p2pdma-suite | grep .; then echo "DKMS still knows the suite"; exit 1; fi
+		if inroot rpm -q p2pdma-dkms >/dev/null 2>&1; then echo "rpm still has p2pdma-dkms"; exit 1; fi
+		# What the packages left: as dkms-deb, rpm'"'"'s database aside, and
+		# %license'"'"'s parent /usr/share/licenses when empty (an RPM
+		# distribution'"'"'s filesystem package owns it; Debian has none)
+		rmdir "$r/usr/share/licenses" 2>/dev/null || true
+		cd "$ovl/upper"
+		left=$(find . -mindepth 1 ! -type c \
+			! -path "./var/lib/dpkg/*" ! -path "./var/log/*" ! -path "./var/cache/*" \
+			! -path "./tmp/*" ! -path "./var/tmp/*" ! -path "./root/.rpmdb" ! -path "./root/.rpmdb/*" \
+			! -path "./var/lib/rpm" ! -path "./var/lib/rpm/*" \
+			! -path "./*lib/modules/*/modules.*" ! -path "./*lib/modules/$rel/build" |
+			while read -r p; do
+				if [ -d "$p" ] && [ -d "/${p#./}" ]; then continue; fi
+				case "$p" in ./lib/modules/$rel | ./usr/lib/modules/$rel) continue ;; esac
+				echo "$p"
+			done)
+		if [ -n "$left" ]; then echo "rpm -e left:"; echo "$left"; exit 1; fi
+		echo "rpm -e left nothing"
+	' sh "$ovl" "$kdir" "$rel" "$dir" "$VER"
+	;;
 two-copies)
 	# make install, then make dkms, then make install again, against the
 	# bench kernel in a scratch root as dkms-deb has one: DKMS's copy
@@ -224,5 +299,5 @@ no-uring)
 	[ -x "$dir/tools/build/p2pctl" ] && [ ! -e "$dir/tools/build/p2pbench" ]
 	;;
 *)
-	sed -n '3,22p' "$0" | sed 's/^# \?//'; exit 2 ;;
+	sed -n '3,26p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
