@@ -54,6 +54,26 @@ rpm_build() {	# make dist, rpmbuild -ta into $PKG/rpm; prints that directory
 	echo "$dir"
 }
 
+# leftovers UPPER REL: what packages installed and removed in a scratch
+# root left in its overlay's upper layer UPPER: files, links and new
+# directories, but for dpkg's and rpm's own records and logs (root's rpm
+# database: dkms asks rpm -qf where rpm is installed), the kernel's
+# modules.* indexes, which depmod keeps (the kernel's packages own them),
+# and kernel REL made installed there
+leftovers() {
+	local rel=$2
+	(cd "$1" && find . -mindepth 1 ! -type c \
+		! -path "./var/lib/dpkg/*" ! -path "./var/log/*" ! -path "./var/cache/*" \
+		! -path "./tmp/*" ! -path "./var/tmp/*" ! -path "./root/.rpmdb" ! -path "./root/.rpmdb/*" \
+		! -path "./var/lib/rpm" ! -path "./var/lib/rpm/*" \
+		! -path "./*lib/modules/*/modules.*" ! -path "./*lib/modules/$rel/build" |
+		while read -r p; do
+			if [ -d "$p" ] && [ -d "/${p#./}" ]; then continue; fi
+			case "$p" in ./lib/modules/$rel | ./usr/lib/modules/$rel) continue ;; esac
+			echo "$p"
+		done)
+}
+
 contents() {	# contents DEB: the paths it holds, ./ stripped
 	dpkg-deb -c "$1" | awk '{print $6}' | sed 's|^\./|/|'
 }
@@ -168,24 +188,10 @@ dkms-deb)
 		echo "# dpkg --purge p2pdma-tools p2pdma-dkms (the prerm removes them from DKMS)"
 		inroot dpkg --purge p2pdma-tools p2pdma-dkms 2>&1 | tee "$ovl/purge.log"
 		if inroot dkms status -m p2pdma-suite | grep .; then echo "DKMS still knows the suite"; exit 1; fi
-		# What the packages left: files, links and new directories in the
-		# upper layer, but for dpkg'"'"'s own records and logs, the kernel'"'"'s
-		# modules.* indexes, which depmod keeps (the kernel'"'"'s packages own
-		# them), the bench kernel made installed here, and root'"'"'s rpm
-		# database (dkms asks rpm -qf where rpm is installed)
-		cd "$ovl/upper"
-		left=$(find . -mindepth 1 ! -type c \
-			! -path "./var/lib/dpkg/*" ! -path "./var/log/*" ! -path "./var/cache/*" \
-			! -path "./tmp/*" ! -path "./var/tmp/*" ! -path "./root/.rpmdb/*" \
-			! -path "./*lib/modules/*/modules.*" ! -path "./*lib/modules/$rel/build" |
-			while read -r p; do
-				if [ -d "$p" ] && [ -d "/${p#./}" ]; then continue; fi
-				case "$p" in ./lib/modules/$rel | ./usr/lib/modules/$rel) continue ;; esac
-				echo "$p"
-			done)
-		if [ -n "$left" ]; then echo "purge left:"; echo "$left"; exit 1; fi
-		echo "purge left nothing"
 	' sh "$ovl" "$kdir" "$rel" "$dir" "$VER" "$arch"
+	left=$(leftovers "$ovl/upper" "$rel")
+	if [ -n "$left" ]; then echo "purge left:"; echo "$left"; exit 1; fi
+	echo "purge left nothing"
 	;;
 rpm-install)
 	# The RPMs installed by rpm in a scratch root as dkms-deb's (this
@@ -235,24 +241,13 @@ rpm-install)
 		inroot rpm -e p2pdma-tools p2pdma-dkms 2>&1 | tee "$ovl/erase.log"
 		if inroot dkms status -m p2pdma-suite | grep .; then echo "DKMS still knows the suite"; exit 1; fi
 		if inroot rpm -q p2pdma-dkms >/dev/null 2>&1; then echo "rpm still has p2pdma-dkms"; exit 1; fi
-		# What the packages left: as dkms-deb, rpm'"'"'s database aside, and
-		# %license'"'"'s parent /usr/share/licenses when empty (an RPM
-		# distribution'"'"'s filesystem package owns it; Debian has none)
-		rmdir "$r/usr/share/licenses" 2>/dev/null || true
-		cd "$ovl/upper"
-		left=$(find . -mindepth 1 ! -type c \
-			! -path "./var/lib/dpkg/*" ! -path "./var/log/*" ! -path "./var/cache/*" \
-			! -path "./tmp/*" ! -path "./var/tmp/*" ! -path "./root/.rpmdb" ! -path "./root/.rpmdb/*" \
-			! -path "./var/lib/rpm" ! -path "./var/lib/rpm/*" \
-			! -path "./*lib/modules/*/modules.*" ! -path "./*lib/modules/$rel/build" |
-			while read -r p; do
-				if [ -d "$p" ] && [ -d "/${p#./}" ]; then continue; fi
-				case "$p" in ./lib/modules/$rel | ./usr/lib/modules/$rel) continue ;; esac
-				echo "$p"
-			done)
-		if [ -n "$left" ]; then echo "rpm -e left:"; echo "$left"; exit 1; fi
-		echo "rpm -e left nothing"
 	' sh "$ovl" "$kdir" "$rel" "$dir" "$VER"
+	# %license's parent, when empty: an RPM distribution's filesystem
+	# package owns /usr/share/licenses, Debian has none
+	rmdir "$ovl/upper/usr/share/licenses" 2>/dev/null || true
+	left=$(leftovers "$ovl/upper" "$rel")
+	if [ -n "$left" ]; then echo "rpm -e left:"; echo "$left"; exit 1; fi
+	echo "rpm -e left nothing"
 	;;
 two-copies)
 	# make install, then make dkms, then make install again, against the
