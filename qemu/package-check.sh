@@ -197,8 +197,9 @@ rpm-install)
 	# The RPMs installed by rpm in a scratch root as dkms-deb's (this
 	# machine's rpm and dkms: the spec's file list and scriptlets run, not
 	# an RPM distribution's kernel hooks). The %post builds for the running
-	# kernel only, which has no headers here (DKMS says so, the %post goes
-	# on); a kernel's own DKMS hook then builds for it, as dkms install -k.
+	# kernel only, which has no headers here (DKMS fails quietly, the %post
+	# goes on); a kernel's own DKMS hook then builds for it, as dkms
+	# install -k.
 	kdir=$(cd "${2:?kdir}" && pwd)
 	need_pkgs dkms
 	dir=$PKG/rpm
