@@ -174,11 +174,18 @@ dkms: dkms-source
 
 # A release tarball with the RPM spec inside (rpmbuild -ta takes it as is):
 # the files git tracks or would (not ignored), under p2pdma-suite-<version>/.
+# Outside a git checkout of its own (an unpacked release tarball, wherever
+# it lies), the tree as it is, less what its .gitignore files name.
 DIST = out/dist/p2pdma-suite-$(VERSION)
 dist:
 	rm -rf out/dist
 	mkdir -p $(DIST)
-	cd $(CURDIR) && git ls-files -co --exclude-standard | grep -v '^out/' | tar -cf - -T - | tar -C $(DIST) -xf -
+	set -e; cd $(CURDIR); \
+	if [ "$$(git rev-parse --show-prefix 2>/dev/null || echo none)" = "" ]; then \
+	  git ls-files -co --exclude-standard | grep -v '^out/' | tar -cf - -T - | tar -C $(DIST) -xf -; \
+	else \
+	  rsync -rl --exclude /.git --exclude /out --filter ':- .gitignore' ./ $(DIST)/; \
+	fi
 	sed 's/@VERSION@/$(VERSION)/' packaging/rpm/p2pdma-suite.spec.in > $(DIST)/p2pdma-suite.spec
 	tar -C out/dist --owner=0 --group=0 -czf $(DIST).tar.gz p2pdma-suite-$(VERSION)
 	rm -rf $(DIST)

@@ -11,7 +11,8 @@
 #   qemu/package-check.sh lintian         lintian --pedantic -I -E of the source and both
 #                                         packages: no tag (but the justified overrides)
 #   qemu/package-check.sh rpm             make dist, rpmbuild -ta, rpmlint: no error or
-#                                         warning (the rpmlintrc's filters aside)
+#                                         warning (the rpmlintrc's filters aside); make dist
+#                                         from the unpacked tarball makes the same one
 #   qemu/package-check.sh dkms-deb KDIR   in a scratch root (an overlay of this machine's),
 #                                         dpkg -i both packages: DKMS builds the modules
 #                                         for KDIR's kernel, skips kernels without
@@ -126,6 +127,16 @@ rpm)
 	rpm -qpl "${rpms[0]}" | grep -x "/usr/src/p2pdma-suite-$VER/dkms.conf" >/dev/null
 	rpm -qp --scripts "${rpms[0]}" | grep "dkms add -m p2pdma-suite -v $VER" >/dev/null
 	rpm -qpl "${rpms[1]}" | grep -x /usr/bin/p2pctl >/dev/null
+	# make dist again from the unpacked tarball, where there is no git:
+	# the same files, byte for byte
+	tarball=$P2P_TOP/out/dist/p2pdma-suite-$VER.tar.gz un=$dir/undist
+	mkdir -p "$un/a" "$un/b"
+	tar -C "$un/a" -xzf "$tarball"
+	make -s -C "$un/a/p2pdma-suite-$VER" dist >"$un/dist.log" 2>&1 || { cat "$un/dist.log"; exit 1; }
+	tar -C "$un/b" -xzf "$un/a/p2pdma-suite-$VER/out/dist/p2pdma-suite-$VER.tar.gz"
+	rm -rf "$un/a/p2pdma-suite-$VER/out"
+	diff -r "$un/a" "$un/b" || { echo "make dist from the release tarball made another tarball"; exit 1; }
+	echo "make dist from the release tarball: the same $(tar -tzf "$tarball" | grep -vc '/$') files"
 	out=$(rpmlint -r "$P2P_TOP/packaging/rpm/p2pdma-suite.rpmlintrc" "$dir/p2pdma-suite.spec" "${rpms[@]}" 2>&1) ||
 		{ echo "$out"; exit 1; }
 	echo "$out" | tail -n 1
@@ -295,5 +306,5 @@ no-uring)
 	[ -x "$dir/tools/build/p2pctl" ] && [ ! -e "$dir/tools/build/p2pbench" ]
 	;;
 *)
-	sed -n '3,26p' "$0" | sed 's/^# \?//'; exit 2 ;;
+	sed -n '3,27p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
