@@ -175,7 +175,7 @@ dkms: dkms-source
 # A release tarball with the RPM spec inside (rpmbuild -ta takes it as is):
 # the files git tracks or would (not ignored), under p2pdma-suite-<version>/.
 # Outside a git checkout of its own (an unpacked release tarball, wherever
-# it lies), the tree as it is, less what its .gitignore files name.
+# it lies), the tree as it is, less what its .gitignore files name (rsync).
 DIST = out/dist/p2pdma-suite-$(VERSION)
 dist:
 	rm -rf out/dist
