@@ -75,6 +75,40 @@ leftovers() {
 		done)
 }
 
+# scratch_root KDIR: a scratch root for installing packages: this
+# machine's / under an overlay whose upper layer ($ovl/upper) catches every
+# write, removed at exit; sets kdir, rel (its kernel release) and ovl
+scratch_root() {
+	kdir=$(cd "${1:?kdir}" && pwd)
+	need_pkgs dkms
+	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
+	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
+	trap 'rm -rf "$ovl"' EXIT
+	mkdir -p "$ovl/upper" "$ovl/work" "$ovl/root"
+}
+
+# in_scratch SCRIPT ARGS...: SCRIPT run by bash -euo pipefail in a mount
+# namespace of its own with the scratch root mounted at $r (the machine's
+# dpkg and rpm databases, /var/lib/dkms and /lib/modules are not touched),
+# KDIR's kernel made an installed one there, and inroot CMD... to run a
+# command in it; ARGS are its $1...
+# shellcheck disable=SC2016
+SCRATCH_PRE='
+	ovl=$1 kdir=$2 rel=$3 r=$1/root
+	shift 3
+	mount -t overlay p2p-pkgroot -o "lowerdir=/,upperdir=$ovl/upper,workdir=$ovl/work" "$r"
+	for m in proc sys dev; do mount --rbind "/$m" "$r/$m"; done
+	mkdir -p "$r/lib/modules/$rel"
+	ln -sfn "$kdir" "$r/lib/modules/$rel/build"
+	inroot() {
+		chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+			DEBIAN_FRONTEND=noninteractive "$@"
+	}
+'
+in_scratch() {
+	unshare -m --propagation private bash -euo pipefail -c "$SCRATCH_PRE$1" sh "$ovl" "$kdir" "$rel" "${@:2}"
+}
+
 contents() {	# contents DEB: the paths it holds, ./ stripped
 	dpkg-deb -c "$1" | awk '{print $6}' | sed 's|^\./|/|'
 }
@@ -143,30 +177,15 @@ rpm)
 	echo "$out" | grep -q ' 0 errors, 0 warnings'
 	;;
 dkms-deb)
-	# A scratch root: this machine's / under an overlay whose upper layer
-	# catches every write, in a mount namespace of its own (the machine's
-	# dpkg database, /var/lib/dkms and /lib/modules are not touched). The
-	# bench kernel is made an installed kernel there (/lib/modules/REL/build).
-	kdir=$(cd "${2:?kdir}" && pwd)
-	need_pkgs dkms
+	# In a scratch root (scratch_root, in_scratch), with the bench kernel
+	# an installed one there (/lib/modules/REL/build).
+	scratch_root "${2:-}"
 	dir=$PKG/deb-all
 	[ -f "$dir/p2pdma-dkms_${VER}_all.deb" ] || dir=$(build full)
-	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
-	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
-	trap 'rm -rf "$ovl"' EXIT
-	mkdir -p "$ovl/upper" "$ovl/work" "$ovl/root"
 	arch=$(dpkg --print-architecture)
 	# shellcheck disable=SC2016
-	unshare -m --propagation private bash -euo pipefail -c '
-		ovl=$1 kdir=$2 rel=$3 dir=$4 ver=$5 arch=$6 r=$1/root
-		mount -t overlay p2p-pkgroot -o "lowerdir=/,upperdir=$ovl/upper,workdir=$ovl/work" "$r"
-		for m in proc sys dev; do mount --rbind "/$m" "$r/$m"; done
-		mkdir -p "$r/lib/modules/$rel"
-		ln -sfn "$kdir" "$r/lib/modules/$rel/build"
-		inroot() {
-			chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-				DEBIAN_FRONTEND=noninteractive "$@"
-		}
+	in_scratch '
+		dir=$1 ver=$2 arch=$3
 		echo "# dpkg -i p2pdma-dkms p2pdma-tools (the postinst runs DKMS)"
 		inroot dpkg -i "$dir/p2pdma-dkms_${ver}_all.deb" "$dir/p2pdma-tools_${ver}_${arch}.deb" 2>&1 |
 			tee "$ovl/install.log"
@@ -199,7 +218,7 @@ dkms-deb)
 		echo "# dpkg --purge p2pdma-tools p2pdma-dkms (the prerm removes them from DKMS)"
 		inroot dpkg --purge p2pdma-tools p2pdma-dkms 2>&1 | tee "$ovl/purge.log"
 		if inroot dkms status -m p2pdma-suite | grep .; then echo "DKMS still knows the suite"; exit 1; fi
-	' sh "$ovl" "$kdir" "$rel" "$dir" "$VER" "$arch"
+	' "$dir" "$VER" "$arch"
 	left=$(leftovers "$ovl/upper" "$rel")
 	if [ -n "$left" ]; then echo "purge left:"; echo "$left"; exit 1; fi
 	echo "purge left nothing"
@@ -211,22 +230,12 @@ rpm-install)
 	# kernel only, which has no headers here (DKMS fails quietly, the %post
 	# goes on); a kernel's own DKMS hook then builds for it, as dkms
 	# install -k.
-	kdir=$(cd "${2:?kdir}" && pwd)
-	need_pkgs dkms
+	scratch_root "${2:-}"
 	dir=$PKG/rpm
 	ls "$dir"/RPMS/noarch/p2pdma-dkms-"$VER"-1*.noarch.rpm >/dev/null 2>&1 || dir=$(rpm_build)
-	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
-	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
-	trap 'rm -rf "$ovl"' EXIT
-	mkdir -p "$ovl/upper" "$ovl/work" "$ovl/root"
 	# shellcheck disable=SC2016
-	unshare -m --propagation private bash -euo pipefail -c '
-		ovl=$1 kdir=$2 rel=$3 dir=$4 ver=$5 r=$1/root
-		mount -t overlay p2p-pkgroot -o "lowerdir=/,upperdir=$ovl/upper,workdir=$ovl/work" "$r"
-		for m in proc sys dev; do mount --rbind "/$m" "$r/$m"; done
-		mkdir -p "$r/lib/modules/$rel"
-		ln -sfn "$kdir" "$r/lib/modules/$rel/build"
-		inroot() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+	in_scratch '
+		dir=$1 ver=$2
 		dkms_rpm=$(ls "$dir"/RPMS/noarch/p2pdma-dkms-"$ver"-1*.noarch.rpm)
 		tools_rpm=$(ls "$dir"/RPMS/*/p2pdma-tools-"$ver"-1*.rpm)
 		src=/usr/src/p2pdma-suite-$ver
@@ -253,7 +262,7 @@ rpm-install)
 		inroot rpm -e p2pdma-tools p2pdma-dkms 2>&1 | tee "$ovl/erase.log"
 		if inroot dkms status -m p2pdma-suite | grep .; then echo "DKMS still knows the suite"; exit 1; fi
 		if inroot rpm -q p2pdma-dkms >/dev/null 2>&1; then echo "rpm still has p2pdma-dkms"; exit 1; fi
-	' sh "$ovl" "$kdir" "$rel" "$dir" "$VER"
+	' "$dir" "$VER"
 	# %license's parent, when empty: an RPM distribution's filesystem
 	# package owns /usr/share/licenses, Debian has none
 	rmdir "$ovl/upper/usr/share/licenses" 2>/dev/null || true
@@ -265,20 +274,10 @@ two-copies)
 	# make install, then make dkms, then make install again, against the
 	# bench kernel in a scratch root as dkms-deb has one: DKMS's copy
 	# replaces make install's, and make install then refuses to add its own.
-	kdir=$(cd "${2:?kdir}" && pwd)
-	need_pkgs dkms
-	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
-	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
-	trap 'rm -rf "$ovl"' EXIT
-	mkdir -p "$ovl/upper" "$ovl/work" "$ovl/root"
+	scratch_root "${2:-}"
 	# shellcheck disable=SC2016
-	unshare -m --propagation private bash -euo pipefail -c '
-		ovl=$1 kdir=$2 rel=$3 top=$4 ver=$5 r=$1/root rc=0
-		mount -t overlay p2p-pkgroot -o "lowerdir=/,upperdir=$ovl/upper,workdir=$ovl/work" "$r"
-		for m in proc sys dev; do mount --rbind "/$m" "$r/$m"; done
-		mkdir -p "$r/lib/modules/$rel"
-		ln -sfn "$kdir" "$r/lib/modules/$rel/build"
-		inroot() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+	in_scratch '
+		top=$1 ver=$2 rc=0
 		m=$r/lib/modules/$rel/updates
 		echo "# make install"
 		inroot make -s -C "$top" KDIR="$kdir" PREFIX=/usr install >"$ovl/log" 2>&1 || { cat "$ovl/log"; exit 1; }
@@ -293,7 +292,7 @@ two-copies)
 		inroot make -s -C "$top" KDIR="$kdir" PREFIX=/usr install >"$ovl/log" 2>&1 || rc=$?
 		cat "$ovl/log"
 		[ $rc -ne 0 ] && grep -q "DKMS has installed the suite for $rel" "$ovl/log" && [ ! -e "$m/p2pdma" ]
-	' sh "$ovl" "$kdir" "$rel" "$P2P_TOP" "$VER"
+	' "$P2P_TOP" "$VER"
 	;;
 no-uring)
 	dir=$P2P_TOP/out/tools-no-uring
