@@ -10,6 +10,7 @@
 #                            (globs allowed, e.g. 'switch.client' '*.debug'), and
 #                            the compile matrix (the build suite) if one is "build"
 #   qemu/bench.sh kernels    fetch and build every kernel the bench uses
+#   qemu/bench.sh checkpatch SRC   the build suite's checkpatch step alone
 #
 # Environment: P2P_CACHE (default ~/.cache/p2pdma-suite), P2P_MATRIX (a file
 # in qemu/matrix format), P2P_JOBS (parallel boots, default 2).
@@ -141,6 +142,9 @@ build_suite() {
 		sh -c "make -s -C '$P2P_TOP/tools' build/harness-selftest && '$P2P_TOP/tools/tests/harness-selftest.sh' \
 		'$P2P_TOP/tools/build/harness-selftest' \
 		'$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py'"
+	t "the judge: every fixture of a failing run fails, a good run passes (build.judge_selftest)" \
+		python3 "$P2P_TOP/qemu/ktap.py" run "$run/ktap/judge-selftest.ktap" "$P2P_TOP/qemu/judge-selftest.sh" \
+		"$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py"
 	# A GPU-class importer: 7.2's virtio-gpu imports foreign dma-bufs, but
 	# QEMU's blob resources need /dev/udmabuf on the host, and the bench's
 	# kernels carry no DRM driver: a limit, said as such (Documentation/dmabuf.rst).
@@ -157,6 +161,11 @@ build_suite() {
 		printf '%s\n' "${results[@]}"
 		if printf '%s\n' "${results[@]}" | grep -q 'not ok'; then echo "not ok 1 build"; else echo "ok 1 build"; fi
 	} > "$run/ktap/build.ktap"
+	echo fail > "$run/status"
+	python3 "$P2P_TOP/qemu/ktap.py" judge \
+		"$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py" \
+		"$run" > "$run/judge.log" && echo pass > "$run/status"
+	say "build: $(cat "$run/status"), $(cat "$run/summary")"
 }
 
 checkpatch() {
@@ -167,9 +176,13 @@ checkpatch() {
 	[ -n "$files" ] || files=$(cd "$P2P_TOP" && find drivers include kunit -name '*.[ch]' ! -path '*/generated/*')
 	# the whole report first: grep -q behind a pipe would end tee with
 	# SIGPIPE at the first finding, and pipefail turn that into a pass
-	out=$(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f $files) || true
-	printf '%s\n' "$out" >&2
-	! grep -qE ': (ERROR|WARNING|CHECK):' <<< "$out"
+	[ -f "$1/scripts/checkpatch.pl" ] || { echo "checkpatch: no $1/scripts/checkpatch.pl" >&2; return 1; }
+	# not --terse: that prints no totals; each file's total line says it
+	# was read, and clean (a checkpatch that never ran says nothing)
+	out=$(cd "$P2P_TOP" && perl "$1/scripts/checkpatch.pl" --strict --no-tree --show-types \
+		--summary-file -f $files 2>&1) || true
+	grep -E '^(ERROR|WARNING|CHECK):|^#[0-9]+: FILE:| total: ' <<< "$out" >&2
+	[ "$(grep -c ' total: 0 errors, 0 warnings, 0 checks, ' <<< "$out")" -eq "$(wc -w <<< "$files")" ]
 }
 
 kerneldoc() {
@@ -199,6 +212,9 @@ run_matrix() {
 		fi
 	done < "$matrix"
 	[ ${#runs[@]} -gt 0 ] || die "no line of $matrix matches: $*"
+	# the runs the verdict must find judged (summary), whatever run.sh does
+	printf '%s\n' "${runs[@]}" | awk -v d="$P2P_RUNTIME_SERIES" \
+		'{ print $1 "." $2 "." $3 (($4 != "" && $4 != d) ? "-" $4 : "") }' >> "$OUT/selected"
 	# every kernel the matrix names (column 4: series, default the runtime one)
 	printf '%s\n' "${runs[@]}" | awk -v d="$P2P_RUNTIME_SERIES" '{print ($4 ? $4 : d), $3}' | sort -u |
 	while read -r s f; do
@@ -214,13 +230,13 @@ run_matrix() {
 		sort -rn | head -n 5 | awk '{printf "%s %ss, ", $2, $1}' | sed 's/, $//')"
 }
 
+# The verdict: every run selected (the build suite and each matrix line) must
+# have been judged a pass where it ran (qemu/ktap.py judge, in run.sh and
+# build_suite); a run missing, unjudged or failed is counted failed with its
+# reason. Their summary lines are summed, never parsed again as one document.
 summary() {
-	local src runs
-	src=$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")
-	runs=$(ls -d "$OUT"/runs/*/)
-	python3 "$P2P_TOP/qemu/ktap.py" merge "$OUT/results.ktap" $runs
-	python3 "$P2P_TOP/qemu/ktap.py" count "$src/tools/testing/kunit/kunit.py" "$OUT/results.ktap" \
-		--json "$OUT/results.json"
+	# shellcheck disable=SC2046
+	python3 "$P2P_TOP/qemu/ktap.py" summary "$OUT" $(cat "$OUT/selected" 2>/dev/null)
 }
 
 demo() {
@@ -243,7 +259,8 @@ case "$cmd" in
 kernels) kernels ;;
 check)
 	shift
-	rm -rf "$OUT/runs" "$OUT/initrd"
+	rm -rf "$OUT/runs" "$OUT/initrd" "$OUT/selected" "$OUT/results.ktap" "$OUT/results.json"
+	mkdir -p "$OUT"
 	# the boots of this check share each kernel's modules and initramfs
 	export P2P_INITRD_DIR=$OUT/initrd
 	mkdir -p "$P2P_INITRD_DIR"
@@ -252,13 +269,15 @@ check)
 		# "build" names the compile matrix (the build suite) alone
 		sel=()
 		for a in "$@"; do
-			if [ "$a" = build ]; then kernels; build_suite; else sel+=("$a"); fi
+			if [ "$a" = build ]; then echo build >> "$OUT/selected"; kernels; build_suite
+			else sel+=("$a"); fi
 		done
 		if [ ${#sel[@]} -gt 0 ]; then
 			bench_run_deps
 			run_matrix "${sel[@]}" || true
 		fi
 	else
+		echo build >> "$OUT/selected"
 		kernels
 		build_suite
 		bench_run_deps	# once, before boots run two at a time
@@ -267,5 +286,6 @@ check)
 	summary
 	;;
 demo) demo ;;
-*) sed -n '3,15p' "$0" | sed 's/^# \?//'; exit 2 ;;
+checkpatch) checkpatch "${2:?kernel source tree}" ;;
+*) sed -n '3,16p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac

@@ -39,13 +39,29 @@ memory):
 
 A and B name files of the run directory: bar0 -> bar0.mem (an ivshmem
 backing file), nvme0 -> nvme0.img (a namespace image). limit=NAME marks a
-known emulator limitation: a mismatch is then reported as SKIP, never as a
-pass.
+known emulator limitation whose signature is that A was never written (all
+zero, as the BAR was before): only that is reported as SKIP; other bytes
+fail, and equal bytes fail too ("the limitation is gone: drop limit=").
+Every length must be positive; the trace checks fail when QEMU's nvme trace
+is missing or has no nvme event at all.
 
 Run as a program after the VM exits, it writes the "host" KTAP suite: the
-results hostd recorded, plus the kernel log checks (the guest reached
-"P2P-EXIT 0" without an oops, BUG, WARNING, KASAN, lockdep or kmemleak
-report, or a DMA pool destroyed with blocks still out).
+results hostd recorded, plus the run's own checks:
+  - the guest reached "P2P-EXIT 0", and QEMU neither timed out nor died;
+  - the kernel log has no oops, BUG, WARNING, KASAN, UBSAN, lockdep or
+    kmemleak report, RCU stall, hung task, soft lockup, or DMA pool
+    destroyed with blocks still out. A guest test that provokes a warning
+    of the kernel's own declares it in the kernel log, around the commands
+    that provoke it: "P2P-KNOWN-WARNING-BEGIN FUNCTION MAX | MESSAGE |
+    REASON" ... "P2P-KNOWN-WARNING-END FUNCTION"; a WARNING at FUNCTION
+    with MESSAGE on it or just before it, between the two, at most MAX
+    times, is a SKIP with the reason; anything else fails;
+  - where the guest printed "P2P-DMA-API-ERRORS N" (and always on a debug
+    kernel), DMA-API debugging's error count equals the warnings it
+    printed: none went unreported;
+  - every suite the guest declared ("P2P-EXPECT NAME...") printed its
+    results, and no suite printed was undeclared;
+  - the host checks the guest sent ("P2P-HOSTCHECKS N") all reached hostd.
 """
 import base64
 import hashlib
@@ -63,7 +79,12 @@ SPLATS = [
     (r'possible circular locking|inconsistent lock state|possible recursive locking|'
      r'suspicious RCU usage|sleeping function called from invalid context', 'lockdep report'),
     (r'kmemleak: .*new suspected memory leaks', 'kmemleak leak'),
-    (r'general protection fault|Oops:', 'oops'),
+    (r'general protection fault|Oops:|kernel BUG at', 'oops'),
+    (r'UBSAN:', 'UBSAN report'),
+    (r'rcu: INFO: \S+ (?:self-)?detected stalls?|rcu_\S+ self-detected stall|detected stalls on CPUs',
+     'RCU stall'),
+    (r'blocked for more than \d+ seconds', 'hung task'),
+    (r'soft lockup - CPU', 'soft lockup'),
     # a DMA pool destroyed with blocks still out: a PRP list or SGL segment
     # was never given back (mm/dmapool.c says so and frees nothing)
     (r'dma_pool_destroy \S+ busy', 'DMA pool destroyed busy'),
@@ -130,11 +151,21 @@ def disables(trace, mark):
 
 
 def dma_trace(run):
-    try:
-        with open(os.path.join(run, 'nvme-dma.log')) as f:
-            return f.read()
-    except OSError:
-        return ''
+    """QEMU's nvme trace: a trace that is missing, or that never saw one
+    nvme event since boot, cannot say that nothing happened."""
+    with open(os.path.join(run, 'nvme-dma.log')) as f:
+        t = f.read()
+    if 'pci_nvme_' not in t:
+        raise ValueError('the nvme trace has no pci_nvme_ event at all')
+    return t
+
+
+def trace_since_mark(run):
+    with open(os.path.join(run, 'dma.mark')) as f:
+        mark, _, ino = f.read().partition(' ')
+    if ino and int(ino) != os.stat(os.path.join(run, 'nvme-dma.log')).st_ino:
+        raise ValueError('the nvme trace was replaced since the mark')
+    return dma_trace(run)[int(mark):]
 
 
 def qemu_nvme_serials(run):
@@ -150,34 +181,35 @@ def qemu_nvme_serials(run):
 
 
 def do_check(run, words):
-    """Run one check; return (ktap status, description, note)."""
+    """Run one check; return (ktap status, description, note). Whatever
+    goes wrong is a failing check, never a dead daemon."""
+    try:
+        return check_one(run, words)
+    except Exception as e:     # noqa: BLE001: any failure is a verdict
+        return 'not ok', f'host check {" ".join(words)[:80]}', f'{type(e).__name__}: {e}'
+
+
+def check_one(run, words):
     if words and words[0] == 'dma-mark':
+        t = dma_trace(run)
         with open(os.path.join(run, 'dma.mark'), 'w') as f:
-            f.write(str(len(dma_trace(run))))
+            f.write(f"{len(t)} {os.stat(os.path.join(run, 'nvme-dma.log')).st_ino}")
         return None, None, 'marked'
     if words and words[0] == 'dma-none':
-        with open(os.path.join(run, 'dma.mark')) as f:
-            mark = int(f.read())
-        n = len(DMA_RE.findall(dma_trace(run)[mark:]))
+        n = len(DMA_RE.findall(trace_since_mark(run)))
         return ('ok' if n == 0 else 'not ok'), 'QEMU nvme did no data DMA since the mark', f'{n} mappings'
     if words and words[0] == 'io-none':
-        with open(os.path.join(run, 'dma.mark')) as f:
-            mark = int(f.read())
-        n = sum(1 for kind, _, _ in CMD_RE.findall(dma_trace(run)[mark:]) if kind == 'io_cmd')
+        n = sum(1 for kind, _, _ in CMD_RE.findall(trace_since_mark(run)) if kind == 'io_cmd')
         return ('ok' if n == 0 else 'not ok'), 'QEMU nvme got no I/O command since the mark', f'{n} commands'
     if words and words[0] == 'setfeat':
         fid, cdw11 = int(words[1], 0), int(words[2], 0)
-        with open(os.path.join(run, 'dma.mark')) as f:
-            mark = int(f.read())
-        seen = [(int(a, 16), int(b, 16)) for a, b in SETFEAT_RE.findall(dma_trace(run)[mark:])]
+        seen = [(int(a, 16), int(b, 16)) for a, b in SETFEAT_RE.findall(trace_since_mark(run))]
         desc = f'QEMU nvme got Set Features {fid:#x} with dword 11 {cdw11:#x}'
         note = ', '.join(f'{a:#x}:{b:#x}' for a, b in seen) or 'no Set Features'
         return ('ok' if (fid, cdw11) in seen else 'not ok'), desc, note
     if words and words[0] == 'dma-inflight':
         least, queues = int(words[1]), int(words[2])
-        with open(os.path.join(run, 'dma.mark')) as f:
-            mark = int(f.read())
-        top = inflight_max(dma_trace(run)[mark:])
+        top = inflight_max(trace_since_mark(run))
         busy = sum(1 for n in top.values() if n >= least)
         desc = f'QEMU nvme held >= {least} commands at once on >= {queues} I/O queues'
         note = 'most at once per queue: ' + (', '.join(f'q{q} {n}' for q, n in sorted(top.items())) or 'none')
@@ -185,7 +217,8 @@ def do_check(run, words):
     if words and words[0] == 'queues-deleted':
         least = int(words[1])
         with open(os.path.join(run, 'dma.mark')) as f:
-            mark = int(f.read())
+            mark = int(f.read().split()[0])
+        trace_since_mark(run)
         n, bad, left = disables(dma_trace(run), mark)
         desc = f'QEMU nvme was disabled >= {least} times, its I/O SQs deleted before each'
         note = f'{n} disables; {left} I/O SQs left at {bad} of them'
@@ -211,17 +244,17 @@ def do_check(run, words):
         return ('ok' if got and got == want else 'not ok'), desc, f'guest {got}, QEMU {want}'
     if words and words[0] == 'dma-in':
         length, lo = int(words[1], 0), int(words[2], 0)
-        with open(os.path.join(run, 'dma.mark')) as f:
-            mark = int(f.read())
+        if length <= 0:
+            raise ValueError(f'length {length}')
         if words[3:] == ['io']:
             maps, kind = [], None
-            for k, a, n in DMA_CMD_RE.findall(dma_trace(run)[mark:]):
+            for k, a, n in DMA_CMD_RE.findall(trace_since_mark(run)):
                 if k:
                     kind = k
                 elif kind == 'io_cmd':
                     maps.append((int(a, 16), int(n)))
         else:
-            maps = [(int(a, 16), int(n)) for a, n in DMA_RE.findall(dma_trace(run)[mark:])]
+            maps = [(int(a, 16), int(n)) for a, n in DMA_RE.findall(trace_since_mark(run))]
         outside = [(a, n) for a, n in maps if a < lo or a + n > lo + length]
         desc = f'QEMU nvme DMA addresses all inside [{lo:#x}, +{length:#x})'
         note = f'{len(maps)} mappings' + (f', first outside {outside[0][0]:#x}' if outside else '')
@@ -230,16 +263,24 @@ def do_check(run, words):
     args = [w for w in words if not ('=' in w and '@' not in w)]
     try:
         kind, length = args[0], int(args[1], 0)
+        if length <= 0:
+            return 'not ok', f'host check {" ".join(words)}', f'length {length}: nothing to check'
         if kind == 'equal':
             a, b = read_at(run, args[2], length), read_at(run, args[3], length)
             desc = f'host sees {args[2]} == {args[3]} ({length} bytes)'
-            if len(a) == length and a == b:
-                return 'ok', desc, ''
-            diff = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), -1)
             limit = opts.get('limit', 'none')
-            if limit != 'none':
-                return 'ok', f'{desc} # SKIP emulator limitation: {limit}', f'first difference at +{diff}'
-            return 'not ok', desc, f'first difference at +{diff}'
+            whole = len(a) == length and len(b) == length
+            if whole and a == b:
+                if limit != 'none':
+                    return 'not ok', desc, f'the limitation {limit} is gone: drop limit='
+                return 'ok', desc, ''
+            diff = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            # the limitation's one signature: the destination never written
+            if limit != 'none' and whole and a.count(0) == length:
+                return 'ok', f'{desc} # SKIP emulator limitation: {limit}', f'{args[2]} untouched (zero)'
+            return 'not ok', desc, f'first difference at +{diff}' + (
+                f' ({len(a)}/{len(b)} of {length} bytes read)' if not whole else '') + (
+                f', and {args[2]} is not the limitation\'s untouched zeros' if limit != 'none' else '')
         if kind == 'sha256':
             a = read_at(run, args[2], length)
             got = hashlib.sha256(a).hexdigest()
@@ -260,8 +301,10 @@ def do_check(run, words):
             with open(pattern, 'rb') as f:
                 f.seek(int(off, 0))
                 want = f.read(length)
-            ok = read_at(run, args[2], length) == want
-            return 'ok' if ok else 'not ok', f'host sees {args[2]} unchanged ({length} bytes)', ''
+            got = read_at(run, args[2], length)
+            ok = len(got) == len(want) == length and got == want
+            return ('ok' if ok else 'not ok', f'host sees {args[2]} unchanged ({length} bytes)',
+                    '' if ok else f'{len(got)}/{len(want)} of {length} bytes read')
         if kind == 'absent':
             a = read_at(run, args[2], length)
             with open(path_of(run, args[3]), 'rb') as f:
@@ -273,40 +316,147 @@ def do_check(run, words):
         return 'not ok', f'host check {" ".join(words)}', str(e)
 
 
+WARN_AT_RE = re.compile(r'WARNING: CPU: \d+ PID: \d+ at (\S+) ([A-Za-z0-9_.]+)\+0x')
+KNOWN_RE = re.compile(r'P2P-KNOWN-WARNING-(BEGIN|END) (\S+)(?: (\d+) \| (.*?) \| (.*))?$')
+
+
+def known_warnings(lines):
+    """The declared windows: (begin line, end line, function, max, message,
+    reason), from the guest's kernel-log markers."""
+    wins, open_ = [], {}
+    for i, l in enumerate(lines):
+        m = KNOWN_RE.search(l)
+        if not m:
+            continue
+        kind, fn = m.group(1), m.group(2)
+        if kind == 'BEGIN':
+            open_[fn] = (i, fn, int(m.group(3) or 0), (m.group(4) or '').strip(), (m.group(5) or '').strip())
+        elif fn in open_:
+            b = open_.pop(fn)
+            wins.append((b[0], i) + b[1:])
+    for b in open_.values():
+        wins.append((b[0], len(lines)) + b[1:])
+    return wins
+
+
+def excused_warnings(lines):
+    """{line index of an excused WARNING: reason}: a WARNING at a declared
+    function, its message on it or on the three lines before, inside the
+    declaration's window, no more than its count."""
+    out = {}
+    for b, e, fn, most, msg, why in known_warnings(lines):
+        used = 0
+        for i in range(b + 1, e):
+            m = WARN_AT_RE.search(lines[i])
+            if not m or m.group(2) != fn or i in out:
+                continue
+            if msg != '-' and not any(msg in l for l in lines[max(0, i - 3):i + 1]):
+                continue
+            used += 1
+            if used > most:
+                break
+            out[i] = f'{fn}: {why}'
+    return out
+
+
+def splat_results(log, lines):
+    """The kernel log checks."""
+    results = []
+    excused = excused_warnings(lines)
+    for pat, what in SPLATS:
+        rx = re.compile(pat)
+        hits = [i for i, l in enumerate(lines) if rx.search(l)]
+        if what == 'WARNING':
+            bad = [i for i in hits if i not in excused]
+        else:
+            bad = hits
+        if not hits:
+            results.append(('ok', f'kernel log has no {what}'))
+        elif not bad:
+            why = '; '.join(sorted(set(excused[i] for i in hits)))
+            results.append(('ok', f'kernel log has no {what} # SKIP known kernel warning ({len(hits)}): {why}'))
+        else:
+            results.append(('not ok', f'kernel log has no {what}'))
+        for i in bad[:1]:
+            ctx = ' | '.join(lines[max(0, i - 3):i + 5])
+            print(f'    # {what}: ...{ctx[:900]}...')
+    return results
+
+
+def dma_api_result(run, log, lines):
+    """DMA-API debugging reports each error as a WARNING at kernel/dma/debug.c
+    (the guest sets all_errors): its own count must equal those printed."""
+    m = re.search(r'^P2P-DMA-API-ERRORS (\d+)', log, re.M)
+    debug = os.path.basename(os.path.normpath(run)).split('.')[-1].startswith('debug')
+    if not m:
+        if debug and re.search(r'^P2P-EXIT', log, re.M):
+            return [('not ok', 'DMA-API debugging counted its errors (no P2P-DMA-API-ERRORS on a debug kernel)')]
+        return []
+    want = int(m.group(1))
+    got = sum(1 for l in lines if 'WARNING: CPU:' in l and 'kernel/dma/debug.c' in l)
+    return [('ok' if got == want else 'not ok',
+             f'DMA-API debugging printed every error it counted ({want} counted, {got} printed)')]
+
+
+def manifest_results(run, log):
+    """Every suite declared printed its results; none printed undeclared."""
+    declared = []
+    for m in re.finditer(r'^P2P-EXPECT (.*)$', log, re.M):
+        declared += m.group(1).split()
+    kdir = os.path.join(run, 'ktap')
+    printed = sorted(n[:-5] for n in os.listdir(kdir) if n.endswith('.ktap') and n != 'host.ktap') \
+        if os.path.isdir(kdir) else []
+    if not declared and not printed:
+        return []
+    missing = [n for n in dict.fromkeys(declared) if n not in printed]
+    extra = [n for n in printed if n.split('#')[0] not in declared]
+    res = [('ok' if not missing else 'not ok',
+            f'every suite the guest declared printed its results ({len(set(declared))} declared)')]
+    if missing:
+        print(f'    # declared, never printed: {" ".join(missing)}')
+    res.append(('ok' if not extra else 'not ok', 'every suite printed was declared'))
+    if extra:
+        print(f'    # printed, never declared: {" ".join(extra)}')
+    return res
+
+
+def hostcheck_count_result(run, log):
+    """The host checks the guest sent all reached hostd."""
+    m = re.search(r'^P2P-HOSTCHECKS (\d+)', log, re.M)
+    if not m:
+        if re.search(r'^P2P-EXIT', log, re.M):
+            return [('not ok', 'the guest counted its host checks (no P2P-HOSTCHECKS)')]
+        return []
+    want = int(m.group(1))
+    got = 0
+    try:
+        with open(os.path.join(run, 'hostd.log'), errors='replace') as f:
+            got = sum(1 for l in f if l.startswith('check '))
+    except OSError:
+        pass
+    return [('ok' if got == want else 'not ok',
+             f'every host check the guest sent reached the host ({want} sent, {got} received)')]
+
+
 def main():
     run = sys.argv[1]
     with open(os.path.join(run, 'serial.log'), 'rb') as f:
-        log = f.read().decode('utf-8', 'replace')
+        log = f.read().decode('utf-8', 'replace').replace('\r', '')
+    lines = log.split('\n')
     results = []
     m = re.search(r'^P2P-EXIT (\d+)', log, re.M)
-    # why there is no P2P-EXIT, when run.sh knows: a timeout, QEMU's death
+    # a timeout or QEMU's death fails the run even after the guest's exit
     why = re.search(r'^P2P-(TIMEOUT|QEMU-DIED) (.*)$', log, re.M)
     if why:
         why = {'TIMEOUT': 'timeout', 'QEMU-DIED': 'QEMU died'}[why.group(1)] + ' ' + why.group(2)
-    results.append(('ok' if m and m.group(1) == '0' else 'not ok',
+    results.append(('ok' if m and m.group(1) == '0' and not why else 'not ok',
                     'guest test script completed' +
-                    (f' (exit {m.group(1)})' if m else
-                     f' (no P2P-EXIT: {why or "guest crash or timeout"})')))
-    # A guest test that provokes a warning the kernel itself prints (not the
-    # suite's code) declares it: "P2P-KNOWN-WARNING <file:function> <why>".
-    # Such a warning makes the check a SKIP with the reason, never a pass;
-    # any other splat still fails it.
-    known = re.findall(r'^P2P-KNOWN-WARNING (\S+) (.*)$', log, re.M)
-    for pat, what in SPLATS:
-        hits = list(re.finditer(pat + r'.*', log))
-        excused = [h for h in hits if what == 'WARNING' and
-                   any(site in h.group(0) for site, _ in known)]
-        if not hits:
-            results.append(('ok', f'kernel log has no {what}'))
-        elif len(excused) == len(hits):
-            why = '; '.join(f'{site}: {reason}' for site, reason in known
-                            if any(site in h.group(0) for h in excused))
-            results.append(('ok', f'kernel log has no {what} # SKIP known kernel warning: {why}'))
-        else:
-            results.append(('not ok', f'kernel log has no {what}'))
-        for hit in hits[:1]:
-            ctx = log[max(0, hit.start() - 200):hit.end() + 300].replace('\n', ' | ')
-            print(f'    # {what}: ...{ctx}...')
+                    (f' (exit {m.group(1)})' if m else ' (no P2P-EXIT)') +
+                    (f' ({why})' if why else (' (guest crash or timeout)' if not m else ''))))
+    results += splat_results(log, lines)
+    results += dma_api_result(run, log, lines)
+    results += manifest_results(run, log)
+    results += hostcheck_count_result(run, log)
     rpath = os.path.join(run, 'hostd.results')
     if os.path.exists(rpath):
         with open(rpath) as f:

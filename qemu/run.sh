@@ -163,14 +163,11 @@ elif [ $qrc -gt 128 ] && [ $qrc -lt 160 ]; then
 fi
 
 trap - ERR
-python3 "$P2P_TOP/qemu/ktap.py" extract "$RUN"
-python3 "$P2P_TOP/qemu/hostcheck.py" "$RUN" > "$RUN/ktap/host.ktap"
-# Judged by the kernel's own KTAP parser: a suite whose cases never ran
-# (a plan without results) fails as surely as a "not ok".
+# Judged once, here (qemu/judge.sh): the kernel's own KTAP parser and
+# qemu/ktap.py's own count of the lines printed; a suite whose cases never
+# ran, a parser error, a plan that does not match, a "not ok" anywhere or
+# QEMU's own failure fails the run, each with its reason in $RUN/reasons.
 kunit_py=$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py
-python3 "$P2P_TOP/qemu/ktap.py" merge "$RUN/run.ktap" "$RUN"
-if [ $qrc -eq 0 ] && python3 "$P2P_TOP/qemu/ktap.py" count "$kunit_py" "$RUN/run.ktap" > "$RUN/summary"; then
-	echo pass > "$RUN/status"
-fi
-[ -n "$quiet" ] || say "done: $profile.$test.$tag in ${secs}s: $(cat "$RUN/status") (qemu exit $qrc, log $RUN/serial.log)"
+"$P2P_TOP/qemu/judge.sh" "$RUN" "$qrc" "$kunit_py" || true
+[ -n "$quiet" ] || say "done: $profile.$test.$tag in ${secs}s: $(cat "$RUN/status"), $(cat "$RUN/summary" 2>/dev/null) (qemu exit $qrc, log $RUN/serial.log)"
 [ "$(cat "$RUN/status")" = pass ]
