@@ -3,6 +3,19 @@
 # A guest test is a sequence of suites; each suite prints one KTAP document
 # between <<<KTAP-BEGIN guest.NAME>>> and <<<KTAP-END>>> markers, which the
 # host runner collects and feeds to the kernel's kunit.py parser.
+#
+# What the host holds a test to (qemu/hostcheck.py):
+#  - expect_suites: every suite the test will print (its own, its test
+#    programs' and its KUnit modules'), one P2P-EXPECT line; a suite that
+#    never comes fails.
+#  - every host check (hostcheck, and the test programs' hostcheck() of
+#    tools/lib/ktap.c) is one line of $P2P_HOSTCHECKS; /init prints how many
+#    (P2P-HOSTCHECKS), so that a check the host never recorded fails.
+#  - known kernel warnings: known_warning_begin/end in the kernel log,
+#    around the commands that provoke them.
+# Names of this file's own variables start with _ and the function's name
+# (or an abbreviation of it), so that no helper clobbers another's or a
+# test's; _suite, _n and _failed belong to suite_begin, _tap and suite_end.
 
 # The test programs' timeouts (tools/lib/harness.h) on the debug kernel,
 # 5-15x slower under TCG
@@ -12,26 +25,63 @@ _suite=
 _n=0
 _failed=0
 _any_failed=0
+# one line per host check sent (tools/lib/ktap.c appends to the same file)
+export P2P_HOSTCHECKS="${P2P_HOSTCHECKS:-/tmp/p2p.hostchecks}"
+
+# expect_suites NAME...: the suites this test prints, as the KTAP-BEGIN
+# markers name them: guest.SUITE for suite_begin SUITE and for the test
+# programs' suites, kunit.SUITE for a KUnit suite (the name in its struct
+# kunit_suite, not the module's). The host fails each that has no block.
+expect_suites() {
+	echo "P2P-EXPECT $*"
+}
 
 suite_begin() {
 	_suite=$1
 	_n=0
 	_failed=0
-	read -r _t0 _ < /proc/uptime
+	read -r _sb_t0 _ < /proc/uptime
 	: > "/tmp/ktap.$_suite"
 }
 
-# tap ok|"not ok" DESCRIPTION [# SKIP reason]
+# _tap ok|"not ok" DESCRIPTION [# SKIP reason]: a case line of the open
+# suite. A failing line never carries a SKIP directive (kunit.py would count
+# it skipped): "# SKIP" becomes "# FAIL". A result outside any suite
+# (before the first suite_begin or after a suite_end) has no block to go in:
+# a failure there is a block of its own, guest.outside_suite.
 _tap() {
+	_tap_what=$2
+	if [ "$1" != ok ]; then
+		_any_failed=1
+		case "$_tap_what" in
+		*'# SKIP'*) _tap_what=$(printf '%s\n' "$_tap_what" | sed 's/# SKIP/# FAIL/g') ;;
+		esac
+	fi
+	if [ -z "$_suite" ]; then
+		echo "[outside a suite] $1 $_tap_what"
+		[ "$1" = ok ] && return 0
+		echo "<<<KTAP-BEGIN guest.outside_suite>>>"
+		printf 'KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: outside_suite\n'
+		printf '    1..1\n    not ok 1 %s\nnot ok 1 outside_suite\n' "$_tap_what"
+		echo "<<<KTAP-END>>>"
+		return 0
+	fi
 	_n=$((_n + 1))
-	echo "    $1 $_n $2" >> "/tmp/ktap.$_suite"
-	echo "[$_suite] $1 $_n $2"
-	if [ "$1" != ok ]; then _failed=1; _any_failed=1; fi
+	echo "    $1 $_n $_tap_what" >> "/tmp/ktap.$_suite"
+	echo "[$_suite] $1 $_n $_tap_what"
+	if [ "$1" != ok ]; then _failed=1; fi
 }
 pass() { _tap ok "$1"; }
 fail() { _tap "not ok" "$1"; }
 skip() { _tap ok "$1 # SKIP $2"; }
-diag() { echo "    # $*" >> "/tmp/ktap.$_suite"; echo "[$_suite] # $*"; }
+diag() {
+	if [ -n "$_suite" ]; then
+		echo "    # $*" >> "/tmp/ktap.$_suite"
+		echo "[$_suite] # $*"
+	else
+		echo "[outside a suite] # $*"
+	fi
+}
 # clock_mark WHEN: the clocksource now, for the benchmark scripts
 # (scripts/bench-lib.sh), which check it did not change during the run
 clock_mark() {
@@ -40,17 +90,55 @@ clock_mark() {
 
 # check DESCRIPTION COMMAND...: pass when the command succeeds
 check() {
-	_d=$1; shift
-	if "$@"; then pass "$_d"; else fail "$_d"; fi
+	_check_what=$1; shift
+	if "$@"; then pass "$_check_what"; else fail "$_check_what"; fi
 }
 # check_eq DESCRIPTION GOT WANT
 check_eq() {
 	if [ "$2" = "$3" ]; then pass "$1"; else diag "$1: got '$2', want '$3'"; fail "$1"; fi
 }
+# check_same DESCRIPTION GOT WANT: check_eq of two values read from the
+# system, which must not be empty (two reads that both failed are not equal)
+check_same() {
+	if [ -z "$3" ]; then
+		diag "$1: got '$2', want '$3': nothing to compare with"; fail "$1"
+	else
+		check_eq "$@"
+	fi
+}
+# fails_with TEXT COMMAND...: COMMAND fails and says TEXT on stderr (a
+# refusal for the reason meant, not for any other: say `sh -c "echo 0 >
+# FILE"` and "Invalid argument" for a sysfs store's EINVAL)
+fails_with() {
+	_fw_want=$1; shift
+	_fw_err=$("$@" 2>&1 >/dev/null)
+	_fw_rc=$?
+	case "$_fw_err" in
+	*"$_fw_want"*) [ $_fw_rc -ne 0 ] && return 0 ;;
+	esac
+	diag "$*: exit $_fw_rc, '$_fw_err' (want a failure saying '$_fw_want')"
+	return 1
+}
+# param_refused MODULE NAME=VALUE: insmod refuses the parameter value
+# (EINVAL), the kernel says which parameter, and the module is not loaded
+param_refused() {
+	_pr_log="$1: \`${2#*=}' invalid for parameter \`${2%%=*}'"
+	_pr_n0=$(dmesg | grep -cF "$_pr_log")
+	_pr_err=$(insmod "/lib/modules/$1.ko" "$2" 2>&1)
+	_pr_rc=$?
+	_pr_n1=$(dmesg | grep -cF "$_pr_log")
+	case "$_pr_err" in
+	*"Invalid argument"*)
+		[ $_pr_rc -ne 0 ] && [ "$_pr_n1" -gt "$_pr_n0" ] &&
+			! grep -q "^$1 " /proc/modules && return 0 ;;
+	esac
+	diag "insmod $1 $2: exit $_pr_rc, '$_pr_err'; the log said '$_pr_log' $((_pr_n1 - _pr_n0)) times"
+	return 1
+}
 
 suite_end() {
-	read -r _t1 _ < /proc/uptime
-	diag "$_suite took $(awk -v a="$_t0" -v b="$_t1" 'BEGIN { printf "%.1f", b - a }') s"
+	read -r _se_t1 _ < /proc/uptime
+	diag "$_suite took $(awk -v a="$_sb_t0" -v b="$_se_t1" 'BEGIN { printf "%.1f", b - a }') s"
 	echo "<<<KTAP-BEGIN guest.$_suite>>>"
 	echo "KTAP version 1"
 	echo "1..1"
@@ -60,19 +148,25 @@ suite_end() {
 	cat "/tmp/ktap.$_suite"
 	if [ $_failed -eq 0 ]; then echo "ok 1 $_suite"; else echo "not ok 1 $_suite"; fi
 	echo "<<<KTAP-END>>>"
+	_suite=
 	return $_failed
 }
 
 # The synchronous line to the host (qemu/hostd.py) on the second serial
 # port: one command line out, one reply line back.
+_hostline=
 if [ -c /dev/ttyS1 ]; then
 	stty -F /dev/ttyS1 raw -echo 115200 2>/dev/null
 	exec 7<>/dev/ttyS1
+	_hostline=1
 fi
+# hostd COMMAND...: COMMAND's reply. A "check" is counted (P2P-HOSTCHECKS)
+# whether the host answers or not; use hostcheck for checks.
 hostd() {
+	[ "$1" = check ] && printf 'check %s\n' "$2" >> "$P2P_HOSTCHECKS"
 	echo "$*" >&7
-	read -r _reply <&7
-	echo "$_reply"
+	read -r _hostd_reply <&7
+	echo "$_hostd_reply"
 }
 # The benchmarks' CPU time. busy: all guest CPUs' busy time so far in
 # USER_HZ ticks (/proc/stat: user, nice, system, irq, softirq, steal).
@@ -92,14 +186,49 @@ host_delta() {
 	echo "{\"vcpu_ns\":$(($4 - $1)),\"qemu_ns\":$(($5 - $2)),\"main_ns\":$(($6 - $3))}"
 }
 # hostcheck KIND ...: the host checks bytes now (see qemu/hostcheck.py);
-# the result is recorded on the host side, the reply shown here.
-hostcheck() { diag "host: $(hostd check "$@")"; }
+# the result is recorded on the host side, the reply shown here. Without
+# the host's line, or with a reply that is no verdict ("ok ..." or
+# "not ok ..."), the check fails here: the host never judged it.
+hostcheck() {
+	_hc_what=$(printf '%s' "$*" | cut -c 1-160)
+	if [ -z "$_hostline" ]; then
+		printf 'check %s\n' "$1" >> "$P2P_HOSTCHECKS"
+		fail "host check: $_hc_what (no host line: /dev/ttyS1 is not a char device)"
+		return 1
+	fi
+	_hc_reply=$(hostd check "$@")
+	case "$_hc_reply" in
+	ok | "ok "* | "not ok" | "not ok "*) diag "host: $_hc_reply" ;;
+	*) fail "host check: $_hc_what (reply '$_hc_reply')"; return 1 ;;
+	esac
+}
 
 # jsoncheck NAME KEYS P2PCTL-ARGS...: the host parses what p2pctl ARGS -o json
 # prints (python's json): one object, with the keys KEYS (a,b,c or -).
 jsoncheck() {
-	_n=$1 _k=$2; shift 2
-	hostcheck json "$_n" "$_k" "$(p2pctl "$@" -o json 2>/dev/null | base64 | tr -d '\n')"
+	_jc_name=$1 _jc_keys=$2; shift 2
+	hostcheck json "$_jc_name" "$_jc_keys" "$(p2pctl "$@" -o json 2>/dev/null | base64 | tr -d '\n')"
+}
+
+# known_warning_begin FUNCTION MAX MESSAGE REASON .. known_warning_end
+# FUNCTION: a kernel warning the commands between provoke on purpose, in
+# the kernel log beside the warnings (the log is dumped at the end of the
+# boot): at most MAX "WARNING: ... at FILE:LINE FUNCTION+0x..." whose
+# message (the line(s) just before, or the WARNING line) has MESSAGE, "-"
+# for a bare WARN_ON. The host excuses those, and only those, with REASON.
+known_warning_begin() {
+	_kw_bad=
+	[ $# -eq 4 ] && [ -n "$1" ] && [ -n "$3" ] || _kw_bad=1
+	case "$2" in '' | *[!0-9]*) _kw_bad=1 ;; esac
+	case "$3" in *'|'*) _kw_bad=1 ;; esac
+	if [ -n "$_kw_bad" ]; then
+		fail "known_warning_begin $*: FUNCTION MAX MESSAGE REASON (MAX a number, no | in MESSAGE)"
+		return 1
+	fi
+	echo "P2P-KNOWN-WARNING-BEGIN $1 $2 | $3 | $4" > /dev/kmsg
+}
+known_warning_end() {
+	echo "P2P-KNOWN-WARNING-END $1" > /dev/kmsg
 }
 
 # held p2pctl ARGS...: run a p2pctl transfer with --hold in the background.
@@ -109,13 +238,13 @@ jsoncheck() {
 held() {
 	rm -f /tmp/held.fifo /tmp/held.out
 	mkfifo /tmp/held.fifo
-	_p=$1; shift
-	$_p --hold "$@" </tmp/held.fifo >/tmp/held.out 2>/tmp/held.err &
+	_held_prog=$1; shift
+	$_held_prog --hold "$@" </tmp/held.fifo >/tmp/held.out 2>/tmp/held.err &
 	_held_pid=$!
 	exec 8>/tmp/held.fifo
-	_i=0
-	while ! grep -q . /tmp/held.out && kill -0 $_held_pid 2>/dev/null && [ $_i -lt 6000 ]; do
-		sleep 0.05; _i=$((_i + 1))
+	_held_i=0
+	while ! grep -q . /tmp/held.out && kill -0 $_held_pid 2>/dev/null && [ $_held_i -lt 6000 ]; do
+		sleep 0.05; _held_i=$((_held_i + 1))
 	done
 	held_out=$(cat /tmp/held.out)
 }
@@ -126,11 +255,11 @@ released() {
 
 # find_pci VENDOR DEVICE [N]: the Nth (default 1st) function with that ID
 find_pci() {
-	_i=0
-	for d in /sys/bus/pci/devices/*; do
-		if [ "$(cat "$d/vendor")" = "0x$1" ] && [ "$(cat "$d/device")" = "0x$2" ]; then
-			_i=$((_i + 1))
-			if [ "$_i" = "${3:-1}" ]; then basename "$d"; return 0; fi
+	_fp_i=0
+	for _fp_d in /sys/bus/pci/devices/*; do
+		if [ "$(cat "$_fp_d/vendor")" = "0x$1" ] && [ "$(cat "$_fp_d/device")" = "0x$2" ]; then
+			_fp_i=$((_fp_i + 1))
+			if [ "$_fp_i" = "${3:-1}" ]; then basename "$_fp_d"; return 0; fi
 		fi
 	done
 	return 1
@@ -138,22 +267,48 @@ find_pci() {
 
 # bind DRIVER BDF: bind with driver_override, unbinding the current driver
 bind() {
-	_dev=/sys/bus/pci/devices/$2
-	[ -e "$_dev/driver" ] && echo "$2" > "$_dev/driver/unbind"
-	echo "$1" > "$_dev/driver_override"
+	_bind_dev=/sys/bus/pci/devices/$2
+	[ -e "$_bind_dev/driver" ] && echo "$2" > "$_bind_dev/driver/unbind"
+	echo "$1" > "$_bind_dev/driver_override"
 	echo "$2" > /sys/bus/pci/drivers_probe
-	[ "$(basename "$(readlink "$_dev/driver")")" = "$1" ]
+	[ "$(basename "$(readlink "$_bind_dev/driver")")" = "$1" ]
 }
 
 # nvme_blk BDF: /dev/nvmeXn1 of an NVMe controller bound to the nvme driver
 nvme_blk() {
-	for n in /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1; do
-		[ -e "$n" ] && { echo "/dev/${n##*/}"; return 0; }
+	for _nb_n in /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1; do
+		[ -e "$_nb_n" ] && { echo "/dev/${_nb_n##*/}"; return 0; }
 	done
 	return 1
 }
 
 load() { insmod "/lib/modules/$1.ko" ${2:+$2}; }
+
+# kunit_ran SUITE: the KUnit suite ran (at its module's load: kunit.autorun)
+# and its case lines are in debugfs, for dump_kunit; after each load of a
+# KUnit module, for each of its suites
+kunit_ran() {
+	grep -Eq '^ +(not )?ok [0-9]+ ' "/sys/kernel/debug/kunit/$1/results" 2>/dev/null
+}
+
+# flavour: the kernel's flavour (qemu/configs): debug has kmemleak
+flavour() {
+	if [ -e /sys/kernel/debug/kmemleak ]; then echo debug; else echo base; fi
+}
+# kconfig CONFIG_X: the kernel has CONFIG_X (=y or =m): from
+# /proc/config.gz where the kernel has it, else from its flavour's
+# fragment (qemu/configs/debug.config) for the options listed here
+kconfig() {
+	if [ -r /proc/config.gz ]; then
+		zcat /proc/config.gz | grep -Eq "^$1=(y|m)\$"
+		return
+	fi
+	case "$1" in
+	CONFIG_NVME_TARGET) [ "$(flavour)" = debug ]; return ;;
+	esac
+	echo "kconfig: $1 is not known without /proc/config.gz" >&2
+	return 2
+}
 
 # bench_pair SUITE: a benchmark's set-up (fiobench, cpuprof): the suite
 # begun, p2pbar on the ivshmem BAR, p2pnvme on the first NVMe controller,
@@ -166,10 +321,10 @@ bench_pair() {
 	BLK1=$(nvme_blk "$NVME1")
 	NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
 	suite_begin "$1"
-	check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
-	bind p2pbar "$IVSHMEM"
-	check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko; true"
-	bind p2pnvme "$NVME0"
+	check "p2pbar loads" load p2pbar
+	check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
+	check "p2pnvme loads" load p2pnvme
+	check "p2pnvme takes nvme0 $NVME0" bind p2pnvme "$NVME0"
 	check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
 }
 
@@ -179,23 +334,28 @@ bench_pair() {
 bench_polled() {
 	echo "$1" > /sys/bus/pci/drivers/p2pnvme/unbind
 	check "p2pnvme again with poll=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko poll=1"
-	bind p2pnvme "$1"
+	check "p2pnvme takes $1 again" bind p2pnvme "$1"
 	echo 2 > /sys/module/nvme/parameters/poll_queues
 	check "nvme-pci probes nvme1 again with poll queues" bind nvme "$2"
-	for _i in $(seq 50); do BLK1=$(nvme_blk "$2") && break; sleep 0.1; done
+	for _bp_i in $(seq 50); do BLK1=$(nvme_blk "$2") && break; sleep 0.1; done
 	NG1=$(echo "$BLK1" | sed 's|/dev/nvme|/dev/ng|')
 }
 
 # Print the KTAP of every KUnit suite not printed yet. Call it before
-# unloading a test module: its results leave debugfs with it.
+# unloading a test module: its results leave debugfs with it. A suite is
+# printed once per load of its module: a module loaded again makes a new
+# debugfs directory (a new inode number), printed again (the host keeps a
+# second block of a name as NAME#2).
 dump_kunit() {
-	for _r in /sys/kernel/debug/kunit/*/results; do
-		[ -e "$_r" ] || continue
-		_s=${_r%/results}; _s=${_s##*/}
-		grep -qx "$_s" /tmp/kunit.dumped 2>/dev/null && continue
-		echo "$_s" >> /tmp/kunit.dumped
-		echo "<<<KTAP-BEGIN kunit.$_s>>>"
-		cat "$_r"
+	for _dk_r in /sys/kernel/debug/kunit/*/results; do
+		[ -e "$_dk_r" ] || continue
+		_dk_d=${_dk_r%/results}
+		_dk_s=${_dk_d##*/}
+		_dk_key="$_dk_s $(stat -c %i "$_dk_d" 2>/dev/null)"
+		grep -qxF "$_dk_key" /tmp/kunit.dumped 2>/dev/null && continue
+		echo "$_dk_key" >> /tmp/kunit.dumped
+		echo "<<<KTAP-BEGIN kunit.$_dk_s>>>"
+		cat "$_dk_r"
 		echo "<<<KTAP-END>>>"
 	done
 }

@@ -6,6 +6,7 @@
 # error_detected (I/O in flight fails, bus mastering off), resets the slot
 # and resumes: the controller is back and I/O works, checked from the host.
 . /tests/lib.sh
+expect_suites guest.aer
 
 IVSHMEM=$(find_pci 1af4 1110)
 NVME=$(find_pci 1b36 0010)

@@ -4,6 +4,7 @@
 # topology (KUnit), and a real transfer by the kernel's nvme driver from
 # the namespace into p2pmem of the ivshmem BAR, checked on the host.
 . /tests/lib.sh
+expect_suites guest.bench guest.bench_nvmet kunit.p2p_topology
 
 IVSHMEM=$(find_pci 1af4 1110)
 NVME=$(find_pci 1b36 0010)
@@ -53,7 +54,7 @@ fi
 # nothing bound: the same verdict without the kernel's
 echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind
 out2=$(p2pctl check "$IVSHMEM" "$NVME")
-check_eq "p2pctl check without a bound provider says the same" \
+check_same "p2pctl check without a bound provider says the same" \
 	"$(echo "$out2" | grep -v '^  \(kernel\|predicted\)')" "$(echo "$out" | grep -v '^  kernel')"
 check "... and says it is a prediction" has "$out2" '^  predicted: no p2pbar provider is bound'
 check_eq "... in JSON too (source: predicted)" \
@@ -104,11 +105,12 @@ check "p2pctl topo -o json: the NVMe's cell, with the legend" \
 	has "$j" "{\"provider\":\"$IVSHMEM\",\"client\":\"$NVME\",\"verdict\":\"$p2pexpect\",\"distance\":$p2pdistance,\"topology\":\"$lvl\",\"differs\":$([ $star = yes ] && echo true || echo false)"
 # lspci's short form names the same functions
 short() { echo "${1#0000:}"; }
-check_eq "p2pctl check in lspci's short form says the same" \
+check_same "p2pctl check in lspci's short form says the same" \
 	"$(p2pctl check "$(short "$IVSHMEM")" "$(short "$NVME")")" "$(p2pctl check "$IVSHMEM" "$NVME")"
 
 # Live KUnit: the kernel's and the provider's verdicts for this profile.
 check "p2p_topology_kunit runs" load p2p_topology_kunit "expect=$p2pexpect distance=$p2pdistance"
+check "kunit.p2p_topology: its results in debugfs" kunit_ran p2p_topology
 
 # Data path: the kernel's nvme driver reads 64 KiB at 1 MiB into p2pmem
 # from the kernel's own sysfs allocator (O_DIRECT, FOLL_PCI_P2PDMA).
@@ -123,7 +125,8 @@ if [ "$p2pexpect" = refused ]; then
 else
 	check_eq "O_DIRECT read into p2pmem succeeds" "$rc" 0
 	off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
-	hostcheck equal 65536 "bar0@${off:-0}" nvme0@0x100000 "limit=${p2plimit:-none}"
+	check "dma-read says where in the BAR the bytes went (bar_offset $off)" test -n "$off"
+	hostcheck equal 65536 "bar0@$off" nvme0@0x100000 "limit=${p2plimit:-none}"
 fi
 suite_end
 
@@ -131,24 +134,26 @@ suite_end
 # the namespace runs the kernel's own check (pci_p2pdma_distance() between
 # the provider and the NVMe behind the namespace). The transports that would
 # stage data there (RDMA, with a NIC that reaches the BAR) need hardware.
+# Whether nvmet is there is the kernel's configuration (the debug kernel
+# has it), not whether its configfs directory shows up.
 suite_begin bench_nvmet
 CFG=/sys/kernel/config
-grep -qw configfs /proc/filesystems && ! grep -q " $CFG configfs" /proc/mounts &&
-	mount -t configfs configfs $CFG
-if [ ! -d $CFG/nvmet ]; then
+if ! kconfig CONFIG_NVME_TARGET; then
 	skip "nvmet takes the p2pbar provider for a namespace" \
 		"no CONFIG_NVME_TARGET in this kernel (the debug kernel has it)"
 else
+	grep -q " $CFG configfs" /proc/mounts || mount -t configfs configfs $CFG
+	check "nvmet's configfs directory ($CFG/nvmet)" test -d $CFG/nvmet
 	S=$CFG/nvmet/subsystems/p2pbench NS=$CFG/nvmet/subsystems/p2pbench/namespaces/1
 	check "nvmet: a subsystem and a namespace on $BLK" \
 		sh -c "mkdir $S && mkdir $NS && echo -n $BLK > $NS/device_path"
-	check "nvmet: p2pmem refuses a function without p2pmem ($NVME)" \
-		sh -c "! echo $NVME > $NS/p2pmem 2>/dev/null"
+	check "nvmet: p2pmem refuses a function without p2pmem ($NVME): ENODEV" \
+		fails_with "No such device" sh -c "echo $NVME > $NS/p2pmem"
 	check "nvmet: p2pmem takes the p2pbar provider $IVSHMEM" sh -c "echo $IVSHMEM > $NS/p2pmem"
 	check_eq "nvmet: p2pmem names it" "$(cat $NS/p2pmem)" "$IVSHMEM"
 	if [ "$p2pexpect" = refused ]; then
-		check "nvmet: the namespace is refused (the topology refuses P2P)" \
-			sh -c "! echo 1 > $NS/enable 2>/dev/null"
+		check "nvmet: the namespace is refused (the topology refuses P2P): EINVAL" \
+			fails_with "Invalid argument" sh -c "echo 1 > $NS/enable"
 	else
 		check "nvmet: the namespace enables with the provider's p2pmem" \
 			sh -c "echo 1 > $NS/enable"
@@ -160,8 +165,8 @@ else
 	check "nvmet: unbinding p2pbar under the namespace returns ($(($(date +%s) - t0)) s)" \
 		[ $(($(date +%s) - t0)) -lt 5 ]
 	check "nvmet: the namespace disables" sh -c "echo 0 > $NS/enable"
-	check "nvmet: p2pmem refuses the function without its provider" \
-		sh -c "! echo $IVSHMEM > $NS/p2pmem 2>/dev/null"
+	check "nvmet: p2pmem refuses the function without its provider: ENODEV" \
+		fails_with "No such device" sh -c "echo $IVSHMEM > $NS/p2pmem"
 	check "nvmet: namespace and subsystem go" sh -c "rmdir $NS && rmdir $S"
 	check "p2pbar binds $IVSHMEM again" bind p2pbar "$IVSHMEM"
 fi

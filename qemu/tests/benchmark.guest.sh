@@ -5,6 +5,7 @@
 # identical controller, both reading into p2pmem of the same BAR; and the
 # engine's P2P path against its bounce path.
 . /tests/lib.sh
+expect_suites guest.benchmark
 
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
@@ -14,12 +15,12 @@ NVME1=$(find_pci 1b36 0010 2)
 BLK1=$(nvme_blk "$NVME1")
 
 suite_begin benchmark
-check "p2pbar binds to ivshmem" sh -c "insmod /lib/modules/p2pbar.ko; true"
-bind p2pbar "$IVSHMEM"
+check "p2pbar loads" load p2pbar
+check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
 # with the bench-only blk-mq prototype built beside the engine's queues
 # (blkmq.c); off until p2pbench --blkmq switches it on for its own runs
-check "p2pnvme takes nvme0" sh -c "insmod /lib/modules/p2pnvme.ko blkmq_proto=1; true"
-bind p2pnvme "$NVME0"
+check "p2pnvme loads with blkmq_proto=1" load p2pnvme blkmq_proto=1
+check "p2pnvme takes nvme0 $NVME0" bind p2pnvme "$NVME0"
 echo 0 > /sys/module/p2pnvme/parameters/blkmq_proto
 check "p2pnvme built the blk-mq prototype" sh -c "grep -q '^queues [1-9]' /sys/kernel/debug/p2pnvme/$NVME0/blkmq_proto"
 check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
@@ -96,7 +97,7 @@ run allocflat /dev/p2pbar0 2000
 clock_mark end
 echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind
 check "p2pnvme again with blkmq_proto=1" sh -c "rmmod p2pnvme && insmod /lib/modules/p2pnvme.ko blkmq_proto=1"
-bind p2pnvme "$NVME0"
+check "p2pnvme takes nvme0 again" bind p2pnvme "$NVME0"
 p2pbench uring engine-reg /dev/p2pnvme0 4096 10 32 --blkmq >/dev/null 2>&1 &
 bench=$!
 sleep 2

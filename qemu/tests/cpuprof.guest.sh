@@ -17,6 +17,7 @@
 # (scripts/fio-benchmark.sh) on each, their samples by program and object
 # and fio's by symbol.
 . /tests/lib.sh
+expect_suites guest.cpuprof
 
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
@@ -26,7 +27,7 @@ bench_pair cpuprof
 if ! command -v t-io_uring >/dev/null; then
 	skip "t/io_uring" "not built (qemu/extools.sh)"
 	suite_end
-	exit 0
+	exit $_any_failed
 fi
 clock_mark start
 
@@ -114,4 +115,4 @@ if [ "${p2pperf:-0}" = 1 ]; then
 	fi
 fi
 clock_mark end
-suite_end
+suite_end; exit $_any_failed

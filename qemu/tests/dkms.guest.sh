@@ -6,6 +6,7 @@
 # version, and work: a verdict, an O_DIRECT read by the kernel's nvme
 # driver into p2pmem and a p2pnvme read, both checked from the host.
 . /tests/lib.sh
+expect_suites guest.dkms
 
 IVSHMEM=$(find_pci 1af4 1110)
 NVME=$(find_pci 1b36 0010)
@@ -14,7 +15,7 @@ js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 
 suite_begin dkms
 check "the DKMS-built p2pbar loads" load p2pbar
-check_eq "it is version $(p2pctl --version | cut -d' ' -f2)" \
+check_same "it is version $(p2pctl --version | cut -d' ' -f2)" \
 	"$(cat /sys/module/p2pbar/version 2>/dev/null)" "$(p2pctl --version | cut -d' ' -f2)"
 check "it binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
 v=$(p2pctl --json verdict "$NVME")

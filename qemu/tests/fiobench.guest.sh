@@ -11,6 +11,7 @@
 # CPU per I/O (all CPUs' busy time from /proc/stat over the job, so the
 # completion side is counted wherever it runs).
 . /tests/lib.sh
+expect_suites guest.fiobench
 
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
@@ -113,4 +114,4 @@ for pass in $(seq "$PASSES"); do
 	done
 done
 clock_mark end
-suite_end
+suite_end; exit $_any_failed

@@ -6,6 +6,7 @@
 # nothing is left allocated, the whole BAR can be allocated again, and both
 # drivers still move data, checked from the host.
 . /tests/lib.sh
+expect_suites guest.fuzz_setup guest.fuzz guest.fuzz_after
 
 IVSHMEM=$(find_pci 1af4 1110)
 NVME=$(find_pci 1b36 0010)

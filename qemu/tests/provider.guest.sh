@@ -7,8 +7,18 @@
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
+IVSHMEM2=$(find_pci 1af4 1110 2)
 NVME=$(find_pci 1b36 0010)
 BLK=$(nvme_blk "$NVME")
+
+# the suites: the test's own, p2pbar-test's (provider, provider_removal),
+# the live KUnit suites; provider_two where the profile has a second
+# ivshmem function
+suites="guest.provider_bind guest.provider_live kunit.p2pbar_live guest.provider_dmabuf"
+suites="$suites kunit.p2pbar_dmabuf guest.provider guest.provider_p2pctl guest.provider_removal"
+suites="$suites guest.provider_rebind guest.provider_params guest.provider_region"
+[ -n "$IVSHMEM2" ] && suites="$suites guest.provider_two"
+expect_suites $suites
 
 suite_begin provider_bind
 check "p2pbar loads" load p2pbar
@@ -55,6 +65,7 @@ want_rc=0
 # collected from debugfs). It leaves p2pbar bound, as /dev/p2pbar0.
 suite_begin provider_live
 check "p2pbar_live_kunit runs" load p2pbar_live_kunit "expect=$p2pexpect"
+check "kunit.p2pbar_live: its results in debugfs" kunit_ran p2pbar_live
 check "still bound after the live tests" test -c /dev/p2pbar0
 suite_end
 
@@ -62,11 +73,11 @@ suite_end
 # RDMA core (the debug kernel), the kernel's own ib_umem_dmabuf importer.
 suite_begin provider_dmabuf
 check "p2pbar_dmabuf_kunit runs" load p2pbar_dmabuf_kunit "expect=$p2pexpect"
+check "kunit.p2pbar_dmabuf: its results in debugfs" kunit_ran p2pbar_dmabuf
 check "still bound after the dma-buf tests" test -c /dev/p2pbar0
 suite_end
 
 # A second provider (switch profile): its own instance, its own memory.
-IVSHMEM2=$(find_pci 1af4 1110 2)
 if [ -n "$IVSHMEM2" ]; then
 	suite_begin provider_two
 	check "p2pbar binds to a second device $IVSHMEM2" bind p2pbar "$IVSHMEM2"
@@ -76,7 +87,10 @@ if [ -n "$IVSHMEM2" ]; then
 	*) diag "$v"; fail "the two providers see each other directly" ;; esac
 	held p2pctl --json dma-read "$BLK" 0x500000 65536 --dev /dev/p2pbar1
 	off=$(echo "$held_out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
-	[ "$want_rc" = 0 ] && hostcheck equal 65536 "bar1@${off:-0}" nvme0@0x500000
+	if [ "$want_rc" = 0 ]; then
+		check "dma-read says where in the BAR the bytes went (bar_offset $off)" test -n "$off"
+		hostcheck equal 65536 "bar1@$off" nvme0@0x500000
+	fi
 	released; check_eq "dma-read into the second provider exits $want_rc" "$?" "$want_rc"
 	check_eq "first provider's counters untouched" "$(cat /sys/class/p2pbar/p2pbar0/alloc_count)" 0
 	check "unbind the second" sh -c "echo $IVSHMEM2 > /sys/bus/pci/drivers/p2pbar/unbind"
@@ -85,7 +99,7 @@ if [ -n "$IVSHMEM2" ]; then
 fi
 
 # The char device from userspace.
-P2P_EXPECT=$p2pexpect p2pbar-test /dev/p2pbar0 "$IVSHMEM" "$BLK"
+P2P_EXPECT=$p2pexpect p2pbar-test /dev/p2pbar0 "$IVSHMEM" "$BLK" || _any_failed=1
 
 # p2pctl through the provider's mmap (not the kernel's sysfs allocator)
 suite_begin provider_p2pctl
@@ -93,7 +107,8 @@ held p2pctl --json dma-read "$BLK" 0x300000 131072 --dev /dev/p2pbar0; out=$held
 diag "$out"
 if [ $want_rc = 0 ]; then
 	off=$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\).*/\1/p')
-	hostcheck equal 131072 "bar0@${off:-0}" nvme0@0x300000
+	check "dma-read says where in the BAR the bytes went (bar_offset $off)" test -n "$off"
+	hostcheck equal 131072 "bar0@$off" nvme0@0x300000
 else
 	hostcheck absent 131072 nvme0@0x300000 bar0
 fi
@@ -105,7 +120,7 @@ jsoncheck verdict client,verdict,distance,reason verdict "${NVME#0000:}"
 suite_end
 
 # Removal while memory is in use, then re-bind.
-p2pbar-test --removal /dev/p2pbar0 "$IVSHMEM"
+p2pbar-test --removal /dev/p2pbar0 "$IVSHMEM" || _any_failed=1
 
 suite_begin provider_rebind
 check "re-bind after removal" bind p2pbar "$IVSHMEM"
@@ -118,25 +133,28 @@ check "rmmod p2pbar_dmabuf_kunit" rmmod p2pbar_dmabuf_kunit
 check "rmmod p2pbar" rmmod p2pbar
 suite_end
 
-# Probe parameters that cannot work: refused, nothing left behind.
+# Probe parameters that cannot work: refused (the probe says why in the
+# log), nothing left behind.
 suite_begin provider_params
+refusals() { dmesg | grep -c "p2pbar $IVSHMEM: cannot use bar="; }
 for p in "bar=0" "bar=1" "bar=6" "bar=2 offset=1048576" "bar=2 size=3145728" \
 	 "bar=2 offset=134217728" "bar=2 offset=33554432 size=67108864"; do
-	load p2pbar "$p"
+	check "p2pbar loads with $p" load p2pbar "$p"
+	r0=$(refusals)
 	echo "" > "/sys/bus/pci/devices/$IVSHMEM/driver_override"
 	echo p2pbar > "/sys/bus/pci/devices/$IVSHMEM/driver_override"
 	echo "$IVSHMEM" > /sys/bus/pci/drivers_probe 2>/dev/null
 	if [ -e "/sys/bus/pci/devices/$IVSHMEM/driver" ] || [ -e /dev/p2pbar0 ] ||
-	   [ -e "/sys/bus/pci/devices/$IVSHMEM/p2pmem" ]; then
-		fail "probe with $p is refused and leaves nothing behind"
+	   [ -e "/sys/bus/pci/devices/$IVSHMEM/p2pmem" ] || [ "$(refusals)" -le "$r0" ]; then
+		fail "probe with $p is refused, says why and leaves nothing behind"
 	else
-		pass "probe with $p is refused and leaves nothing behind"
+		pass "probe with $p is refused, says why and leaves nothing behind"
 	fi
 	diag "$(dmesg | grep 'p2pbar.*cannot use' | tail -n 1 | cut -c 16-)"
-	rmmod p2pbar
+	check "rmmod p2pbar (loaded with $p)" rmmod p2pbar
 done
-load p2pbar "bar=2 offset=33554432 size=16777216"
-bind p2pbar "$IVSHMEM"
+check "p2pbar loads with bar=2 offset=32M size=16M" load p2pbar "bar=2 offset=33554432 size=16777216"
+check "p2pbar binds with it" bind p2pbar "$IVSHMEM"
 check_eq "bar=2 offset=32M size=16M gives 16 MiB" "$(cat /sys/class/p2pbar/p2pbar0/size 2>/dev/null)" 16777216
 check_eq "... at offset 32M" "$(cat /sys/class/p2pbar/p2pbar0/offset 2>/dev/null)" 33554432
 echo "$IVSHMEM" > /sys/bus/pci/drivers/p2pbar/unbind

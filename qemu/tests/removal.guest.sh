@@ -7,6 +7,7 @@
 # the slowest unbind stays within 1 s; the log check and kmemleak (debug
 # kernel) look for splats and leaks. Then both drivers still move data.
 . /tests/lib.sh
+expect_suites guest.removal_setup guest.removal_cycles guest.removal_after
 
 IVSHMEM=$(find_pci 1af4 1110)
 NVME=$(find_pci 1b36 0010)

@@ -10,6 +10,8 @@
 # Then the PF formats the namespace to 4 KiB LBAs under the VF's driver:
 # after the VF's next reset p2pnvme refuses it, never serves it as 512.
 . /tests/lib.sh
+expect_suites guest.sriov_setup guest.sriov_virt guest.sriov_bind guest.sriov_io guest.sriov_format \
+	guest.sriov_teardown
 
 IVSHMEM=$(find_pci 1af4 1110)
 PF=$(find_pci 1b36 0010)
@@ -52,7 +54,7 @@ suite_begin sriov_io
 # P2P on the VF: the namespace's bytes land in the BAR, and QEMU's trace
 # shows the controller's DMA at bus addresses inside the BAR
 BUS=$(p2pctl --json info | sed -n 's/.*"bus_addr":\([0-9]*\).*/\1/p')
-hostd check dma-mark >/dev/null
+hostcheck dma-mark
 held p2pctl --json nvme-read $N 2048 262144; out=$held_out
 hostcheck equal 262144 "bar0@$(js bar_offset "$out")" nvme0@$((2048 * 512))
 released

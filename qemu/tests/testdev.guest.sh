@@ -4,6 +4,7 @@
 # it, as the kernel would, but bytes written through p2pmem do not stay and
 # a DMA "into" it cannot be seen: what the suite's byte checks must catch.
 . /tests/lib.sh
+expect_suites guest.testdev
 
 TESTDEV=$(find_pci 1b36 0005)
 NVME=$(find_pci 1b36 0010)

@@ -14,6 +14,7 @@
 #     QEMU was given (the host reads its command line); the links go with an
 #     unbind or the module's removal and come back with the driver.
 . /tests/lib.sh
+expect_suites guest.udev_daemon guest.udev_bind guest.udev_perms guest.udev_rebind
 
 BAR0=$(find_pci 1af4 1110)
 BAR1=$(find_pci 1af4 1110 2)
@@ -162,7 +163,7 @@ for p in "$NV0 $S0" "$NV1 $S1"; do
 	check_eq "by-serial/$2 resolves to $1's node" "$(readlink -f "$l")" "$n"
 	check "$n is a char device" test -c "$n"
 	check_eq "$n's numbers are the ones sysfs gives" "$(devnum "$n")" "$(cat "$c/dev")"
-	check_eq "the link's name is ${n#/dev/}'s serial in sysfs" "$(cat "$c/serial")" "$2"
+	check_same "the link's name is ${n#/dev/}'s serial in sysfs" "$(cat "$c/serial")" "$2"
 	check "udev's database lists the link for $n" sh -c "udevadm info -q symlink $n | grep -qw p2pnvme/by-serial/$2"
 done
 check "udevd reported nothing about the suite's rule files" sh -c '! grep "rules.d/7[01]-p2p" /tmp/udevd.log'

@@ -20,6 +20,7 @@ extern int *ktap_shared;
 
 __attribute__((format(printf, 2, 3))) void tap(int ok, const char *fmt, ...);
 void result(int ok, const char *what, int want, int got);
+/* see ktap.c: a failing case when the host judged nothing; 0 on a verdict */
 __attribute__((format(printf, 1, 2))) int hostcheck(const char *fmt, ...);
 
 #endif /* P2P_TESTS_KTAP_H */

@@ -4,11 +4,16 @@
  * tests that pass, fail, skip, crash, return early, hang and print more
  * cases than they plan, for tools/tests/harness-selftest.sh in make
  * check's build suite (host only, never in the guest). The hanging test must be killed at its 1 s timeout
- * and counted failed; every planned case must be reported.
+ * and counted failed; every planned case must be reported. A failing case
+ * that says "# SKIP" must still count failed, and a host check (ktap.h)
+ * the host never judged must fail: without the host's line (fd 7), or
+ * with a reply that is no verdict.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -84,6 +89,34 @@ TEST(selftest, beyond_its_plan, 1, 5)
 {
 	tap(1, "the planned case");
 	tap(1, "one case too many");
+}
+
+/* a SKIP directive on a failing line would make kunit.py count it skipped */
+TEST(selftest, fails_saying_skip, 2, 5)
+{
+	tap(0, "a failing case # SKIP that must count failed");
+	result(0, "a failing result # SKIP that must count failed", 0, EIO);
+}
+
+/* no host line: the check is a failing case, and it is counted */
+TEST(selftest, hostcheck_without_the_line, 1, 5)
+{
+	close(7);
+	hostcheck("equal 4096 bar0@0 nvme0@0");
+}
+
+/* the host's replies, canned: two verdicts, then one that is none */
+TEST(selftest, hostcheck_replies, 3, 5)
+{
+	static const char replies[] = "ok host sees it\nnot ok host sees no such thing\ngarbage\n";
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || dup2(sv[0], 7) != 7 ||
+	    write(sv[1], replies, strlen(replies)) != (ssize_t)strlen(replies))
+		kt_fail("socketpair");
+	tap(!hostcheck("equal 1 bar0@0 nvme0@0"), "a reply \"ok ...\" is a verdict");
+	tap(!hostcheck("equal 2 bar0@0 nvme0@0"), "a reply \"not ok ...\" is a verdict");
+	hostcheck("equal 3 bar0@0 nvme0@0");
 }
 
 int main(void)
