@@ -67,11 +67,11 @@ need_pkgs() {
 		die "apt-get install ${missing[*]} failed"
 }
 
-# libjson-c-dev: p2pctl's JSON, liburing-dev: the io_uring tools (shared
+# libjson-c-dev: p2pctl's JSON, zlib1g-dev: its /proc/config.gz, liburing-dev: the io_uring tools (shared
 # libraries both); run.sh builds the tools too
 host_build_deps() {
 	need_pkgs build-essential flex bison bc libelf-dev libssl-dev cpio xz-utils kmod \
-		rsync python3 debian-archive-keyring libjson-c-dev liburing-dev
+		rsync python3 debian-archive-keyring libjson-c-dev zlib1g-dev liburing-dev
 }
 # nvme-cli, smartmontools: tools the suite does not own, run against it in
 # the guest (qemu/initramfs.sh copies them in with their libraries); udev:

@@ -100,6 +100,15 @@ jsoncheck list devices list
 jsoncheck check provider,client,verdict,distance,reason,fix,source,kernel check "$IVSHMEM" "$NVME"
 jsoncheck info device,pci,bar,size,bus_addr info
 jsoncheck verdict client,verdict,distance verdict "$NVME"
+jsoncheck doctor p2p,running_kernel,missing,checks doctor
+# p2pctl doctor on this profile: the bench kernel has P2PDMA (its
+# /proc/kallsyms says so; p2pbar is loaded and bound), so the first line says yes
+out=$(p2pctl doctor 2>&1)
+rc=$?
+diag "doctor: $(echo "$out" | head -n 1)"
+check_eq "p2pctl doctor exits 0: this kernel has P2PDMA" "$rc" 0
+check "p2pctl doctor's first line: P2PDMA: yes" has "$(echo "$out" | head -n 1)" '^P2PDMA: yes'
+check "p2pctl doctor: p2pbar loaded" has "$out" '^p2pbar  *ok '
 j=$(p2pctl topo -o json)
 check "p2pctl topo -o json: the NVMe's cell, with the legend" \
 	has "$j" "{\"provider\":\"$IVSHMEM\",\"client\":\"$NVME\",\"verdict\":\"$p2pexpect\",\"distance\":$p2pdistance,\"topology\":\"$lvl\",\"differs\":$([ $star = yes ] && echo true || echo false)"

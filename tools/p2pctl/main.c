@@ -6,6 +6,8 @@
  *   p2pctl topo                               the PCI tree annotated for P2P, verdict matrix
  *   p2pctl check PROVIDER CLIENT              the kernel's P2P verdict for two functions,
  *                                             why, and what to change; nothing bound
+ *   p2pctl doctor                             what this machine can do for P2PDMA, what
+ *                                             is missing, each with its fix
  *   p2pctl info [DEV]                         describe a provider (/dev/p2pbar0)
  *   p2pctl verdict CLIENT [DEV]               can CLIENT (a BDF) DMA to the provider?
  *   p2pctl dma-read BLK OFF LEN (--dev DEV | --sysfs BDF)
@@ -85,6 +87,8 @@ static const struct cmd {
 	  cmd_check, 0, 2, 2 },
 	{ "topo", "", "the PCI tree with ACS, host bridges, p2pmem; a verdict matrix",
 	  cmd_topo, 0, 0, 0 },
+	{ "doctor", "", "what this machine can do for P2PDMA, what is missing, the fixes",
+	  cmd_doctor, 0, 0, 0 },
 	{ "verdict", "CLIENT [DEV]", "topology verdict for CLIENT (PCI address)",
 	  cmd_verdict, 0, 1, 2 },
 	{ "dma-read", "BLK OFF LEN [--dev DEV | --sysfs BDF]",

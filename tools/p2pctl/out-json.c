@@ -138,16 +138,57 @@ static void json_list(struct p2pctl *c, const struct list_dev *d, unsigned int n
 	print(c, o);
 }
 
-static void json_check(struct p2pctl *c, const struct check_report *r)
+/* the running kernel: release, P2PDMA yes/no/unknown, the file that decided (or null) */
+static struct json_object *jkernel(const struct kernel_info *k)
 {
 	struct json_object *o = json_object_new_object();
 
+	jstr(o, "release", k->release);
+	jstr(o, "p2pdma", p2pdma_word(k->p2pdma));
+	json_object_object_add(o, "source", *k->source ? json_object_new_string(k->source) : NULL);
+	jstr(o, "why", k->why);
+	if (k->p2pdma != P2PDMA_YES)
+		jstr(o, "fix", kernel_fix(k));
+	return o;
+}
+
+static void json_check(struct p2pctl *c, const struct check_report *r)
+{
+	struct json_object *o = json_object_new_object(), *t;
+	char why[1200];
+
 	jstr(o, "provider", r->provider);
 	jstr(o, "client", r->client);
-	jstr(o, "verdict", map_name(r->c->map_type));
-	jint(o, "distance", r->c->distance);
-	jstr(o, "reason", r->why);
-	jstr(o, "fix", r->fix);
+	/* the answer: what decides first (no P2PDMA, no memory to lend, unknown, the path) */
+	switch (r->answer) {
+	case ANSWER_NO_P2PDMA:
+		jstr(o, "verdict", "refused");
+		jint(o, "distance", -1);
+		snprintf(why, sizeof(why), "this kernel has no P2PDMA: %s", r->k->why);
+		jstr(o, "reason", why);
+		jstr(o, "fix", kernel_fix(r->k));
+		break;
+	case ANSWER_NO_PROVIDER:
+		jstr(o, "verdict", "refused");
+		jint(o, "distance", -1);
+		jstr(o, "reason", r->pwhy);
+		jstr(o, "fix", r->pfix);
+		break;
+	case ANSWER_UNKNOWN:
+		jstr(o, "verdict", "unknown");
+		jint(o, "distance", -1);
+		snprintf(why, sizeof(why), "nothing tells whether this kernel has P2PDMA: %s",
+			 r->k->why);
+		jstr(o, "reason", why);
+		jstr(o, "fix", kernel_fix(r->k));
+		break;
+	case ANSWER_TOPOLOGY:
+		jstr(o, "verdict", map_name(r->c->map_type));
+		jint(o, "distance", r->c->distance);
+		jstr(o, "reason", r->why);
+		jstr(o, "fix", r->fix);
+		break;
+	}
 	/* the kernel's own answer when a provider is bound, else a prediction */
 	jstr(o, "source", r->kernel ? "kernel" : "predicted");
 	if (r->kernel) {
@@ -158,6 +199,17 @@ static void json_check(struct p2pctl *c, const struct check_report *r)
 		jbool(k, "agrees", r->agrees);
 		json_object_object_add(o, "kernel", k);
 	}
+	/* all told: yes only when the kernel has P2PDMA, PROVIDER memory, and the path allows */
+	jstr(o, "p2p", check_p2p(r));
+	json_object_object_add(o, "running_kernel", jkernel(r->k));
+	jbool(o, "provider_ok", r->provider_ok);
+	/* what the path alone gives, as a kernel with P2PDMA would decide */
+	t = json_object_new_object();
+	jstr(t, "verdict", map_name(r->c->map_type));
+	jint(t, "distance", r->c->distance);
+	jstr(t, "reason", r->why);
+	jstr(t, "fix", r->fix);
+	json_object_object_add(o, "topology", t);
 	print(c, o);
 }
 
@@ -170,15 +222,19 @@ static const char *host_p2p(const struct topo_host *h)
 static void json_topo(struct p2pctl *c, const struct topo_report *r)
 {
 	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	int p2pdma = r->k->p2pdma;
 	const char *parent[64];
 	int i, j;
 
+	json_object_object_add(o, "running_kernel", jkernel(r->k));
 	for (i = 0; i < r->nhosts; i++) {
 		struct json_object *h = json_object_new_object();
 
 		jstr(h, "name", r->hosts[i].name);
 		jstr(h, "dev", r->hosts[i].dev);
-		jstr(h, "p2p", host_p2p(&r->hosts[i]));
+		/* "no" and "unknown" with the kernel's P2PDMA; "rule": the host bridge's own */
+		jstr(h, "p2p", p2pdma == P2PDMA_YES ? host_p2p(&r->hosts[i]) : p2pdma_word(p2pdma));
+		jstr(h, "rule", host_p2p(&r->hosts[i]));
 		if (r->hosts[i].ok == P2PBAR_HOST_ALLOWLIST && r->hosts[i].since)
 			jint(h, "allowlist_since", r->hosts[i].since);
 		json_object_array_add(a, h);
@@ -218,17 +274,149 @@ static void json_topo(struct p2pctl *c, const struct topo_report *r)
 			e = json_object_new_object();
 			jstr(e, "provider", r->prov[i]);
 			jstr(e, "client", r->cli[j]);
-			jstr(e, "verdict", map_name(cell->map_type));
-			jint(e, "distance", cell->distance);
+			/* the running kernel's: without P2PDMA refused, unknown if nothing tells */
+			jstr(e, "verdict", p2pdma == P2PDMA_YES ? map_name(cell->map_type) :
+			     p2pdma == P2PDMA_NO ? "refused" : "unknown");
+			jint(e, "distance", p2pdma == P2PDMA_YES ? cell->distance : -1);
 			/* nvidia-smi topo -m's legend, and whether the kernel agrees */
 			jstr(e, "topology", topo_level_name(cell->level));
-			jbool(e, "differs", cell->why);
-			if (cell->why)
-				jstr(e, "why", cell->why);
+			if (p2pdma == P2PDMA_NO) {
+				jbool(e, "differs", true);
+				jstr(e, "why", "this kernel has no P2PDMA");
+			} else {
+				jbool(e, "differs", p2pdma == P2PDMA_YES && cell->why);
+				if (p2pdma == P2PDMA_YES && cell->why)
+					jstr(e, "why", cell->why);
+			}
+			/* what the path alone gives, as a kernel with P2PDMA would decide */
+			jstr(e, "topology_verdict", map_name(cell->map_type));
+			jint(e, "topology_distance", cell->distance);
 			json_object_array_add(a, e);
 		}
 	}
 	json_object_object_add(o, "verdicts", a);
+	print(c, o);
+}
+
+/* a string, or null when it is "" */
+static void jstr_or_null(struct json_object *o, const char *key, const char *v)
+{
+	json_object_object_add(o, key, *v ? json_object_new_string(v) : NULL);
+}
+
+/* doctor: the answer, each thing looked at, then the facts behind them */
+static void json_doctor(struct p2pctl *c, const struct doctor_report *r)
+{
+	struct json_object *o = json_object_new_object(), *a, *e, *x;
+	char mode[8], buf[256], *tok, *save;
+	int i, l;
+
+	jstr(o, "p2p", p2pdma_word(r->k->p2pdma));
+	json_object_object_add(o, "running_kernel", jkernel(r->k));
+	jint(o, "missing", r->missing);
+	jint(o, "warnings", r->warnings);
+	a = json_object_new_array();
+	for (i = 0; i < r->nitems; i++) {
+		const struct doc_item *it = &r->items[i];
+
+		e = json_object_new_object();
+		jstr(e, "name", it->name);
+		jstr(e, "status", doc_status_name(it->status));
+		jstr(e, "summary", it->nlines ? it->line[0] : "");
+		x = json_object_new_array();
+		for (l = 1; l < it->nlines; l++)
+			json_object_array_add(x, json_object_new_string(it->line[l]));
+		json_object_object_add(e, "details", x);
+		jstr_or_null(e, "fix", it->fix);
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "checks", a);
+
+	a = json_object_new_array();
+	for (i = 0; i < 2; i++) {
+		e = json_object_new_object();
+		jstr(e, "name", r->mods[i].name);
+		jbool(e, "loaded", r->mods[i].loaded);
+		jstr_or_null(e, "version", r->mods[i].version);
+		jbool(e, "installed", r->mods[i].installed);
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "modules", a);
+	e = json_object_new_object();
+	x = json_object_new_array();
+	p2p_copy_str(buf, sizeof(buf), r->dkms_versions);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+		json_object_array_add(x, json_object_new_string(tok));
+	json_object_object_add(e, "versions", x);
+	jbool(e, "built", r->dkms_built);
+	jbool(e, "installed", r->dkms_installed);
+	jbool(e, "make_install", r->make_installed);
+	jbool(e, "headers", r->headers);
+	json_object_object_add(o, "dkms", e);
+	e = json_object_new_object();
+	jstr(e, "mode", r->iommu_mode);
+	jint(e, "groups", r->iommu_groups);
+	json_object_object_add(o, "iommu", e);
+	if (r->acs_known) {
+		a = json_object_new_array();
+		for (i = 0; i < r->nacs; i++)
+			json_object_array_add(a, json_object_new_string(r->acs[i]));
+		json_object_object_add(o, "acs_redirect", a);
+	} else {
+		json_object_object_add(o, "acs_redirect", NULL);	/* unknown: not root */
+	}
+
+	a = json_object_new_array();
+	for (i = 0; i < r->ncands; i++) {
+		const struct doc_candidate *cd = &r->cands[i];
+
+		e = json_object_new_object();
+		jstr(e, "pci", cd->pci);
+		jstr(e, "kind", cd->kind);
+		jint(e, "p2pmem_size", cd->p2pmem);
+		jstr(e, "p2pbar", cd->p2pbar);
+		jstr(e, "provider", cd->provider == PROVIDER_YES ? "yes" :
+		     cd->provider == PROVIDER_NO ? "no" : "unknown");
+		if (cd->provider == PROVIDER_NO)
+			jstr(e, "why", cd->why);
+		/* its largest 64-bit prefetchable BAR, and how far Resizable BAR grows it */
+		json_object_object_add(e, "bar", cd->bar >= 0 ? json_object_new_int(cd->bar) :
+				       NULL);
+		juint(e, "bar_size", cd->bar_size);
+		json_object_object_add(e, "rebar_max", cd->rebar_max ?
+				       json_object_new_uint64(cd->rebar_max) : NULL);
+		jattrs(e, &cd->at);
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "candidates", a);
+	a = json_object_new_array();
+	for (i = 0; i < r->npairs; i++) {
+		const struct doc_pair *p = &r->pairs[i];
+
+		e = json_object_new_object();
+		jstr(e, "nvme", r->cands[p->nvme].pci);
+		jstr(e, "other", r->cands[p->other].pci);
+		jstr(e, "kind", r->cands[p->other].kind);
+		jstr(e, "topology", topo_level_name(p->level));
+		/* the kernel's rules over the path, as with P2PDMA */
+		jstr(e, "topology_verdict", map_name(p->map_type));
+		jint(e, "topology_distance", p->distance);
+		jstr_or_null(e, "common_bridge", p->common);
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "pairs", a);
+	a = json_object_new_array();
+	for (i = 0; i < r->nnodes; i++) {
+		e = json_object_new_object();
+		jstr(e, "path", r->nodes[i].path);
+		snprintf(mode, sizeof(mode), "%04o", r->nodes[i].mode & 07777);
+		jstr(e, "mode", mode);
+		jstr(e, "owner", r->nodes[i].owner);
+		jstr(e, "group", r->nodes[i].group);
+		jbool(e, "usable", r->nodes[i].usable);
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "nodes", a);
 	print(c, o);
 }
 
@@ -480,6 +668,7 @@ const struct p2pctl_out p2pctl_json = {
 	.list = json_list,
 	.check = json_check,
 	.topo = json_topo,
+	.doctor = json_doctor,
 	.verdict = json_verdict,
 	.dma = json_dma,
 	.nvme_info = json_nvme_info,

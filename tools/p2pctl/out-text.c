@@ -71,14 +71,53 @@ static void text_list(struct p2pctl *c __maybe_unused, const struct list_dev *d,
 		printf("no p2pmem provider and no NVMe controller: load p2pbar and bind a device (p2pctl --help)\n");
 }
 
+/* "direct (distance 4)", "refused" */
+static void map_text(const struct check *k, char *buf, size_t len)
+{
+	if (k->distance >= 0)
+		snprintf(buf, len, "%s (distance %d)", map_name(k->map_type), k->distance);
+	else
+		snprintf(buf, len, "%s", map_name(k->map_type));
+}
+
+/*
+ * The answer first, with why and the fix: no P2PDMA in the kernel, no
+ * memory to lend, unknown, or the path's verdict; then what the path
+ * alone gives where something else decided, and the running kernel.
+ */
 static void text_check(struct p2pctl *c __maybe_unused, const struct check_report *r)
 {
-	printf("%s -> %s: %s", r->provider, r->client, map_name(r->c->map_type));
-	if (r->c->distance >= 0)
-		printf(" (distance %d)", r->c->distance);
-	printf("\n  why: %s\n", r->why);
-	if (*r->fix)
-		printf("  fix: %s\n", r->fix);
+	char path[64], kline[700];
+
+	map_text(r->c, path, sizeof(path));
+	switch (r->answer) {
+	case ANSWER_NO_P2PDMA:
+		printf("%s -> %s: no: this kernel has no P2PDMA\n  why: %s (kernel %s)\n  fix: %s\n",
+		       r->provider, r->client, r->k->why, r->k->release, kernel_fix(r->k));
+		if (!r->provider_ok)
+			printf("  also: %s cannot be a provider: %s\n", r->provider, r->pwhy);
+		break;
+	case ANSWER_NO_PROVIDER:
+		printf("%s -> %s: no: %s cannot be a provider\n  why: %s\n  fix: %s\n", r->provider,
+		       r->client, r->provider, r->pwhy, r->pfix);
+		break;
+	case ANSWER_UNKNOWN:
+		printf("%s -> %s: unknown: nothing tells whether this kernel has P2PDMA\n"
+		       "  why: %s (kernel %s)\n  fix: %s\n", r->provider, r->client, r->k->why,
+		       r->k->release, kernel_fix(r->k));
+		break;
+	case ANSWER_TOPOLOGY:
+		printf("%s -> %s: %s\n  why: %s\n", r->provider, r->client, path, r->why);
+		if (*r->fix)
+			printf("  fix: %s\n", r->fix);
+		break;
+	}
+	if (r->answer != ANSWER_TOPOLOGY)
+		printf("  topology: %s: %s\n", path, r->why);
+	if (r->answer != ANSWER_NO_P2PDMA && r->answer != ANSWER_UNKNOWN) {
+		kernel_line(r->k, kline, sizeof(kline));
+		printf("  running %s\n", kline);
+	}
 	if (r->kernel)
 		printf("  kernel (%s): %s, distance %d%s\n", r->kdev, map_name(r->v->map_type),
 		       r->v->distance, r->agrees ? "" : "  <- DISAGREES");
@@ -86,7 +125,7 @@ static void text_check(struct p2pctl *c __maybe_unused, const struct check_repor
 		printf("  predicted: no p2pbar provider is bound to either to ask the kernel\n");
 }
 
-static const char *host_says(const struct topo_host *h)
+static const char *host_rule(const struct topo_host *h)
 {
 	return h->cpu ? "P2P through it (AMD Zen CPU)" :
 	       h->ok == P2PBAR_HOST_ALLOWLIST && h->since > 600 ?
@@ -94,6 +133,18 @@ static const char *host_says(const struct topo_host *h)
 	       h->ok == P2PBAR_HOST_ALLOWLIST ? "P2P through it (in the kernel's allowlist)" :
 	       h->ok == P2PBAR_HOST_NEEDS_SAME ? "P2P through it between its own devices only" :
 	       "no P2P through it (not in the kernel's allowlist)";
+}
+
+/* a host bridge's line: its rule, if the kernel has P2PDMA at all */
+static void host_line(const struct topo_report *r, const struct topo_host *h)
+{
+	printf("%s host bridge%s%s: ", h->name, *h->dev ? " " : "", h->dev);
+	if (r->k->p2pdma == P2PDMA_NO)
+		printf("no P2P through it: this kernel has no P2PDMA\n");
+	else if (r->k->p2pdma == P2PDMA_UNKNOWN)
+		printf("unknown: %s if this kernel has P2PDMA\n", host_rule(h));
+	else
+		printf("%s\n", host_rule(h));
 }
 
 /* " (numa 0, 8.0GT/s x4, iommu 12)" with what is known, or nothing */
@@ -123,12 +174,8 @@ static void text_tree(const struct topo_report *r)
 		const struct topo_fn *f = &r->fns[i];
 		char what[200] = "";
 
-		while (host < f->host) {
-			const struct topo_host *h = &r->hosts[++host];
-
-			printf("%s host bridge%s%s: %s\n", h->name, *h->dev ? " " : "", h->dev,
-			       host_says(h));
-		}
+		while (host < f->host)
+			host_line(r, &r->hosts[++host]);
 		if (f->depth < 64)
 			last[f->depth] = f->last;
 		if (*f->driver)
@@ -146,21 +193,30 @@ static void text_tree(const struct topo_report *r)
 		printf("%s %s %s:%s%s\n", f->last ? "`-" : "+-", f->pci, f->vendor, f->device,
 		       what);
 	}
-	while (host < r->nhosts - 1) {	/* host bridges with nothing below */
-		const struct topo_host *h = &r->hosts[++host];
-
-		printf("%s host bridge%s%s: %s\n", h->name, *h->dev ? " " : "", h->dev,
-		       host_says(h));
-	}
+	while (host < r->nhosts - 1)	/* host bridges with nothing below */
+		host_line(r, &r->hosts[++host]);
 }
 
-/* a cell of the matrix: the legend, the kernel's verdict, * where they differ */
-static void cell_text(const struct topo_cell *cell, char *s, size_t len)
+/*
+ * a cell of the matrix: the legend, the kernel's verdict, * where they
+ * differ; without P2PDMA every pair is refused, and when nothing tells
+ * whether the kernel has it, the verdict is unknown: ?
+ */
+static void cell_text(const struct topo_report *r, const struct topo_cell *cell, char *s,
+		      size_t len)
 {
 	char k[16];
 
 	if (!cell->valid) {
 		snprintf(s, len, "X");
+		return;
+	}
+	if (r->k->p2pdma == P2PDMA_NO) {
+		snprintf(s, len, "%s - *", topo_level_name(cell->level));
+		return;
+	}
+	if (r->k->p2pdma == P2PDMA_UNKNOWN) {
+		snprintf(s, len, "%s ?", topo_level_name(cell->level));
 		return;
 	}
 	if (cell->map_type == P2PBAR_MAP_REFUSED)
@@ -174,10 +230,18 @@ static void cell_text(const struct topo_cell *cell, char *s, size_t len)
 static void text_topo(struct p2pctl *c __maybe_unused, const struct topo_report *r)
 {
 	int i, j, differ = 0;
+	char kline[700];
 
+	kernel_line(r->k, kline, sizeof(kline));
+	printf("%s\n", kline);
+	if (r->k->p2pdma != P2PDMA_YES)
+		printf("  fix: %s\n", kernel_fix(r->k));
 	text_tree(r);
 	if (!r->nprov) {
-		printf("\nno p2pmem provider (bind p2pbar to a device: p2pctl --help)\n");
+		if (r->k->p2pdma == P2PDMA_NO)
+			printf("\nno p2pmem provider: this kernel has no P2PDMA (the fix is above)\n");
+		else
+			printf("\nno p2pmem provider (bind p2pbar to a device: p2pctl --help)\n");
 		return;
 	}
 	printf("\nverdicts (provider in rows; the path as nvidia-smi topo -m names it, then the kernel's):\n%-13s",
@@ -190,7 +254,7 @@ static void text_topo(struct p2pctl *c __maybe_unused, const struct topo_report 
 		for (j = 0; j < r->ncli; j++) {
 			char s[24];
 
-			cell_text(&r->cells[i * r->ncli + j], s, sizeof(s));
+			cell_text(r, &r->cells[i * r->ncli + j], s, sizeof(s));
 			printf(" %-13s", s);
 		}
 		if (r->prov_numa[i] >= 0)
@@ -208,6 +272,15 @@ static void text_topo(struct p2pctl *c __maybe_unused, const struct topo_report 
 	       "  D n  = the kernel's P2PDMA: direct, n its distance; H n: through the host bridge; -: refused\n"
 	       "  *    = the path and the kernel's verdict differ: below a common bridge but not direct,\n"
 	       "         or through host bridges where the kernel refuses P2P\n");
+	if (r->k->p2pdma == P2PDMA_UNKNOWN) {
+		printf("  ?    = unknown: nothing tells whether this kernel has P2PDMA (the first line);\n"
+		       "         p2pctl check shows what the path alone gives\n");
+		return;
+	}
+	if (r->k->p2pdma == P2PDMA_NO) {
+		printf("\nwhere they differ:\n  every pair: this kernel has no P2PDMA (the fix is above)\n");
+		return;
+	}
 	for (i = 0; i < r->nprov; i++) {
 		for (j = 0; j < r->ncli; j++) {
 			const struct topo_cell *cell = &r->cells[i * r->ncli + j];
@@ -219,6 +292,32 @@ static void text_topo(struct p2pctl *c __maybe_unused, const struct topo_report 
 			printf("  %s -> %s: %s, but %s: %s\n", r->prov[i], r->cli[j],
 			       topo_level_name(cell->level), map_name(cell->map_type), cell->why);
 		}
+	}
+}
+
+/* doctor: the answer and the counts, then one line (and details, the fix) a thing */
+static void text_doctor(struct p2pctl *c __maybe_unused, const struct doctor_report *r)
+{
+	int p2pdma = r->k->p2pdma, i, l;
+	char counts[64];
+
+	if (r->missing || r->warnings)
+		snprintf(counts, sizeof(counts), "%d missing, %d warning%s", r->missing,
+			 r->warnings, r->warnings == 1 ? "" : "s");
+	else
+		snprintf(counts, sizeof(counts), "nothing missing");
+	printf("P2PDMA: %s: %s (%s)\n", p2pdma_word(p2pdma),
+	       p2pdma == P2PDMA_YES ? "this kernel has P2PDMA" :
+	       p2pdma == P2PDMA_NO ? "this kernel has no P2PDMA" :
+	       "nothing tells whether this kernel has P2PDMA", counts);
+	for (i = 0; i < r->nitems; i++) {
+		const struct doc_item *it = &r->items[i];
+
+		for (l = 0; l < it->nlines; l++)
+			printf("%-12s %-8s %s\n", l ? "" : it->name,
+			       l ? "" : doc_status_name(it->status), it->line[l]);
+		if (*it->fix)
+			printf("%-21s fix: %s\n", "", it->fix);
 	}
 }
 
@@ -379,6 +478,7 @@ const struct p2pctl_out p2pctl_text = {
 	.list = text_list,
 	.check = text_check,
 	.topo = text_topo,
+	.doctor = text_doctor,
 	.verdict = text_verdict,
 	.dma = text_dma,
 	.nvme_info = text_nvme_info,

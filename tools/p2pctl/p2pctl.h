@@ -126,6 +126,42 @@ bool topo_differs(enum topo_level l, uint32_t map_type);
 const char *map_name(uint32_t m);
 const char *reason_name(uint32_t r);
 
+/* whether @bdf can lend memory as a provider, and if not, why and the fix */
+enum { PROVIDER_NO, PROVIDER_YES, PROVIDER_UNKNOWN };
+int provider_usable(const char *bdf, const struct topo *t, char *why, size_t wl, char *fix,
+		    size_t fl);
+int largest_bar(const char *bdf, unsigned long long *size, unsigned long long *rebar_max);
+const char *size_str(unsigned long long n, char *buf, size_t len);
+
+/* ---- kernel.c: what the running kernel was built with ------------------- */
+
+enum { P2PDMA_UNKNOWN, P2PDMA_NO, P2PDMA_YES };
+
+/**
+ * struct kernel_info - the running kernel, as far as anything tells
+ * @release: uname -r
+ * @p2pdma: P2PDMA_YES, P2PDMA_NO, or P2PDMA_UNKNOWN when nothing tells
+ * @source: the file that decided ("/proc/config.gz"), "" if none did
+ * @why: what it says ("CONFIG_PCI_P2PDMA=y in /proc/config.gz"), or what
+ *       could not be read
+ * @config: the configuration's text when one was read, else NULL
+ */
+struct kernel_info {
+	char release[65];
+	int p2pdma;
+	char source[300];
+	char why[512];
+	char *config;
+};
+
+void kernel_read(struct kernel_info *k);
+void kernel_done(struct kernel_info *k);
+void kernel_answered(struct kernel_info *k, const char *source, const char *why);
+int kernel_option(const struct kernel_info *k, const char *opt);
+const char *p2pdma_word(int p2pdma);
+void kernel_line(const struct kernel_info *k, char *buf, size_t len);
+const char *kernel_fix(const struct kernel_info *k);
+
 /* ---- buffer.c: the memory of a transfer, and its checksums -------------- */
 
 struct p2pbuf {
@@ -154,16 +190,30 @@ struct list_dev {
 	struct pci_attrs at;
 };
 
-/* check */
+/* check: the answer, from what decides first */
+enum check_answer {
+	ANSWER_TOPOLOGY,		/* the kernel has P2PDMA: the path's verdict */
+	ANSWER_NO_P2PDMA,		/* the kernel has none: no */
+	ANSWER_NO_PROVIDER,		/* PROVIDER has no memory to lend: no */
+	ANSWER_UNKNOWN,			/* nothing tells whether the kernel has P2PDMA */
+};
+
 struct check_report {
 	const char *provider, *client;
 	const struct check *c;
-	const char *why, *fix;
+	const char *why, *fix;		/* the topology's */
 	bool kernel;			/* a bound provider answered too */
 	const char *kdev;
 	const struct p2pbar_verdict *v;	/* its answer */
 	bool agrees;
+	enum check_answer answer;
+	const struct kernel_info *k;	/* the running kernel */
+	bool provider_ok;		/* PROVIDER can lend memory (or cannot tell) */
+	const char *pwhy, *pfix;	/* if not: why, and the fix */
 };
+
+/* "yes", "no" or "unknown": P2P between the two, all told */
+const char *check_p2p(const struct check_report *r);
 
 /* topo: a host bridge, a function of the tree, a cell of the matrix */
 struct topo_host {
@@ -187,7 +237,7 @@ struct topo_fn {
 
 struct topo_cell {
 	bool valid;			/* not itself, both paths read */
-	uint32_t map_type;		/* the kernel's rules */
+	uint32_t map_type;		/* the kernel's rules over the path */
 	int distance;
 	enum topo_level level;		/* nvidia-smi's legend */
 	const char *why;		/* where the two differ: the kernel's reason */
@@ -202,6 +252,7 @@ struct topo_report {
 	int *prov_numa;
 	int nprov, ncli;
 	struct topo_cell *cells;	/* [nprov][ncli] */
+	const struct kernel_info *k;	/* the running kernel: with P2PDMA, the cells hold */
 };
 
 /* dma-read, dma-write */
@@ -282,6 +333,81 @@ struct nvme_stats {
 	bool have_lat[2][STATS_PATHS];
 };
 
+/* doctor: what this machine can do for P2PDMA, what is missing, the fixes */
+enum doc_status { DOC_OK, DOC_INFO, DOC_WARN, DOC_MISSING, DOC_UNKNOWN };
+
+#define DOC_LINES	16
+#define DOC_ITEMS	12
+#define DOC_CANDS	64
+#define DOC_PAIRS	128
+#define DOC_NODES	32
+
+/* one thing looked at: how it stands, what was found (a line, then details), the fix */
+struct doc_item {
+	const char *name;
+	enum doc_status status;
+	char line[DOC_LINES][400];
+	int nlines;
+	char fix[800];
+};
+
+struct doc_module {
+	const char *name;
+	bool loaded, installed;
+	char version[64];		/* as loaded, or "" */
+};
+
+/* a candidate: an NVMe controller, a function with p2pmem, a GPU, accelerator, memory */
+struct doc_candidate {
+	char pci[16];
+	const char *kind;		/* nvme, provider, gpu, accel, memory, other */
+	long long p2pmem;		/* bytes, 0 if none */
+	char p2pbar[64];		/* its p2pbar instance, or "" */
+	int provider;			/* PROVIDER_*: could lend memory */
+	char why[1024];			/* if not, why */
+	int bar;			/* its largest 64-bit prefetchable BAR, or -1 */
+	unsigned long long bar_size, rebar_max;
+	struct pci_attrs at;
+};
+
+/* an NVMe controller and another candidate: the path, the kernel's rules over it */
+struct doc_pair {
+	int nvme, other;		/* candidates */
+	enum topo_level level;
+	uint32_t map_type;
+	int distance;
+	char common[16];		/* the common upstream bridge, or "" */
+};
+
+struct doc_node {
+	char path[64];
+	unsigned int mode;
+	char owner[32], group[32];
+	bool usable;			/* by whoever runs p2pctl: read and write */
+};
+
+struct doctor_report {
+	const struct kernel_info *k;
+	struct doc_item items[DOC_ITEMS];
+	int nitems, missing, warnings;
+	struct doc_module mods[2];
+	char dkms_versions[256];	/* registered with DKMS, or "" */
+	bool dkms_built, dkms_installed, make_installed, headers;
+	char iommu_mode[16];		/* off, passthrough, strict, lazy, mixed */
+	int iommu_groups;
+	bool acs_known;			/* root: the ports' ACS control could be read */
+	char acs[DOC_CANDS][16];	/* ports that redirect P2P between candidates */
+	int nacs;
+	struct doc_candidate cands[DOC_CANDS];
+	int ncands;
+	struct doc_pair pairs[DOC_PAIRS];
+	int npairs;
+	struct doc_node nodes[DOC_NODES];
+	int nnodes;
+};
+
+const char *doc_status_name(enum doc_status s);
+
 /**
  * struct p2pctl_out - an output backend
  *
@@ -298,6 +424,7 @@ struct p2pctl_out {
 	void (*list)(struct p2pctl *c, const struct list_dev *d, unsigned int n);
 	void (*check)(struct p2pctl *c, const struct check_report *r);
 	void (*topo)(struct p2pctl *c, const struct topo_report *r);
+	void (*doctor)(struct p2pctl *c, const struct doctor_report *r);
 	void (*verdict)(struct p2pctl *c, const char *client, const char *path,
 			const struct p2pbar_verdict *v);
 	void (*dma)(struct p2pctl *c, const struct dma_report *r);
@@ -324,6 +451,7 @@ extern const struct p2pctl_out p2pctl_text, p2pctl_json;
 int cmd_list(struct p2pctl *c, int argc, char **argv);
 int cmd_topo(struct p2pctl *c, int argc, char **argv);
 int cmd_check(struct p2pctl *c, int argc, char **argv);
+int cmd_doctor(struct p2pctl *c, int argc, char **argv);
 int cmd_info(struct p2pctl *c, int argc, char **argv);
 int cmd_verdict(struct p2pctl *c, int argc, char **argv);
 int cmd_dma_read(struct p2pctl *c, int argc, char **argv);

@@ -276,6 +276,169 @@ void check_explain(const struct check *c, const char *a, const char *b, char *wh
 			 "in this kernel's allowlist");
 }
 
+/* sysfs resource flags (include/linux/ioport.h) */
+#define IORES_IO	0x00000100
+#define IORES_MEM	0x00000200
+#define IORES_PREFETCH	0x00002000
+#define IORES_MEM_64	0x00100000
+#define IORES_DISABLED	0x10000000
+#define IORES_UNSET	0x20000000
+/* ZONE_DEVICE's sections (memremap_compat_align() on x86_64): p2pbar's least */
+#define P2PBAR_MIN	(2ULL << 20)
+
+/* "512 KiB", "64 MiB": in the largest unit that divides it */
+const char *size_str(unsigned long long n, char *buf, size_t len)
+{
+	static const char * const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	unsigned int u = 0;
+
+	while (n >= 1024 && !(n & 1023) && u < ARRAY_SIZE(unit) - 1) {
+		n >>= 10;
+		u++;
+	}
+	snprintf(buf, len, "%llu %s", n, unit[u]);
+	return buf;
+}
+
+/*
+ * Can @bdf (its path @t, or NULL) lend memory as a provider: PROVIDER_YES
+ * when it has p2pmem already or a BAR p2pbar takes (a 64-bit prefetchable
+ * memory BAR of 2 MiB or more: p2pbar_pick_region()), PROVIDER_NO with
+ * @why and @fix for a host bridge, a bridge or a function without such a
+ * BAR, PROVIDER_UNKNOWN when sysfs does not list its BARs.
+ */
+int provider_usable(const char *bdf, const struct topo *t, char *why, size_t wl, char *fix,
+		    size_t fl)
+{
+	char dir[300], v[64], line[160], bars[512] = "", path[400], sz[32];
+	unsigned long cls;
+	int i, grow = -1;
+	FILE *f;
+
+	why[0] = 0;
+	snprintf(fix, fl, "name as PROVIDER a function with p2pmem or with a 64-bit prefetchable memory BAR of 2 MiB or more (p2pctl doctor lists them)");
+	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", bdf);
+	cls = strtoul(p2p_sysfs_line(dir, "class", v, sizeof(v)), NULL, 16) >> 8;
+	if (cls == 0x0600) {
+		snprintf(why, wl, "%s is %s (PCI class 0600): it routes traffic and has no memory to lend",
+			 bdf, t && !strcmp(t->host_dev, bdf) ? "the host bridge itself" :
+			 "a host bridge function");
+		return PROVIDER_NO;
+	}
+	if (cls == 0x0604 || cls == 0x0609) {
+		snprintf(why, wl, "%s is a PCI bridge (class %04lx): it forwards traffic and has no memory to lend",
+			 bdf, cls);
+		return PROVIDER_NO;
+	}
+	if (strtoll(p2p_sysfs_line(dir, "p2pmem/size", v, sizeof(v)), NULL, 0) > 0)
+		return PROVIDER_YES;	/* the kernel has p2pmem of it already */
+	snprintf(path, sizeof(path), "%s/resource", dir);
+	f = fopen(path, "re");
+	if (!f) {
+		fix[0] = 0;
+		return PROVIDER_UNKNOWN;
+	}
+	/* "start end flags" in hex, BARs 0-5 first; the upper half of a 64-bit BAR is 0 */
+	for (i = 0; i < 6 && fgets(line, sizeof(line), f); i++) {
+		unsigned long long start, end, flags, len;
+		char what[96] = "";
+
+		if (sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3 || !flags ||
+		    end <= start)
+			continue;
+		len = end - start + 1;
+		if (flags & IORES_IO) {
+			snprintf(bars + strlen(bars), sizeof(bars) - strlen(bars), "%sBAR %d: I/O ports",
+				 *bars ? "; " : "", i);
+			continue;
+		}
+		if (!(flags & IORES_MEM))
+			continue;
+		/* p2pbar's test, in its words (BARs are aligned to their size) */
+		if (flags & (IORES_UNSET | IORES_DISABLED))
+			snprintf(what, sizeof(what), "no address assigned");
+		if (len < P2PBAR_MIN)
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), "%stoo small",
+				 *what ? ", " : "");
+		if (!(flags & IORES_PREFETCH))
+			snprintf(what + strlen(what), sizeof(what) - strlen(what),
+				 "%snot prefetchable", *what ? ", " : "");
+		if (!(flags & IORES_MEM_64))
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s32-bit",
+				 *what ? ", " : "");
+		if (!*what) {
+			fclose(f);
+			fix[0] = 0;
+			return PROVIDER_YES;
+		}
+		if (len < P2PBAR_MIN && (flags & IORES_PREFETCH) && (flags & IORES_MEM_64))
+			grow = i;
+		snprintf(bars + strlen(bars), sizeof(bars) - strlen(bars), "%sBAR %d (%s): %s",
+			 *bars ? "; " : "", i, size_str(len, sz, sizeof(sz)), what);
+	}
+	fclose(f);
+	snprintf(why, wl, "%s has no BAR p2pbar can use: %s; p2pbar needs a 64-bit prefetchable memory BAR of 2 MiB or more",
+		 bdf, *bars ? bars : "it has none");
+	if (grow >= 0) {
+		/* Resizable BAR: bit n of the sizes it offers is 2^n MiB */
+		unsigned long long sizes;
+		int n;
+
+		snprintf(path, sizeof(path), "resource%d_resize", grow);
+		sizes = strtoull(p2p_sysfs_line(dir, path, v, sizeof(v)), NULL, 16);
+		for (n = 40; n >= 0 && !(sizes >> n & 1); n--)
+			;
+		if (n >= 1)
+			snprintf(fix + strlen(fix), fl - strlen(fix),
+				 "; or grow BAR %d with Resizable BAR while no driver has it: echo %d > %s/%s (%s, the largest it offers)",
+				 grow, n, dir, path, size_str(1ULL << (20 + n), sz, sizeof(sz)));
+		else
+			snprintf(fix + strlen(fix), fl - strlen(fix),
+				 "; or grow BAR %d with Resizable BAR in the firmware setup, if the device has it",
+				 grow);
+	}
+	return PROVIDER_NO;
+}
+
+/*
+ * @bdf's largest 64-bit prefetchable memory BAR: its index, or -1; its
+ * size into *@size, and with Resizable BAR the largest size the device
+ * offers for it into *@rebar_max (else 0)
+ */
+int largest_bar(const char *bdf, unsigned long long *size, unsigned long long *rebar_max)
+{
+	const unsigned long long want = IORES_MEM | IORES_MEM_64 | IORES_PREFETCH;
+	char path[300], line[160], v[64];
+	unsigned long long sizes;
+	int i, bar = -1, n;
+	FILE *f;
+
+	*size = *rebar_max = 0;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", bdf);
+	f = fopen(path, "re");
+	for (i = 0; f && i < 6 && fgets(line, sizeof(line), f); i++) {
+		unsigned long long start, end, flags;
+
+		if (sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3 || end <= start ||
+		    (flags & want) != want || end - start + 1 <= *size)
+			continue;
+		bar = i;
+		*size = end - start + 1;
+	}
+	if (f)
+		fclose(f);
+	if (bar < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", bdf);
+	snprintf(line, sizeof(line), "resource%d_resize", bar);
+	sizes = strtoull(p2p_sysfs_line(path, line, v, sizeof(v)), NULL, 16);
+	for (n = 40; n >= 0 && !(sizes >> n & 1); n--)
+		;
+	if (n >= 0)
+		*rebar_max = 1ULL << (20 + n);
+	return bar;
+}
+
 const char *map_name(uint32_t m)
 {
 	return m == P2PBAR_MAP_DIRECT ? "direct" :

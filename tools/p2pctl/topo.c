@@ -121,17 +121,35 @@ static const char *provider_dev(const char *bdf, char *buf, size_t len)
 	return buf;
 }
 
-/* p2pctl check PROVIDER CLIENT */
+/* "yes", "no" or "unknown": P2P between the two, all told */
+const char *check_p2p(const struct check_report *r)
+{
+	switch (r->answer) {
+	case ANSWER_TOPOLOGY:
+		return r->c->map_type == P2PBAR_MAP_REFUSED ? "no" : "yes";
+	case ANSWER_UNKNOWN:
+		return "unknown";
+	default:
+		return "no";
+	}
+}
+
+/*
+ * p2pctl check PROVIDER CLIENT: the kernel's verdict for the path, from
+ * sysfs and config space with its rules; but first whether the running
+ * kernel has P2PDMA at all, and whether PROVIDER has memory to lend.
+ */
 int cmd_check(struct p2pctl *c, int argc __maybe_unused, char **argv)
 {
 	static const char * const names[] = { "PROVIDER", "CLIENT" };
-	char pci[2][P2P_BDF_LEN], why[512], fix[512], dev[96];
+	char pci[2][P2P_BDF_LEN], why[512], fix[512], dev[96], pwhy[1024], pfix[640];
 	struct check_report r = { .provider = pci[0], .client = pci[1], .agrees = true };
 	struct p2pbar_verdict v;
+	struct kernel_info ki;
 	struct topo t[2];
 	struct check k;
 	const char *kdev, *other;
-	int ret, i;
+	int ret, i, prov;
 
 	for (i = 0; i < 2; i++) {
 		ret = pci_arg("check", names[i], argv[i], pci[i], sizeof(pci[i]));
@@ -152,6 +170,8 @@ int cmd_check(struct p2pctl *c, int argc __maybe_unused, char **argv)
 		return fail(c, EACCES, "check reads the ACS capabilities in config space: run it as root");
 	check_compute(&t[0], &t[1], &k);
 	check_explain(&k, pci[0], pci[1], why, sizeof(why), fix, sizeof(fix));
+	kernel_read(&ki);
+	prov = provider_usable(pci[0], &t[0], pwhy, sizeof(pwhy), pfix, sizeof(pfix));
 
 	/* with a provider bound, the kernel's own verdict must be the same */
 	kdev = provider_dev(pci[0], dev, sizeof(dev));
@@ -186,12 +206,33 @@ int cmd_check(struct p2pctl *c, int argc __maybe_unused, char **argv)
 		if (fd >= 0)
 			close(fd);
 	}
+	/* p2pbar answered: its kernel has P2PDMA, whatever the files say */
+	if (r.kernel && ki.p2pdma != P2PDMA_YES) {
+		char said[160];
+
+		snprintf(said, sizeof(said), "p2pbar answered through %s", kdev);
+		kernel_answered(&ki, kdev, said);
+	}
 	r.c = &k;
 	r.why = why;
 	r.fix = fix;
 	r.kdev = kdev;
 	r.v = &v;
+	r.k = &ki;
+	r.provider_ok = prov != PROVIDER_NO;
+	r.pwhy = pwhy;
+	r.pfix = pfix;
+	/* what decides first: no P2PDMA, no memory to lend, then the path */
+	if (ki.p2pdma == P2PDMA_NO)
+		r.answer = ANSWER_NO_P2PDMA;
+	else if (prov == PROVIDER_NO)
+		r.answer = ANSWER_NO_PROVIDER;
+	else if (ki.p2pdma == P2PDMA_UNKNOWN && k.map_type != P2PBAR_MAP_REFUSED)
+		r.answer = ANSWER_UNKNOWN;	/* a refusal stands either way */
+	else
+		r.answer = ANSWER_TOPOLOGY;
 	c->out->check(c, &r);
+	kernel_done(&ki);
 	if (!r.agrees)
 		return fail(c, EPROTO, "p2pctl's verdict and the kernel's disagree: please report it");
 	return 0;
@@ -347,12 +388,13 @@ static void topo_matrix(struct topo_report *r, char (*why)[512], int nwhy)
 }
 
 /*
- * p2pctl topo: the PCI tree as lspci -tv draws it, with what matters for
- * P2P: ACS redirect on ports, p2pmem, drivers, each host bridge and
- * whether this kernel allows P2P through it, each function's NUMA node,
- * link and IOMMU group; then the verdict of every provider for every NVMe
- * controller and provider (the same computation as check) beside
- * nvidia-smi topo -m's legend for the path, and where the two differ, why.
+ * p2pctl topo: the running kernel (has it P2PDMA?), then the PCI tree as
+ * lspci -tv draws it, with what matters for P2P: ACS redirect on ports,
+ * p2pmem, drivers, each host bridge and whether this kernel allows P2P
+ * through it, each function's NUMA node, link and IOMMU group; then the
+ * verdict of every provider for every NVMe controller and provider (the
+ * same computation as check; without P2PDMA, refused) beside nvidia-smi
+ * topo -m's legend for the path, and where the two differ, why.
  */
 int cmd_topo(struct p2pctl *c, int argc __maybe_unused,
 	     char **argv __maybe_unused)
@@ -364,6 +406,7 @@ int cmd_topo(struct p2pctl *c, int argc __maybe_unused,
 	static int prov_numa[64];
 	struct topo_report r = { .hosts = hosts, .fns = fns, .prov = prov, .cli = cli,
 				 .prov_numa = prov_numa, .cells = cells };
+	struct kernel_info ki;
 	int ret;
 
 	if (geteuid())
@@ -372,6 +415,9 @@ int cmd_topo(struct p2pctl *c, int argc __maybe_unused,
 	if (ret)
 		return fail(c, -ret, "no PCI host bridge in /sys/devices");
 	topo_matrix(&r, why, 64);
+	kernel_read(&ki);
+	r.k = &ki;
 	c->out->topo(c, &r);
+	kernel_done(&ki);
 	return 0;
 }

@@ -31,6 +31,8 @@ expect 2 "unknown command 'bogus'" bogus --help
 expect 2 'usage: verdict CLIENT' verdict
 expect 2 'usage: list' list extra
 expect 2 'usage: topo' topo extra
+expect 2 'usage: doctor' doctor extra
+expect 2 'doctor does not take --dev' doctor --dev /dev/p2pbar0
 expect 2 'usage: check PROVIDER CLIENT' check 0000:00:00.0
 expect 19 'check: PROVIDER: no such PCI function 0000:ff:1f.7' check 0000:ff:1f.7 0000:ff:1f.6
 expect 19 'check: PROVIDER: no such PCI function 0000:ff:1f.7' check ff:1f.7 ff:1f.6
@@ -127,9 +129,9 @@ done
 
 # -o json: standard output is one JSON object for every command, an error
 # included (parsed by python's json; topo and check need root, else their
-# error is the object)
+# error is the object; doctor's is one whatever its answer and exit status)
 D=/nonexistent/x
-for a in "list" "topo" "check 00:00.0 00:00.0" "info $D" "verdict 00:00.0 $D" \
+for a in "list" "topo" "doctor" "check 00:00.0 00:00.0" "info $D" "verdict 00:00.0 $D" \
 	 "dma-read $D 0 4k --dev $D" "dma-write $D 0 4k 1 --dev $D" "nvme-info $D" \
 	 "nvme-stats $D" "nvme-id-ctrl $D" "nvme-smart $D" "nvme-error-log $D" \
 	 "nvme-read $D 0 4k --host" "nvme-write $D 0 4k 1 --host" "nvme-zeroes $D 0 4k" \
