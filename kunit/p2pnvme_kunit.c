@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit tests of the NVMe client without a device: request validation, and
- * the PRP and SGL builders against hand-made DMA scatterlists.
+ * KUnit tests of the NVMe client without a device: request validation, the
+ * kernel's NVMe passthrough taken as nvme-pci takes it, a registered
+ * buffer's placement checked when a request arms it, and the PRP and SGL
+ * builders against hand-made DMA scatterlists.
  */
 #include <kunit/test.h>
 #include <linux/module.h>
+#include <linux/nvme_ioctl.h>
+#include <linux/sizes.h>
 #include <linux/string.h>
 #include <p2p_compat.h>
 
 #include "../drivers/p2pnvme/p2pnvme.h"
+#include "../drivers/p2pnvme/io.h"
+#include "../drivers/p2pnvme/reg.h"
 
 #define R P2PNVME_OP_READ
 #define W P2PNVME_OP_WRITE
@@ -205,6 +211,7 @@ struct fmt_case {
 	u16 ms;			/* ... and ms; every other format 512 + 8 */
 	int ret;
 	u32 shift;
+	u32 max_xfer;		/* the controller's, 0: the driver's 512 KiB */
 };
 
 static const struct fmt_case fmt_cases[] = {
@@ -222,6 +229,16 @@ static const struct fmt_case fmt_cases[] = {
 	{ "metadata, extended LBAs", 0x10, 0, 0, 9, 8, -EOPNOTSUPP },
 	{ "LBA size 256", 0x00, 0, 0, 8, 0, -EOPNOTSUPP },
 	{ "LBA size above a page", 0x00, 0, 0, PAGE_SHIFT + 1, 0, -EOPNOTSUPP },
+	/*
+	 * An LBA larger than one command moves (16 KiB pages, MDTS 1: 8 KiB)
+	 * would make every command's NLB underflow; one LBA per command works
+	 */
+	{ "LBA larger than the max transfer", 0x00, 0, 0, 12, 0, -EOPNOTSUPP, .max_xfer = SZ_2K },
+	{ "LBA as large as the max transfer", 0x00, 0, 0, 12, 0, 0, 12, .max_xfer = SZ_4K },
+	{ "512-byte LBA, max transfer 8 KiB", 0x00, 0, 0, 9, 0, 0, 9, .max_xfer = SZ_8K },
+#if PAGE_SHIFT >= 14
+	{ "16 KiB LBA, MDTS 1 (8 KiB)", 0x00, 0, 0, 14, 0, -EOPNOTSUPP, .max_xfer = SZ_8K },
+#endif
 };
 
 static void fmt_case_desc(const struct fmt_case *c, char *desc)
@@ -248,9 +265,111 @@ static void ns_format_table(struct kunit *test)
 	ns->nlbaf = c->nlbaf;
 	ns->lbaf[c->idx].ds = c->ds;
 	ns->lbaf[c->idx].ms = cpu_to_le16(c->ms);
-	KUNIT_EXPECT_EQ(test, p2pnvme_ns_format(ns, &shift), c->ret);
+	KUNIT_EXPECT_EQ(test, p2pnvme_ns_format(ns, c->max_xfer ?: SZ_512K, &shift), c->ret);
 	if (!c->ret)
 		KUNIT_EXPECT_EQ(test, shift, c->shift);
+}
+
+/* ---- the kernel's NVMe I/O passthrough, as nvme-pci takes it ------------ */
+
+/*
+ * NVME_IOCTL_IO_CMD and NVME_URING_CMD_IO: a buffer larger than the NLB's
+ * bytes is taken (nvme read -z 8192 for one 4 KiB LBA, on nvme-pci), only
+ * the NLB's bytes move; a smaller one stays refused.
+ */
+static void std_io_data_len(struct kunit *test)
+{
+	struct p2pnvme *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+	struct nvme_uring_cmd nc = { .opcode = nvme_cmd_read, .nsid = 1, .addr = BUF,
+				     .cdw10 = 8, .cdw12 = 0 };
+	struct p2pnvme_io io;
+
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	c->nsid = 1;
+	c->lba_shift = 12;
+	nc.data_len = SZ_4K;
+	KUNIT_EXPECT_EQ(test, p2pnvme_io_from_nvme(c, &nc, false, &io), 0);
+	KUNIT_EXPECT_EQ(test, io.len, SZ_4K);
+	nc.data_len = SZ_8K;
+	KUNIT_EXPECT_EQ(test, p2pnvme_io_from_nvme(c, &nc, false, &io), 0);
+	KUNIT_EXPECT_EQ(test, io.len, SZ_4K);
+	KUNIT_EXPECT_EQ(test, io.addr, BUF);
+	KUNIT_EXPECT_EQ(test, io.slba, 8);
+	KUNIT_EXPECT_EQ(test, p2pnvme_check_io(&io, c->lba_shift, 1000), 0);
+	nc.opcode = nvme_cmd_write;
+	nc.data_len = SZ_64K;
+	KUNIT_EXPECT_EQ(test, p2pnvme_io_from_nvme(c, &nc, false, &io), 0);
+	KUNIT_EXPECT_EQ(test, io.len, SZ_4K);
+	/* less than the NLB's bytes: the controller would run past the buffer */
+	nc.data_len = SZ_4K - 4;
+	KUNIT_EXPECT_EQ(test, p2pnvme_io_from_nvme(c, &nc, false, &io), -EINVAL);
+	nc.data_len = 0;
+	KUNIT_EXPECT_EQ(test, p2pnvme_io_from_nvme(c, &nc, false, &io), -EINVAL);
+}
+
+/* ---- a registered buffer's placement, at arming ----------------------- */
+
+/*
+ * A registered dma-buf, as reg_remap() leaves it after an eviction that a
+ * request's lookup did not see: mapped again, in host memory.
+ */
+static struct p2pnvme_req *armed_req(struct kunit *test, bool require, bool buf_require,
+				     bool host)
+{
+	struct p2pnvme_reg *b = kunit_kzalloc(test, sizeof(*b), GFP_KERNEL);
+	struct p2pnvme_io *io = kunit_kzalloc(test, sizeof(*io), GFP_KERNEL);
+	struct p2pnvme_req *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+
+	KUNIT_ASSERT_TRUE(test, b && io && r);
+	kref_init(&b->kref);
+	init_waitqueue_head(&b->wq);
+	b->kind = P2PNVME_REG_DMABUF;
+	b->len = SZ_64K;
+	b->require_p2p = buf_require;
+	b->host = host;
+	strscpy(b->owner, host ? "" : "0000:05:00.0", sizeof(b->owner));
+	*io = (struct p2pnvme_io){ .op = R, .len = SZ_4K, .flags = P2PNVME_IO_F_REGISTERED |
+				   (require ? P2PNVME_IO_F_REQUIRE_P2P : 0) };
+	r->io = io;
+	r->reg = b;
+	r->dir = DMA_FROM_DEVICE;
+	return r;
+}
+
+/*
+ * P2P required (by the transfer or the buffer): the lookup saw the buffer
+ * in a BAR, and between the lookup and the arming the exporter evicted it
+ * and another transfer's lookup mapped it again in host memory. Nothing
+ * may be sent: -EREMOTEIO at arming, nothing left busy. Without the
+ * requirement the same buffer arms (path dmabuf-host).
+ */
+static void reg_arm_placement(struct kunit *test)
+{
+	struct p2pnvme_req *r;
+
+	r = armed_req(test, true, false, true);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), -EREMOTEIO);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 0);
+	KUNIT_EXPECT_FALSE(test, r->reg_busy);
+
+	r = armed_req(test, false, true, true);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), -EREMOTEIO);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 0);
+
+	r = armed_req(test, false, false, true);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 1);
+	KUNIT_EXPECT_TRUE(test, r->reg_busy);
+
+	r = armed_req(test, true, true, false);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), 0);
+	KUNIT_EXPECT_STREQ(test, r->dmabuf_owner, "0000:05:00.0");
+
+	/* moved and not mapped again yet: looked up again (-ESTALE), as before */
+	r = armed_req(test, true, false, false);
+	r->reg->stale = true;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), -ESTALE);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 0);
 }
 
 #define LIST_DMA	0xabc000ULL
@@ -453,6 +572,8 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE(needs_list_exact),
 	KUNIT_CASE_PARAM(admin_table, admin_gen_params),
 	KUNIT_CASE_PARAM(ns_format_table, fmt_gen_params),
+	KUNIT_CASE(std_io_data_len),
+	KUNIT_CASE(reg_arm_placement),
 	{}
 };
 

@@ -146,6 +146,7 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_admin_xfer_len);
 /**
  * p2pnvme_ns_format - the LBA format of an Identify Namespace answer
  * @ns: the Identify Namespace data
+ * @max_xfer: bytes one command moves at most (MDTS, capped by the driver)
  * @lba_shift: out: log2 of the LBA size
  *
  * The format index has its upper bits in FLBAS 6:5 (NVMe 2.0, more than 16
@@ -153,12 +154,14 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_admin_xfer_len);
  * Metadata is refused, as nvme core gives such a namespace capacity 0
  * unless it can handle it: separate metadata would be written to MPTR (bus
  * address 0 here), and with extended LBAs a transfer is nlb * (ds + ms)
- * bytes, more than the buffer the driver describes.
+ * bytes, more than the buffer the driver describes. An LBA larger than
+ * one command moves (16 KiB pages, MDTS 1) is refused as well: every
+ * command carries whole LBAs, at least one.
  *
  * Return: 0, -EINVAL for an index past NLBAF, -EOPNOTSUPP for metadata or
- * an LBA size outside 512 bytes .. PAGE_SIZE.
+ * an LBA size outside 512 bytes .. PAGE_SIZE or larger than @max_xfer.
  */
-int p2pnvme_ns_format(const struct nvme_id_ns *ns, u32 *lba_shift)
+int p2pnvme_ns_format(const struct nvme_id_ns *ns, u32 max_xfer, u32 *lba_shift)
 {
 	u8 idx = nvme_lbaf_index(ns->flbas);
 
@@ -167,6 +170,8 @@ int p2pnvme_ns_format(const struct nvme_id_ns *ns, u32 *lba_shift)
 	if (ns->lbaf[idx].ms)
 		return -EOPNOTSUPP;
 	if (ns->lbaf[idx].ds < 9 || ns->lbaf[idx].ds > PAGE_SHIFT)
+		return -EOPNOTSUPP;
+	if (1U << ns->lbaf[idx].ds > max_xfer)
 		return -EOPNOTSUPP;
 	*lba_shift = ns->lbaf[idx].ds;
 	return 0;
@@ -199,6 +204,9 @@ static void ns_format_refused(struct p2pnvme *c, const struct nvme_id_ns *ns, in
 		pci_err(c->pdev, "namespace %u has %u bytes of metadata per LBA (%s): not supported, format it without metadata\n",
 			c->nsid, le16_to_cpu(ns->lbaf[idx].ms),
 			ns->flbas & NVME_NS_FLBAS_META_EXT ? "extended LBAs" : "separate buffer");
+	else if (ns->lbaf[idx].ds >= 9 && ns->lbaf[idx].ds <= PAGE_SHIFT)
+		pci_err(c->pdev, "namespace %u: LBA size 2^%u is more than one command moves (%u bytes, MDTS)\n",
+			c->nsid, ns->lbaf[idx].ds, c->max_xfer);
 	else
 		pci_err(c->pdev, "namespace %u: unsupported LBA size 2^%u\n", c->nsid,
 			ns->lbaf[idx].ds);
@@ -228,7 +236,7 @@ int p2pnvme_ns_recheck(struct p2pnvme *c)
 	ret = identify_cns(c, NVME_ID_CNS_NS, c->nsid, c->id_dma);
 	if (ret)
 		return ret;
-	ret = p2pnvme_ns_format(ns, &shift);
+	ret = p2pnvme_ns_format(ns, c->max_xfer, &shift);
 	if (ret)
 		ns_format_refused(c, ns, ret);
 	if (ret || shift != c->lba_shift || le64_to_cpu(ns->nsze) < c->nlb) {
@@ -286,7 +294,7 @@ int p2pnvme_identify(struct p2pnvme *c)
 		return ret;
 	ns = c->id_buf;
 	c->nlb = le64_to_cpu(ns->nsze);
-	ret = p2pnvme_ns_format(ns, &c->lba_shift);
+	ret = p2pnvme_ns_format(ns, c->max_xfer, &c->lba_shift);
 	if (ret) {
 		ns_format_refused(c, ns, ret);
 		return ret;

@@ -130,6 +130,7 @@ static long ioc_io(struct p2pnvme_file *f, struct file *filp, unsigned long uarg
 	ret = run_one(f, filp, &io, p2pnvme_io_allowed, &ran);
 	if (!ran || ret == -ERESTARTSYS)
 		return ret;	/* nothing was submitted, nothing is written */
+	io.status = p2pnvme_io_status(&io);
 	if (p2p_ioctl_copy_out(uarg, &io, sizeof(io)))
 		return -EFAULT;
 	return ret;
@@ -212,6 +213,8 @@ static long ioc_submit(struct p2pnvme_file *f, struct file *filp, unsigned long 
 	p2pnvme_inflight_put(f, bytes);
 	if (ret == -ERESTARTSYS)
 		goto out_free;	/* nothing was submitted, nothing is written */
+	for (i = 0; i < sub.nr; i++)
+		ios[i].status = p2pnvme_io_status(&ios[i]);
 	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
 		ret = -EFAULT;
 out_failed:

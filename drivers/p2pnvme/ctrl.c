@@ -13,6 +13,7 @@
 #include <linux/pci.h>
 #include <linux/percpu-refcount.h>
 #include <linux/workqueue.h>
+#include <kunit/visibility.h>
 
 #include "ctrl.h"
 #include "admin.h"
@@ -545,6 +546,7 @@ int p2pnvme_ctrl_init(struct p2pnvme *c)
 	c->escalate = p2pnvme_schedule_reset;
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_ctrl_init);
 
 /**
  * p2pnvme_ctrl_exit - undo p2pnvme_ctrl_init()
@@ -554,3 +556,4 @@ void p2pnvme_ctrl_exit(struct p2pnvme *c)
 {
 	percpu_ref_exit(&c->io_ref);
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_ctrl_exit);

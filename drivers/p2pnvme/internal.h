@@ -100,6 +100,11 @@
 #define P2PNVME_CTRL_PAGE	4096	/* CC.MPS = 0 */
 #define P2PNVME_LIST_SIZE	4096	/* per-command PRP/SGL list */
 #define P2PNVME_PT_MAX		8192	/* admin passthrough data: PRP1 + PRP2 */
+/*
+ * SCT << 8 | SC of a completion's status (the phase bit shifted out): what
+ * struct p2pnvme_io.status reports, without the CRD, More and DNR bits
+ */
+#define P2PNVME_STATUS_MASK	0x7ff
 /* command identifier: slot index in the low bits, a generation above */
 #define P2PNVME_CID_SLOT_BITS	12	/* P2PNVME_MAX_DEPTH */
 #define P2PNVME_CID_SLOT_MASK	((1U << P2PNVME_CID_SLOT_BITS) - 1)
@@ -282,7 +287,10 @@ struct p2pnvme_cmd;		/* queue.h */
  * @why: enum p2pnvme_why, for tracing and debug messages
  * @error: first error of any of its commands (written by their queue's
  *	   reaper; read once the batch is over)
- * @status: NVMe status of the command that failed (as @error)
+ * @status: NVMe status of the command that failed (as @error): its
+ *	    completion's whole status field but the phase bit (SCT << 8 | SC,
+ *	    CRD, More and DNR above), as the kernel's NVMe passthrough returns
+ *	    it; struct p2pnvme_io.status keeps P2PNVME_STATUS_MASK of it
  * @result: completion dword 0 of the last command (as @error; admin commands)
  * @submit_error: what stopped its submission half way (the submitter's;
  *		  p2pnvme_req_error() merges it into @error)
@@ -343,6 +351,16 @@ static inline void p2pnvme_io_clear_out(struct p2pnvme_io *io)
 }
 
 /*
+ * The status a request of p2pnvme's own interface reports (struct
+ * p2pnvme_io.status): SCT and SC, without the CRD, More and DNR bits that
+ * the kernel's NVMe passthrough returns.
+ */
+static inline u32 p2pnvme_io_status(const struct p2pnvme_io *io)
+{
+	return io->status & P2PNVME_STATUS_MASK;
+}
+
+/*
  * Once every command of @r is over: its outcome. The first real error wins
  * over a cancellation, whether a command or the submission saw it.
  */
@@ -365,6 +383,9 @@ static inline void p2pnvme_req_error(struct p2pnvme_req *r)
  * @any_async: matches the commands of every asynchronous batch (the
  *	       watchdog's: see p2pnvme_async_watch())
  * @next_check: jiffies of the waiter's next look for expired commands
+ * @timeout: jiffies each of its commands gets before it expires; 0:
+ *	     io_timeout_ms (the admin passthrough's: the command's own
+ *	     timeout_ms, or 60 s, as nvme-pci's)
  * @end: for an asynchronous batch (io_uring), called instead of completing
  *	 @done by whoever drops @pending to 0, possibly in hard interrupt
  *	 context and under its queue's cq_lock
@@ -381,6 +402,7 @@ struct p2pnvme_batch {
 	bool admin;
 	bool any_async;
 	unsigned long next_check;
+	unsigned long timeout;
 	void (*end)(struct p2pnvme_batch *b);
 	struct p2pnvme_lists *lists;
 	u64 end_ns;
@@ -507,7 +529,8 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  *	    as long as the device: a command that never completes cannot
  *	    write into freed memory)
  * @pt_dma: its bus address
- * @pt_lock: serialises users of @pt_buf
+ * @pt_lock: serialises users of @pt_buf (and none uses it while
+ *	     @admin_abandoned is not 0)
  * @nr_ioq: I/O queue pairs created
  * @want_protoq: probe asks for the blk-mq prototype's queues too (blkmq.c,
  *		 bench only)
@@ -543,6 +566,12 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @reset_work: resets the controller, holding a reference on @kref
  * @wq: woken whenever slots go free (submitters waiting for one, removal
  *	waiting for the queues to drain) or @state changes
+ * @admin_abandoned: admin commands given up on at their deadline that the
+ *		     controller still owns (their slots busy; changed under
+ *		     the admin queue's cq_lock): it may still DMA into their
+ *		     buffers, so @pt_buf is not used again until none is left
+ *		     (the controller answers late, or a reset, recovery or
+ *		     removal cancels them)
  * @progress: completions so far (any queue), for waiters that need to know
  *	      whether something happened since they last looked
  * @pcpu: per CPU counters and latency sums, read by sysfs; and the CPU's
@@ -619,6 +648,7 @@ struct p2pnvme {
 	void (*escalate)(struct p2pnvme *c);
 	struct work_struct reset_work;
 	wait_queue_head_t wq;
+	atomic_t admin_abandoned;
 	atomic_t progress;
 	struct p2pnvme_pcpu __percpu *pcpu;
 	atomic64_t lat_max[2][LAT_PATHS];

@@ -19,6 +19,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/highmem.h>
 #include <linux/log2.h>
@@ -514,6 +515,19 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 	return req_map_sgt(c, r);
 }
 
+/*
+ * A registered buffer's request goes busy on it: its placement checked
+ * again, as it now holds until the request is idle.
+ */
+static int req_arm(struct p2pnvme *c, struct p2pnvme_req *r)
+{
+	int ret = p2pnvme_reg_arm(r);
+
+	if (ret == -EREMOTEIO)
+		path_refused(c, r, P2PNVME_WHY_REQUIRED);
+	return ret;
+}
+
 /* Undo req_map(): every command of the batch is over. */
 static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 {
@@ -784,9 +798,15 @@ static void reqs_release(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
 		req_release(c, &reqs[nr], !reqs[nr].error && reqs[nr].io->result == 0);
 }
 
-/* One try of p2pnvme_run_batch(): -ESTALE when a registered dma-buf moved. */
+/*
+ * One try of p2pnvme_run_batch(). On every return *@failed is the entry
+ * whose preparation failed, else @nr, and *@ran says whether commands were
+ * submitted (each entry's result is then its own) or nothing reached the
+ * controller. -ESTALE with *@failed < @nr: a registered dma-buf moved
+ * before its arming.
+ */
 static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
-		     unsigned int nr, unsigned int *failed)
+		     unsigned int nr, unsigned int *failed, bool *ran)
 {
 	struct p2pnvme_lists lists = {};
 	struct p2pnvme_req *reqs;
@@ -798,6 +818,8 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 	int ret = 0;
 	u64 t0;
 
+	*failed = nr;
+	*ran = false;
 	reqs = kvcalloc(nr, sizeof(*reqs), GFP_KERNEL);
 	if (!reqs)
 		return -ENOMEM;
@@ -854,7 +876,7 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 	for (i = 0; i < nr; i++) {
 		if (!reqs[i].reg)
 			continue;
-		ret = p2pnvme_reg_arm(&reqs[i]);
+		ret = req_arm(c, &reqs[i]);
 		if (ret) {
 			*failed = i;
 			ios[i].result = ret;
@@ -864,6 +886,7 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 	p2pnvme_batch_init(&b, false);
 	if (fenced)
 		b.lists = &lists;
+	*ran = true;
 	t0 = p2pnvme_now();
 	for (i = 0; i < nr; i++) {
 		/* commands already queued for a failed one still complete */
@@ -923,7 +946,8 @@ out_release:
  * @ios: requests, checked with p2pnvme_check_io(); @result, @path and
  *	 @status of each are written
  * @nr: how many, at most P2PNVME_SUBMIT_MAX
- * @failed: out: index of the entry that failed preparation
+ * @failed: out, on every return: the index of the entry whose preparation
+ *	    failed (then nothing was submitted), else @nr
  *
  * Every entry goes to the I/O queue of the submitting CPU, whose interrupt
  * that CPU takes; nothing orders the entries among themselves.
@@ -931,22 +955,22 @@ out_release:
  * Return: 0 when every entry succeeded; -errno of a preparation failure
  * (*@failed says which, and nothing was submitted); -ENODEV when the
  * controller went away, -ERESTARTSYS when a signal came while it waited out
- * a reset (*@failed == @nr) or a dma-buf's kernel fences (nothing was
- * submitted either way); -EAGAIN (*@failed says which) when a registered
+ * a reset or a dma-buf's kernel fences, -ENOMEM (nothing was submitted,
+ * *@failed == @nr); -EAGAIN (*@failed says which) when a registered
  * dma-buf it names kept moving while the batch was prepared again and
- * again; else the -errno of the first failed entry.
+ * again; else the -errno of the first failed entry (*@failed == @nr).
  */
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
 		      unsigned int nr, unsigned int *failed)
 {
-	unsigned int i, n, tries, sub_failed;
+	unsigned int i, n = 0, tries, sub_failed;
 	struct p2pnvme_io *sub;
-	bool resent = false;
+	bool resent = false, ran;
 	int ret;
 
 	for (tries = 1; ; tries++) {
-		ret = run_batch(c, f, ios, nr, failed);
-		if (ret != -ESTALE || *failed == nr)
+		ret = run_batch(c, f, ios, nr, failed, &ran);
+		if (ran || ret != -ESTALE || *failed == nr)
 			break;
 		/* a registered one moved before its arming: nothing was sent */
 		for (i = 0; i < nr; i++)
@@ -956,8 +980,8 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 			return -EAGAIN;	/* moved again and again: the caller tries again */
 		}
 	}
-	if (*failed < nr)
-		return ret;
+	if (!ran)
+		return ret;	/* nothing was sent: *failed says which entry, or @nr */
 	/*
 	 * The batch ran. Its entries whose dma-buf moved before any of their
 	 * commands went out (-ESTALE) are sent again on their own, mapped
@@ -978,13 +1002,15 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 			sub[n] = ios[i];
 			p2pnvme_io_clear_out(&sub[n++]);
 		}
-		ret = run_batch(c, f, sub, n, &sub_failed);
-		for (i = 0; i < n; i++) {
-			/* nothing of these was sent (a signal, a move at arming) */
-			if (sub_failed < n || ret == -ERESTARTSYS)
-				sub[i].result = ret == -ERESTARTSYS ? -EINTR :
-						ret == -ESTALE ? -ESTALE : sub[i].result ?: ret;
-		}
+		ret = run_batch(c, f, sub, n, &sub_failed, &ran);
+		/*
+		 * Nothing of these was sent (a signal, a move at arming, a
+		 * preparation failure, the controller gone): each says why,
+		 * never 0.
+		 */
+		for (i = 0; !ran && i < n; i++)
+			sub[i].result = ret == -ERESTARTSYS ? -EINTR :
+					ret == -ESTALE ? -ESTALE : sub[i].result ?: ret;
 		for (i = 0, n = 0; i < nr; i++)
 			if (ios[i].result == -ESTALE)
 				ios[i] = sub[n++];
@@ -1001,6 +1027,7 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 	}
 	return ret;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_run_batch);
 
 /* ---- one request on its own: the io_uring path (uring.c) ------------- */
 
@@ -1028,15 +1055,17 @@ int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvm
  * @c: the controller, entered with p2pnvme_io_enter()
  * @r: the request
  *
- * Return: 0, -EREMOTEIO (refused by policy), -ENODEV (a revoked registered
- * buffer), or another -errno.
+ * Return: 0, -EREMOTEIO (refused by policy; a registered buffer in host
+ * memory and P2P required), -ENODEV (a revoked registered buffer), -ESTALE
+ * (a registered dma-buf moved since its lookup: prepare it again), or
+ * another -errno.
  */
 int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r)
 {
 	int ret = req_map(c, r, NULL);
 
 	if (!ret && r->reg)
-		ret = p2pnvme_reg_arm(r);
+		ret = req_arm(c, r);
 	return ret;
 }
 
@@ -1167,8 +1196,9 @@ int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios,
  * @io: out: the request, for p2pnvme_check_io() next
  *
  * Read, Write, Flush and Write Zeroes of the served namespace; NLB in CDW12
- * 15:0, the data at a user address of exactly the NLB's bytes (or in
- * iovecs of that many bytes together). FUA,
+ * 15:0, the data at a user address of at least the NLB's bytes (a larger
+ * buffer, as nvme-pci takes one: only the NLB's bytes move), or in iovecs
+ * of exactly that many bytes together. FUA,
  * PRINFO, DSM, reference tags, metadata and flags are not taken. A standard
  * client cannot say whether it accepts a bounce: p2pmem the topology
  * refuses is -EREMOTEIO unless @c->passthru_bounce allows one.
@@ -1206,7 +1236,8 @@ int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, boo
 		return -EINVAL;
 	}
 	if (has_data(io)) {
-		if (vec ? !nc->data_len || nc->data_len > UIO_MAXIOV : nc->data_len != io->len)
+		/* a buffer shorter than the transfer: the controller would run past it */
+		if (vec ? !nc->data_len || nc->data_len > UIO_MAXIOV : nc->data_len < io->len)
 			return -EINVAL;
 		io->addr = vec ? 0 : nc->addr;
 		if (!READ_ONCE(c->passthru_bounce))
@@ -1216,30 +1247,67 @@ int p2pnvme_io_from_nvme(struct p2pnvme *c, const struct nvme_uring_cmd *nc, boo
 	}
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_io_from_nvme);
+
+/* nvme-pci's admin_timeout: an admin passthrough without a timeout_ms of its own */
+#define P2PNVME_ADMIN_TIMEOUT_MS	60000
+
+/*
+ * Enter the I/O guard holding @c->pt_lock, once no admin command given up
+ * on is still with the controller (p2pnvme_admin_abandoned()): until the
+ * controller answers it or a reset cancels it, it may write into
+ * @c->pt_buf, over another command's data. The reset its deadline asked
+ * for is waited out in p2pnvme_io_enter().
+ */
+static int pt_enter(struct p2pnvme *c)
+{
+	int ret;
+
+	for (;;) {
+		ret = p2pnvme_io_enter(c);
+		if (ret)
+			return ret;
+		mutex_lock(&c->pt_lock);
+		if (!p2pnvme_admin_abandoned(c))
+			return 0;
+		mutex_unlock(&c->pt_lock);
+		p2pnvme_io_exit(c);
+		if (msleep_interruptible(10))
+			return -EINTR;
+	}
+}
 
 /**
- * p2pnvme_admin_passthru - an admin command from userspace, as nvme-pci's
+ * p2pnvme_admin_passthru_iter - an admin command from userspace, as nvme-pci's
  *	passthrough takes it (NVME_IOCTL_ADMIN_CMD, NVME_IOCTL_ADMIN64_CMD,
  *	NVME_URING_CMD_ADMIN)
  * @c: the controller
  * @pt: the command, kernel copy (its result member is not read)
+ * @to: where the data goes (io_uring's registered buffer), or NULL: to
+ *	@pt->addr in user memory
  * @result: out: the completion's dword 0
  *
  * Identify, Get Log Page and Get Features. The data goes through a buffer
  * of the controller's own (P2PNVME_PT_MAX bytes, PRP1 and PRP2 always
- * describe all of it), zeroed before each command, and is copied out to
- * @pt->addr after. Sleeps; the copy-out may fault.
+ * describe all of it), zeroed before each command, and what the command
+ * moves is copied out after, the rest of the caller's buffer left as it
+ * was (as the controller leaves it on nvme-pci). The command is given up on
+ * after @pt->timeout_ms, or 60 s without one (nvme-pci's), and the buffer
+ * is not used again while the controller may still write into it. Sleeps;
+ * the copy-out may fault.
  *
- * Return: 0, the NVMe status (SCT << 8 | SC) when the controller fails the
- * command, as nvme-pci returns it, or -EPERM for a command the driver never
- * sends for userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL
- * for a transfer longer than data_len or the driver's buffer, -EFAULT,
- * -ENOMEM, -ENODEV, -EINTR and the errors of the command.
+ * Return: 0, the NVMe status when the controller fails the command (the
+ * whole status field: SCT << 8 | SC, CRD, More and DNR above), as nvme-pci
+ * returns it, or -EPERM for a command the driver never sends for
+ * userspace, -EACCES for one that needs CAP_SYS_ADMIN, -EINVAL for a
+ * transfer longer than data_len or the driver's buffer, -EFAULT, -ENOMEM,
+ * -ENODEV, -EINTR, -ERESTARTSYS and the errors of the command.
  */
-long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
-			    u32 *result)
+long p2pnvme_admin_passthru_iter(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
+				 struct iov_iter *to, u32 *result)
 {
 	struct nvme_command cmd = {};
+	unsigned long timeout;
 	void *data = NULL;
 	u16 status = 0;
 	u64 xfer;
@@ -1272,32 +1340,34 @@ long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 
 		return ret;
 	if (xfer > pt->data_len)
 		return -EINVAL;
-	if (pt->data_len && !access_ok(u64_to_user_ptr(pt->addr), pt->data_len))
+	if (!to && pt->data_len && !access_ok(u64_to_user_ptr(pt->addr), pt->data_len))
 		return -EFAULT;
 	/* the whole buffer: the controller never follows a pointer left 0 */
 	cmd.common.dptr.prp1 = cpu_to_le64(c->pt_dma);
 	cmd.common.dptr.prp2 = cpu_to_le64(c->pt_dma + P2PNVME_CTRL_PAGE);
+	timeout = msecs_to_jiffies(pt->timeout_ms ?: P2PNVME_ADMIN_TIMEOUT_MS) ?: 1;
 
 	/*
 	 * The copy-out faults outside the guard: a user buffer stuck in a
 	 * fault (userfaultfd, FUSE) must hold up neither a reset nor an unbind.
 	 */
-	if (pt->data_len) {
-		data = kmalloc(pt->data_len, GFP_KERNEL);
+	if (xfer) {
+		data = kmalloc(xfer, GFP_KERNEL);
 		if (!data)
 			return -ENOMEM;
 	}
-	ret = p2pnvme_io_enter(c);
+	ret = pt_enter(c);
 	if (ret)
 		goto out_free;
-	mutex_lock(&c->pt_lock);
 	memset(c->pt_buf, 0, P2PNVME_PT_MAX);
-	ret = p2pnvme_admin_exec_status(c, &cmd, result, &status);
+	ret = p2pnvme_admin_exec_timeout(c, &cmd, timeout, result, &status);
 	if (!ret && data)
-		memcpy(data, c->pt_buf, pt->data_len);
+		memcpy(data, c->pt_buf, xfer);
 	mutex_unlock(&c->pt_lock);
 	p2pnvme_io_exit(c);
-	if (!ret && data && copy_to_user(u64_to_user_ptr(pt->addr), data, pt->data_len))
+	/* what the command moved, no more: the rest is the caller's, untouched */
+	if (!ret && data && (to ? copy_to_iter(data, xfer, to) != xfer :
+			     copy_to_user(u64_to_user_ptr(pt->addr), data, xfer)))
 		ret = -EFAULT;
 out_free:
 	kfree(data);
@@ -1305,6 +1375,22 @@ out_free:
 		ret = status;	/* the controller's answer, not an errno */
 	return ret;
 }
+
+/**
+ * p2pnvme_admin_passthru - p2pnvme_admin_passthru_iter() with the data at
+ *	@pt->addr in user memory
+ * @c: the controller
+ * @pt: the command, kernel copy
+ * @result: out: the completion's dword 0
+ *
+ * Return: as p2pnvme_admin_passthru_iter().
+ */
+long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
+			    u32 *result)
+{
+	return p2pnvme_admin_passthru_iter(c, pt, NULL, result);
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_admin_passthru);
 
 /**
  * p2pnvme_nvme_io_allowed - may this file send @io through the kernel's

@@ -13,6 +13,9 @@ int p2pnvme_nvme_io_allowed(struct file *filp, const struct p2pnvme_io *io);
 struct nvme_passthru_cmd64;
 long p2pnvme_admin_passthru(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
 			    u32 *result);
+struct iov_iter;
+long p2pnvme_admin_passthru_iter(struct p2pnvme *c, const struct nvme_passthru_cmd64 *pt,
+				 struct iov_iter *to, u32 *result);
 int p2pnvme_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_io *ios, unsigned int nr,
 			 u64 *bytes);
 

@@ -23,6 +23,6 @@ int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 
 bool p2pnvme_admin_unprivileged(const struct nvme_command *cmd);
 int p2pnvme_admin_xfer_len(const struct nvme_command *cmd, u64 *len);
-int p2pnvme_ns_format(const struct nvme_id_ns *ns, u32 *lba_shift);
+int p2pnvme_ns_format(const struct nvme_id_ns *ns, u32 max_xfer, u32 *lba_shift);
 
 #endif /* P2PNVME_PRIV_H */

@@ -39,9 +39,6 @@
 #define CREATE_TRACE_POINTS
 #include "trace.h"
 
-/* SCT << 8 | SC of a completion's status field (no CRD, More, DNR) */
-#define P2PNVME_STATUS_MASK	0x7ff
-
 /* ---- queues ---------------------------------------------------------- */
 
 /**
@@ -435,10 +432,13 @@ static void cmd_finish(struct p2pnvme_queue *q, struct p2pnvme_cmd *cmd, u16 sta
 		/* the first real error wins over a cancellation */
 		if (err && (!r->error || r->error == -ECANCELED)) {
 			r->error = err;
-			r->status = status & P2PNVME_STATUS_MASK;
+			r->status = status;	/* all of it: CRD, More, DNR too */
 		}
 		r->result = result;
 	}
+	/* an admin command given up on: the controller is done with its buffer */
+	if (!b)
+		atomic_dec(&q->c->admin_abandoned);
 	cmd->batch = NULL;
 	cmd->req = NULL;
 	list_free(q, cmd);	/* the controller is done reading it */
@@ -612,6 +612,7 @@ void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin)
 	b->admin = admin;
 	b->any_async = false;
 	b->next_check = jiffies + max(HZ / 20, 1);
+	b->timeout = 0;
 	b->end = NULL;
 	b->lists = NULL;
 }
@@ -678,7 +679,7 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	slot->req = r;
 	slot->aborted = false;
 	slot->expired = false;
-	slot->deadline = jiffies + p2pnvme_io_timeout();
+	slot->deadline = jiffies + (b->timeout ?: p2pnvme_io_timeout());
 	atomic_inc(&b->pending);	/* before the command can complete */
 
 	spin_lock(&q->sq_lock);
@@ -725,7 +726,7 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_submit);
  * Never waits forever: expired commands are aborted, then the controller
  * reset, which fails whatever is left; admin commands are given up on at
  * their deadline (their slots stay busy until the controller returns them
- * or a reset or removal cancels them).
+ * or a reset or removal cancels them: p2pnvme_admin_abandoned()).
  */
 void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b)
 {
@@ -748,23 +749,30 @@ void p2pnvme_wait_batch(struct p2pnvme *c, struct p2pnvme_batch *b)
 }
 
 /**
- * p2pnvme_admin_exec_status - run one admin command and wait for it
+ * p2pnvme_admin_exec_timeout - run one admin command and wait for it, at
+ *	most @timeout
  * @c: the controller
  * @cmd: the command, data pointers filled in
+ * @timeout: jiffies before it is given up on (-ETIMEDOUT: the controller
+ *	     keeps it, see p2pnvme_admin_abandoned()); 0: io_timeout_ms
  * @result: out (may be NULL): completion dword 0
- * @status: out: the NVMe status (SCT << 8 | SC) when it failed with one
+ * @status: out: the NVMe status when it failed with one, else 0: the
+ *	    completion's status field but the phase bit (SCT << 8 | SC, CRD,
+ *	    More, DNR)
  *
  * Return: 0, -EIO (NVMe status in @status), -ETIMEDOUT, -ECANCELED,
  * -ENODEV.
  */
-int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
-			      u16 *status)
+int p2pnvme_admin_exec_timeout(struct p2pnvme *c, struct nvme_command *cmd,
+			       unsigned long timeout, u32 *result, u16 *status)
 {
 	struct p2pnvme_batch b;
 	struct p2pnvme_req r = {};
 	int ret;
 
+	*status = 0;
 	p2pnvme_batch_init(&b, true);
+	b.timeout = timeout;
 	ret = p2pnvme_submit(c, &b, &r, cmd, NULL, 0, true);
 	if (ret)
 		return ret;
@@ -773,6 +781,48 @@ int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *
 		*result = r.result;
 	*status = r.status;
 	return r.error;
+}
+
+/**
+ * p2pnvme_admin_exec_status - run one admin command and wait for it
+ * @c: the controller
+ * @cmd: the command, data pointers filled in
+ * @result: out (may be NULL): completion dword 0
+ * @status: out: the NVMe status (SCT << 8 | SC, without the CRD, More and
+ *	    DNR bits) when it failed with one
+ *
+ * p2pnvme_admin_exec_timeout() with io_timeout_ms, for the driver's own
+ * commands.
+ *
+ * Return: as p2pnvme_admin_exec_timeout().
+ */
+int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
+			      u16 *status)
+{
+	int ret = p2pnvme_admin_exec_timeout(c, cmd, 0, result, status);
+
+	*status &= P2PNVME_STATUS_MASK;
+	return ret;
+}
+
+/**
+ * p2pnvme_admin_abandoned - is an admin command given up on still with
+ *	the controller?
+ * @c: the controller, inside the I/O guard
+ *
+ * Such a command may still move its data: its buffer is not to be used
+ * for another command until it is over. The admin queue is reaped first:
+ * one the controller answered late is over.
+ *
+ * Return: true while any is (until the controller answers it, or the
+ * reset its deadline asked for cancels it).
+ */
+bool p2pnvme_admin_abandoned(struct p2pnvme *c)
+{
+	if (!atomic_read(&c->admin_abandoned))
+		return false;
+	queue_poll(&c->adminq);
+	return atomic_read(&c->admin_abandoned);
 }
 
 int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result)
@@ -809,6 +859,8 @@ static unsigned int admin_give_up(struct p2pnvme_queue *q, struct p2pnvme_batch 
 		cmd->req->error = err;
 		cmd->batch = NULL;
 		cmd->req = NULL;
+		/* still the controller's: cmd_finish() or a cancellation ends it */
+		atomic_inc(&q->c->admin_abandoned);
 		batch_put(b, &now);
 		n++;
 	}
@@ -892,7 +944,7 @@ static void check_timeouts(struct p2pnvme *c, struct p2pnvme_batch *b)
 		if (n) {
 			p2pnvme_stat_add(c, ST_TIMEOUTS, n);
 			pci_warn(c->pdev, "admin command timed out after %u ms\n",
-				 READ_ONCE(p2pnvme_io_timeout_ms));
+				 jiffies_to_msecs(b->timeout ?: p2pnvme_io_timeout()));
 			progress(c, n);
 			c->escalate(c);
 		}

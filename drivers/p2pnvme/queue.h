@@ -56,6 +56,9 @@ int p2pnvme_queue_alloc(struct p2pnvme *c, struct p2pnvme_queue *q, u16 qid, u16
 int p2pnvme_admin_exec(struct p2pnvme *c, struct nvme_command *cmd, u32 *result);
 int p2pnvme_admin_exec_status(struct p2pnvme *c, struct nvme_command *cmd, u32 *result,
 			      u16 *status);
+int p2pnvme_admin_exec_timeout(struct p2pnvme *c, struct nvme_command *cmd,
+			       unsigned long timeout, u32 *result, u16 *status);
+bool p2pnvme_admin_abandoned(struct p2pnvme *c);
 void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
 int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
 		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);

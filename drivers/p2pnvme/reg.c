@@ -50,6 +50,7 @@
 #include <linux/swiotlb.h>
 #include <linux/uaccess.h>
 #include <linux/p2p_ioctl.h>
+#include <kunit/visibility.h>
 #include <p2p_compat.h>
 
 #include "reg.h"
@@ -77,9 +78,11 @@ void p2pnvme_reg_init(struct p2pnvme *c)
  *
  * Host memory is refused when the transfer (P2PNVME_IO_F_REQUIRE_P2P) or
  * the buffer (P2PNVME_BUF_F_REQUIRE_P2P) asks for P2P. A dma-buf's
- * placement is the one p2pnvme_reg_get() left mapped; a move after it
- * makes p2pnvme_reg_arm() answer -ESTALE, and the request is looked up,
- * and checked, again.
+ * placement is that of its current mapping: p2pnvme_reg_get() checks it,
+ * and p2pnvme_reg_arm() again, since an eviction and another request's
+ * lookup, which maps the buffer where it went, may come in between
+ * (p2pnvme_reg_arm() sees no move then). Once armed, the placement holds
+ * until the request is idle: the next invalidation waits for it.
  *
  * Return: true to refuse (-EREMOTEIO).
  */
@@ -205,10 +208,16 @@ static void reg_busy_put(struct p2pnvme_reg *b)
  *	commands are queued (no reservation lock held)
  * @r: the request, with @r->reg
  *
+ * The buffer's placement is checked against the request's P2P requirement
+ * here, where it holds until the request is idle: the one
+ * p2pnvme_reg_get() checked may have changed since (an eviction, then
+ * another request's lookup mapped it again in host memory).
+ *
  * Return: 0, -ENODEV when the buffer was revoked, -ESTALE when its
- * dma-buf moved since p2pnvme_reg_get() mapped it: nothing was sent, and
- * the caller prepares the request again, which maps it anew (never
- * returned to userspace).
+ * dma-buf moved since it was last mapped: nothing was sent, and the caller
+ * prepares the request again, which maps it anew (never returned to
+ * userspace); -EREMOTEIO when it is host memory and the request or the
+ * buffer requires P2P (p2pnvme_reg_refuses()): nothing was sent either.
  */
 int p2pnvme_reg_arm(struct p2pnvme_req *r)
 {
@@ -221,12 +230,18 @@ int p2pnvme_reg_arm(struct p2pnvme_req *r)
 		reg_busy_put(b);
 		return READ_ONCE(b->revoked) ? -ENODEV : -ESTALE;
 	}
+	/* the mapping's placement, as the remap that cleared @stale left it */
+	if (p2pnvme_reg_refuses(r)) {
+		reg_busy_put(b);
+		return -EREMOTEIO;
+	}
 	r->reg_busy = true;
 	/* busy: no move re-maps it until the request is idle again */
 	if (b->kind == P2PNVME_REG_DMABUF)
 		memcpy(r->dmabuf_owner, b->owner, sizeof(r->dmabuf_owner));
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_arm);
 
 /**
  * p2pnvme_reg_idle - none of the request's commands can reach the

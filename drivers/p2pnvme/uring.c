@@ -201,9 +201,10 @@ static bool async_released(struct p2pnvme_async *a)
 
 /*
  * The CQE of an ended request: for P2PNVME_URING_CMD_IO its result and,
- * in a 32-byte CQE, path | status << 16; for NVME_URING_CMD_IO as nvme-pci
- * answers it, the NVMe status of a command the controller failed (else 0
- * or the -errno) and the result dword, 0 for these commands.
+ * in a 32-byte CQE, path | status << 16 (SCT and SC); for NVME_URING_CMD_IO
+ * as nvme-pci answers it, the NVMe status of a command the controller
+ * failed (the whole field, DNR too; else 0 or the -errno) and the result
+ * dword, 0 for these commands.
  */
 static void async_done(struct p2pnvme_async *a, unsigned int issue_flags)
 {
@@ -212,7 +213,8 @@ static void async_done(struct p2pnvme_async *a, unsigned int issue_flags)
 				   a->io.status : a->io.result, 0, issue_flags);
 	else
 		p2p_uring_cmd_done(a->ioucmd, a->io.result,
-				   P2PNVME_URING_RES2(a->io.path, a->io.status), issue_flags);
+				   P2PNVME_URING_RES2(a->io.path, p2pnvme_io_status(&a->io)),
+				   issue_flags);
 }
 
 /*
@@ -642,6 +644,17 @@ static int uring_own_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 	return uring_cmd_queue(ioucmd, &io, false, NULL, issue_flags);
 }
 
+/*
+ * The kernel's NVMe passthrough needs 128-byte SQEs and 32-byte CQEs:
+ * -EOPNOTSUPP without, as nvme-pci answers (nvme_uring_cmd_checks()).
+ */
+static int uring_std_checks(unsigned int issue_flags)
+{
+	const unsigned int big = IO_URING_F_SQE128 | IO_URING_F_CQE32;
+
+	return (issue_flags & big) == big ? 0 : -EOPNOTSUPP;
+}
+
 static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	bool vec = ioucmd->cmd_op == NVME_URING_CMD_IO_VEC;
@@ -651,6 +664,8 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 
 	if (ioucmd->cmd_op != P2PNVME_URING_CMD_IO && !std)
 		return -ENOTTY;
+	if (std && uring_std_checks(issue_flags))
+		return -EOPNOTSUPP;
 	if (!p2p_uring_cmd_reissued(ioucmd))
 		pdu_of(ioucmd)->bound = 0;	/* see struct p2pnvme_pdu */
 	/*
@@ -666,24 +681,30 @@ static int uring_cmd_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 }
 
 /*
- * NVME_URING_CMD_ADMIN: the admin passthrough (p2pnvme_admin_passthru()),
+ * NVME_URING_CMD_ADMIN: the admin passthrough (p2pnvme_admin_passthru_iter()),
  * answered before the issue returns: res the NVMe status or -errno, the
- * result dword in a 32-byte CQE, as nvme-pci answers it. It sleeps on the
- * admin queue and the copy-out: where io_uring issues a command again from
- * its own copy of the SQE (7.x), a non-blocking issue is left to its
- * workers; 6.12 runs it here, in the submitter, as its I/O waits out a
- * reset.
+ * result dword in a 32-byte CQE, as nvme-pci answers it; the data at a user
+ * address or, with IORING_URING_CMD_FIXED, in io_uring's registered buffer.
+ * It sleeps on the admin queue and the copy-out: where io_uring issues a
+ * command again from its own copy of the SQE (7.x), a non-blocking issue is
+ * left to its workers; 6.12 runs it here, in the submitter, as its I/O
+ * waits out a reset.
  */
 static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
+	bool fixed = ioucmd->flags & IORING_URING_CMD_FIXED;
 	struct nvme_passthru_cmd64 pt = {};
 	struct nvme_uring_cmd nc;
+	struct iov_iter iter;
 	u32 result = 0;
 	long ret;
 
 	*async_of(ioucmd) = NULL;	/* nothing for p2pnvme_uring_cmd_iopoll() */
-	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK))
+	ret = uring_std_checks(issue_flags);
+	if (ret)
+		return ret;
+	if (ioucmd->flags & IORING_URING_CMD_MASK & ~IORING_URING_CMD_FIXED)
 		return -EINVAL;
 	if (P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK))
 		return -EAGAIN;
@@ -697,7 +718,17 @@ static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		.cdw11 = nc.cdw11, .cdw12 = nc.cdw12, .cdw13 = nc.cdw13, .cdw14 = nc.cdw14,
 		.cdw15 = nc.cdw15, .timeout_ms = nc.timeout_ms,
 	};
-	ret = p2pnvme_admin_passthru(f->c, &pt, &result);
+	/* every command taken here moves data to the host */
+	if (fixed && pt.data_len) {
+		ret = p2p_uring_cmd_import_fixed(pt.addr, pt.data_len, ITER_DEST, &iter, ioucmd,
+						 issue_flags);
+		if (ret)
+			return ret;
+	}
+	ret = p2pnvme_admin_passthru_iter(f->c, &pt, fixed && pt.data_len ? &iter : NULL,
+					  &result);
+	if (ret == -ERESTARTSYS)
+		ret = -EINTR;	/* a CQE cannot restart */
 	p2p_uring_cmd_done(ioucmd, ret, result, issue_flags);
 	return -EIOCBQUEUED;
 }
@@ -711,10 +742,12 @@ static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
  *
  * Return: -EIOCBQUEUED (answered with io_uring_cmd_done(), later, or for
  * an admin command already), or the
- * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128, a
- * bad request, a non-zero byte after it in the command area or in an SQE
- * field without a meaning here: ioprio, addr, len, buf_index, file_index),
- * -ERANGE, -EOPNOTSUPP (an unregistered dma-buf, a polled
+ * -errno the CQE gets now: -ENOTTY (unknown cmd_op), -EINVAL (no SQE128
+ * for P2PNVME_URING_CMD_IO, a bad request, a non-zero byte after it in the
+ * command area or in an SQE field without a meaning here: ioprio, addr,
+ * len, buf_index, file_index), -ERANGE, -EOPNOTSUPP (the kernel's NVMe
+ * commands on a ring without SQE128 and CQE32, as nvme-pci; an
+ * unregistered dma-buf, a polled
  * controller and a ring without IORING_SETUP_IOPOLL), -ENOENT (no such
  * registered buffer), -EBADF (a read into a read-only registered dma-buf),
  * -EACCES (a write on a read-only fd), -E2BIG/-EAGAIN (max_inflight_mb;

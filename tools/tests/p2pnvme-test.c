@@ -341,6 +341,75 @@ TEST_F(client_admin, nvme, admin_table, 18, 60)
 	}
 }
 
+/*
+ * Where the kernel's passthrough ABI is nvme-pci's, the answers are
+ * nvme-pci's (QEMU's controller behind both): the whole status of a failed
+ * command, DNR included (QEMU's unknown log page: 0x4002); an admin read
+ * copies out what the command moves, the rest of a larger buffer left as
+ * it was; an I/O command takes a buffer larger than its NLB's bytes (nvme
+ * read -z 8192 for one block) and moves just those, a smaller one is
+ * refused with nothing moved.
+ */
+TEST_F(client_admin, nvme, nvme_abi, 4, 60)
+{
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+	unsigned char *a = (unsigned char *)self->buf, *b = a + (1 << 20);
+	struct nvme_admin_cmd ac;
+	struct nvme_passthru_cmd c;
+	struct p2pnvme_io io;
+	uint32_t lba;
+	int ret, nsid, i;
+
+	if (ioctl(self->fd, P2PNVME_IOC_INFO, &info))
+		kt_fail("INFO: %s", strerror(errno));
+	lba = 1U << info.lba_shift;
+	nsid = ioctl(self->fd, NVME_IOCTL_ID);
+
+	ac = (struct nvme_admin_cmd){ .opcode = 0x02, .cdw10 = NUMD(128) | 0xca,
+				      .addr = (uintptr_t)a, .data_len = 512 };
+	ret = ioctl(self->fd, NVME_IOCTL_ADMIN_CMD, &ac);
+	printf("    # Get Log Page 0xca: %d (%#x)\n", ret, ret > 0 ? ret : 0);
+	tap(ret > 0 && (ret & 0x7ff) == 0x002 && (ret & 0x4000),
+	    "admin: an unknown log page returns the whole status, DNR included (0x4002 on nvme-pci)");
+
+	memset(a, 0xee, 8192);
+	memset(b, 0, 4096);
+	ac = (struct nvme_admin_cmd){ .opcode = 0x06, .cdw10 = 1, .addr = (uintptr_t)a,
+				      .data_len = 8192 };
+	ret = ioctl(self->fd, NVME_IOCTL_ADMIN_CMD, &ac) ? errno : 0;
+	ac.addr = (uintptr_t)b;
+	ac.data_len = 4096;
+	i = ioctl(self->fd, NVME_IOCTL_ADMIN_CMD, &ac) ? errno : 0;
+	for (i = i ? -1 : 4096; i >= 0 && i < 8192 && a[i] == 0xee; i++)
+		;
+	if (i != 8192)
+		printf("    # byte %d after the Identify data: %#x\n", i, i >= 0 ? a[i] : 0);
+	result(!ret && i == 8192 && !memcmp(a, b, 4096),
+	       "admin: Identify into 8 KiB: its 4 KiB copied, the rest of the buffer untouched",
+	       0, ret);
+
+	memset(a, 0xee, lba + 4096);
+	io = (struct p2pnvme_io){ .argsz = sizeof(io), .op = P2PNVME_OP_READ, .slba = 8,
+				  .len = lba, .addr = (uintptr_t)b };
+	c = (struct nvme_passthru_cmd){ .opcode = 0x02, .nsid = nsid, .addr = (uintptr_t)a,
+					.data_len = lba + 4096, .cdw10 = 8 };
+	ret = ioctl(self->fd, NVME_IOCTL_IO_CMD, &c);
+	ret = ret < 0 ? errno : ret;
+	i = ioctl(self->fd, P2PNVME_IOC_IO, &io) ? errno : 0;
+	for (i = i ? -1 : (int)lba; i >= 0 && i < (int)lba + 4096 && a[i] == 0xee; i++)
+		;
+	result(!ret && i == (int)lba + 4096 && !memcmp(a, b, lba),
+	       "I/O: a Read of one LBA into a buffer 4 KiB larger (data_len > NLB's bytes), as nvme-pci",
+	       0, ret);
+
+	memset(a, 0xee, lba);
+	c.data_len = lba - 4;
+	ret = ioctl(self->fd, NVME_IOCTL_IO_CMD, &c);
+	ret = ret < 0 ? errno : ret;
+	result(ret == EINVAL && a[0] == 0xee,
+	       "I/O: data_len short of the NLB's bytes: EINVAL, nothing read", EINVAL, ret);
+}
+
 /* What an unprivileged opener gets; ids index the results it sends back. */
 static const struct {
 	const char *what;

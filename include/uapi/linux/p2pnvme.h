@@ -180,14 +180,15 @@ struct p2pnvme_submit {
  *	       need not stay open; otherwise 0
  * @id: in: 0; out: the buffer's id, for P2PNVME_IO_F_REGISTERED (on this
  *	open file only, the lowest free one)
- * @path: out (ignored on input; added after 0.3.0: argsz 56): where the buffer is
- *	  at registration, P2PNVME_PATH_HOST, P2PNVME_PATH_DMABUF (a PCI
- *	  function's BAR) or P2PNVME_PATH_DMABUF_HOST (host memory); a
- *	  dma-buf's exporter may move it later (the transfers' @path say
- *	  where each went)
- * @owner: out (ignored on input; added after 0.3.0): with P2PNVME_PATH_DMABUF,
- *	   the PCI name of the function whose BAR holds the buffer
- *	   ("0000:05:00.0"), NUL terminated; otherwise empty
+ * @path: out (ignored on input; from the structure's second version,
+ *	  argsz 56: a caller of the first, argsz 32, ending at @id, gets
+ *	  neither @path nor @owner): where the buffer is at registration,
+ *	  P2PNVME_PATH_HOST, P2PNVME_PATH_DMABUF (a PCI function's BAR) or
+ *	  P2PNVME_PATH_DMABUF_HOST (host memory); a dma-buf's exporter may
+ *	  move it later (the transfers' @path say where each went)
+ * @owner: out (ignored on input; second version, as @path): with
+ *	   P2PNVME_PATH_DMABUF, the PCI name of the function whose BAR holds
+ *	   the buffer ("0000:05:00.0"), NUL terminated; otherwise empty
  *
  * P2PNVME_BUF_F_REQUIRE_P2P (with P2PNVME_BUF_F_DMABUF only, -EINVAL
  * otherwise): the buffer must stay device memory. A dma-buf whose mapping
