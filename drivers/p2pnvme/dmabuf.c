@@ -14,7 +14,9 @@
 #include <linux/iommu.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
+#include <linux/xarray.h>
 #include <p2p_compat.h>
 
 #include "reg.h"
@@ -73,7 +75,7 @@ int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned 
 		int ret = PTR_ERR(r->attach);
 
 		r->attach = NULL;
-		return ret;
+		return p2pnvme_dmabuf_errno(ret);
 	}
 	return 0;
 }
@@ -137,6 +139,65 @@ static struct pci_dev *bar_owner(u64 addr, bool bus)
 	return NULL;
 }
 
+/*
+ * The kernel's P2PDMA verdict between @owner (whose BAR a dma-buf mapping
+ * is in) and the controller: pci_p2pdma_distance(), the same call with the
+ * same meaning on 6.1, 6.12 and 7.2 (the rules the DMA layer applies to
+ * P2PDMA pages: a common upstream bridge without ACS redirect, or an
+ * allowed host bridge). Exporters of page-less device memory (NVIDIA's)
+ * map for any importer, and the DMA layer never sees their memory: the
+ * importer has to ask. Kept per owner in @c->p2p_verdicts (the kernel
+ * says why, once, on the controller's log when it refuses); a verdict
+ * computed while a PCI function came or went is not kept.
+ */
+static bool dmabuf_reachable(struct p2pnvme *c, struct pci_dev *owner)
+{
+	unsigned long key = (unsigned long)pci_domain_nr(owner->bus) << 16 | pci_dev_id(owner);
+	void *v = xa_load(&c->p2p_verdicts, key);
+	int gen = atomic_read(&c->p2p_gen);
+	bool ok;
+
+	if (v)
+		return xa_to_value(v);
+	ok = pci_p2pdma_distance(owner, &c->pdev->dev, true) >= 0;
+	/* no room to keep it: asked again next time */
+	if (xa_err(xa_store(&c->p2p_verdicts, key, xa_mk_value(ok), GFP_KERNEL)))
+		return ok;
+	smp_mb();	/* stored before the generation is read again */
+	if (atomic_read(&c->p2p_gen) != gen)
+		xa_erase(&c->p2p_verdicts, key);
+	return ok;
+}
+
+/**
+ * p2pnvme_dmabuf_forget - a PCI function was added or removed: the P2PDMA
+ *	verdicts kept for dma-buf mappings may not hold any more
+ * @c: the controller
+ */
+void p2pnvme_dmabuf_forget(struct p2pnvme *c)
+{
+	atomic_inc(&c->p2p_gen);
+	smp_mb__after_atomic();	/* pairs with dmabuf_reachable() */
+	xa_destroy(&c->p2p_verdicts);
+}
+
+/**
+ * p2pnvme_dmabuf_unreachable - say why a dma-buf mapping is refused: its
+ *	memory is in the BAR of a function the kernel's P2PDMA verdict keeps
+ *	from the controller
+ * @c: the controller
+ * @owner: that function's PCI name
+ *
+ * A warning, rate limited: the application sees -EREMOTEIO for each
+ * transfer, the refused counter counts them.
+ */
+void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner)
+{
+	dev_warn_ratelimited(&c->pdev->dev,
+			     "dma-buf in the BAR of %s refused (-EREMOTEIO): the kernel's P2PDMA verdict refuses peer-to-peer DMA between %s and %s (pci_p2pdma_distance() < 0)\n",
+			     owner, owner, pci_name(c->pdev));
+}
+
 /**
  * p2pnvme_dmabuf_in_host - is a dma-buf mapping for the controller host
  *	memory rather than a PCI device's memory?
@@ -144,6 +205,8 @@ static struct pci_dev *bar_owner(u64 addr, bool bus)
  * @sgt: the exporter's mapping
  * @owner: out: P2PNVME_OWNER_LEN bytes, the owning function's PCI name
  * @orphan: out: that function has no driver bound
+ * @unreachable: out: the kernel's P2PDMA verdict refuses P2P between that
+ *		 function and the controller (false for host memory)
  *
  * An exporter says nothing about where its memory is, and every layer
  * reports success either way (amdgpu pins a buffer in GTT for an importer
@@ -157,12 +220,17 @@ static struct pci_dev *bar_owner(u64 addr, bool bus)
  *
  * The function is named in @owner ("" for host memory). @orphan says
  * whether it has no driver bound: memory of a device whose driver let go
- * of it (unbound), which no transfer may use any more.
+ * of it (unbound), which no transfer may use any more. @unreachable is
+ * the kernel's P2PDMA verdict for that function and the controller
+ * (dmabuf_reachable()): the exporter may have mapped its memory without
+ * asking (NVIDIA's does, by default), and a BAR the kernel refuses is one
+ * the fabric may not carry (completion errors, lost posted writes) however
+ * the mapping was made. Host memory is never checked.
  *
  * Return: true for host memory.
  */
 bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
-			    bool *orphan)
+			    bool *orphan, bool *unreachable)
 {
 	struct iommu_domain *dom = iommu_get_domain_for_dev(&c->pdev->dev);
 	struct pci_dev *pdev = NULL;
@@ -191,21 +259,27 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner
 	strscpy(owner, host ? "" : pci_name(pdev), P2PNVME_OWNER_LEN);
 	/* a racy look: the unbind's bus notifier is the reliable one (reg.c) */
 	*orphan = !host && !READ_ONCE(pdev->dev.driver);
-	dev_dbg(&c->pdev->dev, "dma-buf mapping of %u segments: %s%s%s\n", sgt->nents,
-		host ? "host memory" : "memory of ", owner, *orphan ? ", no driver bound" : "");
+	*unreachable = !host && !dmabuf_reachable(c, pdev);
+	dev_dbg(&c->pdev->dev, "dma-buf mapping of %u segments: %s%s%s%s\n", sgt->nents,
+		host ? "host memory" : "memory of ", owner, *orphan ? ", no driver bound" : "",
+		*unreachable ? ", P2PDMA refuses it" : "");
 	pci_dev_put(pdev);
 	return host;
 }
 
 /*
  * Map @r's dma-buf for the controller (the entry that owns the attachment
- * does, the others share it). The exporter decides whether the controller
- * can reach the memory: -EREMOTEIO when it cannot (no bounce for dma-bufs),
- * -ENODEV once revoked, or when the memory is in the BAR of a function no
- * driver is bound to (a static exporter, as NVIDIA's, never revokes when its
- * device is unbound). Then, as the importer contract wants: wait for the
- * exporter's own fences (a move in progress) and put our fence in the
- * reservation object for the I/O to come.
+ * does, the others share it). The exporter maps: -EREMOTEIO when it finds
+ * that the controller cannot reach the memory (no bounce for dma-bufs),
+ * -ENODEV once revoked. Then the mapping is looked at: -ENODEV when the
+ * memory is in the BAR of a function no driver is bound to (a static
+ * exporter, as NVIDIA's, never revokes when its device is unbound),
+ * -EREMOTEIO (@r->dmabuf_unreachable, said in the log) when the kernel's
+ * P2PDMA verdict refuses that function and the controller, which an
+ * exporter of page-less memory may not have asked (NVIDIA's does not).
+ * Then, as the importer contract wants: wait for the exporter's own fences
+ * (a move in progress) and put our fence in the reservation object for the
+ * I/O to come.
  */
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 {
@@ -215,6 +289,7 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 	long left;
 	int ret;
 
+	r->dmabuf_unreachable = false;	/* of an earlier mapping, if any */
 	/* allocated now: nothing allocates once our fence is published */
 	r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
 	if (!r->fence)
@@ -229,10 +304,17 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 	}
 	r->dsgt = sgt;
 	/* where it is, first: P2P required refuses host memory before all else */
-	r->dmabuf_host = p2pnvme_dmabuf_in_host(c, sgt, r->dmabuf_owner, &orphan);
+	r->dmabuf_host = p2pnvme_dmabuf_in_host(c, sgt, r->dmabuf_owner, &orphan,
+						&r->dmabuf_unreachable);
 	/* the exporter's device is unbound: its memory is not its to give */
 	if (orphan) {
 		ret = -ENODEV;
+		goto out_unlock;
+	}
+	/* a BAR the controller may not reach: counted by the caller (req_map()) */
+	if (r->dmabuf_unreachable) {
+		p2pnvme_dmabuf_unreachable(c, r->dmabuf_owner);
+		ret = -EREMOTEIO;
 		goto out_unlock;
 	}
 	/*

@@ -132,6 +132,7 @@ enum p2pnvme_why {
 	P2PNVME_WHY_POLICY,	/* unreachable and bouncing not allowed */
 	P2PNVME_WHY_DMABUF,	/* an imported dma-buf: the exporter maps */
 	P2PNVME_WHY_REQUIRED,	/* host memory, and P2P required (_F_REQUIRE_P2P) */
+	P2PNVME_WHY_UNREACHABLE,	/* a dma-buf in a BAR P2PDMA refuses */
 };
 
 /* a PCI function's name, as struct p2pnvme_buf_reg.owner holds it */
@@ -277,6 +278,11 @@ struct p2pnvme_cmd;		/* queue.h */
  *		 (p2pnvme_dmabuf_in_host())
  * @dmabuf_owner: the function whose BAR the data goes to or comes from
  *		  (dma-bufs, registered ones too), or "": the trace's
+ * @dmabuf_unreachable: the mapping is in @dmabuf_owner's BAR and the
+ *			kernel's P2PDMA verdict refuses P2P between that
+ *			function and the controller
+ *			(p2pnvme_dmabuf_in_host()): refused with -EREMOTEIO
+ *			(a registered buffer's mapping again, too)
  * @dir: DMA direction of @sgt or @dsgt
  * @mapped: @sgt is DMA-mapped
  * @single: mapped as one page (req_map_single()): @sg1 holds the address
@@ -323,6 +329,7 @@ struct p2pnvme_req {
 	bool invalidated;
 	bool dmabuf_host;
 	char dmabuf_owner[P2PNVME_OWNER_LEN];
+	bool dmabuf_unreachable;
 	enum dma_data_direction dir;
 	bool mapped;
 	bool single;
@@ -595,7 +602,15 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  *		 bounce slots, at most max_bounced_reg_mb
  * @reg_list: every registered buffer of every file, for removal
  * @reg_nb: PCI bus notifier: the unbinding of a function whose BAR a
- *	    registered dma-buf of a static exporter maps (reg.c)
+ *	    registered dma-buf of a static exporter maps (reg.c); a function
+ *	    added or removed (@p2p_verdicts)
+ * @p2p_verdicts: the kernel's P2PDMA verdict between the controller and
+ *		  each function a dma-buf mapping was found in, by that
+ *		  function's domain and id (xa_mk_value(): 1 reachable, 0
+ *		  not); emptied whenever a PCI function is added or removed
+ *		  (dmabuf.c)
+ * @p2p_gen: bumped at each of those, so that a verdict computed across
+ *	     one is not kept
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -663,6 +678,8 @@ struct p2pnvme {
 	struct list_head reg_list;
 	atomic64_t reg_bounced;
 	struct notifier_block reg_nb;
+	struct xarray p2p_verdicts;
+	atomic_t p2p_gen;
 };
 
 /**

@@ -62,6 +62,8 @@ static const char *p2pnvme_why_name(unsigned int why)
 		[P2PNVME_WHY_POLICY] = "the topology refuses P2P and bouncing is not allowed",
 		[P2PNVME_WHY_DMABUF] = "a dma-buf: its exporter decides",
 		[P2PNVME_WHY_REQUIRED] = "host memory, and P2P required",
+		[P2PNVME_WHY_UNREACHABLE] =
+			"the kernel's P2PDMA verdict refuses the dma-buf's function and the controller",
 	};
 
 	return why < ARRAY_SIZE(names) && names[why] ? names[why] : "?";
@@ -339,6 +341,9 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 		if ((!ret || ret == -EOPNOTSUPP) && r->reg && p2pnvme_reg_refuses(r)) {
 			path_refused(c, r, P2PNVME_WHY_REQUIRED);
 			ret = -EREMOTEIO;
+		} else if (ret == -EREMOTEIO && r->dmabuf_unreachable) {
+			/* a move into a BAR the kernel's P2PDMA verdict refuses */
+			path_refused(c, r, P2PNVME_WHY_UNREACHABLE);
 		}
 		return ret;
 	}
@@ -484,6 +489,12 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 		    (r->io->flags & P2PNVME_IO_F_REQUIRE_P2P)) {
 			path_refused(c, r, P2PNVME_WHY_REQUIRED);
 			return -EREMOTEIO;
+		}
+		/* device memory the kernel's P2PDMA verdict keeps from the controller */
+		if (ret == -EREMOTEIO && r->owner->dmabuf_unreachable) {
+			memcpy(r->dmabuf_owner, r->owner->dmabuf_owner, sizeof(r->dmabuf_owner));
+			path_refused(c, r, P2PNVME_WHY_UNREACHABLE);
+			return ret;
 		}
 		if (ret)
 			return ret;

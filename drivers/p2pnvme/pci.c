@@ -140,6 +140,7 @@ void p2pnvme_free(struct kref *kref)
 	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
 
 	pci_dev_put(c->pdev);
+	p2pnvme_reg_exit(c);
 	p2pnvme_ctrl_exit(c);
 	p2pnvme_async_exit(c);
 	free_percpu(c->pcpu);

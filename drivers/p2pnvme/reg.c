@@ -27,6 +27,10 @@
  * memory: p2pnvme_dmabuf_in_host()) is worked out at each mapping; a buffer
  * registered with P2PNVME_BUF_F_REQUIRE_P2P (or a transfer with
  * P2PNVME_IO_F_REQUIRE_P2P) refuses host memory (p2pnvme_reg_refuses()).
+ * Every buffer, whatever its flags, refuses a mapping in the BAR of a
+ * function that the kernel's P2PDMA verdict keeps from the controller
+ * (-EREMOTEIO, at registration and at each mapping again): such a mapping
+ * is undone at once, so a listed buffer is never mapped there.
  *
  * A static exporter (no pin: NVIDIA's) never invalidates, not even when its
  * device is unbound. So a bus notifier watches the unbinding of the
@@ -69,6 +73,17 @@ void p2pnvme_reg_init(struct p2pnvme *c)
 	mutex_init(&c->reg_lock);
 	INIT_LIST_HEAD(&c->reg_list);
 	atomic64_set(&c->reg_bounced, 0);
+	xa_init(&c->p2p_verdicts);
+	atomic_set(&c->p2p_gen, 0);
+}
+
+/**
+ * p2pnvme_reg_exit - the controller's last reference is gone
+ * @c: the controller (p2pnvme_reg_init() was called)
+ */
+void p2pnvme_reg_exit(struct p2pnvme *c)
+{
+	xa_destroy(&c->p2p_verdicts);
 }
 
 /**
@@ -382,7 +397,7 @@ void p2pnvme_reg_put(struct p2pnvme_req *r)
 	r->reg = NULL;
 }
 
-static int reg_remap(struct p2pnvme_reg *b);
+static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r);
 
 /**
  * p2pnvme_reg_get - look up the buffer a request names and check it
@@ -393,8 +408,10 @@ static int reg_remap(struct p2pnvme_reg *b);
  * Return: 0 (@r->reg holds a reference), -ENOENT (no such buffer), -EINVAL
  * (the range runs past its end), -EBADF (a read into a dma-buf registered
  * without write access), the errors of mapping a moved dma-buf again
- * (-ENODEV: revoked or the controller removed; -EREMOTEIO, -EOPNOTSUPP,
- * -ETIMEDOUT); on error the caller still releases @r.
+ * (-ENODEV: revoked or the controller removed; -EREMOTEIO: the exporter's,
+ * or, with @r->dmabuf_unreachable and @r->dmabuf_owner set, the kernel's
+ * P2PDMA verdict refuses the BAR it went to; -EOPNOTSUPP, -ETIMEDOUT); on
+ * error the caller still releases @r.
  */
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 {
@@ -417,7 +434,7 @@ int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 		return -EBADF;
 	/* acquire: @host as reg_remap() left it with @stale cleared */
 	if (b->kind == P2PNVME_REG_DMABUF && smp_load_acquire(&b->stale))
-		return reg_remap(b);
+		return reg_remap(b, r);
 	return 0;
 }
 
@@ -532,7 +549,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	struct dma_buf_attachment *attach;
 	struct dma_buf *dmabuf;
 	struct sg_table *sgt;
-	bool orphan;
+	bool orphan, unreachable;
 	long left;
 	int ret;
 
@@ -552,7 +569,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		return ret;
 	attach = dma_buf_dynamic_attach(dmabuf, &c->pdev->dev, &reg_importer_ops, b);
 	if (IS_ERR(attach)) {
-		ret = PTR_ERR(attach);
+		ret = p2pnvme_dmabuf_errno(PTR_ERR(attach));
 		goto out_exit;
 	}
 	b->attach = attach;
@@ -568,9 +585,16 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	/* an invalidation before this mapping was about none: nothing was busy */
 	WRITE_ONCE(b->stale, false);
 	/* where it is, first: P2P required refuses host memory before all else */
-	b->host = p2pnvme_dmabuf_in_host(c, sgt, b->owner, &orphan);
+	b->host = p2pnvme_dmabuf_in_host(c, sgt, b->owner, &orphan, &unreachable);
 	if (orphan) {
 		ret = -ENODEV;		/* its device is unbound already */
+		goto out_unlock;
+	}
+	/* a BAR the controller may not reach, P2P required or not */
+	if (unreachable) {
+		p2pnvme_dmabuf_unreachable(c, b->owner);
+		p2pnvme_stat_add(c, ST_REFUSED, 1);
+		ret = -EREMOTEIO;
 		goto out_unlock;
 	}
 	if (b->host && b->require_p2p) {
@@ -600,19 +624,23 @@ out_exit:
 }
 
 /*
- * Map a moved dma-buf again (@b->stale), for a request about to name it:
+ * Map a moved dma-buf again (@b->stale), for request @r about to name it:
  * where the exporter put it, after its kernel fences (the move's copy).
  * Nothing is busy on @b (the invalidation waited, and p2pnvme_reg_arm()
  * refuses while stale), so the segments can be indexed anew. The exporter
- * refuses a revoked buffer (-ENODEV); removal took the attachment away.
+ * refuses a revoked buffer (-ENODEV); removal took the attachment away. A
+ * BAR the kernel's P2PDMA verdict keeps from the controller is refused
+ * (-EREMOTEIO, @r->dmabuf_unreachable and @r->dmabuf_owner set for the
+ * caller to count and trace) and unmapped again: still stale, so the next
+ * request tries again, where the exporter may have moved it since.
  */
-static int reg_remap(struct p2pnvme_reg *b)
+static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 {
 	struct p2pnvme *c = b->c;
 	struct dma_resv *resv = b->dmabuf->resv;
 	struct sg_table *sgt;
 	char owner[P2PNVME_OWNER_LEN];
-	bool host, orphan;
+	bool host, orphan, unreachable;
 	long left;
 	int ret = 0;
 
@@ -637,11 +665,17 @@ static int reg_remap(struct p2pnvme_reg *b)
 	}
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false, p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
-	host = p2pnvme_dmabuf_in_host(c, sgt, owner, &orphan);
+	host = p2pnvme_dmabuf_in_host(c, sgt, owner, &orphan, &unreachable);
 	/* where it went, for p2pnvme_reg_refuses(), even if it cannot be used */
 	WRITE_ONCE(b->host, host);
 	if (!ret && orphan)
 		ret = -ENODEV;
+	if (!ret && unreachable) {
+		p2pnvme_dmabuf_unreachable(c, owner);
+		memcpy(r->dmabuf_owner, owner, sizeof(r->dmabuf_owner));
+		r->dmabuf_unreachable = true;
+		ret = -EREMOTEIO;
+	}
 	if (!ret && p2pnvme_dma_need_sync(&c->pdev->dev, sgt))
 		ret = -EOPNOTSUPP;
 	if (!ret) {
@@ -672,7 +706,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	return -EOPNOTSUPP;
 }
 
-static int reg_remap(struct p2pnvme_reg *b)
+static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 {
 	return -ENODEV;
 }
@@ -841,6 +875,9 @@ int p2pnvme_reg_show(struct seq_file *s, void *unused)
  * mapped again where it went. One that is still mapped in that BAR when
  * the unbind is over (BUS_NOTIFY_UNBOUND_DRIVER) did not, and is revoked
  * then.
+ *
+ * And a PCI function added or removed: the P2PDMA verdicts kept for
+ * dma-buf mappings are dropped (p2pnvme_dmabuf_forget()).
  */
 static int reg_pci_notify(struct notifier_block *nb, unsigned long action, void *data)
 {
@@ -848,6 +885,11 @@ static int reg_pci_notify(struct notifier_block *nb, unsigned long action, void 
 	struct device *dev = data;
 	struct p2pnvme_reg *b;
 
+	/* the topology changed: the P2PDMA verdicts kept may not hold */
+	if (action == BUS_NOTIFY_ADD_DEVICE || action == BUS_NOTIFY_DEL_DEVICE) {
+		p2pnvme_dmabuf_forget(c);
+		return NOTIFY_OK;
+	}
 	if ((action != BUS_NOTIFY_UNBIND_DRIVER && action != BUS_NOTIFY_UNBOUND_DRIVER) ||
 	    dev == &c->pdev->dev)
 		return NOTIFY_DONE;

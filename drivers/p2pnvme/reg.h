@@ -43,7 +43,8 @@ enum p2pnvme_reg_kind {
  * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
  *	  invalidated (the dma-buf's reservation lock)
  * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
- *	  (p2pnvme_dmabuf_in_host(), at each mapping)
+ *	  (p2pnvme_dmabuf_in_host(), at each mapping; never a BAR the kernel's
+ *	  P2PDMA verdict refuses: such a mapping is refused and undone)
  * @owner: dma-buf: the PCI name of the function whose BAR @dsgt is in, or
  *	   "" (written with @host; read by armed requests, debugfs under
  *	   @c->reg_lock)
@@ -108,6 +109,7 @@ struct p2pnvme_fence {
 
 /* reg.c: registered buffers */
 void p2pnvme_reg_init(struct p2pnvme *c);
+void p2pnvme_reg_exit(struct p2pnvme *c);
 long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg);
 long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg);
 void p2pnvme_reg_file_release(struct p2pnvme_file *f);
@@ -124,12 +126,24 @@ void p2pnvme_reg_put(struct p2pnvme_req *r);
 void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
 void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
 
+/*
+ * An exporter's errno, for userspace: NVIDIA's attach refuses with the
+ * kernel's own -ENOTSUPP (524), which no program can name; it is said as
+ * -EOPNOTSUPP, the errno of an exporter that does not take this importer.
+ */
+static inline int p2pnvme_dmabuf_errno(int ret)
+{
+	return ret == -ENOTSUPP ? -EOPNOTSUPP : ret;
+}
+
 /* dmabuf.c: the importer; without dma-buf support such requests are refused */
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
 bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
-			    bool *orphan);
+			    bool *orphan, bool *unreachable);
+void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner);
+void p2pnvme_dmabuf_forget(struct p2pnvme *c);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 bool p2pnvme_dmabuf_signalling(void);
 void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie, int unrun);

@@ -73,6 +73,7 @@ TRACE_DEFINE_ENUM(P2PNVME_WHY_TOPOLOGY);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_POLICY);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_DMABUF);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_REQUIRED);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_UNREACHABLE);
 
 /*
  * The path a transfer took (enum p2pnvme_path; NONE: refused), why (enum
@@ -119,7 +120,9 @@ TRACE_EVENT(p2pnvme_path,
 				       { P2PNVME_WHY_TOPOLOGY, "topology refuses P2P" },
 				       { P2PNVME_WHY_POLICY, "P2P refused, bouncing not allowed" },
 				       { P2PNVME_WHY_DMABUF, "dma-buf, the exporter maps" },
-				       { P2PNVME_WHY_REQUIRED, "host memory, P2P required" }),
+				       { P2PNVME_WHY_REQUIRED, "host memory, P2P required" },
+				       { P2PNVME_WHY_UNREACHABLE,
+					 "P2PDMA verdict refuses the owner" }),
 		      __entry->owner)
 );
 

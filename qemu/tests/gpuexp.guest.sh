@@ -10,6 +10,13 @@
 # and its exports are offered to the GPU's importers (the other direction).
 # The test ends by unbinding p2pgpu's function mid-stream and binding it
 # again.
+# Where the kernel's P2PDMA verdict refuses the GPU's function and the
+# controller (p2pexpect=refused: rootports, acs), p2pnvme must refuse the
+# BAR however the exporter mapped it: nvidia's transfers and
+# registrations fail with EREMOTEIO, counted, nothing moved, and the log
+# and the p2pnvme_path tracepoint name both functions; amdgpu and xe keep
+# their buffers in host memory for p2pnvme (their attach asks the kernel),
+# whose transfers go on as dmabuf-host.
 . /tests/lib.sh
 expect_suites guest.gpuexp_setup guest.gpuexp guest.gpuexp_after
 
@@ -67,8 +74,16 @@ if [ -e $E/enable ]; then
 	grep 'p2pnvme_path:' $T/trace > /tmp/owners
 fi
 
+# what a transfer refused for the kernel's P2PDMA verdict says
+UNREACH="path refused (P2PDMA verdict refuses the owner) owner $GPU"
 suite_begin gpuexp_after
-if [ -e /tmp/owners ]; then
+if [ -e /tmp/owners ] && [ "$p2pexpect" = refused ]; then
+	diag "p2pnvme_path with an owner: $(wc -l < /tmp/owners) transfers, e.g. $(head -n 1 /tmp/owners | sed 's/.*p2pnvme_path: //')"
+	check "p2pnvme_path: transfers refused for the P2PDMA verdict name $GPU" \
+		grep -qF "$UNREACH" /tmp/owners
+	check_eq "p2pnvme_path: P2P refused, none went into the GPU's BAR, the refused ones name only $GPU" \
+		"$(grep -vF "$UNREACH" /tmp/owners | head -n 2)" ""
+elif [ -e /tmp/owners ]; then
 	diag "p2pnvme_path with an owner: $(wc -l < /tmp/owners) transfers, e.g. $(head -n 1 /tmp/owners | sed 's/.*p2pnvme_path: //')"
 	check "p2pnvme_path: transfers into the GPU's BAR name $GPU" grep -q "path dmabuf (.*) owner $GPU\$" /tmp/owners
 	check_eq "p2pnvme_path: only dmabuf-p2p transfers name an owner, and only $GPU" \
@@ -79,16 +94,25 @@ elif [ -d $T/events ]; then
 else
 	skip "p2pnvme_path names the owner" "no tracefs events on this kernel"
 fi
-dmesg | grep -E 'p2pgpu|nvidia:|p2pbar .*dma-buf|registered dma-buf' | sed 's/^\[[^]]*\] //' | tail -n 80 |
-	while read -r l; do diag "$l"; done
+dmesg | grep -E 'p2pgpu|nvidia:|p2pbar .*dma-buf|registered dma-buf|P2PDMA verdict|peer-to-peer DMA' |
+	sed 's/^\[[^]]*\] //' | tail -n 80 | while read -r l; do diag "$l"; done
 if [ -n "$PROV" ]; then
 	check "p2pbar said why it refused the static importer" \
 		sh -c "dmesg | grep -q 'dma-buf import by $GPU refused: a static importer'"
 	check "the dynamic importer was told of the revocation" \
 		sh -c "dmesg | grep -q 'import: the exporter invalidated our mapping (1)'"
 fi
-check "p2pnvme said it revoked the nvidia buffer's registration at the unbind" \
-	sh -c "dmesg | grep -q 'registered dma-buf in the BAR of $GPU: its driver is unbound'"
+# the log line of a refusal for the kernel's P2PDMA verdict, naming both functions
+VERDICT="refuses peer-to-peer DMA between $GPU and $NVME"
+if [ "$p2pexpect" = refused ]; then
+	check "p2pnvme said why it refused the GPU's BAR, naming $GPU and $NVME" \
+		sh -c "dmesg | grep -qF '$VERDICT'"
+else
+	check "p2pnvme refused no dma-buf for the P2PDMA verdict (P2P $p2pexpect)" \
+		sh -c "! dmesg | grep -qF 'refuses peer-to-peer DMA between'"
+	check "p2pnvme said it revoked the nvidia buffer's registration at the unbind" \
+		sh -c "dmesg | grep -q 'registered dma-buf in the BAR of $GPU: its driver is unbound'"
+fi
 check "p2pgpu evicted the amdgpu buffers at the unbind" \
 	sh -c "dmesg | grep -q 'VRAM -> GTT, host pages (device unbound)'"
 check "p2pnvme lets go of $NVME" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind"

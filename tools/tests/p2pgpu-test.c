@@ -34,6 +34,21 @@
  * report the path a P2P transfer reports (p2pnvme before the issue's
  * phase 2 failed both).
  *
+ * Where the kernel's P2PDMA verdict refuses the GPU's function and the
+ * controller (p2pexpect=refused on the kernel command line: the rootports
+ * and acs profiles) p2pnvme must refuse the BAR however the exporter
+ * mapped it: nvidia's transfers and registrations fail with -EREMOTEIO,
+ * each counted once in stats/refused, no byte moved (nvidia_refused());
+ * amdgpu and xe ask the kernel at attach and keep their buffers in host
+ * memory for p2pnvme, whose transfers go on as dmabuf-host (host_only(),
+ * and the evictions' and static importer's cases say host memory there);
+ * the P2P-required stream has nothing to evict (SKIP), the unbind has no
+ * registration in the BAR to revoke (unbind_refused()). On every profile:
+ * NVIDIA's own check on a chipset its RM flags (nvidia_flagged()) and a
+ * dynamic exporter that never asks the kernel moving a registered buffer
+ * into its BAR (unchecked_exporter(): refused at each mapping again where
+ * the kernel refuses, P2P where it allows).
+ *
  * Namespace: the bench's 64 MiB image of 512-byte LBAs, each sector headed
  * "<seed> LBA <lba>"; each personality reads its own 8 MiB from LBA
  * 16384 * personality and writes 64 KiB at LBA 110000 + 256 * personality.
@@ -42,6 +57,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +89,12 @@ static char gpu_name[64];	/* the exporter's PCI function, as sysfs names it */
 static char nvme_name[64];	/* the controller's */
 static const char *nvme_dev;	/* its character device's name (p2pnvme0) */
 static int swiotlb;		/* swiotlb=force: host placements cannot be used */
+/*
+ * p2pexpect=refused: the kernel's P2PDMA verdict refuses the GPU's function
+ * and the controller (the rootports and acs profiles)
+ */
+static int refused;
+static int common_bridge;	/* the GPU and the controller share an upstream bridge */
 /* the running test's devices: its fixture's, opened in its own child */
 static int gpu = -1, nvme = -1;
 
@@ -107,6 +129,34 @@ static void bound_function(const char *driver, char *name, size_t size)
 		}
 	if (d)
 		closedir(d);
+}
+
+/*
+ * Do two PCI functions share an upstream bridge (a switch's port, or a root
+ * port both sit under: what NVIDIA's nv_pci_has_common_pci_switch() looks
+ * for)? Their sysfs paths, /sys/devices/pciDDDD:BB/<bridge>/.../<function>,
+ * then start with the same root bus and the same first bridge.
+ */
+static int share_bridge(const char *a, const char *b)
+{
+	char pa[PATH_MAX], pb[PATH_MAX], path[128];
+	char *ea, *eb;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", a);
+	if (!realpath(path, pa))
+		return 0;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", b);
+	if (!realpath(path, pb))
+		return 0;
+	/* the end of the first component below the root bus's */
+	ea = strstr(pa, "/pci");
+	eb = strstr(pb, "/pci");
+	ea = ea ? strchr(ea + 1, '/') : NULL;
+	eb = eb ? strchr(eb + 1, '/') : NULL;
+	ea = ea ? strchr(ea + 1, '/') : NULL;
+	eb = eb ? strchr(eb + 1, '/') : NULL;
+	/* a function right on the root bus has no upstream bridge */
+	return ea && eb && ea - pa == eb - pb && !strncmp(pa, pb, ea - pa);
 }
 
 /*
@@ -460,13 +510,22 @@ static void evictions(uint32_t p, int fd, uint32_t id, uint64_t base)
 	if (h >= 0)
 		close(h);
 
-	/* room again: a peer2peer map validates it back into VRAM */
+	/*
+	 * room again: a peer2peer map validates it back into VRAM; where the
+	 * kernel refuses P2P, the exporter's attach took p2pnvme for an
+	 * importer without peer2peer, and its maps keep it in host memory
+	 */
 	snprintf(what, sizeof(what), "%s: per-I/O read, VRAM free", names[p]);
 	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base + 2048, QLEN, &path);
 	tap(!ret, "%s (%s)", what, strerror(-ret));
 	b = where(fd);
-	tap(b.where == P2PGPU_WHERE_BAR, "%s: the map moved the buffer back into the BAR (%s)",
-	    what, place(&b));
+	if (refused)
+		tap(b.where == P2PGPU_WHERE_HOST,
+		    "%s: P2P refused, the map left it in host memory (%s): the exporter's attach found pci_p2pdma_distance() < 0",
+		    what, place(&b));
+	else
+		tap(b.where == P2PGPU_WHERE_BAR, "%s: the map moved the buffer back into the BAR (%s)",
+		    what, place(&b));
 	moved(ret, fd, 0, base + 2048, QLEN, &path, what);
 	snprintf(what, sizeof(what), "%s: registered read after the move back", names[p]);
 	ret = reg_read(id, QLEN, base + 2560, QLEN, &path);
@@ -587,8 +646,10 @@ static void static_importer(uint32_t p, uint32_t flags, uint64_t base)
 
 	snprintf(what, sizeof(what), "%s: per-I/O read beside the static importer", names[p]);
 	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base + 3072, QLEN, &path);
-	tap(p == P2PGPU_NVIDIA ? !ret : host_ok(ret), "%s (%s)%s", what, strerror(-ret),
-	    p == P2PGPU_NVIDIA ? "" : host_note());
+	/* nvidia's is in the BAR, which the kernel may refuse */
+	tap(p != P2PGPU_NVIDIA ? host_ok(ret) : refused ? ret == -EREMOTEIO : !ret, "%s (%s)%s",
+	    what, strerror(-ret), p != P2PGPU_NVIDIA ? host_note() :
+	    refused ? " (P2P refused: EREMOTEIO)" : "");
 	moved(ret, fd, 0, base + 3072, QLEN, &path, what);
 	ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
 	tap(ret == (p == P2PGPU_NVIDIA ? -EOPNOTSUPP : -EBUSY),
@@ -600,9 +661,14 @@ static void static_importer(uint32_t p, uint32_t flags, uint64_t base)
 		snprintf(what, sizeof(what), "%s: per-I/O read once it left", names[p]);
 		ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base + 3584, QLEN, &path);
 		b = where(fd);
-		tap(!ret && b.where == P2PGPU_WHERE_BAR,
-		    "%s: back in VRAM at the next peer2peer map (%s, in %s)", what,
-		    strerror(-ret), place(&b));
+		if (refused)
+			tap(!ret && b.where == P2PGPU_WHERE_HOST,
+			    "%s: P2P refused, p2pnvme is no peer2peer importer to the exporter: still in host memory (%s, in %s)",
+			    what, strerror(-ret), place(&b));
+		else
+			tap(!ret && b.where == P2PGPU_WHERE_BAR,
+			    "%s: back in VRAM at the next peer2peer map (%s, in %s)", what,
+			    strerror(-ret), place(&b));
 		moved(ret, fd, 0, base + 3584, QLEN, &path, what);
 	}
 	close(fd);
@@ -693,6 +759,304 @@ static int untouched(int fd, const unsigned char *before, uint64_t len)
 
 	free(now_);
 	return same;
+}
+
+/* ---- the kernel's P2PDMA verdict refuses the GPU and the controller ---- */
+
+/* the controller's stats/refused: transfers refused so far, or -1 */
+static long refused_count(void)
+{
+	char path[160], v[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/refused", nvme_dev);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(v, sizeof(v), f))
+		v[0] = 0;
+	fclose(f);
+	return v[0] ? strtol(v, NULL, 10) : -1;
+}
+
+/*
+ * No byte moved into the buffer, filled with @byte: the CPU sees the fill,
+ * and the host sees it in the BAR's backing file at the buffer's offset.
+ */
+static void still_filled(int fd, int byte, const char *what)
+{
+	unsigned char *now_ = xalloc(BUF);
+	struct p2pgpu_buf b = where(fd);
+	int ok = !cpu_read(fd, 0, now_, BUF);
+	uint64_t i;
+
+	for (i = 0; ok && i < BUF; i++)
+		ok = now_[i] == byte;
+	tap(ok, "%s: the buffer still holds its %#x fill (in %s): no byte moved", what, byte,
+	    place(&b));
+	if (b.where == P2PGPU_WHERE_BAR)
+		hostcheck("fill %llu %s@%llu %#x", (unsigned long long)BUF, bar,
+			  (unsigned long long)b.bar_off, byte);
+	free(now_);
+}
+
+/*
+ * nvidia where the kernel's P2PDMA verdict refuses the GPU's function and
+ * the controller (p2pexpect=refused: root ports of a host bridge it does
+ * not allow, or ACS redirect on the path). NVIDIA's attach asks nothing,
+ * its map hands p2pnvme the BAR all the same: every transfer of it is
+ * refused with -EREMOTEIO before any command, per I/O and at
+ * registration, P2P required or not, each counted once in stats/refused;
+ * no byte moves (the buffer keeps its fill, in the BAR's backing file
+ * too; the image keeps its pattern where the writes would have gone).
+ * p2pnvme without the verdict check took it all (on rootports a
+ * registered read requiring P2P went, path 4: dmabuf).
+ */
+static void nvidia_refused(void)
+{
+	const uint32_t p = P2PGPU_NVIDIA;
+	const uint64_t base = 16384ULL * p, w = 112000 + 256 * p;
+	struct p2pgpu_buf b = { .off = 0, .len = BUF, .arg = 0xa5 };
+	uint64_t off = 0;
+	uint32_t id = 0;
+	long n0, n1;
+	int fd, ret;
+
+	fd = export(p, 0, BUF, &off);
+	ret = fd < 0 ? fd : buf_op(P2PGPU_IOC_FILL, fd, &b);
+	tap(!ret, "nvidia: exports 1 MiB of the BAR (at %#llx), filled with 0xa5 (%s)",
+	    (unsigned long long)off, strerror(-ret));
+	if (ret)
+		kt_fail("nvidia: no export to go on with");
+	n0 = refused_count();
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 0, base, QLEN, 0, NULL);
+	tap(ret == -EREMOTEIO, "nvidia, P2P refused: per-I/O read into the BAR: %s", strerror(-ret));
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, QLEN, base + 512, QLEN, P2PNVME_IO_F_REQUIRE_P2P,
+			  NULL);
+	tap(ret == -EREMOTEIO, "nvidia, P2P refused: per-I/O read, P2P required: %s",
+	    strerror(-ret));
+	ret = dmabuf_io_f(P2PNVME_OP_WRITE, fd, 0, w, 64 * KIB, 0, NULL);
+	tap(ret == -EREMOTEIO, "nvidia, P2P refused: per-I/O write from the BAR: %s",
+	    strerror(-ret));
+	ret = dmabuf_io_f(P2PNVME_OP_WRITE, fd, 0, w, 64 * KIB, P2PNVME_IO_F_REQUIRE_P2P, NULL);
+	tap(ret == -EREMOTEIO, "nvidia, P2P refused: per-I/O write, P2P required: %s",
+	    strerror(-ret));
+	hostcheck("pristine 65536 nvme0@%llu", (unsigned long long)(w * LBA));
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, NULL);
+	tap(ret == -EREMOTEIO, "nvidia, P2P refused: registration: %s", strerror(-ret));
+	if (!ret)
+		unreg(id);
+	ret = reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id, NULL);
+	tap(ret == -EREMOTEIO, "nvidia, P2P refused: registration, P2P required: %s",
+	    strerror(-ret));
+	if (!ret)
+		unreg(id);
+	n1 = refused_count();
+	tap(n0 >= 0 && n1 - n0 == 6, "nvidia, P2P refused: stats/refused counted each of the 6 once (%ld -> %ld)",
+	    n0, n1);
+	still_filled(fd, 0xa5, "nvidia, P2P refused");
+	close(fd);
+}
+
+/*
+ * amdgpu and xe where the kernel refuses P2P between the GPU's function
+ * and the controller: their attach cleared p2pnvme's peer2peer
+ * (pci_p2pdma_distance() < 0), so their maps keep the buffer in host
+ * memory (GTT/TT). Host memory is never refused for the verdict: without
+ * P2P required the transfers go, dmabuf-host with no owner; with it they
+ * are refused as for any host memory, and move no byte.
+ */
+static void host_only(uint32_t p, int fd, uint64_t base)
+{
+	unsigned char *before = xalloc(BUF);
+	struct p2pnvme_buf_reg r = { 0 };
+	char what[96];
+	uint32_t id = 0, path;
+	int ret;
+
+	ret = reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id, NULL);
+	tap(ret == -EREMOTEIO, "%s, P2P refused: registration requiring P2P refused, host memory (%s)",
+	    names[p], strerror(-ret));
+	if (!ret)
+		unreg(id);
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, &r);
+	tap(!ret && r.path == P2PNVME_PATH_DMABUF_HOST && !r.owner[0],
+	    "%s, P2P refused: registered without it: dmabuf-host, no owner (%s, path %u, owner '%s')",
+	    names[p], strerror(-ret), r.path, r.owner);
+	if (ret)
+		kt_fail("%s: no registration to go on with", names[p]);
+	cpu_read(fd, 0, before, BUF);
+	ret = reg_read_f(id, 2 * QLEN, base + 10240, QLEN, P2PNVME_IO_F_REQUIRE_P2P, &path);
+	tap(ret == -EREMOTEIO && untouched(fd, before, BUF),
+	    "%s, P2P refused: registered read requiring P2P refused (%s), the buffer untouched",
+	    names[p], strerror(-ret));
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 3 * QLEN, base + 10752, QLEN,
+			  P2PNVME_IO_F_REQUIRE_P2P, &path);
+	tap(ret == -EREMOTEIO && untouched(fd, before, BUF),
+	    "%s, P2P refused: per-I/O read requiring P2P refused (%s), the buffer untouched",
+	    names[p], strerror(-ret));
+	snprintf(what, sizeof(what), "%s, P2P refused: registered read", names[p]);
+	ret = reg_read_f(id, 2 * QLEN, base + 10240, QLEN, 0, &path);
+	tap(!ret && path == P2PNVME_PATH_DMABUF_HOST, "%s without it goes, dmabuf-host (%s, path %u)",
+	    what, strerror(-ret), path);
+	moved(ret, fd, 2 * QLEN, base + 10240, QLEN, NULL, what);
+	unreg(id);
+	free(before);
+}
+
+/*
+ * NVIDIA's own topology check, where it makes one: on a chipset its RM
+ * flags (P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET) attach refuses an
+ * importer with no upstream bridge in common with the GPU (-ENOTSUPP,
+ * which p2pnvme says as -EOPNOTSUPP), whatever the kernel would say; one
+ * under a common bridge is taken, and the kernel's verdict is then
+ * p2pnvme's to apply. Root ports (rootports; iommu, where the kernel
+ * allows the host bridge): refused at attach; a switch: P2P; one root
+ * port with ACS redirect (acs): NVIDIA takes p2pnvme, p2pnvme refuses the
+ * BAR (-EREMOTEIO). Only the kernel's verdict counts as refused.
+ */
+static void nvidia_flagged(void)
+{
+	const uint32_t p = P2PGPU_NVIDIA;
+	const uint64_t base = 16384ULL * p + 14336;
+	const int want = !common_bridge ? -EOPNOTSUPP : refused ? -EREMOTEIO : 0;
+	struct p2pgpu_buf b = { .off = 0, .len = BUF, .arg = 0x6b };
+	const char *what = common_bridge ? "nvidia, flagged chipset, a common bridge" :
+			   "nvidia, flagged chipset, no common bridge";
+	uint32_t id = 0, path = 0;
+	uint64_t off = 0;
+	long n0, n1;
+	int fd, ret, reg;
+
+	fd = export(p, P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET, BUF, &off);
+	ret = fd < 0 ? fd : buf_op(P2PGPU_IOC_FILL, fd, &b);
+	tap(!ret, "%s: exports 1 MiB (at %#llx), filled with 0x6b (%s)", what,
+	    (unsigned long long)off, strerror(-ret));
+	if (ret)
+		kt_fail("nvidia: no export to go on with");
+	n0 = refused_count();
+	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base, QLEN, &path);
+	tap(ret == want && (ret || path == P2PNVME_PATH_DMABUF),
+	    "%s, P2P %s: per-I/O read: %s (want %s; path %u)", what, refused ? "refused" : "allowed",
+	    strerror(-ret), strerror(-want), path);
+	/* after the per-I/O attachment went: two mappings of one NVIDIA range overlap */
+	reg = reg_dmabuf_ex(fd, BUF, 0, &id, NULL);
+	tap(reg == want, "%s, P2P %s: registration: %s (want %s)", what,
+	    refused ? "refused" : "allowed", strerror(-reg), strerror(-want));
+	if (!reg)
+		unreg(id);
+	n1 = refused_count();
+	tap(n0 >= 0 && n1 - n0 == (want == -EREMOTEIO ? 2 : 0),
+	    "%s: stats/refused went up by %ld, want %d (the kernel's verdict counts, the exporter's refusal at attach does not)",
+	    what, n1 - n0, want == -EREMOTEIO ? 2 : 0);
+	if (!ret)
+		landed(fd, 0, base, QLEN, what);
+	else
+		still_filled(fd, 0x6b, what);
+	close(fd);
+}
+
+/*
+ * A dynamic exporter that never asks the kernel (amdgpu with
+ * P2PGPU_EXPORT_F_NO_DISTANCE_CHECK: no driver's code) moves a buffer
+ * p2pnvme registered in host memory into its BAR. Where the kernel allows
+ * the GPU's function and the controller the registration follows it
+ * (mapped again, P2P). Where it refuses (p2pexpect=refused) every mapping
+ * of the BAR is: the per-I/O read whose map moved it there, the
+ * registration's mapping again at each registered read (P2P required or
+ * not), a per-I/O read requiring P2P and a write, -EREMOTEIO each, counted
+ * once each, no byte moved. Back in host memory the registration goes on:
+ * the BAR is refused, not the buffer.
+ */
+static void unchecked_exporter(void)
+{
+	const uint32_t p = P2PGPU_AMDGPU;
+	const uint64_t base = 16384ULL * p + 14336, w = 112000 + 256 * p, len = 64 * KIB;
+	const char *what = refused ? "unchecked amdgpu, P2P refused" :
+			   "unchecked amdgpu, P2P allowed";
+	const int want = refused ? -EREMOTEIO : 0;
+	unsigned char *before = xalloc(BUF);
+	struct p2pgpu_buf b = { .off = 0, .len = BUF, .arg = 0x3c };
+	struct p2pnvme_buf_reg r = { 0 };
+	uint32_t id = 0, path = 0;
+	long n0, n1;
+	int fd, ret;
+
+	if (swiotlb)
+		kt_skip("swiotlb=force: the registration in host memory it starts from is refused (EOPNOTSUPP)");
+	fd = export(p, P2PGPU_EXPORT_F_NO_DISTANCE_CHECK, BUF, NULL);
+	ret = fd < 0 ? fd : buf_op(P2PGPU_IOC_FILL, fd, &b);
+	if (!ret) {
+		b = (struct p2pgpu_buf){ .arg = P2PGPU_EVICT_STAY };
+		ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	}
+	tap(!ret && b.where == P2PGPU_WHERE_HOST,
+	    "%s: exported, filled with 0x3c, evicted to host memory for good (%s, in %s)", what,
+	    strerror(-ret), place(&b));
+	if (ret)
+		kt_fail("%s: no export in host memory to go on with", what);
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, &r);
+	tap(!ret && r.path == P2PNVME_PATH_DMABUF_HOST,
+	    "%s: registers in host memory, dmabuf-host (%s, path %u)", what, strerror(-ret), r.path);
+	if (ret)
+		kt_fail("%s: no registration to go on with", what);
+	ret = reg_read(id, 0, base, len, &path);
+	tap(!ret && path == P2PNVME_PATH_DMABUF_HOST,
+	    "%s: a registered read in host memory goes, dmabuf-host (%s, path %u)", what,
+	    strerror(-ret), path);
+	cpu_read(fd, 0, before, BUF);
+	n0 = refused_count();
+
+	/* room again: a peer2peer map (this read's) moves it into the BAR */
+	b = (struct p2pgpu_buf){ .arg = P2PGPU_EVICT_ALLOW };
+	buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	ret = dmabuf_io(P2PNVME_OP_READ, fd, len, base + 128, len, &path);
+	b = where(fd);
+	tap(ret == want && b.where == P2PGPU_WHERE_BAR && (ret || path == P2PNVME_PATH_DMABUF),
+	    "%s: a per-I/O read's map moved it into the BAR (in %s); the read: %s (path %u)", what,
+	    place(&b), strerror(-ret), path);
+	ret = reg_read(id, 2 * len, base + 256, len, &path);
+	tap(ret == want && (ret || path == P2PNVME_PATH_DMABUF),
+	    "%s: the registration mapped again in the BAR, a registered read: %s (path %u)", what,
+	    strerror(-ret), path);
+	ret = reg_read_f(id, 3 * len, base + 384, len, P2PNVME_IO_F_REQUIRE_P2P, &path);
+	tap(ret == want && (ret || path == P2PNVME_PATH_DMABUF),
+	    "%s: a registered read requiring P2P: %s (path %u)", what, strerror(-ret), path);
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 4 * len, base + 512, len, P2PNVME_IO_F_REQUIRE_P2P,
+			  &path);
+	tap(ret == want && (ret || path == P2PNVME_PATH_DMABUF),
+	    "%s: a per-I/O read requiring P2P: %s (path %u)", what, strerror(-ret), path);
+	ret = dmabuf_io(P2PNVME_OP_WRITE, fd, 8 * len, w, len, NULL);
+	tap(ret == want, "%s: a per-I/O write from the BAR: %s", what, strerror(-ret));
+	if (refused)
+		hostcheck("pristine %llu nvme0@%llu", (unsigned long long)len,
+			  (unsigned long long)(w * LBA));
+	else
+		hostcheck("fill %llu nvme0@%llu 0x3c", (unsigned long long)len,
+			  (unsigned long long)(w * LBA));
+	n1 = refused_count();
+	tap(n0 >= 0 && n1 - n0 == (refused ? 5 : 0), "%s: stats/refused went up by %ld, want %d",
+	    what, n1 - n0, refused ? 5 : 0);
+	if (refused) {
+		b = where(fd);
+		tap(untouched(fd, before, BUF), "%s: no byte moved into the buffer", what);
+		/* what the four reads would have written: still the fill */
+		hostcheck("fill %llu %s@%llu 0x3c", (unsigned long long)(4 * len), bar,
+			  (unsigned long long)(b.bar_off + len));
+	} else {
+		landed(fd, len, base + 128, len, what);
+	}
+
+	/* out of the BAR for good again: the registration goes on */
+	b = (struct p2pgpu_buf){ .arg = P2PGPU_EVICT_STAY };
+	ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	ret = ret ?: reg_read(id, 6 * len, base + 768, len, &path);
+	tap(!ret && path == P2PNVME_PATH_DMABUF_HOST,
+	    "%s: evicted for good again, the registration goes on in host memory (%s, path %u)",
+	    what, strerror(-ret), path);
+	unreg(id);
+	close(fd);
+	free(before);
 }
 
 /*
@@ -792,6 +1156,8 @@ static void require_stream(uint64_t base)
 	struct progress2 *pr;
 	pid_t pid;
 
+	if (refused)
+		kt_skip("P2P refused: amdgpu's attach keeps the buffer in host memory for p2pnvme, no P2P stream to evict (host_only() asserts the refusals)");
 	fd = export(P2PGPU_AMDGPU, 0, BUF, NULL);
 	pr = mmap(NULL, sizeof(*pr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (fd < 0 || pr == MAP_FAILED ||
@@ -1115,6 +1481,78 @@ static void unbind_midstream(void)
 	munmap(us, 3 * sizeof(*us));
 }
 
+/*
+ * Where the kernel refuses P2P between the GPU's function and the
+ * controller there is no registration in the GPU's BAR to revoke at the
+ * unbind: nvidia's is refused (-EREMOTEIO), amdgpu's lives in host memory
+ * (its attach cleared p2pnvme's peer2peer). Its registered reads go on
+ * across the unbind (dmabuf-host), an amdgpu buffer nobody mapped is moved
+ * out of VRAM at the unbind, and an nvidia per-I/O read after it is
+ * refused for the function without a driver first (-ENODEV); then the
+ * function binds again.
+ */
+static void unbind_refused(void)
+{
+	const uint64_t nbase = 70000, abase = 72048;
+	struct unbind_stream *us;
+	struct p2pgpu_buf b;
+	uint32_t idn = 0, ida = 0;
+	int fdn, fda, fdv, ret, st;
+	char drv[128];
+	pid_t pa;
+	double t;
+
+	us = mmap(NULL, sizeof(*us), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	fdn = export(P2PGPU_NVIDIA, 0, BUF, NULL);
+	fda = export(P2PGPU_AMDGPU, 0, BUF, NULL);
+	fdv = export(P2PGPU_AMDGPU, 0, BUF, NULL);	/* nobody maps it: in VRAM */
+	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fdv < 0)
+		kt_fail("unbind, P2P refused: set up");
+	ret = reg_dmabuf_ex(fdn, BUF, 0, &idn, NULL);
+	tap(ret == -EREMOTEIO, "nvidia, P2P refused: no registration in the BAR to revoke (%s)",
+	    strerror(-ret));
+	if (!ret)
+		unreg(idn);
+	if (reg_dmabuf_ex(fda, BUF, 0, &ida, NULL))
+		kt_fail("amdgpu: no registration in host memory to go on with");
+	memset(us, 0, sizeof(*us));
+	pa = unbind_reader(us, ida, 0, abase);
+	wait_reads(us, 8);
+	t = now();
+	ret = sysfs_write("/sys/bus/pci/drivers/p2pgpu/unbind", gpu_name);
+	t = now() - t;
+	__atomic_store_n(&us->unbound, 1, __ATOMIC_RELEASE);
+	tap(!ret && t < 20, "p2pgpu's %s unbinds with registered reads in host memory going, in %.1f s (%s)",
+	    gpu_name, t, strerror(-ret));
+	wait_reads(us, 8);
+	__atomic_store_n(&us->stop, 1, __ATOMIC_RELEASE);
+	waitpid(pa, &st, 0);
+	tap(!us->fails_before && us->ok_after >= 8 && us->ok_host_after == us->ok_after &&
+	    !us->refused_after && !us->enodev_after && !us->unsupp_after && !us->other_after,
+	    "amdgpu, P2P refused: its reads went on across the unbind, %d after it, all dmabuf-host",
+	    us->ok_host_after);
+	b = where(fdv);
+	tap(b.where == P2PGPU_WHERE_HOST,
+	    "amdgpu: the buffer nobody mapped was moved out of VRAM at the unbind (in %s)", place(&b));
+	ret = dmabuf_io(P2PNVME_OP_READ, fdn, 0, nbase + 4096, QLEN, NULL);
+	tap(ret == -ENODEV, "nvidia: a per-I/O read now: its function has no driver, said first (%s)",
+	    strerror(-ret));
+	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
+		  (unsigned long long)((nbase + 4096) * LBA), bar);
+	unreg(ida);
+	close(fdn);
+	close(fda);
+	close(fdv);
+	/* the BAR was held until the last buffer went: now it binds again */
+	close(gpu);
+	gpu = -1;
+	snprintf(drv, sizeof(drv), "%s", gpu_name);
+	ret = sysfs_write("/sys/bus/pci/drivers/p2pgpu/bind", drv);
+	tap(!ret, "p2pgpu binds %s again once its buffers are released (%s)", gpu_name,
+	    strerror(-ret));
+	munmap(us, sizeof(*us));
+}
+
 /* ---- the tests ---- */
 
 FIXTURE(dev) {
@@ -1170,7 +1608,10 @@ static void transfers(uint32_t p)
 	 * (nv_dma_map_mmio()), and two attachments of one importer overlap,
 	 * which DMA-API debugging warns about (its tracking is for host memory)
 	 */
-	owner_and_require(p, fd, base);
+	if (refused)
+		host_only(p, fd, base);
+	else
+		owner_and_require(p, fd, base);
 	diag_where(fd, names[p]);
 	close(fd);
 }
@@ -1188,10 +1629,16 @@ static void streams(uint32_t p)
 	close(fd);
 }
 
-/* per test: 1 + basics() 8 + 1 (nvidia) or evictions() 17 + owner_and_require() 8 */
-TEST_F(gpuexp, dev, nvidia_transfers, 18, 120)
+/*
+ * per test: 1 + basics() 8 + 1 (nvidia) or evictions() 17 + owner_and_require() 8
+ * (P2P refused: host_only() 6; nvidia: nvidia_refused() 9 instead)
+ */
+TEST_F(gpuexp, dev, nvidia_transfers, refused ? 9 : 18, 120)
 {
-	transfers(P2PGPU_NVIDIA);
+	if (refused)
+		nvidia_refused();
+	else
+		transfers(P2PGPU_NVIDIA);
 }
 
 TEST_F(gpuexp, dev, nvidia_static_importer, 7, 60)
@@ -1199,7 +1646,7 @@ TEST_F(gpuexp, dev, nvidia_static_importer, 7, 60)
 	static_importer(P2PGPU_NVIDIA, 0, 16384ULL * P2PGPU_NVIDIA);
 }
 
-TEST_F(gpuexp, dev, amdgpu_transfers, 34, 120)
+TEST_F(gpuexp, dev, amdgpu_transfers, refused ? 32 : 34, 120)
 {
 	transfers(P2PGPU_AMDGPU);
 }
@@ -1219,7 +1666,7 @@ TEST_F(gpuexp, dev, amdgpu_require_trap, 6, 60)
 	require_trap(P2PGPU_AMDGPU, 0, 16384ULL * P2PGPU_AMDGPU);
 }
 
-TEST_F(gpuexp, dev, xe_transfers, 34, 120)
+TEST_F(gpuexp, dev, xe_transfers, refused ? 32 : 34, 120)
 {
 	transfers(P2PGPU_XE);
 }
@@ -1260,10 +1707,23 @@ TEST_F(gpuexp, dev, import_p2pbar, 5, 60)
 	import_p2pbar();
 }
 
-/* last: p2pgpu is bound again, with nothing exported */
-TEST_F(gpuexp, dev, unbind_midstream, 10, 240)
+TEST_F(gpuexp, dev, nvidia_flagged_chipset, 5, 60)
 {
-	unbind_midstream();
+	nvidia_flagged();
+}
+
+TEST_F(gpuexp, dev, unchecked_exporter, 11, 60)
+{
+	unchecked_exporter();
+}
+
+/* last: p2pgpu is bound again, with nothing exported */
+TEST_F(gpuexp, dev, unbind_midstream, refused ? 6 : 10, 240)
+{
+	if (refused)
+		unbind_refused();
+	else
+		unbind_midstream();
 	self->gpu = gpu;	/* closed there, before the function binds again */
 }
 
@@ -1296,5 +1756,7 @@ int main(int argc, char **argv)
 		fclose(f);
 	}
 	swiotlb = !!strstr(cmdline, "swiotlb=force");
+	refused = !!strstr(cmdline, "p2pexpect=refused");
+	common_bridge = share_bridge(gpu_name, nvme_name);
 	return kt_run("gpuexp");
 }

@@ -425,15 +425,34 @@ static int p2pgpu_validate_vram(struct p2pgpu_bo *bo, const char *why)
 /* ---- attach ---- */
 
 /*
+ * nv_pci_has_common_pci_switch() (nv-pci.c): an upstream bridge of the GPU
+ * that is an upstream bridge of the importer too (a switch port, or a
+ * root port both sit under). ACS and the host bridge are not looked at.
+ */
+static bool nv_common_bridge(struct pci_dev *gpu, struct pci_dev *peer)
+{
+	struct pci_dev *a, *b;
+
+	for (a = pci_upstream_bridge(gpu); a; a = pci_upstream_bridge(a))
+		for (b = pci_upstream_bridge(peer); b; b = pci_upstream_bridge(b))
+			if (a == b)
+				return true;
+	return false;
+}
+
+/*
  * nv_dma_buf_attach(), MAPPING_TYPE_DEFAULT: the topology check
- * nv_grdma_pci_topology_supported() allows by default (it only wants a
- * common switch on chipsets flagged unsupported), so no distance check. It
- * then refuses a dynamic importer without peer2peer, the memory having no
- * struct page (!nv->mem_has_struct_page); a static importer is accepted.
- * NVIDIA returns -ENOTSUPP for both refusals; this returns -EOPNOTSUPP.
- * nv_dma_buf_attach() casts the importer with to_pci_dev() unchecked (and
- * nv_dma_map_peer() wants a PCI device): a device that is not PCI is
- * refused here rather than misread.
+ * nv_grdma_pci_topology_supported() allows by default; only on a chipset
+ * the RM flags (NV_FLAG_PCI_P2P_UNSUPPORTED_CHIPSET, played by
+ * P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET) it wants an upstream bridge in
+ * common with the importer (nv_pci_has_common_pci_switch()). Never
+ * pci_p2pdma_distance(): an importer the kernel would refuse is taken all
+ * the same. It then refuses a dynamic importer without peer2peer, the
+ * memory having no struct page (!nv->mem_has_struct_page); a static
+ * importer is accepted. Both refusals are NVIDIA's -ENOTSUPP (524, an errno
+ * userspace cannot name). nv_dma_buf_attach() casts the importer with
+ * to_pci_dev() unchecked (and nv_dma_map_peer() wants a PCI device): a
+ * device that is not PCI is refused here (-EOPNOTSUPP) rather than misread.
  */
 static int p2pgpu_nv_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
 {
@@ -444,9 +463,15 @@ static int p2pgpu_nv_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *a
 			 dev_name(attach->dev));
 		return -EOPNOTSUPP;
 	}
+	if ((bo->flags & P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET) &&
+	    !nv_common_bridge(bo->gpu->pdev, to_pci_dev(attach->dev))) {
+		pci_info(bo->gpu->pdev, "nvidia: dma-buf attach failed: PCI topology not supported for dma-buf (%s: no common switch, chipset flagged)\n",
+			 dev_name(attach->dev));
+		return -ENOTSUPP;
+	}
 	if (attach->importer_ops && !attach->peer2peer) {
 		pci_info(bo->gpu->pdev, "nvidia: dma-buf attach failed: importer unable to handle MMIO without struct page\n");
-		return -EOPNOTSUPP;
+		return -ENOTSUPP;
 	}
 	return 0;
 }
@@ -455,12 +480,14 @@ static int p2pgpu_nv_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *a
  * amdgpu_dma_buf_attach(): peer2peer is cleared when pci_p2pdma_distance()
  * from the GPU says no (or, not imitated, for DCC surfaces on GFX12 and
  * while the GPU is runtime suspended); the attach itself always succeeds.
+ * P2PGPU_EXPORT_F_NO_DISTANCE_CHECK skips the check (no driver's code).
  */
 static int p2pgpu_amdgpu_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
 {
 	struct p2pgpu_bo *bo = dmabuf->priv;
 
-	if (attach->peer2peer && pci_p2pdma_distance(bo->gpu->pdev, attach->dev, false) < 0)
+	if (attach->peer2peer && !(bo->flags & P2PGPU_EXPORT_F_NO_DISTANCE_CHECK) &&
+	    pci_p2pdma_distance(bo->gpu->pdev, attach->dev, false) < 0)
 		attach->peer2peer = false;
 	return 0;
 }
@@ -789,7 +816,13 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.personality < P2PGPU_NVIDIA || arg.personality > P2PGPU_XE ||
-	    (arg.flags & ~(P2PGPU_EXPORT_F_XE_PIN_TT | P2PGPU_EXPORT_F_STAY_AT_UNBIND)) ||
+	    (arg.flags & ~(P2PGPU_EXPORT_F_XE_PIN_TT | P2PGPU_EXPORT_F_STAY_AT_UNBIND |
+			   P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET |
+			   P2PGPU_EXPORT_F_NO_DISTANCE_CHECK)) ||
+	    ((arg.flags & P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET) &&
+	     arg.personality != P2PGPU_NVIDIA) ||
+	    ((arg.flags & P2PGPU_EXPORT_F_NO_DISTANCE_CHECK) &&
+	     arg.personality == P2PGPU_NVIDIA) ||
 	    !arg.size || !PAGE_ALIGNED(arg.size) ||
 	    arg.size > ((u64)gpu->npages << PAGE_SHIFT))
 		return -EINVAL;

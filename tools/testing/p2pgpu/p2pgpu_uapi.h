@@ -22,6 +22,21 @@
  * issue's assumption, xe's eviction)
  */
 #define P2PGPU_EXPORT_F_STAY_AT_UNBIND	0x2
+/*
+ * nvidia only: the chipset is one NVIDIA's RM flags for P2P
+ * (NV_FLAG_PCI_P2P_UNSUPPORTED_CHIPSET): attach refuses an importer with
+ * no upstream bridge in common with the GPU (nv_pci_has_common_pci_switch())
+ * with -ENOTSUPP; without the flag NVIDIA's attach checks no topology
+ */
+#define P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET	0x4
+/*
+ * amdgpu and xe only, and neither driver's code: attach leaves the
+ * importer's peer2peer as it asked, without pci_p2pdma_distance(), so a
+ * peer2peer map puts the buffer in VRAM whatever the topology (a dynamic
+ * exporter that never asks; the bench's way to move a registered buffer
+ * into a BAR the kernel refuses)
+ */
+#define P2PGPU_EXPORT_F_NO_DISTANCE_CHECK	0x8
 
 /* where a buffer's bytes are */
 #define P2PGPU_WHERE_BAR	1	/* "VRAM": the BAR, at @bar_off */
