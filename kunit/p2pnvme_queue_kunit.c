@@ -562,7 +562,7 @@ static struct fctl *fctl_new(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, p2pnvme_ctrl_init(c), 0);
 	test->priv = f;
 	c->pcpu = alloc_percpu(struct p2pnvme_pcpu);
-	KUNIT_ASSERT_NOT_NULL(test, c->pcpu);
+	KUNIT_ASSERT_FALSE(test, !c->pcpu);	/* sparse: no __percpu compared with NULL */
 	pdev->dev.init_name = "p2pnvme-kunit";
 	c->pdev = pdev;
 	c->escalate = fctl_escalate;
