@@ -133,6 +133,10 @@ build_suite() {
 		python3 "$P2P_TOP/qemu/ktap.py" run "$run/ktap/uapi-layout-i386.ktap" "${m32[@]}"
 	t "p2pctl: --help exits 0, usage errors and bad numbers exit 2 saying why" \
 		"$P2P_TOP/tools/tests/p2pctl-cli.sh" "$P2P_TOP/tools/build/p2pctl"
+	t "README and the man page name only what the tree has (scripts/doc-check.sh)" \
+		"$P2P_TOP/scripts/doc-check.sh" "$P2P_TOP/tools/build/p2pctl"
+	t "scripts/doc-check.sh --selftest: each fixture naming what the tree lacks fails where it says" \
+		"$P2P_TOP/scripts/doc-check.sh" --selftest "$P2P_TOP/tools/build/p2pctl"
 	t "p2pctl list, topo, check on a made-up machine: nvidia-smi's legend beside the kernel's verdict" \
 		"$P2P_TOP/tools/tests/p2pctl-topo.sh" "$P2P_TOP/tools/build/p2pctl"
 	t "p2pctl-errlog (nvme-error-log against a made-up controller) reports a KTAP case per check (build.p2pctl_errlog)" \

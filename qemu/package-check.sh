@@ -80,7 +80,7 @@ leftovers() {
 # write, removed at exit; sets kdir, rel (its kernel release) and ovl
 scratch_root() {
 	kdir=$(cd "${1:?kdir}" && pwd)
-	need_pkgs dkms
+	need_pkgs dkms pciutils	# p2pdma-tools depends on pciutils
 	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
 	ovl=$(mktemp -d "${TMPDIR:-/tmp}/p2p-pkgroot.XXXXXX")
 	trap 'rm -rf "$ovl"' EXIT
@@ -205,6 +205,8 @@ dkms-deb)
 		done
 		[ $n -gt 0 ] || { echo "no kernel without CONFIG_PCI_P2PDMA has headers here"; exit 1; }
 		grep -q "^Skipped" "$ovl/install.log"
+		# the package names the option (DKMS, skipping, does not)
+		grep -q "^p2pdma-dkms: .* it lacks CONFIG_PCI_P2PDMA" "$ovl/install.log"
 		for m in p2pbar p2pnvme; do
 			f=$(ls "$r/lib/modules/$rel/updates/dkms/$m.ko"*)
 			echo "$m: $(inroot modinfo -F version "${f#"$r"}") ($f)"
