@@ -372,6 +372,33 @@ static void reg_arm_placement(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 0);
 }
 
+/*
+ * An invalidation (the exporter's reservation lock held, maybe from a
+ * shrinker in direct reclaim) never waits for a request busy on the
+ * buffer: it returns at once saying the mapping must stay (the request's
+ * fence holds the exporter's move), and the buffer takes no new request
+ * (-ESTALE: looked up again, mapped where it went). Once nothing is busy
+ * the mapping may go at once.
+ */
+static void reg_invalidate_busy(struct kunit *test)
+{
+	struct p2pnvme_req *r = armed_req(test, false, false, false);
+	struct p2pnvme_req *r2 = armed_req(test, false, false, false);
+	struct p2pnvme_reg *b = r->reg;
+
+	r2->reg = b;
+	KUNIT_ASSERT_EQ(test, p2pnvme_reg_arm(r), 0);
+	KUNIT_EXPECT_FALSE(test, p2pnvme_reg_invalidated(b));
+	KUNIT_EXPECT_TRUE(test, b->stale);
+	KUNIT_EXPECT_EQ(test, atomic_read(&b->busy), 1);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r2), -ESTALE);
+	KUNIT_EXPECT_FALSE(test, r2->reg_busy);
+	KUNIT_EXPECT_EQ(test, atomic_read(&b->busy), 1);
+	p2pnvme_reg_idle(r);
+	KUNIT_EXPECT_EQ(test, atomic_read(&b->busy), 0);
+	KUNIT_EXPECT_TRUE(test, p2pnvme_reg_invalidated(b));
+}
+
 #define LIST_DMA	0xabc000ULL
 #define A		0x100000000ULL	/* a bus address in "p2pmem" */
 #define B		0x200000000ULL
@@ -574,6 +601,7 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(ns_format_table, fmt_gen_params),
 	KUNIT_CASE(std_io_data_len),
 	KUNIT_CASE(reg_arm_placement),
+	KUNIT_CASE(reg_invalidate_busy),
 	{}
 };
 

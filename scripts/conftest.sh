@@ -73,6 +73,11 @@ probe HAVE_IO_URING_CMD_IMPORT_FIXED_FLAGS '#include <linux/io_uring/cmd.h>' \
 probe HAVE_IO_URING_SQE128_CMD '#include <linux/io_uring/cmd.h>' \
 	'struct io_uring_cmd *c = NULL; const u64 *p = io_uring_sqe128_cmd(c->sqe, u64); (void)p;'
 
+# 6.7+: shrinkers are allocated by the core (shrinker_alloc()), not
+# embedded and registered (register_shrinker(), gone in 6.7)
+probe HAVE_SHRINKER_ALLOC '#include <linux/shrinker.h>' \
+	'struct shrinker *s = shrinker_alloc(0, "x"); shrinker_register(s); shrinker_free(s);'
+
 # 6.7+: a reference on a file that may be in its last fput
 probe HAVE_GET_FILE_ACTIVE '#include <linux/fs.h>' \
 	'struct file *f = NULL; f = get_file_active(&f); (void)f;'

@@ -153,7 +153,7 @@ static P2P_RQ_END_IO(blkmq_end_io)
 
 	r->error = pdu->error ?: pdu->status ? -EIO : blk_status_to_errno(err);
 	r->status = pdu->status & 0x7ff;
-	p2pnvme_reg_idle(r);
+	p2pnvme_req_ended(r);	/* idle, a registered dma-buf's fence signalled */
 	io_uring_cmd_do_in_task_lazy(pdu->ioucmd, blkmq_tw);
 	return RQ_END_IO_NONE;
 }
@@ -360,6 +360,7 @@ int p2pnvme_blkmq_issue(struct io_uring_cmd *ioucmd, struct p2pnvme_file *f,
 	bool nowait = P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK);
 	struct p2pnvme_blkmq *bq;
 	struct blkmq_pdu *pdu;
+	bool signalling, cookie;
 	struct request *rq;
 	int ret;
 
@@ -387,8 +388,9 @@ int p2pnvme_blkmq_issue(struct io_uring_cmd *ioucmd, struct p2pnvme_file *f,
 	pdu->error = 0;
 	pdu->status = 0;
 	ret = p2pnvme_req_prepare(c, f, &pdu->r);
+	/* a registered dma-buf: fenced as the engine's requests (no list needed) */
 	if (!ret)
-		ret = p2pnvme_req_map(c, &pdu->r);
+		ret = p2pnvme_req_map(c, &pdu->r, NULL);
 	if (!ret)
 		ret = blkmq_build(c, pdu);
 	if (ret)
@@ -396,7 +398,13 @@ int p2pnvme_blkmq_issue(struct io_uring_cmd *ioucmd, struct p2pnvme_file *f,
 	*rq_of(ioucmd) = rq;
 	rq->end_io = blkmq_end_io;
 	pdu->t0 = p2pnvme_now();
+	/* the fence signalling section ends after the dispatch, when @pdu may be gone */
+	signalling = pdu->r.signalling;
+	cookie = pdu->r.cookie;
+	pdu->r.signalling = false;
 	blk_execute_rq_nowait(rq, false);
+	if (signalling)
+		p2pnvme_dmabuf_signalled(cookie);
 	p2pnvme_io_exit(c);
 	return -EIOCBQUEUED;
 

@@ -338,6 +338,15 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * The reservation object a request's fence goes into: that of the dma-buf
+ * it imports, or of the registered dma-buf it names.
+ */
+static struct dma_resv *req_resv(const struct p2pnvme_req *r)
+{
+	return r->dmabuf ? r->dmabuf->resv : r->reg->dmabuf->resv;
+}
+
 /**
  * p2pnvme_dmabuf_fence - publish the batch's fences, right before submission
  * @c: the controller
@@ -345,11 +354,12 @@ out_unlock:
  * @nr: its entries
  *
  * Each dma-buf of the batch gets a fence of its own context (fences of one
- * context must signal in order; batches do not). All reservation objects
- * are locked at once (ww_mutex, so two batches that share dma-bufs cannot
- * deadlock), slots reserved, then the fences added. The caller enters the
- * signalling section next (p2pnvme_dmabuf_signalling()), having taken
- * what its commands will need.
+ * context must signal in order; batches do not), and so does each request
+ * naming a registered dma-buf (an io_uring request is a batch of one). All
+ * reservation objects are locked at once (ww_mutex, so two batches that
+ * share dma-bufs cannot deadlock), slots reserved, then the fences added.
+ * The caller enters the signalling section next
+ * (p2pnvme_dmabuf_signalling()), having taken what its commands will need.
  *
  * Return: 0, or -ENOMEM with no fence published.
  */
@@ -366,7 +376,7 @@ retry:
 
 		if (!r->fence || r->resv_locked)
 			continue;
-		ret = dma_resv_lock(r->dmabuf->resv, &ctx);
+		ret = dma_resv_lock(req_resv(r), &ctx);
 		if (!ret) {
 			r->resv_locked = true;
 			continue;
@@ -378,14 +388,14 @@ retry:
 		}
 		for (j = 0; j < nr; j++) {
 			if (reqs[j].resv_locked) {
-				dma_resv_unlock(reqs[j].dmabuf->resv);
+				dma_resv_unlock(req_resv(&reqs[j]));
 				reqs[j].resv_locked = false;
 			}
 		}
 		if (ret != -EDEADLK)
 			goto out_fini;
 		/* an older batch holds it: wait for it, then start over */
-		dma_resv_lock_slow(r->dmabuf->resv, &ctx);
+		dma_resv_lock_slow(req_resv(r), &ctx);
 		r->resv_locked = true;
 		goto retry;
 	}
@@ -397,8 +407,8 @@ retry:
 		if (!reqs[i].resv_locked)
 			continue;
 		for (j = 0; j < nr; j++)
-			n += reqs[j].fence && reqs[j].dmabuf->resv == reqs[i].dmabuf->resv;
-		ret = dma_resv_reserve_fences(reqs[i].dmabuf->resv, n);
+			n += reqs[j].fence && req_resv(&reqs[j]) == req_resv(&reqs[i]);
+		ret = dma_resv_reserve_fences(req_resv(&reqs[i]), n);
 	}
 	for (i = 0; i < nr && !ret; i++) {
 		struct p2pnvme_req *r = &reqs[i];
@@ -412,12 +422,12 @@ retry:
 		dma_fence_init(&r->fence->base, &p2pnvme_fence_ops, &r->fence->lock,
 			       dma_fence_context_alloc(1), 1);
 		/* the batch's commands may write as well as read the buffer */
-		dma_resv_add_fence(r->dmabuf->resv, &r->fence->base, DMA_RESV_USAGE_WRITE);
+		dma_resv_add_fence(req_resv(r), &r->fence->base, DMA_RESV_USAGE_WRITE);
 		r->fence_added = true;
 	}
 	for (i = 0; i < nr; i++) {
 		if (reqs[i].resv_locked) {
-			dma_resv_unlock(reqs[i].dmabuf->resv);
+			dma_resv_unlock(req_resv(&reqs[i]));
 			reqs[i].resv_locked = false;
 		}
 	}
@@ -442,6 +452,39 @@ bool p2pnvme_dmabuf_signalling(void)
 }
 
 /**
+ * p2pnvme_dmabuf_signalled - leave the signalling section
+ * @cookie: what p2pnvme_dmabuf_signalling() returned
+ *
+ * Where the fences are signalled elsewhere (an io_uring request's, when its
+ * last command completes: dma_fence_signal() annotates itself), the
+ * submitter's section ends once its commands are queued.
+ */
+void p2pnvme_dmabuf_signalled(bool cookie)
+{
+	dma_fence_end_signalling(cookie);
+}
+
+/**
+ * p2pnvme_dmabuf_signal_req - signal one request's published fence, with
+ *	its error (any context, hard interrupts too)
+ * @r: the request; nothing happens unless its fence was published
+ * @unrun: 0, or why it ended before any command was submitted
+ */
+void p2pnvme_dmabuf_signal_req(struct p2pnvme_req *r, int unrun)
+{
+	int err = r->error ?: r->submit_error ?: unrun;
+
+	if (!r->fence_added)
+		return;
+	if (err)
+		dma_fence_set_error(&r->fence->base, err);
+	dma_fence_signal(&r->fence->base);
+	dma_fence_put(&r->fence->base);	/* the resv keeps its own */
+	r->fence = NULL;
+	r->fence_added = false;
+}
+
+/**
  * p2pnvme_dmabuf_signal - every command of the batch is over: signal all
  *	of its fences, and leave the signalling section
  * @reqs: the batch
@@ -461,28 +504,26 @@ void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cooki
 {
 	unsigned int i;
 
-	for (i = 0; i < nr; i++) {
-		struct p2pnvme_req *r = &reqs[i];
-		int err = r->error ?: r->submit_error ?: unrun;
-
-		if (!r->fence_added)
-			continue;
-		if (err)
-			dma_fence_set_error(&r->fence->base, err);
-		dma_fence_signal(&r->fence->base);
-		dma_fence_put(&r->fence->base);	/* the resv keeps its own */
-		r->fence = NULL;
-		r->fence_added = false;
-	}
+	for (i = 0; i < nr; i++)
+		p2pnvme_dmabuf_signal_req(&reqs[i], unrun);
 	dma_fence_end_signalling(cookie);
+}
+
+/**
+ * p2pnvme_dmabuf_fence_free - free a fence allocated and never published
+ * @r: the request, every command over, its fences signalled
+ */
+void p2pnvme_dmabuf_fence_free(struct p2pnvme_req *r)
+{
+	WARN_ON_ONCE(r->fence_added);
+	kfree(r->fence);		/* never published */
+	r->fence = NULL;
 }
 
 /* Unmap: every command of the batch is over, its fences signalled. */
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r)
 {
-	WARN_ON_ONCE(r->fence_added);
-	kfree(r->fence);		/* never published */
-	r->fence = NULL;
+	p2pnvme_dmabuf_fence_free(r);
 	if (r->attach && r->dsgt) {
 		dma_resv_lock(r->dmabuf->resv, NULL);
 		dma_buf_unmap_attachment(r->attach, r->dsgt, DMA_BIDIRECTIONAL);

@@ -267,11 +267,19 @@ struct p2pnvme_cmd;		/* queue.h */
  * @attach: our attachment to it; NULL unless @owner is this entry
  * @dsgt: its mapping for the controller (both directions), held until the
  *	  batch is over
- * @fence: ours, allocated at map time (entries that own an attachment),
- *	   in the dma-buf's reservation object while the batch runs: the
- *	   exporter waits for it before it moves or revokes the memory
+ * @fence: ours, allocated at map time (entries that own an attachment,
+ *	   and every request naming a registered dma-buf), in the dma-buf's
+ *	   reservation object while the commands may run: the exporter waits
+ *	   for it before it moves or revokes the memory
  * @fence_added: @fence is initialised and published
- * @resv_locked: p2pnvme_dmabuf_fence() holds @dmabuf's resv
+ * @resv_locked: p2pnvme_dmabuf_fence() holds the resv of @dmabuf (or of
+ *		 @reg's dma-buf)
+ * @lists: list blocks taken for this request alone before its fence was
+ *	   published (an io_uring request: its batch's), given back when it
+ *	   is unmapped; NULL for a batch's entries (run_batch() holds theirs)
+ * @signalling: p2pnvme_req_map() published @fence and entered the fence
+ *		signalling section, which p2pnvme_req_launched() leaves
+ * @cookie: dma_fence_begin_signalling()'s, for that
  * @invalidated: the exporter asked us to stop using the mapping (set from
  *		 its invalidation callback, under the dma-buf's resv lock)
  * @dmabuf_host: @dsgt is host memory, not a PCI device's BAR
@@ -326,6 +334,9 @@ struct p2pnvme_req {
 	struct p2pnvme_fence *fence;
 	bool fence_added;
 	bool resv_locked;
+	struct p2pnvme_lists *lists;
+	bool signalling;
+	bool cookie;
 	bool invalidated;
 	bool dmabuf_host;
 	char dmabuf_owner[P2PNVME_OWNER_LEN];

@@ -477,6 +477,12 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 	if (r->reg) {
 		/* mapped at registration; its bytes to the controller now */
 		p2pnvme_reg_sync(c, r, true);
+		/* a dma-buf's I/O is fenced as a per-I/O import's: allocated now */
+		if (r->reg->kind == P2PNVME_REG_DMABUF) {
+			r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
+			if (!r->fence)
+				return -ENOMEM;
+		}
 		return 0;
 	}
 	if (r->dmabuf) {
@@ -539,11 +545,19 @@ static int req_arm(struct p2pnvme *c, struct p2pnvme_req *r)
 	return ret;
 }
 
-/* Undo req_map(): every command of the batch is over. */
+static void lists_put(struct p2pnvme_queue *q, struct p2pnvme_lists *l);
+
+/* Undo req_map(): every command of the batch is over, its fences signalled. */
 static void req_unmap(struct p2pnvme *c, struct p2pnvme_req *r)
 {
+	if (r->lists) {
+		lists_put(r->q, r->lists);
+		r->lists = NULL;
+	}
 	if (r->dmabuf)
 		p2pnvme_dmabuf_unmap(r);
+	else if (r->fence)
+		p2pnvme_dmabuf_fence_free(r);	/* a registered dma-buf's, not published */
 	if (r->mapped && r->single) {
 		if (!r->bounce)
 			dma_sync_single_for_cpu(&c->pdev->dev, sg_dma_address(&r->sg1),
@@ -864,9 +878,10 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 	}
 
 	/*
-	 * Once a dma-buf fence is published, nothing may allocate with
-	 * reclaim or take a reservation lock until every fence of the batch
-	 * is signalled: the list blocks first.
+	 * Once a dma-buf fence is published (an imported dma-buf's, or a
+	 * registered one's), nothing may allocate with reclaim or take a
+	 * reservation lock until every fence of the batch is signalled: the
+	 * list blocks first.
 	 */
 	if (fenced) {
 		ret = lists_take(c, q, reqs, nr, &lists);
@@ -883,7 +898,11 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 	}
 	if (fenced)
 		cookie = p2pnvme_dmabuf_signalling();
-	/* no reservation lock held any more: registered buffers go busy */
+	/*
+	 * No reservation lock held any more, the fences of registered
+	 * dma-bufs in place: registered buffers go busy (an invalidation
+	 * from now on waits for the fences, never for these)
+	 */
 	for (i = 0; i < nr; i++) {
 		if (!reqs[i].reg)
 			continue;
@@ -928,7 +947,7 @@ out_signal:
 	if (fenced)
 		p2pnvme_dmabuf_signal(reqs, nr, cookie, ret);
 out_unmap:
-	/* first: an invalidation waiting for these holds a reservation lock */
+	/* first: a remap waits for these (nothing was sent) */
 	for (i = 0; i < nr; i++)
 		p2pnvme_reg_idle(&reqs[i]);
 	lists_put(q, &lists);
@@ -1065,19 +1084,75 @@ int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvm
  *	buffer: sync it and count the request busy on it)
  * @c: the controller, entered with p2pnvme_io_enter()
  * @r: the request
+ * @l: where the list blocks of a request naming a registered dma-buf go
+ *     (given back when it is unmapped), or NULL when its commands need none
+ *
+ * A registered dma-buf's request is fenced as a batch's entry is: the list
+ * blocks its commands may need are taken (@l), then its fence is published
+ * in the dma-buf's reservation object and the signalling section entered
+ * (dma_fence_begin_signalling()), then it goes busy. On success the caller
+ * queues its commands, then leaves the section (p2pnvme_req_launched());
+ * the fence is signalled when it ends (p2pnvme_req_ended()). On failure
+ * the fence, if published, is signalled with the error, and the section
+ * left.
  *
  * Return: 0, -EREMOTEIO (refused by policy; a registered buffer in host
  * memory and P2P required), -ENODEV (a revoked registered buffer), -ESTALE
  * (a registered dma-buf moved since its lookup: prepare it again), or
  * another -errno.
  */
-int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r)
+int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r, struct p2pnvme_lists *l)
 {
 	int ret = req_map(c, r, NULL);
 
-	if (!ret && r->reg)
-		ret = req_arm(c, r);
+	if (ret || !r->reg)
+		return ret;
+	if (r->fence) {
+		if (l) {
+			ret = lists_take(c, r->q, r, 1, l);
+			if (ret)
+				return ret;
+			r->lists = l;
+		}
+		ret = p2pnvme_dmabuf_fence(c, r, 1);
+		if (ret)
+			return ret;
+		r->cookie = p2pnvme_dmabuf_signalling();
+		r->signalling = true;
+	}
+	ret = req_arm(c, r);
+	if (ret) {
+		p2pnvme_dmabuf_signal_req(r, ret);
+		p2pnvme_req_launched(r);
+	}
 	return ret;
+}
+
+/**
+ * p2pnvme_req_launched - the request's commands are queued: leave the
+ *	signalling section p2pnvme_req_map() entered, if it did
+ * @r: the request
+ */
+void p2pnvme_req_launched(struct p2pnvme_req *r)
+{
+	if (r->signalling)
+		p2pnvme_dmabuf_signalled(r->cookie);
+	r->signalling = false;
+}
+
+/**
+ * p2pnvme_req_ended - none of a mapped request's commands can reach the
+ *	controller any more (any context, hard interrupts too)
+ * @r: the request, @r->error final
+ *
+ * It is no longer busy on its registered buffer, and its fence, if any, is
+ * signalled (with its error): an exporter waiting for it may move the
+ * memory now.
+ */
+void p2pnvme_req_ended(struct p2pnvme_req *r)
+{
+	p2pnvme_reg_idle(r);
+	p2pnvme_dmabuf_signal_req(r, 0);
 }
 
 /**
@@ -1153,6 +1228,9 @@ void p2pnvme_req_finish(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
  */
 void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r)
 {
+	r->error = r->error ?: -ECANCELED;
+	p2pnvme_req_ended(r);	/* a fence published: nothing was sent */
+	p2pnvme_req_launched(r);
 	req_unmap(c, r);
 	req_release(c, r, false);
 }

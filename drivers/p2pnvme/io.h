@@ -29,7 +29,10 @@ static inline void p2pnvme_inflight_put(struct p2pnvme_file *f, u64 bytes)
 int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_io *ios,
 		      unsigned int nr, unsigned int *failed);
 int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *r);
-int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r);
+struct p2pnvme_lists;
+int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r, struct p2pnvme_lists *l);
+void p2pnvme_req_launched(struct p2pnvme_req *r);
+void p2pnvme_req_ended(struct p2pnvme_req *r);
 int p2pnvme_req_reserve(struct p2pnvme *c, struct p2pnvme_req *r);
 void p2pnvme_req_unreserve(struct p2pnvme_req *r);
 int p2pnvme_req_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r);

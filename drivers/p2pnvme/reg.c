@@ -11,17 +11,30 @@
  * (no DMA mapping outlives the binding); later transfers fail with -ENODEV
  * as every I/O on a removed controller does.
  *
- * Invalidation (a dma-buf's exporter moves or revokes it): the callback,
- * under the dma-buf's reservation lock, marks the buffer stale, waits
- * until no request of it can have commands at the controller (they
- * complete, or time out and are cancelled by the abort/reset path, which
- * takes no reservation lock), then unmaps. A request counts itself busy
- * only after its batch let go of every reservation lock
- * (p2pnvme_reg_arm()), so that wait cannot close a cycle with a batch that
- * also maps the same dma-buf unregistered. A move is not a revoke: the
- * next request naming the buffer maps it again (p2pnvme_reg_get(), after
- * the exporter's kernel fences, as amdgpu and xe move their buffers); a
- * revoked dma-buf fails that map (-ENODEV from p2pbar), and so the request.
+ * I/O on a registered dma-buf is fenced as a per-I/O import's is: each
+ * request (an entry of a batch, an io_uring request) puts a fence of its
+ * own in the dma-buf's reservation object, after its list blocks are taken
+ * and before it goes busy (p2pnvme_reg_arm()), and signals it once none of
+ * its commands can reach the controller any more. In between it allocates
+ * nothing that may reclaim and takes no reservation lock (the section is
+ * annotated, dma_fence_begin_signalling()).
+ *
+ * Invalidation (a dma-buf's exporter moves or revokes it, under the
+ * reservation lock, maybe from direct reclaim: TTM's and xe's shrinkers
+ * trylock it there) never waits: the callback marks the buffer stale (no
+ * new commands) and unmaps at once when no request is busy on it. A busy
+ * one keeps the mapping it was armed on: its fence is what the exporter
+ * waits for before the memory moves, as the dma-buf contract has it (the
+ * importer may access the memory until its fences retire, and unmaps
+ * within bounded time after). The mapping goes when the last busy request
+ * is idle (reg_settle(), a work item), or at the remap, whichever comes
+ * first. A move is not a revoke: the next request naming the buffer maps
+ * it again (p2pnvme_reg_get(): after the requests busy on the old mapping
+ * are idle, waited for with no lock held, and after the exporter's kernel
+ * fences, as amdgpu and xe move their buffers); a revoked dma-buf fails
+ * that map (-ENODEV from p2pbar), and so the request. Lockdep is told at
+ * each registration that the callback may run in reclaim
+ * (reg_prime_reclaim()).
  *
  * Where a dma-buf's mapping is (a PCI function's BAR, and whose, or host
  * memory: p2pnvme_dmabuf_in_host()) is worked out at each mapping; a buffer
@@ -211,11 +224,16 @@ void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 	}
 }
 
+/* Any context: the request's commands can no longer reach the controller. */
 static void reg_busy_put(struct p2pnvme_reg *b)
 {
-	/* a full barrier when it drops to 0: pairs with reg_revoke() (dma-bufs) */
-	if (atomic_dec_and_test(&b->busy) && (READ_ONCE(b->revoked) || READ_ONCE(b->stale)))
-		wake_up_all(&b->wq);
+	/* a full barrier when it drops to 0: pairs with the waits for it */
+	if (!atomic_dec_and_test(&b->busy) || !(READ_ONCE(b->revoked) || READ_ONCE(b->stale)))
+		return;
+	/* the mapping an invalidation left to the requests busy then */
+	if (READ_ONCE(b->stale) && READ_ONCE(b->dsgt))
+		queue_work(system_unbound_wq, &b->settle);
+	wake_up_all(&b->wq);
 }
 
 /**
@@ -259,6 +277,23 @@ int p2pnvme_reg_arm(struct p2pnvme_req *r)
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_arm);
 
 /**
+ * p2pnvme_reg_invalidated - a registered dma-buf was invalidated: no new
+ *	commands from it (the exporter's reservation lock held; never waits)
+ * @b: the buffer
+ *
+ * Return: true when no request is busy on its mapping, which may then go
+ * at once; false: the busy ones' fences hold the exporter's move, and the
+ * last of them to go idle has the mapping unmapped (reg_settle()).
+ */
+bool p2pnvme_reg_invalidated(struct p2pnvme_reg *b)
+{
+	WRITE_ONCE(b->stale, true);
+	smp_mb();	/* stale before busy is read: pairs with p2pnvme_reg_arm() */
+	return !atomic_read(&b->busy);
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_invalidated);
+
+/**
  * p2pnvme_reg_idle - none of the request's commands can reach the
  *	controller any more (any context)
  * @r: the request; nothing happens unless it was armed
@@ -270,6 +305,7 @@ void p2pnvme_reg_idle(struct p2pnvme_req *r)
 		reg_busy_put(r->reg);
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_idle);
 
 /*
  * A mapping that needs syncs and whose bus addresses are not its pages'
@@ -359,6 +395,8 @@ static void reg_free(struct kref *kref)
 	struct p2pnvme_reg *b = container_of(kref, struct p2pnvme_reg, kref);
 	struct p2pnvme *c = b->c;
 
+	/* queued only while a request was busy on it: none is left */
+	cancel_work_sync(&b->settle);
 	mutex_lock(&c->reg_lock);
 	list_del(&b->node);
 	reg_unmap_locked(b);
@@ -514,34 +552,76 @@ out_exit:
 }
 
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
-/* No new commands from @b; wait until none of its requests has any out. */
-static void reg_quiesce(struct p2pnvme_reg *b)
-{
-	WRITE_ONCE(b->stale, true);
-	smp_mb();	/* stale before busy is read: pairs with p2pnvme_reg_arm() */
-	wait_event(b->wq, !atomic_read(&b->busy));
-}
-
 /*
- * The exporter moves or revokes the buffer (its reservation lock held):
- * the commands at the controller end first, then the mapping goes. The
- * buffer stays registered; the next request maps it again (reg_remap()).
+ * The exporter moves or revokes the buffer (its reservation lock held; from
+ * direct reclaim too: TTM's and xe's shrinkers, the lock trylocked). No
+ * wait and no allocation here: no new commands, and the mapping goes now
+ * if no request is busy on it. Else the busy requests' fences, in the
+ * reservation object since before they went busy, are what the exporter
+ * waits for, and the mapping goes once the last of them is idle
+ * (reg_settle()) or at the remap. The buffer stays registered; the next
+ * request maps it again (reg_remap()).
  */
 static void reg_invalidate(struct dma_buf_attachment *attach)
 {
 	struct p2pnvme_reg *b = attach->importer_priv;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
-	reg_quiesce(b);
-	if (b->dsgt)
+	if (p2pnvme_reg_invalidated(b) && b->dsgt) {
 		dma_buf_unmap_attachment(attach, b->dsgt, DMA_BIDIRECTIONAL);
-	b->dsgt = NULL;
+		b->dsgt = NULL;
+	}
 }
 
 static const struct dma_buf_attach_ops reg_importer_ops = {
 	.allow_peer2peer = true,
 	.P2P_DMA_BUF_INVALIDATE_OP = reg_invalidate,
 };
+
+/*
+ * The requests busy on a mapping that was invalidated then are all idle
+ * (queued by the last of them, any context): unmap it, unless the remap
+ * did, or a request is busy on a newer mapping. In bounded time after the
+ * invalidation, as the dma-buf contract wants (p2pbar's revocation waits
+ * for the unmap), whenever the requests are released (an io_uring ring's
+ * task work may run late).
+ */
+static void reg_settle(struct work_struct *work)
+{
+	struct p2pnvme_reg *b = container_of(work, struct p2pnvme_reg, settle);
+	struct dma_resv *resv = b->dmabuf->resv;
+
+	dma_resv_lock(resv, NULL);
+	smp_mb();	/* stale, set under this lock, before busy is read */
+	/* @dsgt set: @attach is there (removal clears both, @dsgt under this lock) */
+	if (b->stale && b->dsgt && !atomic_read(&b->busy)) {
+		dma_buf_unmap_attachment(b->attach, b->dsgt, DMA_BIDIRECTIONAL);
+		b->dsgt = NULL;
+	}
+	dma_resv_unlock(resv);
+}
+
+/*
+ * Tell lockdep that the invalidation callback may run in direct reclaim, as
+ * TTM's and xe's shrinkers call it (the reservation lock trylocked), the
+ * way dma_resv_lockdep() primes the reservation lock itself: the callback
+ * runs once here in that context, on the buffer attached and not mapped
+ * yet (nothing busy, nothing to unmap; the first mapping clears @stale).
+ * Whatever it takes is then known to be taken in reclaim, and an
+ * allocation that may reclaim, or a lock held around one elsewhere, in it
+ * is reported at every registration of the debug kernel.
+ */
+static void reg_prime_reclaim(struct dma_buf_attachment *attach)
+{
+	if (!IS_ENABLED(CONFIG_LOCKDEP))
+		return;
+	fs_reclaim_acquire(GFP_KERNEL);
+	if (dma_resv_trylock(attach->dmabuf->resv)) {
+		reg_invalidate(attach);
+		dma_resv_unlock(attach->dmabuf->resv);
+	}
+	fs_reclaim_release(GFP_KERNEL);
+}
 
 /* Attach to and map a dma-buf, after the exporter's kernel fences. */
 static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
@@ -573,6 +653,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		goto out_exit;
 	}
 	b->attach = attach;
+	reg_prime_reclaim(attach);
 	dma_resv_lock(dmabuf->resv, NULL);
 	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
@@ -626,13 +707,20 @@ out_exit:
 /*
  * Map a moved dma-buf again (@b->stale), for request @r about to name it:
  * where the exporter put it, after its kernel fences (the move's copy).
- * Nothing is busy on @b (the invalidation waited, and p2pnvme_reg_arm()
- * refuses while stale), so the segments can be indexed anew. The exporter
- * refuses a revoked buffer (-ENODEV); removal took the attachment away. A
- * BAR the kernel's P2PDMA verdict keeps from the controller is refused
- * (-EREMOTEIO, @r->dmabuf_unreachable and @r->dmabuf_owner set for the
- * caller to count and trace) and unmapped again: still stale, so the next
- * request tries again, where the exporter may have moved it since.
+ * The requests armed on the old mapping build their commands from its
+ * segments: they are waited for first, with no lock held (each ends when
+ * its commands complete, time out or are cancelled by a reset; an
+ * io_uring poller's are reaped by the watchdog), then, under the locks,
+ * nothing is busy (p2pnvme_reg_arm() refuses while stale), the old mapping
+ * goes if it is still there, and the segments are indexed anew. The
+ * exporter refuses a revoked buffer (-ENODEV); removal took the attachment
+ * away. A BAR the kernel's P2PDMA verdict keeps from the controller is
+ * refused (-EREMOTEIO, @r->dmabuf_unreachable and @r->dmabuf_owner set for
+ * the caller to count and trace) and unmapped again: still stale, so the
+ * next request tries again, where the exporter may have moved it since.
+ *
+ * Not interruptible: io_uring's task work looks like a pending signal to
+ * its submitter and workers (uring.c); the waits are bounded.
  */
 static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 {
@@ -644,18 +732,29 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 	long left;
 	int ret = 0;
 
-	mutex_lock(&c->reg_lock);
-	if (b->revoked || !b->attach) {
-		ret = -ENODEV;
-		goto out;
+	for (;;) {
+		/* acquire: a remap's new segments, when it cleared @stale */
+		wait_event(b->wq, !atomic_read(&b->busy) || !smp_load_acquire(&b->stale));
+		mutex_lock(&c->reg_lock);
+		if (b->revoked || !b->attach) {
+			ret = -ENODEV;
+			goto out;
+		}
+		dma_resv_lock(resv, NULL);
+		if (!b->stale)
+			goto out_unlock;	/* another request did it */
+		smp_mb();	/* stale before busy is read: pairs with p2pnvme_reg_arm() */
+		if (!atomic_read(&b->busy))
+			break;
+		/* armed on a mapping made and invalidated since the wait */
+		dma_resv_unlock(resv);
+		mutex_unlock(&c->reg_lock);
 	}
-	/*
-	 * Not interruptible: io_uring's task work looks like a pending signal
-	 * to its submitter and workers (uring.c); the wait is bounded.
-	 */
-	dma_resv_lock(resv, NULL);
-	if (!b->stale)
-		goto out_unlock;	/* another request did it */
+	/* the mapping the invalidation left to the requests busy then */
+	if (b->dsgt) {
+		dma_buf_unmap_attachment(b->attach, b->dsgt, DMA_BIDIRECTIONAL);
+		b->dsgt = NULL;
+	}
 	sgt = dma_buf_map_attachment(b->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
 		ret = PTR_ERR(sgt);
@@ -694,6 +793,7 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 	memcpy(b->owner, owner, sizeof(b->owner));
 	/* release: the new segments before the requests that see it clear */
 	smp_store_release(&b->stale, false);
+	wake_up_all(&b->wq);	/* other remaps waiting for the old mapping's requests */
 out_unlock:
 	dma_resv_unlock(resv);
 out:
@@ -701,6 +801,10 @@ out:
 	return ret;
 }
 #else
+static void reg_settle(struct work_struct *work)
+{
+}
+
 static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 {
 	return -EOPNOTSUPP;
@@ -758,6 +862,7 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	b->c = c;
 	INIT_LIST_HEAD(&b->node);
 	init_waitqueue_head(&b->wq);
+	INIT_WORK(&b->settle, reg_settle);
 	b->len = reg.len;
 	b->require_p2p = reg.flags & P2PNVME_BUF_F_REQUIRE_P2P;
 	ret = dmabuf ? reg_dmabuf(c, b, reg.dmabuf_fd, reg.addr) : reg_host(c, b, reg.addr);

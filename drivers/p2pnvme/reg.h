@@ -21,13 +21,17 @@ enum p2pnvme_reg_kind {
  * @writable: the controller may write into it (reads of the namespace)
  * @len: bytes a transfer may address, from offset 0
  * @start: where byte 0 is in the mapping (the dma-buf offset; 0 for host)
- * @busy: requests whose commands may be at the controller now
+ * @busy: requests whose commands may be at the controller now (armed)
  * @revoked: no new commands (the exporter's invalidation, or removal):
  *	     later transfers fail with -ENODEV
  * @stale: dma-buf: the exporter moved it (invalidation): no new commands
  *	   until p2pnvme_reg_get() maps it again (set under the dma-buf's
  *	   reservation lock, cleared under @c->reg_lock and it)
- * @wq: woken when @busy drops to 0 after @revoked or @stale
+ * @wq: woken when @busy drops to 0 after @revoked or @stale, and when a
+ *	remap clears @stale
+ * @settle: dma-buf: unmaps the mapping an invalidation left to the
+ *	    requests busy on it then, once the last of them is idle
+ *	    (reg_settle())
  * @pages: host: the pinned pages
  * @nr_pages: host: how many
  * @mm: host: the mm charged for them (RLIMIT_MEMLOCK), with mmgrab()
@@ -41,7 +45,9 @@ enum p2pnvme_reg_kind {
  *	    freed (unregistered or its file closed; removal only unmaps)
  * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
  * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
- *	  invalidated (the dma-buf's reservation lock)
+ *	  unmapped: at the invalidation when nothing is busy on it, else
+ *	  when the last busy request is idle (@settle), or at the remap (the
+ *	  dma-buf's reservation lock)
  * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
  *	  (p2pnvme_dmabuf_in_host(), at each mapping; never a BAR the kernel's
  *	  P2PDMA verdict refuses: such a mapping is refused and undone)
@@ -57,11 +63,13 @@ enum p2pnvme_reg_kind {
  *	    request issued again names the registration it was bound to
  *
  * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
- * @busy right before its commands are queued (p2pnvme_reg_arm()); it drops
- * @busy once none of its commands can reach the controller any more, and
- * @kref when it is released. An invalidation waits for @busy to drain
- * before it unmaps, so the controller never sees a mapping the exporter
- * was told is gone.
+ * @busy right before its commands are queued (p2pnvme_reg_arm()), after a
+ * dma-buf's fence for it is in the reservation object; it drops @busy once
+ * none of its commands can reach the controller any more (and signals the
+ * fence), and @kref when it is released. An invalidation never waits: the
+ * exporter waits for the fences of the requests busy on the mapping, which
+ * stays until the last of them is idle; a remap waits for them (no lock
+ * held) before it replaces the mapping.
  */
 struct p2pnvme_reg {
 	struct kref kref;
@@ -75,6 +83,7 @@ struct p2pnvme_reg {
 	bool revoked;
 	bool stale;
 	wait_queue_head_t wq;
+	struct work_struct settle;
 	struct page **pages;
 	unsigned int nr_pages;
 	struct mm_struct *mm;
@@ -122,6 +131,7 @@ int p2pnvme_reg_show(struct seq_file *s, void *unused);
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r);
 int p2pnvme_reg_arm(struct p2pnvme_req *r);
 void p2pnvme_reg_idle(struct p2pnvme_req *r);
+bool p2pnvme_reg_invalidated(struct p2pnvme_reg *b);
 void p2pnvme_reg_put(struct p2pnvme_req *r);
 void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
 void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
@@ -146,7 +156,10 @@ void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner);
 void p2pnvme_dmabuf_forget(struct p2pnvme *c);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 bool p2pnvme_dmabuf_signalling(void);
+void p2pnvme_dmabuf_signalled(bool cookie);
+void p2pnvme_dmabuf_signal_req(struct p2pnvme_req *r, int unrun);
 void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr, bool cookie, int unrun);
+void p2pnvme_dmabuf_fence_free(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
 #else
@@ -172,8 +185,11 @@ static inline bool p2pnvme_dmabuf_signalling(void)
 	return false;
 }
 
+static inline void p2pnvme_dmabuf_signalled(bool cookie) {}
+static inline void p2pnvme_dmabuf_signal_req(struct p2pnvme_req *r, int unrun) {}
 static inline void p2pnvme_dmabuf_signal(struct p2pnvme_req *reqs, unsigned int nr,
 					 bool cookie, int unrun) {}
+static inline void p2pnvme_dmabuf_fence_free(struct p2pnvme_req *r) {}
 static inline void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r) {}
 static inline void p2pnvme_dmabuf_release(struct p2pnvme_req *r) {}
 #endif

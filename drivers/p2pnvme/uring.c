@@ -86,6 +86,8 @@ static unsigned long async_watch_period(void)
  *	 nvme-pci answers it (async_done())
  * @moved: times its registered dma-buf moved between lookup and arming
  * @ring: that ring, only compared (p2p_uring_cmd_ring())
+ * @lists: the list blocks of a request naming a registered dma-buf, taken
+ *	   before its fence was published (@b.lists)
  */
 struct p2pnvme_async {
 	struct p2pnvme_batch b;
@@ -106,6 +108,7 @@ struct p2pnvme_async {
 	bool std;
 	u8 moved;
 	void *ring;
+	struct p2pnvme_lists lists;
 };
 
 /* as P2PNVME_MOVE_RETRIES for a batch (io.c) */
@@ -254,7 +257,8 @@ static void async_end(struct p2pnvme_batch *b)
 	struct io_uring_cmd *ioucmd = a->ioucmd;
 	bool iopoll = a->iopoll;
 
-	p2pnvme_reg_idle(&a->r);	/* an invalidation may go on now */
+	/* idle, its fence signalled: an exporter's move may go on now */
+	p2pnvme_req_ended(&a->r);
 	smp_store_release(&a->ended, true);	/* an IOPOLL poller may free @a now */
 	if (!iopoll)
 		io_uring_cmd_do_in_task_lazy(ioucmd, async_tw);
@@ -384,6 +388,7 @@ static int async_submit(struct p2pnvme_async *a)
 	struct p2pnvme_req *r = &a->r;
 	struct p2pnvme_pdu *pdu = pdu_of(a->ioucmd);
 	struct p2pnvme_queue *q;
+	bool signalling, cookie;
 	int ret;
 
 	/*
@@ -437,7 +442,12 @@ again:
 			return async_fail(a, ret);
 		}
 	}
-	ret = p2pnvme_req_map(c, r);
+	/*
+	 * A registered dma-buf: its list blocks taken, its fence published
+	 * (until the launch, the fence signalling section: nothing may
+	 * allocate with reclaim or take a reservation lock), then busy.
+	 */
+	ret = p2pnvme_req_map(c, r, &a->lists);
 	if (ret) {
 		p2pnvme_req_unreserve(r);
 		p2pnvme_io_exit(c);
@@ -454,6 +464,8 @@ again:
 	}
 	p2pnvme_batch_init(&a->b, false);
 	a->b.end = async_end;
+	if (r->lists)
+		a->b.lists = r->lists;	/* no list block with reclaim once fenced */
 	/* a list per CPU: no lock or count shared by every submitter */
 	a->pc = raw_cpu_ptr(c->pcpu);
 	spin_lock(&a->pc->async_lock);
@@ -471,8 +483,14 @@ again:
 	/* before the launch: its end, after, is stamped later */
 	a->t0 = async_ring(c, q);
 	p2pnvme_io_exit(c);
+	/* the fence signalling section ends after the launch, when @a may be gone */
+	signalling = r->signalling;
+	cookie = r->cookie;
+	r->signalling = false;
 	/* from here on @a belongs to its end: async_end() may run right now */
 	p2pnvme_batch_launch(&a->b);
+	if (signalling)
+		p2pnvme_dmabuf_signalled(cookie);
 	return -EIOCBQUEUED;
 }
 

@@ -134,6 +134,69 @@ static inline bool p2p_dma_buf_attach_revocable(struct dma_buf_attachment *attac
 #define P2P_IMPORT_NS(ns)	MODULE_INFO(import_ns, ns)
 
 /*
+ * A shrinker, registered: allocated by the core from 6.7 (shrinker_alloc(),
+ * its private_data for the owner), embedded and registered before
+ * (register_shrinker(), which takes a name from 6.0). NULL on failure.
+ */
+#include <linux/shrinker.h>
+#ifdef HAVE_SHRINKER_ALLOC
+static inline struct shrinker *
+p2p_shrinker_create(const char *name, void *priv,
+		    unsigned long (*count)(struct shrinker *, struct shrink_control *),
+		    unsigned long (*scan)(struct shrinker *, struct shrink_control *))
+{
+	struct shrinker *s = shrinker_alloc(0, "%s", name);
+
+	if (!s)
+		return NULL;
+	s->count_objects = count;
+	s->scan_objects = scan;
+	s->private_data = priv;
+	shrinker_register(s);
+	return s;
+}
+
+#define p2p_shrinker_priv(s)		((s)->private_data)
+#define p2p_shrinker_destroy(s)		shrinker_free(s)
+#else
+struct p2p_shrinker {
+	struct shrinker base;
+	void *priv;
+};
+
+static inline struct shrinker *
+p2p_shrinker_create(const char *name, void *priv,
+		    unsigned long (*count)(struct shrinker *, struct shrink_control *),
+		    unsigned long (*scan)(struct shrinker *, struct shrink_control *))
+{
+	struct p2p_shrinker *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+	if (!p)
+		return NULL;
+	p->base.count_objects = count;
+	p->base.scan_objects = scan;
+	p->base.seeks = DEFAULT_SEEKS;
+	p->priv = priv;
+	if (register_shrinker(&p->base, "%s", name)) {
+		kfree(p);
+		return NULL;
+	}
+	return &p->base;
+}
+
+static inline void *p2p_shrinker_priv(struct shrinker *sh)
+{
+	return container_of(sh, struct p2p_shrinker, base)->priv;
+}
+
+static inline void p2p_shrinker_destroy(struct shrinker *sh)
+{
+	unregister_shrinker(sh);
+	kfree(container_of(sh, struct p2p_shrinker, base));
+}
+#endif
+
+/*
  * A reference on a file whose struct is known to stay allocated (its
  * release waits for the caller) but whose last fput() may be under way:
  * the file, or NULL.

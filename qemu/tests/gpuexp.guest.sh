@@ -8,6 +8,11 @@
 # (tools/tests/p2pgpu-test.c says what each case asserts). Where the
 # profile has a second ivshmem function (switch, swiotlb), p2pbar takes it
 # and its exports are offered to the GPU's importers (the other direction).
+# Under memory pressure the amdgpu and xe personalities' shrinker evicts a
+# buffer again and again (no-wait and waiting passes in direct reclaim's
+# context, drop_caches) while registered reads and writes go on through
+# P2PNVME_IOC_SUBMIT and io_uring (p2pgpu-test's shrinker_stream()): on the
+# debug kernel a lockdep report fails the run.
 # The test ends by unbinding p2pgpu's function mid-stream and binding it
 # again.
 # Where the kernel's P2PDMA verdict refuses the GPU's function and the

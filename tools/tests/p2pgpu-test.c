@@ -49,9 +49,18 @@
  * into its BAR (unchecked_exporter(): refused at each mapping again where
  * the kernel refuses, P2P where it allows).
  *
+ * Memory pressure (shrinker_stream(), amdgpu and xe): registered reads and
+ * writes through P2PNVME_IOC_SUBMIT and io_uring go on while the
+ * exporter's shrinker evicts the buffer again and again (no-wait passes as
+ * direct reclaim runs them, waiting ones as kswapd's, drop_caches): every
+ * transfer ends with 0 or -EAGAIN (-EBUSY through 6.12's io_uring), none
+ * hangs, registered I/O is fenced, the importer's invalidation never
+ * sleeps in reclaim, and the bytes are where they belong.
+ *
  * Namespace: the bench's 64 MiB image of 512-byte LBAs, each sector headed
  * "<seed> LBA <lba>"; each personality reads its own 8 MiB from LBA
- * 16384 * personality and writes 64 KiB at LBA 110000 + 256 * personality.
+ * 16384 * personality and writes 64 KiB at LBA 110000 + 256 * personality;
+ * the shrinker streams write 4 MiB at LBA 80000 (amdgpu) and 90000 (xe).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,13 +72,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/io_uring.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
 
@@ -1553,6 +1565,464 @@ static void unbind_refused(void)
 	munmap(us, sizeof(*us));
 }
 
+/* ---- registered I/O while the shrinker evicts (memory pressure) ---- */
+
+/* io_uring without liburing (this program links none): just what it needs */
+struct uring {
+	int fd;
+	unsigned int *sq_head, *sq_tail, *sq_mask, *sq_array;
+	unsigned int *cq_head, *cq_tail, *cq_mask;
+	unsigned char *sqes;		/* 128 bytes each (IORING_SETUP_SQE128) */
+	unsigned char *cqes;		/* 32 bytes each (IORING_SETUP_CQE32) */
+};
+
+static int uring_setup(struct uring *u, unsigned int entries)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 };
+	size_t sq_len, cq_len;
+	unsigned char *sq, *cq;
+
+	u->fd = syscall(__NR_io_uring_setup, entries, &p);
+	if (u->fd < 0)
+		return -errno;
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cq_len = p.cq_off.cqes + p.cq_entries * 2 * sizeof(struct io_uring_cqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP)
+		sq_len = cq_len = sq_len > cq_len ? sq_len : cq_len;
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+		  IORING_OFF_SQ_RING);
+	cq = p.features & IORING_FEAT_SINGLE_MMAP ? sq :
+	     mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+		  IORING_OFF_CQ_RING);
+	u->sqes = mmap(NULL, p.sq_entries * 2 * sizeof(struct io_uring_sqe),
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || u->sqes == MAP_FAILED)
+		return -ENOMEM;
+	u->sq_head = (unsigned int *)(sq + p.sq_off.head);
+	u->sq_tail = (unsigned int *)(sq + p.sq_off.tail);
+	u->sq_mask = (unsigned int *)(sq + p.sq_off.ring_mask);
+	u->sq_array = (unsigned int *)(sq + p.sq_off.array);
+	u->cq_head = (unsigned int *)(cq + p.cq_off.head);
+	u->cq_tail = (unsigned int *)(cq + p.cq_off.tail);
+	u->cq_mask = (unsigned int *)(cq + p.cq_off.ring_mask);
+	u->cqes = cq + p.cq_off.cqes;
+	return 0;
+}
+
+/* queue a P2PNVME_URING_CMD_IO (the caller keeps fewer in flight than the ring holds) */
+static void uring_queue(struct uring *u, const struct p2pnvme_uring_cmd *uc, uint64_t tag)
+{
+	unsigned int tail = *u->sq_tail, idx = tail & *u->sq_mask;
+	unsigned char *slot = u->sqes + (size_t)idx * 2 * sizeof(struct io_uring_sqe);
+	struct io_uring_sqe *sqe = (struct io_uring_sqe *)slot;
+
+	memset(slot, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = nvme;
+	sqe->cmd_op = P2PNVME_URING_CMD_IO;
+	sqe->user_data = tag;
+	memcpy(slot + offsetof(struct io_uring_sqe, cmd), uc, sizeof(*uc));
+	u->sq_array[idx] = idx;
+	__atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
+}
+
+/* submit what is queued, wait up to @ms for @wait completions: -ETIME then */
+static int uring_enter(struct uring *u, unsigned int submit, unsigned int wait, int ms)
+{
+	struct __kernel_timespec ts = { .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000LL };
+	struct io_uring_getevents_arg arg = { .ts = (uint64_t)(uintptr_t)&ts };
+	long r = syscall(__NR_io_uring_enter, u->fd, submit, wait,
+			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
+
+	return r < 0 ? -errno : (int)r;
+}
+
+/* one completion, if there is one: 1 */
+static int uring_reap(struct uring *u, uint64_t *tag, int *res)
+{
+	unsigned int head = *u->cq_head;
+	const struct io_uring_cqe *cqe;
+
+	if (head == __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE))
+		return 0;
+	cqe = (const struct io_uring_cqe *)(u->cqes + (size_t)(head & *u->cq_mask) *
+					    2 * sizeof(*cqe));
+	*tag = cqe->user_data;
+	*res = cqe->res;
+	__atomic_store_n(u->cq_head, head + 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/*
+ * The buffer: 8 chunks of 64 KiB read from the image again and again
+ * (chunk k from LBA rbase + 128 k), 8 more filled with a pattern each and
+ * written again and again to 64 slots of the image (slot s from chunk
+ * 8 + s % 8; the ioctl's writes take slots 0-31, io_uring's 32-63).
+ */
+#define SHR_CHUNK	(64 * KIB)
+#define SHR_LBAS	(SHR_CHUNK / LBA)
+#define SHR_READS	8
+#define SHR_SLOTS	64
+#define SHR_QD		8	/* io_uring requests in flight */
+
+static uint32_t shr_byte(uint32_t p, unsigned int chunk)
+{
+	return 0x80 | (p << 4) | (chunk & 7);
+}
+
+/* what one submitter saw: every transfer's result, sorted */
+struct shr_side {
+	int ok, again, other, hung, unsupported;
+	double max_s;
+	uint64_t slots;		/* bit s: slot s written successfully at least once */
+};
+
+struct shr_state {
+	int stop;
+	struct shr_side sub, ring;
+};
+
+static double shr_bound(void)
+{
+	const char *s = getenv("P2P_TIMEOUT_SCALE");
+
+	/* a transfer may wait out a move's copy and the moves of others */
+	return 20.0 * (s && atof(s) > 1 ? 3 : 1);
+}
+
+/* a result of a registered transfer: 0, or "moved again and again" */
+static void shr_count(struct shr_side *sd, int res, const char *who)
+{
+	if (!res) {
+		sd->ok++;
+	} else if (res == -EAGAIN || res == -EBUSY) {
+		/*
+		 * The dma-buf moved between lookup and arming 8 times: nothing
+		 * sent, the caller tries again (P2PNVME_IOC_SUBMIT's entry and
+		 * io_uring's CQE say -EAGAIN; 6.12's io_uring, which would issue
+		 * it again from the SQ ring, -EBUSY: uring.c)
+		 */
+		sd->again++;
+	} else if (sd->other++ < 3) {
+		printf("    # %s: a transfer ended with %s\n", who, strerror(-res));
+	}
+}
+
+/*
+ * The @n-th read (chunk n % 8) or write (slot @slot0 + n % 32, from chunk
+ * 8 + slot % 8) of a submitter
+ */
+static struct p2pnvme_io shr_io(uint32_t id, int write, unsigned int n, uint64_t rbase,
+				uint64_t wbase, unsigned int slot0)
+{
+	unsigned int k = n % SHR_READS, s = slot0 + n % (SHR_SLOTS / 2);
+
+	return (struct p2pnvme_io){
+		.argsz = sizeof(struct p2pnvme_io), .flags = P2PNVME_IO_F_REGISTERED,
+		.buf_id = id, .len = SHR_CHUNK,
+		.op = write ? P2PNVME_OP_WRITE : P2PNVME_OP_READ,
+		.slba = write ? wbase + s * SHR_LBAS : rbase + k * SHR_LBAS,
+		.addr = write ? (SHR_READS + s % 8) * SHR_CHUNK : k * SHR_CHUNK,
+	};
+}
+
+/* P2PNVME_IOC_SUBMIT: batches of two reads and two writes until stopped */
+static void shr_submitter(struct shr_state *st, uint32_t id, uint64_t rbase, uint64_t wbase)
+{
+	struct shr_side *sd = &st->sub;
+	unsigned int n[2] = { 0, 0 }, i;
+
+	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
+		struct p2pnvme_io ios[4];
+		struct p2pnvme_submit s = { .argsz = sizeof(s), .nr = 4, .ios = (uintptr_t)ios };
+		double t = now();
+		int ret;
+
+		for (i = 0; i < 4; i++)
+			ios[i] = shr_io(id, i & 1, n[i & 1]++, rbase, wbase, 0);
+		ret = ioctl(nvme, P2PNVME_IOC_SUBMIT, &s) ? -errno : 0;
+		t = now() - t;
+		sd->max_s = t > sd->max_s ? t : sd->max_s;
+		if (ret && s.failed < 4) {
+			/* nothing was submitted: one answer for the batch */
+			shr_count(sd, ios[s.failed].result ?: ret, "P2PNVME_IOC_SUBMIT");
+			continue;
+		}
+		for (i = 0; i < 4; i++) {
+			shr_count(sd, ios[i].result, "P2PNVME_IOC_SUBMIT");
+			if (!ios[i].result && (i & 1))
+				sd->slots |= 1ULL << ((ios[i].slba - wbase) / SHR_LBAS);
+		}
+	}
+}
+
+/* io_uring: SHR_QD registered reads and writes in flight until stopped */
+static void shr_ringer(struct shr_state *st, uint32_t id, uint64_t rbase, uint64_t wbase)
+{
+	struct shr_side *sd = &st->ring;
+	struct p2pnvme_io ios[SHR_QD];
+	double t0[SHR_QD], bound = shr_bound();
+	unsigned int n[2] = { 0, 0 }, out = 0, i;
+	int busy[SHR_QD] = { 0 }, res, ret;
+	struct uring u = { .fd = -1 };
+	uint64_t tag;
+
+	ret = uring_setup(&u, 2 * SHR_QD);
+	if (ret == -ENOSYS) {
+		sd->unsupported = 1;	/* a kernel without io_uring */
+		return;
+	}
+	if (ret) {
+		printf("    # io_uring_setup: %s\n", strerror(-ret));
+		sd->other++;
+		return;
+	}
+	for (;;) {
+		int stop = sd->unsupported || __atomic_load_n(&st->stop, __ATOMIC_ACQUIRE);
+		unsigned int pending;
+
+		for (i = 0; !stop && i < SHR_QD; i++) {
+			struct p2pnvme_uring_cmd uc;
+
+			if (busy[i])
+				continue;
+			/* even slots read, odd ones write */
+			ios[i] = shr_io(id, i & 1, n[i & 1]++, rbase, wbase, SHR_SLOTS / 2);
+			uc = (struct p2pnvme_uring_cmd){ .flags = ios[i].flags, .op = ios[i].op,
+							 .slba = ios[i].slba, .len = ios[i].len,
+							 .addr = ios[i].addr, .buf_id = id };
+			uring_queue(&u, &uc, i);
+			t0[i] = now();
+			busy[i] = 1;
+			out++;
+		}
+		if (!out)
+			break;
+		pending = *u.sq_tail - __atomic_load_n(u.sq_head, __ATOMIC_ACQUIRE);
+		ret = uring_enter(&u, pending, 1, (int)(bound * 1000));
+		if (ret == -ETIME || (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)) {
+			printf("    # io_uring_enter: %s with %u requests in flight\n", strerror(-ret),
+			       out);
+			sd->hung++;
+			break;
+		}
+		while (uring_reap(&u, &tag, &res)) {
+			double t;
+
+			if (tag >= SHR_QD || !busy[tag]) {
+				sd->other++;
+				continue;
+			}
+			t = now() - t0[tag];
+			sd->max_s = t > sd->max_s ? t : sd->max_s;
+			busy[tag] = 0;
+			out--;
+			/* p2pnvme without io_uring passthrough (before 6.6): nothing to stream */
+			if (res == -EOPNOTSUPP && !sd->ok) {
+				sd->unsupported = 1;
+				continue;
+			}
+			shr_count(sd, res, "io_uring");
+			if (!res && ios[tag].op == P2PNVME_OP_WRITE)
+				sd->slots |= 1ULL << ((ios[tag].slba - wbase) / SHR_LBAS);
+		}
+	}
+	close(u.fd);
+}
+
+static int drop_caches(void)
+{
+	return sysfs_write("/proc/sys/vm/drop_caches", "2");
+}
+
+static int shrink_now(uint32_t flags, struct p2pgpu_shrink *s)
+{
+	*s = (struct p2pgpu_shrink){ .flags = flags };
+	return ioctl(gpu, P2PGPU_IOC_SHRINK, s) ? -errno : 0;
+}
+
+/*
+ * Registered reads and writes (P2PNVME_IOC_SUBMIT in one child, io_uring
+ * in another) into one amdgpu or xe buffer while the parent applies memory
+ * pressure: the exporter's shrinker, again and again, as direct reclaim
+ * runs it (no-wait passes), as kswapd does (passes that wait for the
+ * fences after telling the importers) and through the kernel's own
+ * registration (drop_caches). Each eviction moves the buffer to host
+ * memory; the next transfer maps it again, which moves it back into VRAM.
+ *
+ * Asserted: evictions happened; every transfer ended with 0 or -EAGAIN
+ * (-EBUSY through 6.12's io_uring): moved 8 times between lookup and
+ * arming, nothing sent; none took longer than a bound and the stream ended
+ * (no hang); p2pnvme's registered I/O put fences in the reservation object
+ * (the no-wait passes skipped the buffer for them, or the waiting passes
+ * waited for them); the importers' invalidation never slept inside the
+ * shrinker; every chunk read holds the image's bytes (host-checked in the
+ * BAR), the written chunks kept their pattern, and every slot written
+ * holds its chunk's pattern (read back; the first ones host-checked in the
+ * image). On the debug kernel the bench fails the run on any lockdep
+ * report (qemu/hostcheck.py): the shrinker's passes hold lockdep's
+ * fs_reclaim, as reclaim does.
+ *
+ * p2pnvme before the fix: its invalidation waited for the busy requests
+ * inside the shrinker (inval_slept > 0, "an importer's invalidation slept
+ * in the shrinker" in the log) and its registered I/O published no fence
+ * (no skip, no wait for p2pnvme's fences: 0); a submitter that entered
+ * reclaim allocating a list block while busy could wait on itself.
+ */
+static void shrinker_stream(uint32_t p)
+{
+	const uint64_t rbase = 16384ULL * p + 8192, wbase = 80000 + 10000ULL * (p - 2);
+	const uint64_t rlen = SHR_READS * SHR_CHUNK;
+	struct p2pgpu_shrink s0, s1, s;
+	unsigned char *got = xalloc(SHR_CHUNK), *want = xalloc(SHR_CHUNK);
+	struct shr_state *st;
+	double t0, t, bound = shr_bound(), max_shrink = 0;
+	int fd, ret, i, status, bad, nslots, checks = 0, drops = 0, drop_err = 0, passes = 0;
+	uint32_t id = 0;
+	pid_t pa, pb;
+	uint64_t slots;
+
+	if (refused)
+		kt_skip("P2P refused: %s keeps the buffer in host memory for p2pnvme, nothing in VRAM to evict",
+			names[p]);
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	fd = export(p, P2PGPU_EXPORT_F_SHRINKABLE, BUF, NULL);
+	ret = fd < 0 ? fd : 0;
+	for (i = 0; !ret && i < 8; i++) {
+		struct p2pgpu_buf b = { .off = (SHR_READS + i) * SHR_CHUNK, .len = SHR_CHUNK,
+					.arg = shr_byte(p, i) };
+
+		ret = buf_op(P2PGPU_IOC_FILL, fd, &b);
+	}
+	ret = ret ?: reg_dmabuf(fd, BUF, &id);
+	ret = ret ?: shrink_now(0, &s0);
+	s = s0;
+	tap(!ret && st != MAP_FAILED,
+	    "%s: a shrinkable export, its upper half filled, registered; the shrinker answers (%s)",
+	    names[p], strerror(-ret));
+	if (ret || st == MAP_FAILED)
+		kt_fail("%s: shrinker stream: set up", names[p]);
+	memset(st, 0, sizeof(*st));
+	fflush(stdout);
+	pa = fork();
+	if (pa == 0) {
+		shr_submitter(st, id, rbase, wbase);
+		fflush(stdout);
+		_exit(0);
+	}
+	pb = fork();
+	if (pb == 0) {
+		shr_ringer(st, id, rbase, wbase);
+		fflush(stdout);
+		_exit(0);
+	}
+	/* memory pressure: at least 3 s and 12 evictions, at most 12 s (debug: 36 s) */
+	t0 = now();
+	for (i = 0; ; i++) {
+		double dt = now() - t0;
+
+		if (dt > bound * 0.6 || (dt > 3 && s.evicted - s0.evicted >= 12))
+			break;
+		if (i % 8 == 7) {
+			drop_err = drop_caches() ?: drop_err;
+			drops++;
+		} else {
+			t = now();
+			ret = shrink_now(i % 4 == 3 ? P2PGPU_SHRINK_WAIT : 0, &s);
+			t = now() - t;
+			max_shrink = t > max_shrink ? t : max_shrink;
+			passes += !ret;
+		}
+		usleep(10000);
+	}
+	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
+	waitpid(pa, &status, 0);
+	bad = !WIFEXITED(status) || WEXITSTATUS(status);
+	waitpid(pb, &status, 0);
+	bad |= !WIFEXITED(status) || WEXITSTATUS(status);
+	shrink_now(0, &s1);
+	printf("    # %d shrinker passes (longest %.0f ms), %d drop_caches%s%s; totals: %llu evicted, %llu skipped busy, %llu skipped moving, %llu locked, %llu no memory; %llu invalidations, %llu slept, longest %llu us; %llu waits for an importer, longest %llu ms\n",
+	       passes, max_shrink * 1000, drops, drop_err ? ": " : "",
+	       drop_err ? strerror(-drop_err) : "",
+	       (unsigned long long)(s1.evicted - s0.evicted),
+	       (unsigned long long)(s1.skipped_busy - s0.skipped_busy),
+	       (unsigned long long)(s1.skipped_moving - s0.skipped_moving),
+	       (unsigned long long)(s1.skipped_locked - s0.skipped_locked),
+	       (unsigned long long)(s1.skipped_nomem - s0.skipped_nomem),
+	       (unsigned long long)(s1.invalidations - s0.invalidations),
+	       (unsigned long long)(s1.inval_slept - s0.inval_slept),
+	       (unsigned long long)s1.inval_max_ns / 1000,
+	       (unsigned long long)(s1.waited_importer - s0.waited_importer),
+	       (unsigned long long)s1.wait_max_ns / 1000000);
+	diag_where(fd, "after the stream");
+
+	tap(s1.evicted - s0.evicted >= 3,
+	    "%s: the shrinker evicted the buffer %llu times with registered I/O going", names[p],
+	    (unsigned long long)(s1.evicted - s0.evicted));
+	tap(!bad && !st->sub.other && st->sub.ok >= 8,
+	    "%s: P2PNVME_IOC_SUBMIT: every registered transfer ended with 0 or EAGAIN (%d ok, %d EAGAIN, %d other)",
+	    names[p], st->sub.ok, st->sub.again, st->sub.other);
+	if (st->ring.unsupported)
+		tap(1, "%s: io_uring: every registered transfer ended with 0 or EAGAIN/EBUSY # SKIP no io_uring passthrough on this kernel",
+		    names[p]);
+	else
+		tap(!bad && !st->ring.other && !st->ring.hung && st->ring.ok >= 8,
+		    "%s: io_uring: every registered transfer ended with 0 or EAGAIN/EBUSY (%d ok, %d EAGAIN/EBUSY, %d other)",
+		    names[p], st->ring.ok, st->ring.again, st->ring.other);
+	tap(!st->ring.hung && st->sub.max_s < bound && st->ring.max_s < bound && max_shrink < bound,
+	    "%s: no hang: the longest batch took %.2f s, the longest io_uring transfer %.2f s, the longest shrinker pass %.2f s (bound %.0f s)",
+	    names[p], st->sub.max_s, st->ring.max_s, max_shrink, bound);
+	tap(s1.skipped_busy - s0.skipped_busy + s1.waited_importer - s0.waited_importer >= 1,
+	    "%s: registered I/O is fenced: the no-wait passes skipped the buffer for p2pnvme's fences %llu times, the waiting ones waited for them %llu times",
+	    names[p], (unsigned long long)(s1.skipped_busy - s0.skipped_busy),
+	    (unsigned long long)(s1.waited_importer - s0.waited_importer));
+	tap(s1.invalidations > s0.invalidations && s1.inval_slept == s0.inval_slept,
+	    "%s: p2pnvme's invalidation never waited inside the shrinker (%llu of %llu slept)",
+	    names[p], (unsigned long long)(s1.inval_slept - s0.inval_slept),
+	    (unsigned long long)(s1.invalidations - s0.invalidations));
+
+	/* the bytes: each read chunk holds its LBAs, wherever the buffer is now */
+	landed(fd, 0, rbase, rlen, "shrinker stream: the chunks read");
+	for (i = 0, ret = 0; !ret && i < 8; i++) {
+		unsigned int j;
+
+		ret = cpu_read(fd, (SHR_READS + i) * SHR_CHUNK, got, SHR_CHUNK);
+		for (j = 0; !ret && j < SHR_CHUNK; j++)
+			ret = got[j] != shr_byte(p, i) ? -EILSEQ : 0;
+	}
+	tap(!ret, "%s: the written chunks still hold their patterns (%s)", names[p],
+	    strerror(-ret));
+	slots = st->sub.slots | st->ring.slots;
+	for (i = 0, ret = 0, nslots = 0; !ret && i < SHR_SLOTS; i++) {
+		uint64_t slba = wbase + i * SHR_LBAS;
+		unsigned int j;
+
+		if (!(slots >> i & 1))
+			continue;
+		ret = host_read(slba, SHR_CHUNK, want);
+		for (j = 0; !ret && j < SHR_CHUNK; j++)
+			ret = want[j] != shr_byte(p, i) ? -EILSEQ : 0;
+		if (ret)
+			printf("    # slot %d (LBA %llu): %s\n", i, (unsigned long long)slba,
+			       strerror(-ret));
+		nslots++;
+		/* the host's view of the first two of each submitter's */
+		if (!ret && (i < 32 ? checks < 2 : checks < 4)) {
+			hostcheck("fill 65536 nvme0@%llu %#x", (unsigned long long)(slba * LBA),
+				  shr_byte(p, i));
+			checks++;
+		}
+	}
+	tap(!ret && (st->sub.slots & 0xffffffffULL) && (st->ring.unsupported || st->ring.slots >> 32),
+	    "%s: each of the %d slots written holds its chunk's pattern (%s)", names[p], nslots,
+	    strerror(-ret));
+	unreg(id);
+	close(fd);
+	munmap(st, sizeof(*st));
+	free(got);
+	free(want);
+}
+
 /* ---- the tests ---- */
 
 FIXTURE(dev) {
@@ -1700,6 +2170,17 @@ TEST_F(gpuexp, dev, xe_require_trap_pin_tt, 6, 60)
 TEST_F(gpuexp, dev, require_stream, 8, 120)
 {
 	require_stream(16384ULL * P2PGPU_AMDGPU);
+}
+
+/* shrinker_stream(): 1 + 6 + landed() 1 + 2 */
+TEST_F(gpuexp, dev, amdgpu_shrinker_stream, 10, 180)
+{
+	shrinker_stream(P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp, dev, xe_shrinker_stream, 10, 180)
+{
+	shrinker_stream(P2PGPU_XE);
 }
 
 TEST_F(gpuexp, dev, import_p2pbar, 5, 60)

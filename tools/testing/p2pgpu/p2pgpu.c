@@ -36,6 +36,22 @@
  * stay where they are and nothing is revoked (no revoke in nv-dmabuf.c):
  * importers are not told.
  *
+ * Memory pressure: a shrinker (registered, so drop_caches, kswapd and
+ * direct reclaim call it; P2PGPU_IOC_SHRINK runs the same pass now, in
+ * direct reclaim's context) evicts amdgpu and xe buffers exported with
+ * P2PGPU_EXPORT_F_SHRINKABLE from VRAM to host memory, as TTM's and xe's
+ * shrinkers move BOs (xe_shrinker_scan() -> xe_bo_shrink() ->
+ * ttm_bo_shrink(), whose move calls xe_bo_move_notify()): the buffer list
+ * and each reservation lock only trylocked (ttm_lru_walk_trylock()), no
+ * allocation that may reclaim, the importers told from reclaim, and in a
+ * no-wait pass (direct reclaim: ttm_bo_shrink_avoid_wait()) a buffer
+ * whose fences are not all signalled is skipped (ttm_bo_shrink_suitable());
+ * kswapd's pass waits for them after telling the importers. It measures
+ * what a driver's shrinker relies on: that an importer's callback does not
+ * block (sleep) there, and that importers with I/O in flight have fences
+ * in the reservation object. It frees no host memory (it takes some): it
+ * exists to call importers from reclaim, and says it freed nothing.
+ *
  * It imports too (P2PGPU_IOC_IMPORT), as the GPU drivers do: a static
  * importer (dma_buf_attach()), or amdgpu's dynamic one
  * (amdgpu_dma_buf_create_obj(): dma_buf_dynamic_attach() with
@@ -58,7 +74,11 @@
 #include <linux/pci.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/scatterlist.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/shrinker.h>
 #include <linux/slab.h>
+#include <linux/swap.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
 #include <p2p_compat.h>
@@ -82,8 +102,11 @@
  * @misc: /dev/p2pgpu
  * @serial: numbers the buffers, for the log
  * @gone: the function is unbound: no VRAM for any buffer (@lock)
- * @bos_lock: protects @bos; taken before a buffer's reservation lock
+ * @bos_lock: protects @bos and @st; taken before a buffer's reservation
+ *	      lock (only trylocked by the shrinker, as both are in reclaim)
  * @bos: every exported buffer not yet released
+ * @shrinker: registered while the function is bound
+ * @st: the shrinker's counts since load (struct p2pgpu_shrink's totals)
  */
 struct p2pgpu {
 	struct kref kref;
@@ -98,6 +121,12 @@ struct p2pgpu {
 	bool gone;
 	struct mutex bos_lock;	/* see above */
 	struct list_head bos;
+	struct shrinker *shrinker;
+	struct {
+		u64 passes, evicted, skipped_busy, skipped_moving, skipped_locked;
+		u64 skipped_nomem, invalidations, inval_slept, inval_max_ns;
+		u64 waited_importer, wait_max_ns;
+	} st;
 };
 
 enum p2pgpu_place { PLACE_BAR = P2PGPU_WHERE_BAR, PLACE_HOST = P2PGPU_WHERE_HOST };
@@ -223,15 +252,15 @@ static void __iomem *bar_addr(struct p2pgpu_bo *bo, unsigned long page)
 	return bo->gpu->bar + (page << PAGE_SHIFT);
 }
 
-static struct page **host_alloc(unsigned long n)
+static struct page **host_alloc(unsigned long n, gfp_t gfp)
 {
-	struct page **pages = kvcalloc(n, sizeof(*pages), GFP_KERNEL);
+	struct page **pages = kvcalloc(n, sizeof(*pages), gfp);
 	unsigned long i;
 
 	if (!pages)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		pages[i] = alloc_page(gfp | __GFP_ZERO);
 		if (!pages[i])
 			goto err;
 	}
@@ -322,6 +351,44 @@ static void p2pgpu_copy_work(struct work_struct *work)
 }
 
 /*
+ * Is an importer's fence in @bo's reservation object not signalled (its
+ * DMA in flight)? The exporter's own copy fences are not counted.
+ */
+static bool importer_busy(struct p2pgpu_bo *bo)
+{
+	struct dma_resv_iter cursor;
+	struct dma_fence *f;
+
+	dma_resv_assert_held(bo->dmabuf->resv);
+	dma_resv_for_each_fence(&cursor, bo->dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP, f)
+		if (f->context != bo->fence_ctx && !dma_fence_is_signaled(f))
+			return true;
+	return false;
+}
+
+/*
+ * Tell the importers, for the shrinker (@bo->gpu->bos_lock held): measured,
+ * since a callback that blocks here blocks reclaim. A sleep is the task
+ * leaving the CPU blocked (a voluntary switch), not a preemption.
+ */
+static void shrink_invalidate(struct p2pgpu_bo *bo)
+{
+	struct p2pgpu *gpu = bo->gpu;
+	unsigned long nvcsw = current->nvcsw;
+	u64 t0 = ktime_get_ns(), dt;
+
+	p2p_dma_buf_invalidate(bo->dmabuf);
+	dt = ktime_get_ns() - t0;
+	gpu->st.invalidations++;
+	if (current->nvcsw != nvcsw) {
+		gpu->st.inval_slept++;
+		dev_warn_ratelimited(&gpu->pdev->dev, "%s buffer %d: an importer's invalidation slept in the shrinker (%llu us): it blocks reclaim\n",
+				     p2pgpu_names[bo->personality], bo->id, div_u64(dt, 1000));
+	}
+	gpu->st.inval_max_ns = max(gpu->st.inval_max_ns, dt);
+}
+
+/*
  * Move @bo to @to, its reservation lock held, as a TTM move looks to
  * importers: every attachment is told first (amdgpu_bo_move_notify() and
  * xe_bo_move_notify() call dma_buf_invalidate_mappings(), called
@@ -329,14 +396,19 @@ static void p2pgpu_copy_work(struct work_struct *work)
  * (importers' DMA; amdgpu_copy_buffer() syncs to the reservation object).
  * An eviction (@async) copies in the background behind a KERNEL fence, as
  * ttm_bo_move_accel_cleanup() publishes the copy job's; a move at a map
- * copies at once. -ENOSPC: no room in "VRAM".
+ * copies at once. -ENOSPC: no room in "VRAM". The shrinker's (@shrink, its
+ * buffer list locked) allocates with @gfp (no reclaim) and is measured.
  */
-static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, const char *why)
+static int __p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, const char *why,
+			 gfp_t gfp, bool shrink)
 {
 	struct dma_resv *resv = bo->dmabuf->resv;
+	struct p2pgpu *gpu = bo->gpu;
 	struct p2pgpu_fence *f = NULL;
 	struct page **pages = NULL;
 	long first = 0, left;
+	bool busy = false;
+	u64 t0 = 0;
 	int ret;
 
 	dma_resv_assert_held(resv);
@@ -347,18 +419,28 @@ static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, c
 		if (first < 0)
 			return first;
 	} else {
-		pages = host_alloc(bo->npages);
+		pages = host_alloc(bo->npages, gfp);
 		if (!pages)
 			return -ENOMEM;
 		if (async) {
-			f = kzalloc_obj(*f, GFP_KERNEL);
+			f = kzalloc_obj(*f, gfp);
 			ret = f ? dma_resv_reserve_fences(resv, 1) : -ENOMEM;
 			if (ret)
 				goto err;
 		}
 	}
-	p2p_dma_buf_invalidate(bo->dmabuf);
+	if (shrink) {
+		shrink_invalidate(bo);
+		busy = importer_busy(bo);
+		t0 = ktime_get_ns();
+	} else {
+		p2p_dma_buf_invalidate(bo->dmabuf);
+	}
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, false, P2PGPU_WAIT);
+	if (busy) {
+		gpu->st.waited_importer++;
+		gpu->st.wait_max_ns = max(gpu->st.wait_max_ns, ktime_get_ns() - t0);
+	}
 	if (left <= 0) {
 		pci_err(bo->gpu->pdev, "%s buffer %d: fences not signalled, not moved\n",
 			p2pgpu_names[bo->personality], bo->id);
@@ -389,9 +471,16 @@ static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, c
 		bo->pages = pages;
 	}
 	bo->place = to;
-	if (to == PLACE_BAR)
+	/* a shrinkable buffer moves many times: said at debug level */
+	if (to == PLACE_BAR && (bo->flags & P2PGPU_EXPORT_F_SHRINKABLE))
+		pci_dbg(bo->gpu->pdev, "%s buffer %d: GTT -> VRAM at BAR offset %#lx (%s)\n",
+			p2pgpu_names[bo->personality], bo->id, bo->bar_page << PAGE_SHIFT, why);
+	else if (to == PLACE_BAR)
 		pci_info(bo->gpu->pdev, "%s buffer %d: GTT -> VRAM at BAR offset %#lx (%s)\n",
 			 p2pgpu_names[bo->personality], bo->id, bo->bar_page << PAGE_SHIFT, why);
+	else if (bo->flags & P2PGPU_EXPORT_F_SHRINKABLE)
+		pci_dbg(bo->gpu->pdev, "%s buffer %d: VRAM -> GTT, host pages (%s)\n",
+			p2pgpu_names[bo->personality], bo->id, why);
 	else
 		pci_info(bo->gpu->pdev, "%s buffer %d: VRAM -> GTT, host pages (%s)\n",
 			 p2pgpu_names[bo->personality], bo->id, why);
@@ -403,6 +492,11 @@ err:
 	if (to == PLACE_BAR)
 		bar_free(bo->gpu, first, bo->npages);
 	return ret;
+}
+
+static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, const char *why)
+{
+	return __p2pgpu_move(bo, to, async, why, GFP_KERNEL, false);
 }
 
 /*
@@ -802,6 +896,156 @@ static const struct dma_buf_ops *const p2pgpu_ops[] = {
 	[P2PGPU_XE] = &p2pgpu_xe_ops,
 };
 
+/* ---- memory pressure ---- */
+
+/* a buffer the shrinker may evict: in VRAM, unpinned, exported for it */
+static bool shrinkable(struct p2pgpu_bo *bo)
+{
+	return (bo->flags & P2PGPU_EXPORT_F_SHRINKABLE) && READ_ONCE(bo->place) == PLACE_BAR &&
+	       !READ_ONCE(bo->pins);
+}
+
+/*
+ * One buffer, its reservation lock trylocked: skipped in a no-wait pass
+ * while a fence is not signalled (ttm_bo_shrink_suitable()), else evicted
+ * to host memory without reclaim (the eviction tells the importers, waits
+ * for the fences, and copies behind a KERNEL fence).
+ */
+static int shrink_bo(struct p2pgpu_bo *bo, bool wait)
+{
+	struct p2pgpu *gpu = bo->gpu;
+	int ret;
+
+	if (!wait && !dma_resv_test_signaled(bo->dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP)) {
+		if (importer_busy(bo))
+			gpu->st.skipped_busy++;
+		else
+			gpu->st.skipped_moving++;
+		return -EBUSY;
+	}
+	ret = __p2pgpu_move(bo, PLACE_HOST, true, wait ? "shrinker, waiting" : "shrinker",
+			    GFP_NOWAIT | __GFP_NOWARN, true);
+	if (!ret)
+		gpu->st.evicted++;
+	else if (ret == -ENOMEM)
+		gpu->st.skipped_nomem++;
+	return ret;
+}
+
+/*
+ * A shrinker pass over the exported buffers, in reclaim: the list and each
+ * reservation lock trylocked (a holder may be allocating: waiting for it
+ * here could deadlock), a buffer in its last fput left alone. @wait: the
+ * pass may wait for fences (kswapd's). Return: pages evicted, or
+ * SHRINK_STOP when the list was busy; *@scanned: pages looked at.
+ */
+static unsigned long p2pgpu_shrink(struct p2pgpu *gpu, unsigned long nr_to_scan, bool wait,
+				   unsigned long *scanned)
+{
+	unsigned long evicted = 0;
+	struct p2pgpu_bo *bo;
+
+	*scanned = 0;
+	if (!mutex_trylock(&gpu->bos_lock))
+		return SHRINK_STOP;
+	gpu->st.passes++;
+	list_for_each_entry(bo, &gpu->bos, node) {
+		struct dma_buf *dmabuf = bo->dmabuf;
+
+		if (*scanned >= nr_to_scan)
+			break;
+		if (!shrinkable(bo))
+			continue;
+		/* its release waits for the list: the file stays, maybe dying */
+		if (!p2p_get_file_active(&dmabuf->file))
+			continue;
+		if (dma_resv_trylock(dmabuf->resv)) {
+			if (bo->place == PLACE_BAR && !bo->pins) {
+				*scanned += bo->npages;
+				if (!shrink_bo(bo, wait))
+					evicted += bo->npages;
+			}
+			dma_resv_unlock(dmabuf->resv);
+		} else {
+			gpu->st.skipped_locked++;
+		}
+		fput(dmabuf->file);	/* a last one is deferred: not released here */
+	}
+	mutex_unlock(&gpu->bos_lock);
+	return evicted;
+}
+
+static unsigned long p2pgpu_shrink_count(struct shrinker *shrinker, struct shrink_control *sc)
+{
+	struct p2pgpu *gpu = p2p_shrinker_priv(shrinker);
+	unsigned long n = 0;
+	struct p2pgpu_bo *bo;
+
+	if (!mutex_trylock(&gpu->bos_lock))
+		return 0;
+	list_for_each_entry(bo, &gpu->bos, node)
+		if (shrinkable(bo))
+			n += bo->npages;
+	mutex_unlock(&gpu->bos_lock);
+	return n ?: SHRINK_EMPTY;
+}
+
+/*
+ * The kernel's call (drop_caches, kswapd, direct reclaim). Only kswapd
+ * waits for fences, as ttm_bo_shrink_avoid_wait() has it. Evicting VRAM
+ * frees no host memory: nothing is said to be freed.
+ */
+static unsigned long p2pgpu_shrink_scan(struct shrinker *shrinker, struct shrink_control *sc)
+{
+	struct p2pgpu *gpu = p2p_shrinker_priv(shrinker);
+	unsigned long scanned, ret;
+
+	ret = p2pgpu_shrink(gpu, sc->nr_to_scan, current_is_kswapd(), &scanned);
+	if (ret == SHRINK_STOP || !scanned)
+		return SHRINK_STOP;
+	sc->nr_scanned = scanned;
+	return 0;
+}
+
+/*
+ * P2PGPU_IOC_SHRINK: a pass now, as direct reclaim runs shrinkers
+ * (__perform_reclaim(): lockdep's fs_reclaim held, PF_MEMALLOC so that
+ * nothing below reclaims again), then the totals.
+ */
+static long p2pgpu_ioc_shrink(struct p2pgpu *gpu, void __user *uarg)
+{
+	struct p2pgpu_shrink arg;
+	unsigned long scanned, evicted;
+	unsigned int noreclaim;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.flags & ~P2PGPU_SHRINK_WAIT) || arg.reserved)
+		return -EINVAL;
+	fs_reclaim_acquire(GFP_KERNEL);
+	noreclaim = memalloc_noreclaim_save();
+	evicted = p2pgpu_shrink(gpu, arg.nr_to_scan ?: ULONG_MAX, arg.flags & P2PGPU_SHRINK_WAIT,
+				&scanned);
+	memalloc_noreclaim_restore(noreclaim);
+	fs_reclaim_release(GFP_KERNEL);
+	arg.scanned = scanned;
+	arg.evicted_pages = evicted == SHRINK_STOP ? 0 : evicted;
+	mutex_lock(&gpu->bos_lock);
+	arg.passes = gpu->st.passes;
+	arg.evicted = gpu->st.evicted;
+	arg.skipped_busy = gpu->st.skipped_busy;
+	arg.skipped_moving = gpu->st.skipped_moving;
+	arg.skipped_locked = gpu->st.skipped_locked;
+	arg.skipped_nomem = gpu->st.skipped_nomem;
+	arg.invalidations = gpu->st.invalidations;
+	arg.inval_slept = gpu->st.inval_slept;
+	arg.inval_max_ns = gpu->st.inval_max_ns;
+	arg.waited_importer = gpu->st.waited_importer;
+	arg.wait_max_ns = gpu->st.wait_max_ns;
+	mutex_unlock(&gpu->bos_lock);
+	return copy_to_user(uarg, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
 /* ---- ioctls ---- */
 
 static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
@@ -818,10 +1062,10 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	if (arg.personality < P2PGPU_NVIDIA || arg.personality > P2PGPU_XE ||
 	    (arg.flags & ~(P2PGPU_EXPORT_F_XE_PIN_TT | P2PGPU_EXPORT_F_STAY_AT_UNBIND |
 			   P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET |
-			   P2PGPU_EXPORT_F_NO_DISTANCE_CHECK)) ||
+			   P2PGPU_EXPORT_F_NO_DISTANCE_CHECK | P2PGPU_EXPORT_F_SHRINKABLE)) ||
 	    ((arg.flags & P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET) &&
 	     arg.personality != P2PGPU_NVIDIA) ||
-	    ((arg.flags & P2PGPU_EXPORT_F_NO_DISTANCE_CHECK) &&
+	    ((arg.flags & (P2PGPU_EXPORT_F_NO_DISTANCE_CHECK | P2PGPU_EXPORT_F_SHRINKABLE)) &&
 	     arg.personality == P2PGPU_NVIDIA) ||
 	    !arg.size || !PAGE_ALIGNED(arg.size) ||
 	    arg.size > ((u64)gpu->npages << PAGE_SHIFT))
@@ -1253,6 +1497,8 @@ static long p2pgpu_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 	case P2PGPU_IOC_IMPORT:
 	case P2PGPU_IOC_IMPORT_RELEASE:
 		return p2pgpu_ioc_import(pf, cmd, (void __user *)uarg);
+	case P2PGPU_IOC_SHRINK:
+		return p2pgpu_ioc_shrink(pf->gpu, (void __user *)uarg);
 	}
 	return -ENOTTY;
 }
@@ -1329,6 +1575,12 @@ static int p2pgpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_unmap;
 	}
 	gpu->phys = pci_resource_start(pdev, P2PGPU_BAR);
+	gpu->shrinker = p2p_shrinker_create(KBUILD_MODNAME, gpu, p2pgpu_shrink_count,
+					    p2pgpu_shrink_scan);
+	if (!gpu->shrinker) {
+		ret = -ENOMEM;
+		goto err_unmap;
+	}
 	gpu->pdev = pci_dev_get(pdev);
 	gpu->misc.minor = MISC_DYNAMIC_MINOR;
 	gpu->misc.name = KBUILD_MODNAME;
@@ -1340,6 +1592,7 @@ static int p2pgpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		p2pgpu_dev = gpu;
 	mutex_unlock(&p2pgpu_dev_lock);
 	if (ret) {
+		p2p_shrinker_destroy(gpu->shrinker);
 		kref_put(&gpu->kref, p2pgpu_free);
 		return ret;
 	}
@@ -1404,6 +1657,9 @@ static void p2pgpu_remove(struct pci_dev *pdev)
 {
 	struct p2pgpu *gpu = pci_get_drvdata(pdev);
 
+	/* no pass runs after this: the unbind's own eviction follows */
+	p2p_shrinker_destroy(gpu->shrinker);
+	gpu->shrinker = NULL;
 	p2pgpu_evict_all(gpu);
 	mutex_lock(&p2pgpu_dev_lock);
 	misc_deregister(&gpu->misc);

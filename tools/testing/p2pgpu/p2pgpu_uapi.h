@@ -37,6 +37,12 @@
  * into a BAR the kernel refuses)
  */
 #define P2PGPU_EXPORT_F_NO_DISTANCE_CHECK	0x8
+/*
+ * amdgpu and xe only: the shrinker may evict it (TTM's and xe's shrinkers
+ * take any unpinned BO; here only those exported with this flag, so that
+ * the other tests' buffers stay where those tests put them)
+ */
+#define P2PGPU_EXPORT_F_SHRINKABLE		0x10
 
 /* where a buffer's bytes are */
 #define P2PGPU_WHERE_BAR	1	/* "VRAM": the BAR, at @bar_off */
@@ -141,5 +147,63 @@ struct p2pgpu_import {
 
 #define P2PGPU_IOC_IMPORT		_IOWR(P2PGPU_IOC_MAGIC, 0x08, struct p2pgpu_import)
 #define P2PGPU_IOC_IMPORT_RELEASE	_IOWR(P2PGPU_IOC_MAGIC, 0x09, struct p2pgpu_import)
+
+/**
+ * struct p2pgpu_shrink - P2PGPU_IOC_SHRINK: run the shrinker now, in the
+ *	context of direct reclaim (lockdep's fs_reclaim held, no reclaim
+ *	below it, as __perform_reclaim() has it), through the same code as
+ *	the shrinker the kernel calls (drop_caches, kswapd, direct reclaim)
+ * @flags: P2PGPU_SHRINK_WAIT: a pass that may wait for a buffer's fences
+ *	   after its importers were told (kswapd's, as xe's shrinker waits
+ *	   there: ttm_bo_shrink_avoid_wait() false); without it a no-wait pass
+ *	   (direct reclaim's), which skips a buffer whose fences are not all
+ *	   signalled (ttm_bo_shrink_suitable())
+ * @reserved: 0
+ * @nr_to_scan: pages to scan, 0 for all
+ * @scanned: out: pages of VRAM buffers this call looked at
+ * @evicted_pages: out: pages this call evicted from VRAM to host memory
+ *
+ * Out, totals of every pass since the module was loaded (this ioctl's and
+ * the kernel's):
+ * @passes: shrinker passes run (a pass that found the buffer list busy
+ *	    runs nothing: not counted)
+ * @evicted: buffers evicted
+ * @skipped_busy: buffers a no-wait pass skipped because an importer's fence
+ *		  was not signalled (I/O in flight, fenced)
+ * @skipped_moving: ... because the exporter's own copy fence was not
+ * @skipped_locked: buffers whose reservation lock the trylock did not get
+ * @skipped_nomem: evictions given up: no host pages without reclaim
+ * @invalidations: times the importers of a buffer were told (the
+ *		   invalidation callbacks, all of one buffer's, once)
+ * @inval_slept: of those, the times the callbacks slept (the task blocked:
+ *		 an importer waited inside them, in reclaim)
+ * @inval_max_ns: the longest of those calls
+ * @waited_importer: waits after the callbacks (wait passes) that found an
+ *		     importer's fence not signalled: the exporter waited for
+ *		     the importer's I/O on its fence
+ * @wait_max_ns: the longest of those waits
+ */
+struct p2pgpu_shrink {
+	__u32 flags;
+	__u32 reserved;
+	__u64 nr_to_scan;
+	__u64 scanned;
+	__u64 evicted_pages;
+	__u64 passes;
+	__u64 evicted;
+	__u64 skipped_busy;
+	__u64 skipped_moving;
+	__u64 skipped_locked;
+	__u64 skipped_nomem;
+	__u64 invalidations;
+	__u64 inval_slept;
+	__u64 inval_max_ns;
+	__u64 waited_importer;
+	__u64 wait_max_ns;
+};
+
+#define P2PGPU_SHRINK_WAIT	0x1
+
+#define P2PGPU_IOC_SHRINK		_IOWR(P2PGPU_IOC_MAGIC, 0x0a, struct p2pgpu_shrink)
 
 #endif /* P2PGPU_UAPI_H */
