@@ -282,6 +282,21 @@ nvme_blk() {
 	return 1
 }
 
+# p2pnvme_vectors BDF: "IRQ:CPUS" of each of p2pnvme's vectors of BDF
+p2pnvme_vectors() {
+	for _pv_irq in $(awk -v d="p2pnvme:$1:" 'index($0, d) { sub(":", "", $1); print $1 }' /proc/interrupts); do
+		echo "$_pv_irq:$(cat /proc/irq/$_pv_irq/smp_affinity_list)"
+	done
+}
+# cpu1_queue BDF: the I/O queue of BDF whose vector is CPU 1's alone (as
+# p2pnvme names it in /proc/interrupts, qN), or nothing
+cpu1_queue() {
+	for _cq_v in $(p2pnvme_vectors "$1"); do
+		[ "${_cq_v#*:}" = 1 ] &&
+			grep "^ *${_cq_v%%:*}:" /proc/interrupts | sed -n 's/.*:q\([0-9]*\).*/\1/p'
+	done | tail -n 1
+}
+
 load() { insmod "/lib/modules/$1.ko" ${2:+$2}; }
 
 # kunit_ran SUITE: the KUnit suite ran (at its module's load: kunit.autorun)

@@ -327,11 +327,7 @@ else
 	# left in flight on it (debugfs), or it is stranded behind the lost
 	# managed interrupt until the watchdog looks (every 500 ms at the
 	# default io_timeout_ms).
-	q1=
-	for irq in $(awk -v d="p2pnvme:$NVME:" 'index($0, d) { sub(":", "", $1); print $1 }' /proc/interrupts); do
-		[ "$(cat /proc/irq/$irq/smp_affinity_list)" = 1 ] &&
-			q1=$(grep "^ *$irq:" /proc/interrupts | sed 's/.*:q\([0-9]*\).*/\1/')
-	done
+	q1=$(cpu1_queue "$NVME")
 	# p2pnvme took the controller with interrupts (no poll=1), on 2 CPUs:
 	# the managed spreading gives CPU 1 a queue's vector of its own
 	if ! command -v fio >/dev/null; then
@@ -339,9 +335,7 @@ else
 			"no fio (it could not be built on the machine that built the guest)"
 	elif [ -z "$q1" ]; then
 		fail "CPU 1 offline and back under fio's io_uring_cmd jobs: a queue's vector on CPU 1 alone"
-		diag "p2pnvme's vectors (irq:CPUs): $(for irq in $(awk -v d="p2pnvme:$NVME:" \
-			'index($0, d) { sub(":", "", $1); print $1 }' /proc/interrupts); do
-			echo "$irq:$(cat /proc/irq/$irq/smp_affinity_list)"; done | tr '\n' ' ')"
+		diag "p2pnvme's vectors (irq:CPUs): $(p2pnvme_vectors "$NVME" | tr '\n' ' ')"
 	else
 		t0=$(cat $STATS/timeouts); r0=$(cat $STATS/resets)
 		rm -f /tmp/hp.fio*

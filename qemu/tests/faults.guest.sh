@@ -137,11 +137,7 @@ fi
 # the watchdog with no interrupt to tell of it.
 Q1=/sys/kernel/debug/p2pnvme/$NVME1/queues
 C1=/sys/devices/system/cpu/cpu1/online
-q1=
-for irq in $(awk -v d="p2pnvme:$NVME1:" 'index($0, d) { sub(":", "", $1); print $1 }' /proc/interrupts); do
-	[ "$(cat /proc/irq/$irq/smp_affinity_list)" = 1 ] &&
-		q1=$(grep "^ *$irq:" /proc/interrupts | sed 's/.*:q\([0-9]*\).*/\1/')
-done
+q1=$(cpu1_queue "$NVME1")
 # p2pnvme took nvme1 with interrupts (no poll=1), on the profile's 2 CPUs:
 # the managed spreading gives CPU 1 a queue's vector of its own
 if ! command -v fio >/dev/null || [ ! -w $C1 ]; then
@@ -149,9 +145,7 @@ if ! command -v fio >/dev/null || [ ! -w $C1 ]; then
 		"no fio or no CPU 1 that can go offline"
 elif [ -z "$q1" ]; then
 	fail "CPU 1 offline with slow commands on its queue: a queue's vector on CPU 1 alone"
-	diag "p2pnvme's vectors of nvme1 (irq:CPUs): $(for irq in $(awk -v d="p2pnvme:$NVME1:" \
-		'index($0, d) { sub(":", "", $1); print $1 }' /proc/interrupts); do
-		echo "$irq:$(cat /proc/irq/$irq/smp_affinity_list)"; done | tr '\n' ' ')"
+	diag "p2pnvme's vectors of nvme1 (irq:CPUs): $(p2pnvme_vectors "$NVME1" | tr '\n' ' ')"
 else
 	t0=$(cat $S1/timeouts); r0=$(cat $S1/resets)
 	taskset -c 1 timeout 60 fio --minimal --ioengine=io_uring_cmd --cmd_type=nvme \
