@@ -2,7 +2,12 @@
 #
 # Out-of-tree build of the P2PDMA suite and the entry points of its bench.
 #
-#   make [KDIR=<kernel build dir>] [W=1] [C=1]   build every module (and the tools)
+#   make [KDIR=<kernel build dir>] [W=1] [C=1]   the tools, then every module; KDIR unset, a
+#                                                line first on whether the running kernel can
+#                                                load them. When they cannot be built, the tools
+#                                                are, and make ends with why not (exit status 2)
+#   make modules | make tools                    the modules alone (stop at what is missing),
+#                                                the tools alone (whatever the kernel)
 #   make install [DESTDIR=] [PREFIX=/usr/local]  modules into updates/, signed if a key
 #                [KEY= CERT=]                    is found, depmod, tools, man page,
 #                                                example udev/modprobe files
@@ -14,15 +19,29 @@
 #                                                T=build: the compile matrix)
 #   make clean
 #
-# KDIR defaults to the running kernel's build tree. The kernel must be 6.1 or
-# later and have CONFIG_PCI_P2PDMA (and so CONFIG_ZONE_DEVICE); P2P_COMPILE_ONLY=1
-# builds against one without P2PDMA, for compile coverage only (the modules
-# cannot work).
+# KDIR defaults to the running kernel's build tree (its headers package). The
+# kernel must be 6.1 or later and have CONFIG_PCI_P2PDMA (and so
+# CONFIG_ZONE_DEVICE). KDIR unset, the running kernel's own word decides first
+# (/proc/config.gz, else /boot/config-<release>, else /proc/kallsyms), then its
+# headers' .config; KDIR given, that tree's. P2P_COMPILE_ONLY=1 builds against
+# a kernel without P2PDMA, for compile coverage only (the modules cannot
+# work). Each refusal and its fix: Documentation/troubleshooting.rst,
+# "Building"; a Debian kernel with P2PDMA: Documentation/quickstart.rst.
 
-KDIR ?= /lib/modules/$(shell uname -r)/build
+# For the tests only (qemu/install-check.sh): P2P_ROOT, a made-up / whose
+# proc, boot and lib/modules stand for the running kernel's, and
+# P2P_RELEASE, for uname -r.
+P2P_ROOT ?=
+ifeq ($(origin P2P_RELEASE),undefined)
+P2P_RELEASE := $(shell uname -r)
+endif
+ifeq ($(origin KDIR),undefined)
+RUNNING := 1
+endif
+KDIR ?= $(P2P_ROOT)/lib/modules/$(P2P_RELEASE)/build
 PWD := $(CURDIR)
 VERSION := $(shell cat $(CURDIR)/VERSION)
-KCONFIG := $(KDIR)/.config
+KCONFIG = $(KDIR)/.config
 # the release as uname -r says it (distributions' kernel.release can differ)
 KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
@@ -34,64 +53,131 @@ KVERSION_CODE = $(shell sed -n 's/^\#define LINUX_VERSION_CODE \([0-9]*\)$$/\1/p
 		$(KDIR)/include/generated/uapi/linux/version.h 2>/dev/null)
 P2P_KUNIT ?= 1
 
+# Nothing below reads the kernel tree before a goal needs it: make tools
+# never looks at the kernel.
 kconfig = $(shell grep -s '^$(1)=[ym]' $(KCONFIG))
 
 # Kconfig symbols an in-tree build would set (see Kconfig). The KUnit test
 # modules only where the kernel has KUnit (and, for the live exporter
-# tests, dma-buf), and not for install (P2P_KUNIT=0).
-SUITE_CONFIG := CONFIG_P2PBAR=m CONFIG_P2PNVME=m
-ifneq ($(call kconfig,CONFIG_KUNIT),)
-KUNIT_CONFIG := CONFIG_P2PBAR_KUNIT_TEST=m CONFIG_P2PNVME_KUNIT_TEST=m \
-		CONFIG_P2P_TOPOLOGY_KUNIT_TEST=m
-ifneq ($(call kconfig,CONFIG_DMA_SHARED_BUFFER),)
-KUNIT_CONFIG += CONFIG_P2PBAR_LIVE_KUNIT_TEST=m CONFIG_P2PBAR_DMABUF_KUNIT_TEST=m
-endif
-endif
+# tests, dma-buf), and not for install (P2P_KUNIT=0). A modules_prepare-only
+# tree has no Module.symvers: let modpost warn.
+SUITE_CONFIG = CONFIG_P2PBAR=m CONFIG_P2PNVME=m $(if $(wildcard $(KDIR)/Module.symvers),,KBUILD_MODPOST_WARN=1)
+KUNIT_CONFIG = $(if $(call kconfig,CONFIG_KUNIT),CONFIG_P2PBAR_KUNIT_TEST=m CONFIG_P2PNVME_KUNIT_TEST=m \
+		CONFIG_P2P_TOPOLOGY_KUNIT_TEST=m $(if $(call kconfig,CONFIG_DMA_SHARED_BUFFER),$(DMABUF_KUNIT)))
+DMABUF_KUNIT := CONFIG_P2PBAR_LIVE_KUNIT_TEST=m CONFIG_P2PBAR_DMABUF_KUNIT_TEST=m
 # The bench's GPU-like dma-buf exporter (tools/testing/p2pgpu), with the
 # test modules only: never installed.
-ifneq ($(call kconfig,CONFIG_DMA_SHARED_BUFFER),)
-BENCH_CONFIG := CONFIG_P2PGPU_BENCH=m
-endif
-# A modules_prepare-only tree has no Module.symvers: let modpost warn.
-ifeq ($(wildcard $(KDIR)/Module.symvers),)
-SUITE_CONFIG += KBUILD_MODPOST_WARN=1
-endif
+BENCH_CONFIG = $(if $(call kconfig,CONFIG_DMA_SHARED_BUFFER),CONFIG_P2PGPU_BENCH=m)
 
 COMPAT_H := include/generated/compat_autoconf.h
 COMPAT_STAMP := include/generated/.kdir
 
-all: modules tools
+# The goals that build the modules, and so look at the kernel (make alone: all)
+KGOALS := $(filter all modules prereq install,$(or $(MAKECMDGOALS),all))
+FIX_DEBIAN := Documentation/quickstart.rst, \"A kernel with P2PDMA on Debian\"
 
-# Before anything compiles: a kernel tree that can build modules, and the
-# options the suite needs. One message each, naming what to do.
-prereq:
-	@test -f $(KDIR)/Makefile || { \
-	  echo "error: no kernel build tree at $(KDIR)."; \
-	  echo "  Install the headers of the kernel you build for (Debian/Ubuntu: apt install linux-headers-$$(uname -r);"; \
-	  echo "  RHEL/Fedora: dnf install kernel-devel-$$(uname -r); openSUSE: zypper install kernel-default-devel)"; \
-	  echo "  or point KDIR= at a configured kernel tree."; exit 1; } >&2
-	@test -f $(KCONFIG) -a -f $(KDIR)/include/generated/autoconf.h || { \
-	  echo "error: $(KDIR) is not a configured, prepared kernel tree (no .config or autoconf.h)."; \
-	  echo "  Run 'make olddefconfig modules_prepare' in it, or install the distribution's headers package."; \
-	  exit 1; } >&2
-	@code=$(or $(KVERSION_CODE),0); [ $$code -eq 0 ] || [ $$code -ge $$((0x060100)) ] || { \
-	  echo "error: this kernel ($(KRELEASE), $$((code >> 16)).$$((code >> 8 & 255))) is older than 6.1, the oldest the suite supports."; \
-	  echo "  Use a 6.1 or later kernel with CONFIG_PCI_P2PDMA (RHEL 9's 5.14 is not supported: RHEL 10 and"; \
-	  echo "  Ubuntu 24.04 ship newer ones), or the bench's (qemu/configs/base.config). README.md, \"Kernels\"."; \
-	  exit 1; } >&2
+# KDIR unset: first, one line on the running kernel, as it says itself.
+# RUNNING_P2PDMA is "y FILE" or "n FILE", CONFIG_PCI_P2PDMA in the first
+# source that can tell (a config.gz that is not gzip tells nothing, nor does
+# a kallsyms without symbols), else "?".
+ifneq ($(and $(RUNNING),$(KGOALS)),)
+RUNNING_P2PDMA := $(shell proc=$(P2P_ROOT)/proc boot=$(P2P_ROOT)/boot/config-$(P2P_RELEASE) f=; \
+	if zcat $$proc/config.gz >/dev/null 2>&1; then f=$$proc/config.gz; \
+	elif [ -r $$boot ]; then f=$$boot; fi; \
+	if [ -n "$$f" ]; then \
+	  if zcat -f $$f | grep -q '^CONFIG_PCI_P2PDMA=y$$'; then echo y $$f; else echo n $$f; fi; \
+	elif [ -r $$proc/kallsyms ]; then \
+	  awk 'NF > 2 { n = 1 } $$3 == "pci_p2pdma_add_resource" { y = 1; exit } \
+	       END { print (y ? "y" : n ? "n" : "?"), FILENAME }' $$proc/kallsyms; \
+	else echo '?'; fi)
+RUNNING_OLD := $(shell echo '$(P2P_RELEASE)' | awk -F. '$$1 < 6 || ($$1 == 6 && $$2 + 0 < 1) { print 1 }')
+R_SAYS := $(word 1,$(RUNNING_P2PDMA))
+R_FILE := $(word 2,$(RUNNING_P2PDMA))
+ifneq ($(RUNNING_OLD),)
+$(info p2pdma-suite: the running kernel $(P2P_RELEASE) is older than 6.1: the modules cannot load on it; boot a 6.1 or later kernel with CONFIG_PCI_P2PDMA (README.md, "Kernels"))
+running_sh = { \
+	echo "error: the running kernel $(P2P_RELEASE) is older than 6.1, the oldest the suite supports."; \
+	echo "  Fix: boot a 6.1 or later kernel built with CONFIG_PCI_P2PDMA=y, install its headers, make again."; \
+	echo "  README.md, \"Kernels\", lists the kernels tried; on Debian: $(FIX_DEBIAN)."; \
+	exit 1; } >&2;
+else ifeq ($(R_SAYS),n)
+$(info p2pdma-suite: the running kernel $(P2P_RELEASE) lacks CONFIG_PCI_P2PDMA ($(R_FILE)): the modules cannot load on it; boot a kernel built with it (Documentation/quickstart.rst, "A kernel with P2PDMA on Debian"))
 ifneq ($(P2P_COMPILE_ONLY),1)
-	@test -n "$(call kconfig,CONFIG_ZONE_DEVICE)" || { \
-	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_ZONE_DEVICE, which CONFIG_PCI_P2PDMA needs."; \
-	  echo "  Use a kernel that has both, such as Ubuntu 24.04's, or the bench's test kernel"; \
-	  echo "  (qemu/configs/base.config). README.md, \"Kernels\"."; \
-	  exit 1; } >&2
-	@test -n "$(call kconfig,CONFIG_PCI_P2PDMA)" || { \
-	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_PCI_P2PDMA: p2pbar could not register p2pmem."; \
-	  echo "  Use a kernel that has it, such as Ubuntu 24.04's, or the bench's test kernel"; \
-	  echo "  (qemu/configs/base.config); Debian 12/13 stock kernels have CONFIG_ZONE_DEVICE but not it."; \
-	  echo "  (P2P_COMPILE_ONLY=1 compiles anyway, for build coverage: such modules cannot work.)"; \
-	  exit 1; } >&2
+running_sh = { \
+	echo "error: the running kernel $(P2P_RELEASE) lacks CONFIG_PCI_P2PDMA ($(R_FILE)): p2pbar could not register p2pmem."; \
+	echo "  Fix: boot a kernel built with CONFIG_PCI_P2PDMA=y, install its headers (or give KDIR= its build"; \
+	echo "  tree), make again. Debian 12's and 13's stock kernels lack the option:"; \
+	echo "  $(FIX_DEBIAN), rebuilds Debian's with it."; \
+	echo "  (P2P_COMPILE_ONLY=1 compiles anyway, for build coverage: such modules cannot work.)"; \
+	exit 1; } >&2;
+endif
+else ifeq ($(R_SAYS),y)
+$(info p2pdma-suite: the running kernel $(P2P_RELEASE) has CONFIG_PCI_P2PDMA ($(R_FILE)): the modules can load on it)
 else
+$(info p2pdma-suite: the running kernel $(P2P_RELEASE) does not say whether it has CONFIG_PCI_P2PDMA (no $(P2P_ROOT)/proc/config.gz, $(P2P_ROOT)/boot/config-$(P2P_RELEASE), or symbols in $(P2P_ROOT)/proc/kallsyms): its headers' .config decides)
+endif
+endif
+
+# Before anything compiles, as one shell command (prereq's, and make's
+# choice): the running kernel (KDIR unset), a kernel tree that can build
+# modules, its version, the options the suite needs. One message each,
+# naming the fix; exit 1 at the first.
+ifneq ($(RUNNING),)
+nokdir_sh = \
+	echo "error: no kernel build tree at $(KDIR): the running kernel's headers are not installed."; \
+	echo "  Fix: install them (Debian/Ubuntu: apt install linux-headers-$(P2P_RELEASE); RHEL/Fedora: dnf install"; \
+	echo "  kernel-devel-$(P2P_RELEASE); openSUSE: zypper install kernel-default-devel; a kernel built from source:"; \
+	echo "  the headers package its build made, as in $(FIX_DEBIAN)),"; \
+	echo "  or give KDIR= a configured kernel tree.";
+else
+nokdir_sh = \
+	echo "error: no kernel build tree at $(KDIR)."; \
+	echo "  Fix: give KDIR= a configured kernel tree, or install the headers of the kernel you build for"; \
+	echo "  (Debian/Ubuntu: apt install linux-headers-<release>; RHEL/Fedora: dnf install kernel-devel-<release>;"; \
+	echo "  openSUSE: zypper install kernel-default-devel).";
+endif
+prereq_sh = $(running_sh) \
+	test -f $(KDIR)/Makefile || { $(nokdir_sh) exit 1; } >&2; \
+	test -f $(KCONFIG) -a -f $(KDIR)/include/generated/autoconf.h || { \
+	  echo "error: $(KDIR) is not a configured, prepared kernel tree (no .config or autoconf.h)."; \
+	  echo "  Fix: run 'make olddefconfig modules_prepare' in it, or install the distribution's headers package."; \
+	  exit 1; } >&2; \
+	code=$(or $(KVERSION_CODE),0); [ $$code -eq 0 ] || [ $$code -ge $$((0x060100)) ] || { \
+	  echo "error: this kernel ($(KRELEASE), $$((code >> 16)).$$((code >> 8 & 255))) is older than 6.1, the oldest the suite supports."; \
+	  echo "  Fix: use a 6.1 or later kernel with CONFIG_PCI_P2PDMA (RHEL 9's and SLES 15's 5.14, Ubuntu 22.04's"; \
+	  echo "  5.15 are older; RHEL 10 ships 6.12). README.md, \"Kernels\", lists the kernels tried; on Debian:"; \
+	  echo "  $(FIX_DEBIAN)."; \
+	  exit 1; } >&2;
+ifneq ($(P2P_COMPILE_ONLY),1)
+prereq_sh += \
+	test -n "$(call kconfig,CONFIG_ZONE_DEVICE)" || { \
+	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_ZONE_DEVICE, which CONFIG_PCI_P2PDMA needs."; \
+	  echo "  Fix: build against, and boot, a kernel built with both (CONFIG_ZONE_DEVICE=y, CONFIG_PCI_P2PDMA=y):"; \
+	  echo "  on Debian: $(FIX_DEBIAN)."; \
+	  exit 1; } >&2; \
+	test -n "$(call kconfig,CONFIG_PCI_P2PDMA)" || { \
+	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_PCI_P2PDMA: p2pbar could not register p2pmem."; \
+	  echo "  Fix: build against, and boot, a kernel built with CONFIG_PCI_P2PDMA=y. Debian 12's and 13's stock"; \
+	  echo "  kernels lack the option: $(FIX_DEBIAN), rebuilds Debian's with it."; \
+	  echo "  (P2P_COMPILE_ONLY=1 compiles anyway, for build coverage: such modules cannot work.)"; \
+	  exit 1; } >&2;
+endif
+
+# make: the tools, and the modules when they can be built; when they cannot,
+# the tools still, then why not, last (make fails). make modules stops at once.
+ifneq ($(filter all,$(KGOALS)),)
+MODULES_OK := $(shell ( $(prereq_sh) ) >/dev/null 2>&1 && echo 1)
+endif
+all: tools $(if $(MODULES_OK),modules,why-no-modules)
+
+why-no-modules: tools
+	@echo "p2pdma-suite: the tools are built (tools/build/), the modules are not:" >&2
+	@$(prereq_sh)
+	@echo "error: the modules' checks pass now: make again" >&2; exit 1
+
+prereq:
+	@$(prereq_sh)
+ifeq ($(P2P_COMPILE_ONLY),1)
 	@echo "  NOTE     P2P_COMPILE_ONLY=1: not checking CONFIG_PCI_P2PDMA; the modules are for compile coverage"
 endif
 
@@ -99,7 +185,8 @@ $(COMPAT_STAMP): FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(abspath $(KDIR)) $(KRELEASE)' | cmp -s - $@ || echo '$(abspath $(KDIR)) $(KRELEASE)' > $@
 
-$(COMPAT_H): $(COMPAT_STAMP) scripts/conftest.sh
+# after prereq: no probe runs against a tree it refuses
+$(COMPAT_H): $(COMPAT_STAMP) scripts/conftest.sh | prereq
 	@echo "  CONFTEST $(KDIR)"
 	@scripts/conftest.sh $(KDIR) $@
 
@@ -201,4 +288,4 @@ demo:
 check:
 	qemu/bench.sh check $(foreach t,$(T),'$(t)')
 
-.PHONY: all prereq modules tools install no-dkms-copy uninstall dkms-source dkms dist clean demo check FORCE
+.PHONY: all why-no-modules prereq modules tools install no-dkms-copy uninstall dkms-source dkms dist clean demo check FORCE

@@ -77,7 +77,7 @@ build_suite() {
 		"$P2P_TOP/qemu/install-check.sh" nosyms "$OUT/modules/minimal" ' U (dma_buf|dma_fence|dma_resv)_'
 	k=$(stock_headers)
 	say "build: against Debian's stock headers $(basename "$k")"
-	t "Debian's stock headers ($(basename "$k")) are refused, naming CONFIG_PCI_P2PDMA" \
+	t "Debian's stock headers ($(basename "$k")): make modules refuses them at once; make builds the tools, then fails naming CONFIG_PCI_P2PDMA and the fix" \
 		"$P2P_TOP/qemu/install-check.sh" refuses "$k" CONFIG_PCI_P2PDMA
 	rm -rf "$OUT/modules/stock"
 	t "modules compile against them without KUnit (P2P_COMPILE_ONLY=1, W=1)" \
@@ -86,13 +86,17 @@ build_suite() {
 		"$P2P_TOP/qemu/install-check.sh" dkms-skips "$k"
 	k=$("$P2P_TOP/qemu/kernel.sh" stock "$P2P_RUNTIME_SERIES")
 	say "build: against Debian's stock $P2P_RUNTIME_SERIES configuration ($(cat "$k/.prepared"))"
-	t "Debian's stock $P2P_RUNTIME_SERIES configuration ($(cat "$k/.prepared")) is refused, naming CONFIG_PCI_P2PDMA" \
+	t "Debian's stock $P2P_RUNTIME_SERIES configuration ($(cat "$k/.prepared")): make modules refuses it at once; make builds the tools, then fails naming CONFIG_PCI_P2PDMA and the fix" \
 		"$P2P_TOP/qemu/install-check.sh" refuses "$k" CONFIG_PCI_P2PDMA
 	rm -rf "$OUT/modules/stock-$P2P_RUNTIME_SERIES"
 	t "modules compile against it without KUnit (P2P_COMPILE_ONLY=1, W=1)" \
 		env P2P_MODDIR="stock-$P2P_RUNTIME_SERIES" "$P2P_TOP/qemu/modules.sh" "$k" P2P_COMPILE_ONLY=1 W=1
-	t "a missing KDIR is refused with the headers package to install" \
+	t "no kernel build tree (KDIR= missing, or the running kernel's headers): make builds the tools, then fails naming the headers package" \
 		"$P2P_TOP/qemu/install-check.sh" nokdir
+	t "the running kernel without CONFIG_PCI_P2PDMA (a made-up /proc and /boot): make says so first, builds the tools, fails naming it last; make modules stops at once; make tools looks at no kernel" \
+		"$P2P_TOP/qemu/install-check.sh" running
+	t "make, KDIR unset, the running kernel with P2PDMA and its headers ($P2P_RUNTIME_SERIES base): the readiness line, then the modules and the tools" \
+		"$P2P_TOP/qemu/install-check.sh" builds "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "make install DESTDIR= lays out modules, depmod, p2pctl, man page, examples; uninstall removes them" \
 		"$P2P_TOP/qemu/install-check.sh" layout "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "make against a kernel older than 6.1 (a tree saying 5.14, RHEL 9's) stops naming what to use; dkms skips it" \

@@ -6,8 +6,19 @@
 #   qemu/install-check.sh layout KDIR      make install DESTDIR= lays out the
 #                                          expected files, uninstall removes them
 #   qemu/install-check.sh refuses KDIR OPTION
-#                                          make against KDIR fails, naming OPTION
-#   qemu/install-check.sh nokdir           a missing KDIR names the headers package
+#                                          make modules against KDIR fails at once, naming
+#                                          OPTION; make builds the tools, then fails naming it
+#   qemu/install-check.sh running          the running kernel (a made-up /proc and /boot:
+#                                          P2P_ROOT=, P2P_RELEASE=) lacks CONFIG_PCI_P2PDMA:
+#                                          make says so first, builds the tools, fails naming
+#                                          it last; make modules fails at once; make tools
+#                                          looks at no kernel; each source of the answer
+#   qemu/install-check.sh nokdir           no kernel build tree (KDIR= missing, or the made-up
+#                                          running kernel's): make builds the tools, fails
+#                                          naming the headers package last
+#   qemu/install-check.sh builds KDIR      make, KDIR unset, on a made-up machine whose
+#                                          running kernel is KDIR's: the readiness line, the
+#                                          modules and the tools built, exit 0
 #   qemu/install-check.sh dkms-skips KDIR  dkms build against a kernel without
 #                                          CONFIG_PCI_P2PDMA is skipped (BUILD_EXCLUSIVE)
 #   qemu/install-check.sh nosyms DIR PATTERN
@@ -20,6 +31,79 @@
 #                                          beside DKMS's
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# copy NAME: the sources (no build product) in out/NAME, without tools/build,
+# so that what make builds there is this run's; prints the directory. Files
+# unchanged since the last run are left as they are (the modules' build
+# there stays incremental).
+copy() {
+	local dir=$P2P_TOP/out/$1
+	mkdir -p "$dir"
+	rsync -rl --checksum --delete --exclude /.git --exclude /out --filter ':- .gitignore' "$P2P_TOP/" "$dir/"
+	rm -rf "$dir/tools/build"
+	echo "$dir"
+}
+
+# mk DIR MAKE-ARGS...: make in DIR as a user runs it (not as a sub-make of
+# make check: no "Entering directory" line first); its output (in the log
+# too) in $out, its status in $rc
+mk() {
+	local dir=$1; shift
+	rc=0
+	out=$(cd "$dir" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make "$@" 2>&1) || rc=$?
+	echo "\$ make $* (exit $rc)"
+	echo "$out" | sed 's/^/  /'
+}
+
+# The last thing make said: from its last "the tools are built" line to the
+# end, make's own lines ("make: *** [...] Error 1") left out
+last() {
+	echo "$out" | grep -Ev '^make(\[[0-9]+\])?: ' |
+		awk '/^p2pdma-suite: the tools are built/ { b = ""; on = 1 } on { b = b $0 "\n" } END { printf "%s", b }'
+}
+
+# tools_then DIR WHAT: make built p2pctl, failed, and said last (after the
+# tools) that the modules are not built, and WHAT (an ERE)
+tools_then() {
+	[ -x "$1/tools/build/p2pctl" ] || fail "make did not build tools/build/p2pctl"
+	[ "$rc" -ne 0 ] || fail "make exited 0 without the modules"
+	[ -n "$(last)" ] || fail "make did not say last that the tools are built and the modules not"
+	grep -Eq "$2" <<<"$(last)" || fail "make's last words do not say /$2/"
+}
+
+# first WHAT: make's first line is the running kernel's readiness, WHAT (an ERE)
+first() {
+	grep -Eq "^p2pdma-suite: the running kernel $1" <<<"${out%%$'\n'*}" ||
+		fail "make's first line is not /p2pdma-suite: the running kernel $1/"
+}
+
+# nowhere_qemu: no message sends a user to the bench's files
+nowhere_qemu() {
+	! grep -v '^make' <<<"$out" | grep -E 'qemu/|Ubuntu 24\.04' || fail "make points a user at the bench's files"
+}
+
+# machine ROOT P2PDMA SOURCE RELEASE: a made-up /proc and /boot under ROOT
+# whose running kernel RELEASE says CONFIG_PCI_P2PDMA=P2PDMA (y or n) in
+# SOURCE: config.gz, boot (/boot/config-RELEASE), kallsyms (its
+# pci_p2pdma_add_resource), corrupt (a config.gz that is not gzip, then
+# boot), none (nothing tells)
+machine() {
+	local root=$1 p2p=$2 src=$3 rel=$4 cfg='CONFIG_ZONE_DEVICE=y\n# CONFIG_PCI_P2PDMA is not set\n'
+	[ "$p2p" = y ] && cfg='CONFIG_ZONE_DEVICE=y\nCONFIG_PCI_P2PDMA=y\n'
+	rm -rf "${root:?}/proc" "${root:?}/boot"
+	mkdir -p "$root/proc" "$root/boot"
+	case $src in
+	config.gz) printf %b "$cfg" | gzip > "$root/proc/config.gz" ;;
+	boot) printf %b "$cfg" > "$root/boot/config-$rel" ;;
+	corrupt) printf %b "$cfg" > "$root/proc/config.gz"; printf %b "$cfg" > "$root/boot/config-$rel" ;;
+	kallsyms)
+		{ echo "ffffffff81000000 T _text"; [ "$p2p" = n ] ||
+			echo "ffffffff81a00000 T pci_p2pdma_add_resource"; } > "$root/proc/kallsyms" ;;
+	none) : > "$root/proc/kallsyms" ;;
+	esac
+}
 
 case "${1:-}" in
 layout)
@@ -52,16 +136,120 @@ layout)
 	[ -z "$left" ] || { echo "uninstall left: $left"; exit 1; }
 	;;
 refuses)
-	kdir=$2 opt=$3 rc=0
-	out=$(make -s -C "$P2P_TOP" KDIR="$kdir" prereq 2>&1) || rc=$?
-	echo "$out"
-	[ $rc -ne 0 ] && echo "$out" | grep -q "lacks $opt"
+	kdir=$2 opt=$3
+	dir=$(copy make)
+	# the modules alone: at once, nothing built
+	mk "$dir" KDIR="$kdir" modules
+	[ $rc -ne 0 ] && grep -q "lacks $opt" <<<"$out" || fail "make modules did not refuse, naming $opt"
+	[ ! -e "$dir/tools/build" ] || fail "make modules built the tools"
+	grep -q '"A kernel with P2PDMA on Debian"' <<<"$out" || fail "make modules names no fix"
+	nowhere_qemu
+	# make: the tools, then why not the modules, with the fix
+	mk "$dir" KDIR="$kdir"
+	tools_then "$dir" "lacks $opt"
+	grep -q '"A kernel with P2PDMA on Debian"' <<<"$(last)" || fail "make's last words name no fix"
+	nowhere_qemu
+	! grep -q '^p2pdma-suite: the running kernel' <<<"$out" || fail "KDIR= given, make judged the running kernel"
+	;;
+running)
+	root=$(mktemp -d "${TMPDIR:-/tmp}/p2p-running.XXXXXX") rel=6.12.0-p2ptest
+	trap 'rm -rf "$root"' EXIT
+	dir=$(copy make)
+	m=(P2P_ROOT="$root" P2P_RELEASE="$rel")
+	machine "$root" n config.gz "$rel"
+	lacks="$rel lacks CONFIG_PCI_P2PDMA \\($root/proc/config.gz\\): the modules cannot load on it"
+	# make tools looks at no kernel (this one has no P2PDMA and no headers)
+	mk "$dir" "${m[@]}" tools
+	[ $rc -eq 0 ] && [ -x "$dir/tools/build/p2pctl" ] || fail "make tools failed"
+	! grep -Eq '^p2pdma-suite:|^error|error:' <<<"$out" || fail "make tools looked at the kernel"
+	rm -rf "$dir/tools/build"
+	# make modules: the readiness line, then the refusal, at once
+	mk "$dir" "${m[@]}" modules
+	first "$lacks"
+	[ $rc -ne 0 ] && grep -q "error: the running kernel $rel lacks CONFIG_PCI_P2PDMA" <<<"$out" ||
+		fail "make modules did not refuse the running kernel, naming CONFIG_PCI_P2PDMA"
+	[ ! -e "$dir/tools/build" ] || fail "make modules built the tools"
+	# make: the readiness line first, the tools, the reason last with its fix
+	mk "$dir" "${m[@]}"
+	first "$lacks"
+	grep -q '"A kernel with P2PDMA on Debian"' <<<"${out%%$'\n'*}" || fail "the first line names no fix"
+	tools_then "$dir" "the running kernel $rel lacks CONFIG_PCI_P2PDMA"
+	grep -q '"A kernel with P2PDMA on Debian"' <<<"$(last)" || fail "make's last words name no fix"
+	nowhere_qemu
+	rm -rf "$dir/tools/build"
+	# each source of the answer, in its order (make modules: nothing built)
+	machine "$root" n boot "$rel"
+	mk "$dir" "${m[@]}" modules
+	first "$rel lacks CONFIG_PCI_P2PDMA \\($root/boot/config-$rel\\)"
+	[ $rc -ne 0 ] || fail "make modules built for a kernel without P2PDMA"
+	machine "$root" n corrupt "$rel"
+	mk "$dir" "${m[@]}" modules
+	first "$rel lacks CONFIG_PCI_P2PDMA \\($root/boot/config-$rel\\)"
+	machine "$root" n kallsyms "$rel"
+	mk "$dir" "${m[@]}" modules
+	first "$rel lacks CONFIG_PCI_P2PDMA \\($root/proc/kallsyms\\)"
+	[ $rc -ne 0 ] || fail "make modules built for a kernel without P2PDMA"
+	# with P2PDMA (kallsyms), or nothing telling: then the headers decide (none here)
+	machine "$root" y kallsyms "$rel"
+	mk "$dir" "${m[@]}" modules
+	first "$rel has CONFIG_PCI_P2PDMA \\($root/proc/kallsyms\\): the modules can load on it"
+	[ $rc -ne 0 ] && grep -q "linux-headers-$rel" <<<"$out" || fail "make modules did not ask for linux-headers-$rel"
+	machine "$root" n none "$rel"
+	mk "$dir" "${m[@]}" modules
+	first "$rel does not say whether it has CONFIG_PCI_P2PDMA"
+	[ $rc -ne 0 ] && grep -q "linux-headers-$rel" <<<"$out" || fail "make modules did not ask for linux-headers-$rel"
+	# P2P_COMPILE_ONLY=1: the running kernel's P2PDMA is not asked for, its headers are
+	machine "$root" n config.gz "$rel"
+	mk "$dir" "${m[@]}" P2P_COMPILE_ONLY=1 modules
+	[ $rc -ne 0 ] && grep -q "linux-headers-$rel" <<<"$out" ||
+		fail "P2P_COMPILE_ONLY=1: make modules did not ask for the headers"
+	# older than 6.1: said first, and refused for it (not for its headers)
+	old=5.14.0-503.el9.x86_64
+	machine "$root" y config.gz "$old"
+	mk "$dir" P2P_ROOT="$root" P2P_RELEASE="$old" modules
+	first "$old is older than 6.1: the modules cannot load on it"
+	[ $rc -ne 0 ] && grep -q "error: the running kernel $old is older than 6.1" <<<"$out" &&
+		! grep -q linux-headers <<<"$out" || fail "make modules did not refuse $old as older than 6.1"
+	[ ! -e "$dir/tools/build" ] || fail "make modules built the tools"
+	nowhere_qemu
 	;;
 nokdir)
-	out=$(make -s -C "$P2P_TOP" KDIR=/nonexistent/kdir prereq 2>&1) && exit 1
-	echo "$out"
-	echo "$out" | grep -q "no kernel build tree at /nonexistent/kdir" &&
-		echo "$out" | grep -q "linux-headers-"
+	root=$(mktemp -d "${TMPDIR:-/tmp}/p2p-nokdir.XXXXXX") rel=6.12.0-p2ptest
+	trap 'rm -rf "$root"' EXIT
+	dir=$(copy make)
+	mk "$dir" KDIR=/nonexistent/kdir modules
+	[ $rc -ne 0 ] && grep -q "no kernel build tree at /nonexistent/kdir" <<<"$out" &&
+		grep -q "linux-headers-" <<<"$out" || fail "make modules did not ask for the headers"
+	[ ! -e "$dir/tools/build" ] || fail "make modules built the tools"
+	mk "$dir" KDIR=/nonexistent/kdir
+	tools_then "$dir" "no kernel build tree at /nonexistent/kdir"
+	grep -q "linux-headers-" <<<"$(last)" || fail "make's last words name no headers package"
+	# the running kernel has P2PDMA but no headers: that first, the headers last
+	rm -rf "$dir/tools/build"
+	machine "$root" y config.gz "$rel"
+	mk "$dir" P2P_ROOT="$root" P2P_RELEASE="$rel"
+	first "$rel has CONFIG_PCI_P2PDMA \\($root/proc/config.gz\\): the modules can load on it"
+	tools_then "$dir" "no kernel build tree at $root/lib/modules/$rel/build"
+	grep -q "apt install linux-headers-$rel" <<<"$(last)" || fail "make's last words do not name linux-headers-$rel"
+	nowhere_qemu
+	;;
+builds)
+	# stable paths: the build there is incremental from one run to the next
+	kdir=$(realpath "$2") root=$P2P_TOP/out/make-builds.root
+	rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h")
+	dir=$(copy make-builds)
+	machine "$root" y boot "$rel"
+	rm -rf "${root:?}/lib"
+	mkdir -p "$root/lib/modules/$rel"
+	ln -s "$kdir" "$root/lib/modules/$rel/build"
+	rm -f "$dir"/drivers/*/*.ko
+	mk "$dir" P2P_ROOT="$root" P2P_RELEASE="$rel"
+	first "$rel has CONFIG_PCI_P2PDMA \\($root/boot/config-$rel\\): the modules can load on it"
+	[ $rc -eq 0 ] || fail "make failed"
+	for f in drivers/p2pbar/p2pbar.ko drivers/p2pnvme/p2pnvme.ko tools/build/p2pctl; do
+		[ -e "$dir/$f" ] || fail "make did not build $f"
+	done
+	! grep -Eq '^error|error:|the modules are not' <<<"$out" || fail "make said something failed"
 	;;
 dkms-skips)
 	kdir=$2 top=$P2P_TOP/out/dkms-skip rc=0
@@ -99,7 +287,7 @@ old-kernel)
 	out=$(make -s -C "$P2P_TOP" KDIR="$k" modules 2>&1) || rc=$?
 	echo "$out"
 	[ $rc -ne 0 ] && echo "$out" | grep -q "($rel, 5.14) is older than 6.1" &&
-		echo "$out" | grep -q "Use a 6.1 or later kernel" && ! echo "$out" | grep -q built || exit 1
+		echo "$out" | grep -q "Fix: use a 6.1 or later kernel" && ! echo "$out" | grep -q built || exit 1
 	out=$(make -s -C "$P2P_TOP" KDIR="$k" P2P_COMPILE_ONLY=1 prereq 2>&1) && exit 1
 	need_pkgs dkms
 	mkdir -p "$tmp/tree" "$tmp/root"
@@ -152,5 +340,5 @@ dkms-copy)
 		[ ! -e "$tmp/lib/modules/$rel/updates/p2pdma" ]
 	;;
 *)
-	sed -n '3,20p' "$0" | sed 's/^# \?//'; exit 2 ;;
+	sed -n '3,31p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
