@@ -72,10 +72,14 @@ int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned 
 	r->owner = r;
 	r->attach = dma_buf_dynamic_attach(dmabuf, &c->pdev->dev, &dmabuf_importer_ops, r);
 	if (IS_ERR(r->attach)) {
-		int ret = PTR_ERR(r->attach);
+		int ret = p2pnvme_dmabuf_errno(PTR_ERR(r->attach));
 
 		r->attach = NULL;
-		return p2pnvme_dmabuf_errno(ret);
+		/* not the refusal of a mapping: p2pnvme_dmabuf_map() */
+		if (ret == -EOPNOTSUPP)
+			dev_warn_ratelimited(&c->pdev->dev,
+					     "dma-buf attach refused by its exporter (-EOPNOTSUPP): it takes no dynamic peer2peer importer, or not this controller (its own topology check)\n");
+		return ret;
 	}
 	return 0;
 }
@@ -268,18 +272,41 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner
 }
 
 /*
+ * The exporter's map failed (@ret). -EREMOTEIO is counted as refused.
+ * -EOPNOTSUPP (NVIDIA's -ENOTSUPP said as such) from a map is not the
+ * refusal attach makes of an importer: the exporter took the controller
+ * and cannot map the buffer for a peer where it is now (xe: VRAM the CPU
+ * cannot see, a small BAR, xe_ttm_vram_mgr_alloc_sgt()), which the log
+ * says, rate limited. -ERESTARTSYS and -EINTR (xe's interruptible
+ * validate) are passed on.
+ */
+static int dmabuf_map_error(struct p2pnvme *c, int ret)
+{
+	ret = p2pnvme_dmabuf_errno(ret);
+	if (ret == -EREMOTEIO)
+		p2pnvme_stat_add(c, ST_REFUSED, 1);
+	else if (ret == -EOPNOTSUPP)
+		dev_warn_ratelimited(&c->pdev->dev,
+				     "dma-buf mapping refused by its exporter (-EOPNOTSUPP) after it took the controller at attach: the buffer cannot be mapped for a peer where it is (xe: VRAM the CPU cannot see, a small BAR)\n");
+	return ret;
+}
+
+/*
  * Map @r's dma-buf for the controller (the entry that owns the attachment
  * does, the others share it). The exporter maps: -EREMOTEIO when it finds
  * that the controller cannot reach the memory (no bounce for dma-bufs),
- * -ENODEV once revoked. Then the mapping is looked at: -ENODEV when the
- * memory is in the BAR of a function no driver is bound to (a static
- * exporter, as NVIDIA's, never revokes when its device is unbound),
- * -EREMOTEIO (@r->dmabuf_unreachable, said in the log) when the kernel's
- * P2PDMA verdict refuses that function and the controller, which an
- * exporter of page-less memory may not have asked (NVIDIA's does not).
- * Then, as the importer contract wants: wait for the exporter's own fences
- * (a move in progress) and put our fence in the reservation object for the
- * I/O to come.
+ * -ENODEV once revoked, -EOPNOTSUPP when it cannot map it for a peer
+ * (dmabuf_map_error()), -ERESTARTSYS when its map was interrupted (nothing
+ * submitted: the system call starts over). Then the mapping is looked at:
+ * -ENODEV when the memory is in the BAR of a function no driver is bound
+ * to (a static exporter, as NVIDIA's, never revokes when its device is
+ * unbound; amdgpu leaves VRAM where it is), -EREMOTEIO
+ * (@r->dmabuf_unreachable, said in the log) when the kernel's P2PDMA
+ * verdict refuses that function and the controller, which an exporter of
+ * page-less memory may not have asked (NVIDIA's does not). Then, as the
+ * importer contract wants: wait for the exporter's own fences (a move in
+ * progress) and put our fence in the reservation object for the I/O to
+ * come.
  */
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 {
@@ -297,9 +324,7 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 	dma_resv_lock(resv, NULL);
 	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		if (ret == -EREMOTEIO)
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		ret = dmabuf_map_error(c, PTR_ERR(sgt));
 		goto out_unlock;
 	}
 	r->dsgt = sgt;

@@ -36,6 +36,7 @@
 #include <linux/list.h>
 #include <linux/nvme_ioctl.h>
 #include <linux/percpu.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -82,6 +83,8 @@ static unsigned long async_watch_period(void)
  *	    work
  * @nowait: issued with IO_URING_F_NONBLOCK: answered -EAGAIN (io_uring's
  *	    workers issue it again) rather than waiting for room on its queue
+ * @inline_issue: issued with IO_URING_F_NONBLOCK, by the submitter itself
+ *		  (async_restart())
  * @std: NVME_URING_CMD_IO (the kernel's NVMe passthrough), answered as
  *	 nvme-pci answers it (async_done())
  * @moved: times its registered dma-buf moved between lookup and arming
@@ -105,6 +108,7 @@ struct p2pnvme_async {
 	bool released;
 	bool iopoll;
 	bool nowait;
+	bool inline_issue;
 	bool std;
 	u8 moved;
 	void *ring;
@@ -382,6 +386,36 @@ static int async_fail(struct p2pnvme_async *a, int ret)
 	return ret;
 }
 
+static bool restart_code(int ret)
+{
+	return ret == -ERESTARTSYS || ret == -ERESTARTNOINTR || ret == -ERESTARTNOHAND ||
+	       ret == -ERESTART_RESTARTBLOCK;
+}
+
+/*
+ * The preparation was interrupted: the exporter's map of a registered
+ * dma-buf that moved saw a signal pending (xe validates with an
+ * interruptible TTM context). Issued inline, that is mostly io_uring's
+ * own task work for the submitter (TIF_NOTIFY_SIGNAL: a completion due),
+ * which runs only once the issue returns, not a signal of the user's. A
+ * restart code means nothing in a CQE (-512 there on 6.1 and 7.2; 6.12's
+ * io_uring says -EINTR), and nothing was sent: an inline issue is tried
+ * again, -EAGAIN (io_uring's workers issue it again, bound to the
+ * registration it named; where io_uring would issue it again from the SQ
+ * ring, -EBUSY, the caller's retry, as for a full queue); an issue by the
+ * workers, or with a fatal signal pending, ends with -EINTR.
+ */
+static int async_restart(struct p2pnvme_async *a, int ret)
+{
+	if (!restart_code(ret))
+		return ret;
+	if (!a->inline_issue || fatal_signal_pending(current))
+		return -EINTR;
+	if (a->nowait && a->r.reg)
+		pdu_of(a->ioucmd)->bound = a->r.reg->serial;
+	return -EAGAIN;
+}
+
 static int async_submit(struct p2pnvme_async *a)
 {
 	struct p2pnvme *c = a->c;
@@ -400,7 +434,7 @@ static int async_submit(struct p2pnvme_async *a)
 again:
 	ret = p2pnvme_req_prepare(c, a->f, r);
 	if (ret)
-		return async_fail(a, ret);
+		return async_fail(a, async_restart(a, ret));
 	if (a->nowait) {
 		/*
 		 * A reset in progress is waited out by io_uring's workers, not
@@ -569,6 +603,7 @@ static int uring_cmd_queue(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io, b
 	a->std = std;
 	/* a kernel that re-issues from the SQ ring: wait for room here instead */
 	a->nowait = P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK);
+	a->inline_issue = issue_flags & IO_URING_F_NONBLOCK;
 	a->ring = p2p_uring_cmd_ring(ioucmd);
 	*async_of(ioucmd) = a;
 	return async_submit(a);
@@ -772,14 +807,20 @@ static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
  * -EAGAIN also for a non-blocking issue without room on its queue, which
  * io_uring's workers issue again; where io_uring would issue it again from
  * the SQ ring, -EBUSY instead; issued again, -ENOENT if the registered
- * buffer it named is gone, even if its id names another one now),
- * -ENOMEM, -EFAULT and the errors of pinning and mapping, -ENODEV, -EINTR.
+ * buffer it named is gone, even if its id names another one now; and for
+ * an inline issue whose registered dma-buf's exporter was interrupted
+ * mapping it: async_restart()), -ENOMEM, -EFAULT and the errors of pinning
+ * and mapping, -ENODEV, -EINTR; never a restart code (-ERESTARTSYS is
+ * -EINTR here).
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	int ret = ioucmd->cmd_op == NVME_URING_CMD_ADMIN ? uring_admin(ioucmd, issue_flags) :
 							     uring_cmd_issue(ioucmd, issue_flags);
 
+	/* a CQE cannot restart (6.12's io_uring says -EINTR, 6.1's and 7.2's pass it on) */
+	if (restart_code(ret))
+		ret = -EINTR;
 	/*
 	 * io_uring issues a command answered -EAGAIN again, from its SQ slot
 	 * where it has no copy of it (P2P_URING_REISSUE_SAFE): userspace may

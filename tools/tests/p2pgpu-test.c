@@ -57,10 +57,22 @@
  * hangs, registered I/O is fenced, the importer's invalidation never
  * sleeps in reclaim, and the bytes are where they belong.
  *
+ * The drivers' own behaviour where an outside reading found the
+ * personalities different (../shared/notes/gpu-reality.md): VRAM in
+ * blocks of mixed sizes, one mapping entry each (amdgpu, xe), ranges split
+ * at the importer's maximum segment (nvidia), for 5 and 64 MiB buffers,
+ * p2pnvme's transfers crossing blocks at odd offsets checked block by block
+ * (fragmented()); xe's refusal to map VRAM the CPU cannot see
+ * (xe_invisible()); xe's interruptible maps (xe_interrupted()); amdgpu's
+ * attach under the reservation lock (attach_lock()); amdgpu's remove
+ * leaving VRAM where it is (unbind_midstream()).
+ *
  * Namespace: the bench's 64 MiB image of 512-byte LBAs, each sector headed
  * "<seed> LBA <lba>"; each personality reads its own 8 MiB from LBA
  * 16384 * personality and writes 64 KiB at LBA 110000 + 256 * personality;
- * the shrinker streams write 4 MiB at LBA 80000 (amdgpu) and 90000 (xe).
+ * the shrinker streams write 4 MiB at LBA 80000 (amdgpu) and 90000 (xe);
+ * the fragmented buffers' writes go to LBA 113000 to 119015, xe's
+ * invisible VRAM would write at 112768.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,6 +89,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -262,6 +275,72 @@ static int cpu_read(int fd, uint64_t off, void *dst, uint64_t len)
 	return buf_op(P2PGPU_IOC_READ, fd, &b);
 }
 
+/*
+ * The buffer's VRAM blocks in buffer order (P2PGPU_IOC_LAYOUT), *@blk
+ * malloc'd; 0 in host memory, or when the layout cannot be had.
+ */
+static unsigned int layout(int fd, struct p2pgpu_block **blk)
+{
+	struct p2pgpu_layout l = { .fd = fd };
+
+	*blk = NULL;
+	if (ioctl(gpu, P2PGPU_IOC_LAYOUT, &l) || !l.nblocks)
+		return 0;
+	*blk = calloc(l.nblocks, sizeof(**blk));
+	if (!*blk)
+		exit(2);
+	l.blocks = (uintptr_t)*blk;
+	/* a move in between: what the second call says, no more than room */
+	{
+		unsigned int room = l.nblocks;
+
+		if (ioctl(gpu, P2PGPU_IOC_LAYOUT, &l))
+			return 0;
+		return l.nblocks < room ? l.nblocks : room;
+	}
+}
+
+/*
+ * The host's view of @len bytes at @off of a buffer in VRAM, block by
+ * block (where each lies in the BAR's backing file): equal to the image at
+ * byte @img (@byte < 0), or all @byte. Without a layout (never for a buffer
+ * in VRAM) the bytes are checked at @b's offset, as one run, and a
+ * mismatch says so. Return: the pieces checked.
+ */
+static int bar_check(int fd, const struct p2pgpu_buf *b, uint64_t off, uint64_t len, uint64_t img,
+		     int byte)
+{
+	struct p2pgpu_block *blk;
+	unsigned int n = layout(fd, &blk), k;
+	int pieces = 0;
+
+	if (!n) {
+		printf("    # no VRAM layout for the buffer: its bytes checked as one run\n");
+		blk = calloc(1, sizeof(*blk));
+		if (!blk)
+			exit(2);
+		*blk = (struct p2pgpu_block){ .bar_off = b->bar_off, .len = off + len };
+		n = 1;
+	}
+	for (k = 0; k < n; k++) {
+		uint64_t s = off > blk[k].off ? off : blk[k].off;
+		uint64_t e = off + len < blk[k].off + blk[k].len ? off + len : blk[k].off + blk[k].len;
+
+		if (s >= e)
+			continue;
+		if (byte < 0)
+			hostcheck("equal %llu %s@%llu nvme0@%llu", (unsigned long long)(e - s), bar,
+				  (unsigned long long)(blk[k].bar_off + s - blk[k].off),
+				  (unsigned long long)(img + s - off));
+		else
+			hostcheck("fill %llu %s@%llu %#x", (unsigned long long)(e - s), bar,
+				  (unsigned long long)(blk[k].bar_off + s - blk[k].off), byte);
+		pieces++;
+	}
+	free(blk);
+	return pieces;
+}
+
 /* Every byte of the export free at that moment: the largest export that fits. */
 static int hog(uint64_t *size)
 {
@@ -396,8 +475,7 @@ static void landed(int fd, uint64_t off, uint64_t slba, uint64_t len, const char
 		printf("    # the reference read of LBA %llu failed: %s\n",
 		       (unsigned long long)slba, strerror(-ref));
 	if (b.where == P2PGPU_WHERE_BAR)
-		hostcheck("equal %llu %s@%llu nvme0@%llu", (unsigned long long)len, bar,
-			  (unsigned long long)(b.bar_off + off), (unsigned long long)(slba * LBA));
+		bar_check(fd, &b, off, len, slba * LBA, -1);
 	else
 		hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)len,
 			  (unsigned long long)(slba * LBA), bar);
@@ -791,6 +869,21 @@ static long refused_count(void)
 	return v[0] ? strtol(v, NULL, 10) : -1;
 }
 
+/* the kernel log holds @s (as dmesg prints it) */
+static int klog_has(const char *s)
+{
+	char line[1024];
+	int found = 0;
+	FILE *pp = popen("dmesg 2>/dev/null", "r");
+
+	if (!pp)
+		return 0;
+	while (fgets(line, sizeof(line), pp))
+		found |= strstr(line, s) != NULL;
+	pclose(pp);
+	return found;
+}
+
 /*
  * No byte moved into the buffer, filled with @byte: the CPU sees the fill,
  * and the host sees it in the BAR's backing file at the buffer's offset.
@@ -807,8 +900,7 @@ static void still_filled(int fd, int byte, const char *what)
 	tap(ok, "%s: the buffer still holds its %#x fill (in %s): no byte moved", what, byte,
 	    place(&b));
 	if (b.where == P2PGPU_WHERE_BAR)
-		hostcheck("fill %llu %s@%llu %#x", (unsigned long long)BUF, bar,
-			  (unsigned long long)b.bar_off, byte);
+		bar_check(fd, &b, 0, BUF, 0, byte);
 	free(now_);
 }
 
@@ -961,6 +1053,11 @@ static void nvidia_flagged(void)
 	tap(n0 >= 0 && n1 - n0 == (want == -EREMOTEIO ? 2 : 0),
 	    "%s: stats/refused went up by %ld, want %d (the kernel's verdict counts, the exporter's refusal at attach does not)",
 	    what, n1 - n0, want == -EREMOTEIO ? 2 : 0);
+	if (want == -EOPNOTSUPP)
+		tap(klog_has("dma-buf attach refused by its exporter (-EOPNOTSUPP)"),
+		    "%s: p2pnvme's log says the exporter refused the importer at attach", what);
+	else
+		tap(1, "%s: p2pnvme's log says the exporter refused at attach # SKIP attached", what);
 	if (!ret)
 		landed(fd, 0, base, QLEN, what);
 	else
@@ -1053,8 +1150,7 @@ static void unchecked_exporter(void)
 		b = where(fd);
 		tap(untouched(fd, before, BUF), "%s: no byte moved into the buffer", what);
 		/* what the four reads would have written: still the fill */
-		hostcheck("fill %llu %s@%llu 0x3c", (unsigned long long)(4 * len), bar,
-			  (unsigned long long)(b.bar_off + len));
+		bar_check(fd, &b, len, 4 * len, 0, 0x3c);
 	} else {
 		landed(fd, len, base + 128, len, what);
 	}
@@ -1384,13 +1480,18 @@ static void wait_reads(struct unbind_stream *us, int n)
 
 /*
  * p2pgpu's function is unbound while registered reads go on into an
- * nvidia buffer (static: never revoked) and an amdgpu one (evicted at
- * unbind). nvidia: p2pnvme revokes the registration itself when the
- * function loses its driver, after its commands end: later reads fail
- * with -ENODEV, per-I/O ones too, and nothing lands in the BAR. amdgpu:
+ * nvidia buffer (static: never revoked) and an amdgpu one evicted at
+ * unbind (P2PGPU_EXPORT_F_EVICT_AT_UNBIND: xe's xe_bo_pci_dev_remove_all()).
+ * nvidia: p2pnvme revokes the registration itself when the function loses
+ * its driver, after its commands end: later reads fail with -ENODEV,
+ * per-I/O ones too, and nothing lands in the BAR. The evicted amdgpu one:
  * reads go on through host memory (dmabuf-host), those requiring P2P are
- * refused. The unbind is bounded; once every buffer is released the
- * function binds again.
+ * refused. A third, amdgpu as amdgpu is (its remove evicts nothing), stays
+ * in the BAR of a function without a driver, nobody told: p2pnvme revokes
+ * its registration once the unbind is over, and refuses a per-I/O read
+ * and a new registration of it (-ENODEV: the memory is no longer its
+ * driver's to give). The unbind is bounded; once every buffer is released
+ * the function binds again.
  */
 static void unbind_midstream(void)
 {
@@ -1405,9 +1506,9 @@ static void unbind_midstream(void)
 	us = mmap(NULL, 3 * sizeof(*us), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		  -1, 0);
 	fdn = export(P2PGPU_NVIDIA, 0, BUF, NULL);
-	fda = export(P2PGPU_AMDGPU, 0, BUF, NULL);
-	/* a dynamic exporter that neither moves nor revokes at unbind */
-	fds = export(P2PGPU_AMDGPU, P2PGPU_EXPORT_F_STAY_AT_UNBIND, BUF, NULL);
+	fda = export(P2PGPU_AMDGPU, P2PGPU_EXPORT_F_EVICT_AT_UNBIND, BUF, NULL);
+	/* amdgpu's own: neither moved nor revoked at unbind */
+	fds = export(P2PGPU_AMDGPU, 0, BUF, NULL);
 	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fds < 0 ||
 	    reg_dmabuf_ex(fdn, BUF, 0, &idn, NULL) || reg_dmabuf_ex(fds, BUF, 0, &ids, NULL) ||
 	    reg_dmabuf_ex(fda, BUF, 0, &ida, NULL) ||
@@ -1446,13 +1547,13 @@ static void unbind_midstream(void)
 	if (swiotlb) {
 		tap(!us[1].fails_before && !us[1].ok_after && us[1].unsupp_after >= 8 &&
 		    !us[1].other_after,
-		    "amdgpu: evicted at the unbind; host memory under swiotlb refused (%d EOPNOTSUPP)",
+		    "amdgpu (evicted at unbind): host memory under swiotlb refused (%d EOPNOTSUPP)",
 		    us[1].unsupp_after);
 	} else {
 		tap(!us[1].fails_before && us[1].ok_after >= 8 &&
 		    us[1].ok_host_after == us[1].ok_after && !us[1].enodev_after &&
 		    !us[1].other_after && !us[1].unsupp_after,
-		    "amdgpu: evicted at the unbind, %d reads after it went on as dmabuf-host",
+		    "amdgpu (evicted at unbind): %d reads after it went on as dmabuf-host",
 		    us[1].ok_host_after);
 	}
 	tap(!us[2].fails_before && us[2].refused_after >= 8 && !us[2].ok_after &&
@@ -1476,6 +1577,25 @@ static void unbind_midstream(void)
 	    strerror(-ret));
 	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
 		  (unsigned long long)((nbase + 8192) * LBA), bar);
+	{
+		struct p2pgpu_buf b = where(fds);
+		uint32_t id2 = 0;
+
+		tap(b.where == P2PGPU_WHERE_BAR && b.moves == 0,
+		    "amdgpu: its remove evicted nothing, the buffer is still in the BAR (%s, %u moves)",
+		    place(&b), b.moves);
+		ret = dmabuf_io(P2PNVME_OP_READ, fds, QLEN, nbase + 9216, QLEN, NULL);
+		tap(ret == -ENODEV,
+		    "amdgpu in the BAR of a function without a driver: a per-I/O read refused (%s: orphan)",
+		    strerror(-ret));
+		hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
+			  (unsigned long long)((nbase + 9216) * LBA), bar);
+		ret = reg_dmabuf_ex(fds, BUF, 0, &id2, NULL);
+		tap(ret == -ENODEV, "amdgpu in the BAR of a function without a driver: a new registration refused (%s)",
+		    strerror(-ret));
+		if (!ret)
+			unreg(id2);
+	}
 	unreg(idn);
 	unreg(ida);
 	unreg(idr);
@@ -1498,8 +1618,9 @@ static void unbind_midstream(void)
  * controller there is no registration in the GPU's BAR to revoke at the
  * unbind: nvidia's is refused (-EREMOTEIO), amdgpu's lives in host memory
  * (its attach cleared p2pnvme's peer2peer). Its registered reads go on
- * across the unbind (dmabuf-host), an amdgpu buffer nobody mapped is moved
- * out of VRAM at the unbind, and an nvidia per-I/O read after it is
+ * across the unbind (dmabuf-host); an amdgpu buffer nobody mapped stays in
+ * VRAM (amdgpu's remove evicts nothing), an xe one is moved out
+ * (xe_bo_pci_dev_remove_all()); an nvidia per-I/O read after it is
  * refused for the function without a driver first (-ENODEV); then the
  * function binds again.
  */
@@ -1509,7 +1630,7 @@ static void unbind_refused(void)
 	struct unbind_stream *us;
 	struct p2pgpu_buf b;
 	uint32_t idn = 0, ida = 0;
-	int fdn, fda, fdv, ret, st;
+	int fdn, fda, fdv, fdx, ret, st;
 	char drv[128];
 	pid_t pa;
 	double t;
@@ -1518,7 +1639,8 @@ static void unbind_refused(void)
 	fdn = export(P2PGPU_NVIDIA, 0, BUF, NULL);
 	fda = export(P2PGPU_AMDGPU, 0, BUF, NULL);
 	fdv = export(P2PGPU_AMDGPU, 0, BUF, NULL);	/* nobody maps it: in VRAM */
-	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fdv < 0)
+	fdx = export(P2PGPU_XE, 0, BUF, NULL);		/* likewise */
+	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fdv < 0 || fdx < 0)
 		kt_fail("unbind, P2P refused: set up");
 	ret = reg_dmabuf_ex(fdn, BUF, 0, &idn, NULL);
 	tap(ret == -EREMOTEIO, "nvidia, P2P refused: no registration in the BAR to revoke (%s)",
@@ -1544,8 +1666,13 @@ static void unbind_refused(void)
 	    "amdgpu, P2P refused: its reads went on across the unbind, %d after it, all dmabuf-host",
 	    us->ok_host_after);
 	b = where(fdv);
+	tap(b.where == P2PGPU_WHERE_BAR && !b.moves,
+	    "amdgpu: the buffer nobody mapped stayed in VRAM at the unbind, its remove evicts nothing (in %s)",
+	    place(&b));
+	b = where(fdx);
 	tap(b.where == P2PGPU_WHERE_HOST,
-	    "amdgpu: the buffer nobody mapped was moved out of VRAM at the unbind (in %s)", place(&b));
+	    "xe: the buffer nobody mapped was moved out of VRAM at the unbind, xe_bo_pci_dev_remove_all() (in %s)",
+	    place(&b));
 	ret = dmabuf_io(P2PNVME_OP_READ, fdn, 0, nbase + 4096, QLEN, NULL);
 	tap(ret == -ENODEV, "nvidia: a per-I/O read now: its function has no driver, said first (%s)",
 	    strerror(-ret));
@@ -1555,6 +1682,7 @@ static void unbind_refused(void)
 	close(fdn);
 	close(fda);
 	close(fdv);
+	close(fdx);
 	/* the BAR was held until the last buffer went: now it binds again */
 	close(gpu);
 	gpu = -1;
@@ -2023,6 +2151,604 @@ static void shrinker_stream(uint32_t p)
 	free(want);
 }
 
+/* ---- the drivers' own behaviour (../shared/notes/gpu-reality.md) ---- */
+
+/* a registered transfer of any direction, with @flags (P2PNVME_IO_F_PRP, _SGL) */
+static int reg_io(uint32_t op, uint32_t id, uint64_t off, uint64_t slba, uint64_t len,
+		  uint32_t flags, uint32_t *path)
+{
+	struct p2pnvme_io io = { .argsz = sizeof(io), .op = op, .slba = slba, .len = len,
+				 .addr = off, .buf_id = id, .flags = P2PNVME_IO_F_REGISTERED | flags };
+	int ret = xfer(&io);
+
+	if (path)
+		*path = ret ? 0 : io.path;
+	return ret;
+}
+
+/* does the controller take SGLs (P2PNVME_INFO_F_SGL)? */
+static int has_sgl(void)
+{
+	struct p2pnvme_info info = { .argsz = sizeof(info) };
+
+	return !ioctl(nvme, P2PNVME_IOC_INFO, &info) && (info.flags & P2PNVME_INFO_F_SGL);
+}
+
+/*
+ * xe on a small BAR (P2PGPU_EXPORT_F_XE_INVISIBLE): the BO sits in VRAM
+ * the CPU cannot see, and xe_ttm_vram_mgr_alloc_sgt() refuses to map it
+ * for a peer: -EOPNOTSUPP from dma_buf_map_attachment(), after an attach
+ * that took the controller. p2pnvme passes the errno on for every mapping
+ * of it (per-I/O read and write, registration with and without
+ * REQUIRE_P2P, a registration's remap once the buffer went back into that
+ * VRAM) and says in its log that the exporter refused the mapping, not
+ * the attach; nothing is counted as refused for P2P (no verdict said no),
+ * no byte moves. In TT (evicted for good) the same buffer registers and
+ * goes as dmabuf-host; the registration survives the move back (its reads
+ * -EOPNOTSUPP, not -ENODEV) and goes again once it is in TT again.
+ * p2pnvme before the fix said nothing in its log for a mapping refused,
+ * and its documentation called every -EOPNOTSUPP an importer the exporter
+ * does not take.
+ */
+static void xe_invisible(void)
+{
+	const uint32_t p = P2PGPU_XE;
+	const uint64_t base = 16384ULL * p + 15360, w = 112000 + 256 * p, len = 64 * KIB;
+	struct p2pgpu_buf b = { .off = 0, .len = BUF, .arg = 0x2e };
+	struct p2pnvme_buf_reg r = { 0 };
+	uint32_t id = 0, id2 = 0, path = 0;
+	long n0, n1;
+	int fd, ret, reg = -1;
+
+	if (refused)
+		kt_skip("P2P refused: xe's attach takes p2pnvme for an importer without peer2peer, whose maps migrate the buffer to TT: no VRAM mapping to refuse");
+	fd = export(p, P2PGPU_EXPORT_F_XE_INVISIBLE, BUF, NULL);
+	ret = fd < 0 ? fd : buf_op(P2PGPU_IOC_FILL, fd, &b);
+	tap(!ret, "xe, VRAM the CPU cannot see: exported, filled with 0x2e (%s)", strerror(-ret));
+	if (ret)
+		kt_fail("xe: no export to go on with");
+	n0 = refused_count();
+	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base, len, NULL);
+	tap(ret == -EOPNOTSUPP,
+	    "xe, invisible VRAM: a per-I/O read's map refused by the exporter: %s (want EOPNOTSUPP)",
+	    strerror(-ret));
+	ret = dmabuf_io(P2PNVME_OP_WRITE, fd, 0, w, len, NULL);
+	tap(ret == -EOPNOTSUPP, "xe, invisible VRAM: a per-I/O write: %s", strerror(-ret));
+	hostcheck("pristine %llu nvme0@%llu", (unsigned long long)len,
+		  (unsigned long long)(w * LBA));
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, NULL);
+	tap(ret == -EOPNOTSUPP, "xe, invisible VRAM: registration: %s", strerror(-ret));
+	if (!ret)
+		unreg(id);
+	ret = reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id, NULL);
+	tap(ret == -EOPNOTSUPP,
+	    "xe, invisible VRAM: registration requiring P2P: %s (the exporter's answer comes first)",
+	    strerror(-ret));
+	if (!ret)
+		unreg(id);
+	n1 = refused_count();
+	tap(n0 >= 0 && n1 == n0,
+	    "xe, invisible VRAM: stats/refused unchanged (%ld -> %ld): the exporter refused, not a P2P verdict",
+	    n0, n1);
+	still_filled(fd, 0x2e, "xe, invisible VRAM");
+	tap(klog_has("dma-buf mapping refused by its exporter (-EOPNOTSUPP) after it took the controller at attach"),
+	    "xe, invisible VRAM: p2pnvme's log says the exporter refused the mapping after the attach, not the importer");
+
+	/* in TT (VRAM under lasting pressure): host memory, which maps */
+	b = (struct p2pgpu_buf){ .arg = P2PGPU_EVICT_STAY };
+	ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	reg = ret ?: reg_dmabuf_ex(fd, BUF, 0, &id2, &r);
+	if (swiotlb)
+		tap(reg == -EOPNOTSUPP, "xe, invisible VRAM, evicted to TT: registered%s", host_note());
+	else
+		tap(!reg && r.path == P2PNVME_PATH_DMABUF_HOST,
+		    "xe, invisible VRAM, evicted to TT: registers as dmabuf-host (%s, path %u)",
+		    strerror(-reg), r.path);
+	ret = reg ?: reg_read(id2, 0, base, len, &path);
+	tap(swiotlb ? 1 : !ret && path == P2PNVME_PATH_DMABUF_HOST,
+	    "xe, invisible VRAM, in TT: a registered read goes, dmabuf-host (%s, path %u)%s",
+	    strerror(-ret), path, swiotlb ? " # SKIP not registered under swiotlb" : "");
+	/* room again: a peer2peer map moves it back where no peer can map it */
+	b = (struct p2pgpu_buf){ .arg = P2PGPU_EVICT_ALLOW };
+	buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	ret = dmabuf_io(P2PNVME_OP_READ, fd, len, base + 128, len, NULL);
+	b = where(fd);
+	tap(ret == -EOPNOTSUPP && b.where == P2PGPU_WHERE_BAR,
+	    "xe, invisible VRAM: a per-I/O read's map moved it back into that VRAM and refused it (%s, in %s)",
+	    strerror(-ret), place(&b));
+	ret = reg ?: reg_read(id2, 2 * len, base + 256, len, &path);
+	tap(swiotlb ? 1 : ret == -EOPNOTSUPP,
+	    "xe, invisible VRAM: the registration's remap there: %s (want EOPNOTSUPP: not revoked)%s",
+	    strerror(-ret), swiotlb ? " # SKIP not registered under swiotlb" : "");
+	b = (struct p2pgpu_buf){ .arg = P2PGPU_EVICT_STAY };
+	ret = buf_op(P2PGPU_IOC_EVICT, fd, &b);
+	ret = ret ?: reg ?: reg_read(id2, 3 * len, base + 384, len, &path);
+	tap(swiotlb ? 1 : !ret && path == P2PNVME_PATH_DMABUF_HOST,
+	    "xe, invisible VRAM: in TT again, the same registration goes (%s, path %u)%s",
+	    strerror(-ret), path, swiotlb ? " # SKIP not registered under swiotlb" : "");
+	if (!reg)
+		unreg(id2);
+	close(fd);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/* SIGALRM in @ms to this process, its handler with or without SA_RESTART */
+static void alarm_in(int ms, int restart)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = restart ? SA_RESTART : 0 };
+	struct itimerval it = { .it_value = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 } };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	alarms = 0;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static int evict(int fd, uint64_t how)
+{
+	struct p2pgpu_buf b = { .arg = how };
+
+	return buf_op(P2PGPU_IOC_EVICT, fd, &b) ?: (b.where == P2PGPU_WHERE_HOST ? 0 : -EBUSY);
+}
+
+/* the CQE of a P2PNVME_URING_CMD_IO registered read (bounded by 20 s) */
+static int uring_reg_read(struct uring *u, uint32_t id, uint64_t off, uint64_t slba,
+			  uint64_t len, int *res)
+{
+	struct p2pnvme_uring_cmd uc = { .flags = P2PNVME_IO_F_REGISTERED, .op = P2PNVME_OP_READ,
+					.slba = slba, .len = len, .addr = off, .buf_id = id };
+	double t = now();
+	uint64_t tag;
+	int ret;
+
+	uring_queue(u, &uc, 1);
+	for (;;) {
+		ret = uring_enter(u, *u->sq_tail - *u->sq_head, 1, 1000);
+		if (uring_reap(u, &tag, res))
+			return 0;
+		if ((ret < 0 && ret != -EINTR && ret != -ETIME && ret != -EAGAIN) || now() - t > 20)
+			return ret < 0 ? ret : -ETIME;
+	}
+}
+
+/*
+ * xe's maps are interruptible (xe_bo_validate() and xe_bo_migrate() run
+ * TTM with ctx.interruptible): a map that has to move the buffer answers
+ * -ERESTARTSYS when a signal is pending, or a task work (TIF_NOTIFY_SIGNAL:
+ * io_uring queues its completions so for the submitter).
+ * P2PGPU_EXPORT_F_XE_TASK_WORK puts a task work there at the first map
+ * that moves the buffer after each eviction. Through the ioctls nothing is
+ * sent, the system call starts over on its way out (the task work run, no
+ * signal to deliver) and goes: a per-I/O read, a batch, a registration and
+ * a registered read after an eviction each return 0 with the bytes where
+ * they belong, the exporter having been interrupted once each. Through
+ * io_uring there is no system call to restart: the CQE of a registered
+ * read after an eviction must never be -ERESTARTSYS (-512, which no
+ * program can name); p2pnvme tries it again (-EAGAIN: io_uring's worker
+ * issues it again, 0 in the CQE; -EBUSY where io_uring would issue it from
+ * the SQ ring: 6.12) or says -EINTR, and it goes once submitted again.
+ * A real signal while xe's map waits for an eviction's copy (2 s): the
+ * ioctl returns -EINTR well before, nothing read, when the handler has no
+ * SA_RESTART, and starts over and goes with SA_RESTART.
+ * p2pnvme before the fix put -512 in the CQE on 7.2 (6.12's io_uring
+ * turns it into -EINTR itself).
+ */
+static void xe_interrupted(void)
+{
+	const uint32_t p = P2PGPU_XE;
+	const uint64_t base = 16384ULL * p + 12288;
+	struct p2pgpu_buf b;
+	struct uring u = { .fd = -1 };
+	struct p2pnvme_buf_reg r = { 0 };
+	uint32_t id = 0, path = 0, i0;
+	int fd, fd2, fd3, ret, res = 0, tries, first = 0;
+	double t;
+
+	if (refused)
+		kt_skip("P2P refused: xe keeps the buffer in host memory for p2pnvme, no map of it moves it");
+	fd = export(p, P2PGPU_EXPORT_F_XE_TASK_WORK, BUF, NULL);
+	fd2 = export(P2PGPU_AMDGPU, 0, BUF, NULL);
+	fd3 = export(p, 0, BUF, NULL);
+	if (fd < 0 || fd2 < 0 || fd3 < 0)
+		kt_fail("xe, interrupted maps: exports: %s", strerror(-(fd < 0 ? fd : fd2 < 0 ? fd2 : fd3)));
+	/* the export's first map moves nothing: one that does, first */
+	i0 = where(fd).interrupted;
+
+	/* per-I/O read */
+	ret = evict(fd, 0) ?: dmabuf_io(P2PNVME_OP_READ, fd, 0, base, QLEN, &path);
+	b = where(fd);
+	tap(!ret && b.interrupted == i0 + 1 && path == P2PNVME_PATH_DMABUF,
+	    "xe, a task work pending at the map: a per-I/O read started over and went (%s, %u interrupted, path %u)",
+	    strerror(-ret), b.interrupted - i0, path);
+	moved(ret, fd, 0, base, QLEN, NULL, "xe, interrupted per-I/O read");
+	i0 = b.interrupted;
+
+	/* a batch: nothing of it sent, all of it again */
+	ret = evict(fd, 0);
+	if (!ret) {
+		struct p2pnvme_io ios[2] = {
+			{ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ, .slba = base + 512,
+			  .len = QLEN, .addr = QLEN, .flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = fd },
+			{ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ, .slba = base + 1024,
+			  .len = QLEN, .addr = 0, .flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = fd2 },
+		};
+		struct p2pnvme_submit s = { .argsz = sizeof(s), .nr = 2, .ios = (uintptr_t)ios };
+
+		ret = ioctl(nvme, P2PNVME_IOC_SUBMIT, &s) ? -errno : 0;
+		ret = ret ?: ios[0].result ?: ios[1].result;
+	}
+	b = where(fd);
+	tap(!ret && b.interrupted == i0 + 1,
+	    "xe, a task work pending at the map: a batch of two (the xe buffer and another) started over and went (%s, %u interrupted)",
+	    strerror(-ret), b.interrupted - i0);
+	moved(ret, fd, QLEN, base + 512, QLEN, NULL, "xe, interrupted batch");
+	i0 = b.interrupted;
+
+	/* registration */
+	ret = evict(fd, 0) ?: reg_dmabuf_ex(fd, BUF, 0, &id, &r);
+	b = where(fd);
+	tap(!ret && b.interrupted == i0 + 1 && r.path == P2PNVME_PATH_DMABUF,
+	    "xe, a task work pending at the map: the registration started over and went (%s, %u interrupted, path %u)",
+	    strerror(-ret), b.interrupted - i0, r.path);
+	if (ret)
+		kt_fail("xe: no registration to go on with");
+	i0 = b.interrupted;
+
+	/* a registered read, whose remap is interrupted */
+	ret = evict(fd, 0) ?: reg_read(id, 2 * QLEN, base + 1536, QLEN, &path);
+	b = where(fd);
+	tap(!ret && b.interrupted == i0 + 1 && path == P2PNVME_PATH_DMABUF,
+	    "xe, a task work pending at the remap: a registered read started over and went (%s, %u interrupted, path %u)",
+	    strerror(-ret), b.interrupted - i0, path);
+	moved(ret, fd, 2 * QLEN, base + 1536, QLEN, NULL, "xe, interrupted registered read");
+	i0 = b.interrupted;
+
+	/* io_uring: no system call to restart */
+	ret = uring_setup(&u, 4);
+	if (ret == -ENOSYS) {
+		tap(1, "xe, io_uring: the CQE is never -ERESTARTSYS # SKIP no io_uring on this kernel");
+		tap(1, "xe, io_uring: the read goes once submitted again # SKIP no io_uring");
+		tap(1, "xe, io_uring: the bytes # SKIP no io_uring");
+	} else {
+		ret = ret ?: evict(fd, 0);
+		ret = ret ?: uring_reg_read(&u, id, 3 * QLEN, base + 2048, QLEN, &res);
+		first = res;
+		tap(!ret && res != -512 &&
+		    (!res || res == -EAGAIN || res == -EBUSY || res == -EINTR),
+		    "xe, io_uring, a task work pending at the remap: the CQE says %d (%s), never -ERESTARTSYS (-512)",
+		    ret ? ret : res, strerror(-(ret ? ret : res)));
+		for (tries = 1; !ret && res && res != -512 && tries < 4; tries++)
+			ret = uring_reg_read(&u, id, 3 * QLEN, base + 2048, QLEN, &res);
+		b = where(fd);
+		tap(!ret && !res && b.interrupted == i0 + 1,
+		    "xe, io_uring: the registered read went (first CQE %d, then %d; %u interrupted)",
+		    first, res, b.interrupted - i0);
+		moved(ret ?: res, fd, 3 * QLEN, base + 2048, QLEN, NULL,
+		      "xe, interrupted io_uring read");
+	}
+	if (u.fd >= 0)
+		close(u.fd);
+	unreg(id);
+
+	/* a real signal while the map waits for a slow copy, without SA_RESTART */
+	ret = evict(fd3, P2PGPU_EVICT_SLOW);
+	i0 = where(fd3).interrupted;
+	alarm_in(100, 0);
+	t = now();
+	ret = ret ?: dmabuf_io(P2PNVME_OP_READ, fd3, 0, base + 2560, QLEN, NULL);
+	t = now() - t;
+	b = where(fd3);
+	tap(ret == -EINTR && alarms == 1 && t < 1.5 && b.interrupted == i0 + 1,
+	    "xe, a signal while its map waits for the eviction's copy: the ioctl returns EINTR after %.2f s (%s, %d signals), nothing sent",
+	    t, strerror(-ret), alarms);
+	/* back into VRAM (no signal), then again with SA_RESTART */
+	dmabuf_io(P2PNVME_OP_READ, fd3, 0, base + 3072, QLEN, NULL);
+	ret = evict(fd3, P2PGPU_EVICT_SLOW);
+	i0 = where(fd3).interrupted;
+	alarm_in(100, 1);
+	t = now();
+	ret = ret ?: dmabuf_io(P2PNVME_OP_READ, fd3, QLEN, base + 3584, QLEN, &path);
+	t = now() - t;
+	b = where(fd3);
+	tap(!ret && alarms == 1 && b.interrupted == i0 + 1 && path == P2PNVME_PATH_DMABUF,
+	    "xe, the same with SA_RESTART: the ioctl started over and went after %.2f s (%s, %d signals, path %u)",
+	    t, strerror(-ret), alarms, path);
+	moved(ret, fd3, QLEN, base + 3584, QLEN, NULL, "xe, read restarted after a signal");
+	signal(SIGALRM, SIG_DFL);
+	close(fd);
+	close(fd2);
+	close(fd3);
+}
+
+/*
+ * amdgpu's attach takes the BO's reservation lock (7.2's
+ * amdgpu_dma_buf_attach(): amdgpu_vm_bo_update_shared()): an importer
+ * attaching while it holds that lock deadlocks there (lockdep reports it
+ * first on the debug kernel; the test's timeout ends a hang). p2pnvme
+ * attaches for a per-I/O transfer, for each dma-buf of a batch once, and
+ * for a registration, never under a reservation lock: each goes, within
+ * a bound, and the exporter counts one attach under its lock for each
+ * (the batch's two entries of one dma-buf share one attachment).
+ */
+static void attach_lock(void)
+{
+	const uint64_t base = 16384ULL * P2PGPU_AMDGPU + 15360;
+	struct p2pgpu_buf b1, b2;
+	uint32_t id = 0;
+	int fd1, fd2, ret, reg;
+	unsigned int l1, l2;
+	double t;
+
+	fd1 = export(P2PGPU_AMDGPU, 0, BUF, NULL);
+	fd2 = export(P2PGPU_AMDGPU, 0, BUF, NULL);
+	if (fd1 < 0 || fd2 < 0)
+		kt_fail("amdgpu, attach lock: exports");
+	l1 = where(fd1).locked_attaches;
+	l2 = where(fd2).locked_attaches;
+	t = now();
+	ret = dmabuf_io(P2PNVME_OP_READ, fd1, 0, base, QLEN, NULL);
+	t = now() - t;
+	b1 = where(fd1);
+	tap(!ret && t < 20 && b1.locked_attaches == l1 + 1,
+	    "amdgpu, attach under its reservation lock: a per-I/O read attached once and went in %.2f s (%s, %u locked attaches)",
+	    t, strerror(-ret), b1.locked_attaches - l1);
+	moved(ret, fd1, 0, base, QLEN, NULL, "amdgpu, attach lock: per-I/O read");
+	t = now();
+	ret = reg = reg_dmabuf(fd1, BUF, &id);
+	t = now() - t;
+	b1 = where(fd1);
+	tap(!ret && t < 20 && b1.locked_attaches == l1 + 2,
+	    "amdgpu, attach under its reservation lock: a registration attached once in %.2f s (%s, %u locked attaches)",
+	    t, strerror(-ret), b1.locked_attaches - l1);
+	{
+		struct p2pnvme_io ios[4] = {
+			{ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ, .slba = base + 512,
+			  .len = QLEN, .addr = QLEN, .flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = fd1 },
+			{ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ, .slba = base + 1024,
+			  .len = QLEN, .addr = 2 * QLEN, .flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = fd1 },
+			{ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ, .slba = base + 1536,
+			  .len = QLEN, .addr = 0, .flags = P2PNVME_IO_F_DMABUF, .dmabuf_fd = fd2 },
+			{ .argsz = sizeof(ios[0]), .op = P2PNVME_OP_READ, .slba = base + 2048,
+			  .len = QLEN, .addr = 3 * QLEN, .flags = P2PNVME_IO_F_REGISTERED,
+			  .buf_id = id },
+		};
+		struct p2pnvme_submit s = { .argsz = sizeof(s), .nr = 4, .ios = (uintptr_t)ios };
+
+		t = now();
+		ret = ret ?: (ioctl(nvme, P2PNVME_IOC_SUBMIT, &s) ? -errno : 0);
+		t = now() - t;
+		ret = ret ?: ios[0].result ?: ios[1].result ?: ios[2].result ?: ios[3].result;
+	}
+	b1 = where(fd1);
+	b2 = where(fd2);
+	tap(!ret && t < 20 && b1.locked_attaches == l1 + 3 && b2.locked_attaches == l2 + 1,
+	    "amdgpu, attach under its reservation lock: a batch of two entries of one dma-buf, one of another and a registered one attached once per dma-buf and went in %.2f s (%s; %u and %u locked attaches)",
+	    t, strerror(-ret), b1.locked_attaches - l1, b2.locked_attaches - l2);
+	moved(ret, fd1, 2 * QLEN, base + 1024, QLEN, NULL, "amdgpu, attach lock: batch");
+	if (!reg)
+		unreg(id);
+	close(fd1);
+	close(fd2);
+}
+
+/* ---- GPU-shaped tables: VRAM blocks and ranges ---- */
+
+#define FRAG_LEN	(192 * KIB)	/* a transfer: across a few small blocks */
+
+/* an export of @size, once the BAR is free (a buffer still going: a copy's reference) */
+static int export_when_free(uint32_t p, uint64_t size)
+{
+	int fd, i;
+
+	for (i = 0; i < 100; i++) {
+		fd = export(p, 0, size, NULL);
+		if (fd != -ENOSPC)
+			return fd;
+		usleep(50000);
+	}
+	return fd;
+}
+
+/*
+ * Where the @i-th transfer of FRAG_LEN starts: @delta bytes (4-byte
+ * aligned, not a sector's multiple) before the end of a block spread over
+ * the buffer, so that it crosses into the blocks after it; the index of
+ * that block in *@k.
+ */
+static uint64_t frag_start(const struct p2pgpu_block *blk, unsigned int n, uint64_t size,
+			   unsigned int i, uint64_t delta, unsigned int *k)
+{
+	unsigned int j = n > 7 ? i * (n - 1) / 6 : i % (n - 1);
+
+	while (j && blk[j].off + blk[j].len - delta + FRAG_LEN > size)
+		j--;
+	*k = j;
+	return blk[j].off + blk[j].len - delta;
+}
+
+/* the blocks [@off, @off + FRAG_LEN) touches, for the case's name */
+static unsigned int frag_span(const struct p2pgpu_block *blk, unsigned int n, uint64_t off)
+{
+	unsigned int k, c = 0;
+
+	for (k = 0; k < n; k++)
+		c += blk[k].off < off + FRAG_LEN && blk[k].off + blk[k].len > off;
+	return c;
+}
+
+/*
+ * One buffer of @size: its table's shape, then transfers through PRPs and
+ * SGLs, per I/O and registered, reads and writes, each starting at an odd
+ * (4-byte, not sector aligned) offset near a block's end and crossing
+ * into the blocks after it; the bytes checked in the BAR block by block by
+ * the host. 15 cases.
+ */
+static void frag_one(uint32_t p, uint64_t size, unsigned int sz)
+{
+	static const uint64_t delta[6] = { 2052, 3076, 516, 1028, 2564, 12 };
+	const uint64_t rbase = 1000 + (p * 12 + sz * 6) * 400;
+	const uint64_t wbase = 113000 + ((p - 1) * 4 + sz * 2) * 512;
+	const int sgl = has_sgl();
+	char what[160];
+	struct p2pgpu_block *blk;
+	struct p2pgpu_import im;
+	unsigned int n, k, sizes = 0, adjacent = 0, i, kb, want_nents = 0;
+	uint64_t seen[8] = { 0 }, off;
+	uint32_t id = 0, path = 0;
+	int fd, ret, reg;
+
+	fd = export_when_free(p, size);
+	if (fd < 0)
+		kt_fail("%s: no %llu MiB export: %s", names[p], (unsigned long long)(size >> 20),
+			strerror(-fd));
+	n = layout(fd, &blk);
+	for (k = 0; k < n; k++) {
+		unsigned int j;
+
+		for (j = 0; j < sizes && seen[j] != blk[k].len; j++)
+			;
+		if (j == sizes && sizes < 8)
+			seen[sizes++] = blk[k].len;
+		if (k + 1 < n)
+			adjacent += blk[k].bar_off + blk[k].len == blk[k + 1].bar_off;
+		/* nvidia: each range split at the GPU function's 64 KiB maximum segment */
+		want_nents += p == P2PGPU_NVIDIA ? (blk[k].len + 65535) / 65536 : 1;
+	}
+	if (p == P2PGPU_NVIDIA)
+		tap(n >= 3 && !adjacent && blk[0].len <= 2 * MIB,
+		    "nvidia, %llu MiB: %u ranges of up to 2 MiB, no two consecutive in the BAR",
+		    (unsigned long long)(size >> 20), n);
+	else
+		tap(n >= 3 && sizes >= 3 && !adjacent,
+		    "%s, %llu MiB: %u VRAM blocks of %u sizes, no two consecutive in the BAR",
+		    names[p], (unsigned long long)(size >> 20), n, sizes);
+	if (n < 3)
+		kt_fail("%s: no fragmented buffer to go on with", names[p]);
+	/* the GPU's own function (64 KiB maximum segment) maps it: the table's shape */
+	ret = import(fd, P2PGPU_IMPORT_F_DYNAMIC, &im);
+	tap(!ret && im.nents == want_nents && im.dma_len == size,
+	    "%s, %llu MiB: a mapping for an importer of 64 KiB segments has %u entries, want %u (%s: %s) (%s)",
+	    names[p], (unsigned long long)(size >> 20), im.nents, want_nents,
+	    p == P2PGPU_NVIDIA ? "each range split at the importer's maximum segment" :
+	    "one per block, not split", p == P2PGPU_NVIDIA ? "nv_dma_buf_map_pfns()" :
+	    "the VRAM manager's alloc_sgt()", strerror(-ret));
+	ioctl(gpu, P2PGPU_IOC_IMPORT_RELEASE, &im);
+
+	if (refused) {
+		for (i = 0; i < 13; i++)
+			tap(1, "%s, %llu MiB: transfer case %u # SKIP P2P refused: no VRAM mapping for p2pnvme (nvidia: EREMOTEIO, nvidia_refused(); amdgpu, xe: host memory, host_only())",
+			    names[p], (unsigned long long)(size >> 20), i + 1);
+		free(blk);
+		close(fd);
+		return;
+	}
+	/* per I/O: a read with PRPs, one with SGLs, a write with PRPs */
+	for (i = 0; i < 2; i++) {
+		off = frag_start(blk, n, size, i, delta[i], &kb);
+		snprintf(what, sizeof(what), "%s, %llu MiB: per-I/O read with %s at %#llx, across %u blocks from block %u",
+			 names[p], (unsigned long long)(size >> 20), i ? "SGLs" : "PRPs",
+			 (unsigned long long)off, frag_span(blk, n, off), kb);
+		if (i && !sgl) {
+			tap(1, "%s # SKIP the controller takes no SGLs", what);
+			tap(1, "%s: the bytes # SKIP no SGLs", what);
+			continue;
+		}
+		ret = dmabuf_io_f(P2PNVME_OP_READ, fd, off, rbase + i * 400, FRAG_LEN,
+				  i ? P2PNVME_IO_F_SGL : P2PNVME_IO_F_PRP, &path);
+		tap(!ret && path == P2PNVME_PATH_DMABUF, "%s (%s, path %u)", what, strerror(-ret),
+		    path);
+		moved(ret, fd, off, rbase + i * 400, FRAG_LEN, NULL, what);
+	}
+	off = frag_start(blk, n, size, 2, delta[2], &kb);
+	snprintf(what, sizeof(what), "%s, %llu MiB: per-I/O write with PRPs from %#llx, across %u blocks from block %u",
+		 names[p], (unsigned long long)(size >> 20), (unsigned long long)off,
+		 frag_span(blk, n, off), kb);
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, off, rbase + 800, FRAG_LEN, P2PNVME_IO_F_PRP, NULL);
+	ret = ret ?: dmabuf_io_f(P2PNVME_OP_WRITE, fd, off, wbase, FRAG_LEN, P2PNVME_IO_F_PRP, NULL);
+	tap(!ret, "%s (%s)", what, strerror(-ret));
+	{
+		unsigned char *a = xalloc(FRAG_LEN), *c = xalloc(FRAG_LEN);
+
+		tap(!ret && !host_read(wbase, FRAG_LEN, a) && !host_read(rbase + 800, FRAG_LEN, c) &&
+		    !memcmp(a, c, FRAG_LEN),
+		    "%s: the image got the bytes of each block in order", what);
+		free(a);
+		free(c);
+	}
+	if (!ret) {
+		struct p2pgpu_buf b = where(fd);
+
+		bar_check(fd, &b, off, FRAG_LEN, wbase * LBA, -1);
+	}
+
+	/* registered: a read with PRPs, one with SGLs, a write with SGLs */
+	reg = reg_dmabuf(fd, size, &id);
+	tap(!reg, "%s, %llu MiB: registered in %u blocks (%s)", names[p],
+	    (unsigned long long)(size >> 20), n, strerror(-reg));
+	for (i = 3; i < 5; i++) {
+		off = frag_start(blk, n, size, i, delta[i], &kb);
+		snprintf(what, sizeof(what), "%s, %llu MiB: registered read with %s at %#llx, across %u blocks from block %u",
+			 names[p], (unsigned long long)(size >> 20), i == 4 ? "SGLs" : "PRPs",
+			 (unsigned long long)off, frag_span(blk, n, off), kb);
+		if (reg || (i == 4 && !sgl)) {
+			tap(1, "%s # SKIP %s", what, reg ? "not registered" : "no SGLs");
+			tap(1, "%s: the bytes # SKIP no transfer", what);
+			continue;
+		}
+		ret = reg_io(P2PNVME_OP_READ, id, off, rbase + i * 400, FRAG_LEN,
+			     i == 4 ? P2PNVME_IO_F_SGL : P2PNVME_IO_F_PRP, &path);
+		tap(!ret && path == P2PNVME_PATH_DMABUF, "%s (%s, path %u)", what, strerror(-ret),
+		    path);
+		moved(ret, fd, off, rbase + i * 400, FRAG_LEN, NULL, what);
+	}
+	off = frag_start(blk, n, size, 5, delta[5], &kb);
+	snprintf(what, sizeof(what), "%s, %llu MiB: registered write with %s from %#llx, across %u blocks from block %u",
+		 names[p], (unsigned long long)(size >> 20), sgl ? "SGLs" : "PRPs",
+		 (unsigned long long)off, frag_span(blk, n, off), kb);
+	ret = reg ?: reg_io(P2PNVME_OP_READ, id, off, rbase + 2000, FRAG_LEN, 0, NULL);
+	ret = ret ?: reg_io(P2PNVME_OP_WRITE, id, off, wbase + 512, FRAG_LEN,
+			    sgl ? P2PNVME_IO_F_SGL : P2PNVME_IO_F_PRP, NULL);
+	tap(!ret, "%s (%s)", what, strerror(-ret));
+	{
+		unsigned char *a = xalloc(FRAG_LEN), *c = xalloc(FRAG_LEN);
+
+		tap(!ret && !host_read(wbase + 512, FRAG_LEN, a) &&
+		    !host_read(rbase + 2000, FRAG_LEN, c) && !memcmp(a, c, FRAG_LEN),
+		    "%s: the image got the bytes of each block in order", what);
+		free(a);
+		free(c);
+	}
+	if (!ret) {
+		struct p2pgpu_buf b = where(fd);
+
+		bar_check(fd, &b, off, FRAG_LEN, (wbase + 512) * LBA, -1);
+	}
+	if (!reg)
+		unreg(id);
+	free(blk);
+	close(fd);
+}
+
+/*
+ * The tables the drivers hand out (gpu-reality.md, item 8): amdgpu and xe
+ * one entry per drm_buddy block, blocks of mixed sizes not split at the
+ * importer's maximum segment; nvidia its ranges, each split at it. For
+ * buffers of 5 and 64 MiB (all of the BAR): the shape, then p2pnvme's
+ * transfers across block boundaries at odd offsets (frag_one()).
+ */
+static void fragmented(uint32_t p)
+{
+	frag_one(p, 5 * MIB, 0);
+	frag_one(p, 64 * MIB, 1);
+}
+
 /* ---- the tests ---- */
 
 FIXTURE(dev) {
@@ -2188,7 +2914,7 @@ TEST_F(gpuexp, dev, import_p2pbar, 5, 60)
 	import_p2pbar();
 }
 
-TEST_F(gpuexp, dev, nvidia_flagged_chipset, 5, 60)
+TEST_F(gpuexp, dev, nvidia_flagged_chipset, 6, 60)
 {
 	nvidia_flagged();
 }
@@ -2198,8 +2924,42 @@ TEST_F(gpuexp, dev, unchecked_exporter, 11, 60)
 	unchecked_exporter();
 }
 
+/* xe on a small BAR: VRAM no peer can map (-EOPNOTSUPP at map) */
+TEST_F(gpuexp, dev, xe_invisible_vram, 13, 60)
+{
+	xe_invisible();
+}
+
+/* xe's interruptible maps: ioctls start over, io_uring's CQE never -ERESTARTSYS */
+TEST_F(gpuexp, dev, xe_interrupted_maps, 13, 90)
+{
+	xe_interrupted();
+}
+
+/* amdgpu's attach takes the reservation lock: p2pnvme never attaches under it */
+TEST_F(gpuexp, dev, amdgpu_attach_lock, 5, 60)
+{
+	attach_lock();
+}
+
+/* GPU-shaped tables of 5 and 64 MiB buffers: frag_one() 15 cases each */
+TEST_F(gpuexp, dev, nvidia_fragmented, 30, 180)
+{
+	fragmented(P2PGPU_NVIDIA);
+}
+
+TEST_F(gpuexp, dev, amdgpu_fragmented, 30, 180)
+{
+	fragmented(P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp, dev, xe_fragmented, 30, 180)
+{
+	fragmented(P2PGPU_XE);
+}
+
 /* last: p2pgpu is bound again, with nothing exported */
-TEST_F(gpuexp, dev, unbind_midstream, refused ? 6 : 10, 240)
+TEST_F(gpuexp, dev, unbind_midstream, refused ? 7 : 13, 240)
 {
 	if (refused)
 		unbind_refused();

@@ -17,24 +17,39 @@
  *   (try_add_system(), xe_bo_move_notify()), Linux 7.2; 6.12's pin with
  *   P2PGPU_EXPORT_F_XE_PIN_TT.
  *
- * Not imitated: runtime PM, XGMI, DCC, CPU mmap/vmap, the GPU's own use of
- * the buffer. Moves are TTM's as far as importers see them: the importers
- * are told (invalidation) before the move, the move waits for every fence
- * in the reservation object (the copy job syncs to them), and an eviction's
- * copy is asynchronous, behind a DMA_RESV_USAGE_KERNEL fence that importers
- * must wait for before they use the new placement (ttm_bo_move_accel_cleanup()).
+ * Not imitated (Documentation/dmabuf.rst says why): runtime PM, XGMI, DCC,
+ * CPU mmap/vmap and begin_cpu_access, the GPU's own use of the buffer,
+ * VRAM-to-VRAM moves, NVIDIA's coherent memory and its remove waiting for
+ * every dma-buf. Moves are TTM's as far as importers see them: the
+ * importers are told (invalidation) before the move, the move waits for
+ * every fence in the reservation object (the copy job syncs to them), and
+ * the copy of a move at a map or of an eviction is asynchronous, behind a
+ * DMA_RESV_USAGE_KERNEL fence that importers must wait for before they use
+ * the new placement (ttm_bo_move_accel_cleanup()); the map returns the new
+ * placement at once. xe's moves at a map are interruptible (xe_bo_validate()
+ * and xe_bo_migrate() run TTM with ctx.interruptible): -ERESTARTSYS when a
+ * signal, or io_uring's task work (TIF_NOTIFY_SIGNAL), is pending;
+ * amdgpu_dma_buf_map()'s are not.
+ *
+ * VRAM is handed out as the drivers' allocators do (drm_buddy): amdgpu and
+ * xe buffers in naturally aligned blocks of mixed sizes, each block one
+ * entry of a mapping whatever the importer's maximum segment
+ * (amdgpu_vram_mgr_alloc_sgt(), xe_ttm_vram_mgr_alloc_sgt(): up to 2 GiB);
+ * nvidia ranges of up to 2 MiB, each split at the importer's maximum
+ * segment (nv_dma_buf_map_pfns()). Blocks are taken from the top of the BAR
+ * down, so that a buffer's blocks are never one run in buffer order.
  *
  * One instance: the first ivshmem function bound (driver_override), BAR 2,
  * /dev/p2pgpu. The function's BAR stays mapped until the last dma-buf of it
  * is released, even after an unbind. Unbinding the function: xe moves the
  * data of exported BOs out to system memory (xe_device_remove() ->
  * xe_bo_pci_dev_remove_all()), telling their importers (invalidation), and
- * later maps find no VRAM; amdgpu is played the same way (amdgpu evicts
- * VRAM with amdgpu_device_evict_resources() at suspend; its unbind path,
- * amdgpu_pci_remove() -> amdgpu_device_fini_hw(), was not found to, so
- * this is the issue's assumption for it, not its code); nvidia's buffers
- * stay where they are and nothing is revoked (no revoke in nv-dmabuf.c):
- * importers are not told.
+ * later maps find no VRAM; amdgpu leaves its buffers in VRAM and tells
+ * nobody, as amdgpu_pci_remove() -> amdgpu_device_fini_hw() evicts nothing
+ * (it evicts with amdgpu_device_evict_resources() at suspend only;
+ * P2PGPU_EXPORT_F_EVICT_AT_UNBIND plays xe's eviction for an amdgpu
+ * buffer); nvidia's buffers stay where they are and nothing is revoked (no
+ * revoke in nv-dmabuf.c): importers are not told.
  *
  * Memory pressure: a shrinker (registered, so drop_caches, kswapd and
  * direct reclaim call it; P2PGPU_IOC_SHRINK runs the same pass now, in
@@ -69,6 +84,7 @@
 #include <linux/highmem.h>
 #include <linux/io.h>
 #include <linux/kref.h>
+#include <linux/log2.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -76,7 +92,9 @@
 #include <linux/scatterlist.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/shrinker.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/swap.h>
 #include <linux/uaccess.h>
@@ -88,7 +106,26 @@
 #define P2PGPU_BAR		2		/* ivshmem-plain's shared memory */
 #define P2PGPU_WAIT		(10 * HZ)	/* fences a move waits for */
 #define P2PGPU_COPY_DELAY	msecs_to_jiffies(200)	/* an eviction's copy */
+#define P2PGPU_SLOW_COPY	msecs_to_jiffies(2000)	/* P2PGPU_EVICT_SLOW's */
+#define P2PGPU_MOVE_DELAY	msecs_to_jiffies(20)	/* a move's copy at a map */
 #define P2PGPU_READ_MAX		(4U << 20)
+#define P2PGPU_NV_RANGE		SZ_2M	/* nvidia's ranges, at most */
+#define P2PGPU_MAX_SEG		SZ_2G	/* AMDGPU_MAX_SG_SEGMENT_SIZE, xe's SZ_2G */
+
+/*
+ * The sizes of an amdgpu or xe buffer's VRAM blocks, in turn (drm_buddy
+ * hands out naturally aligned powers of two; a BO whose size is not a
+ * multiple of 2 MiB gets blocks of any size down to 4 KiB)
+ */
+static const unsigned long p2pgpu_block_sizes[] = {
+	SZ_2M, SZ_4K, SZ_64K, SZ_1M, SZ_8K, SZ_256K,
+};
+
+/* moves (__p2pgpu_move()) */
+#define MOVE_ASYNC	0x1	/* the copy behind a KERNEL fence */
+#define MOVE_INTR	0x2	/* interruptible: xe's validate and migrate */
+#define MOVE_SHRINK	0x4	/* the shrinker's: no reclaim, measured */
+#define MOVE_SLOW	0x8	/* the copy takes P2PGPU_SLOW_COPY */
 
 /**
  * struct p2pgpu - the bound function
@@ -136,6 +173,12 @@ struct p2pgpu_fence {
 	spinlock_t lock;	/* the fence's */
 };
 
+/* a run of BAR pages: a VRAM block (amdgpu, xe) or range (nvidia) */
+struct p2pgpu_blk {
+	unsigned long page;	/* the first */
+	unsigned long n;
+};
+
 /**
  * struct p2pgpu_bo - an exported buffer ("BO")
  * @gpu: its function, with a reference
@@ -145,17 +188,27 @@ struct p2pgpu_fence {
  * @id: for the log
  * @npages: its size in pages
  * @place: where the bytes are (dmabuf->resv)
- * @bar_page: with PLACE_BAR, the first page in the BAR (dmabuf->resv)
+ * @blk: with PLACE_BAR, its VRAM blocks in buffer order (dmabuf->resv)
+ * @nblk: how many
  * @pages: with PLACE_HOST, the host pages (dmabuf->resv)
  * @pins: importers' pins (dmabuf->resv)
  * @moves: moves so far (dmabuf->resv)
- * @copy_work: an eviction's copy from the BAR to @pages
+ * @copy_work: a move's copy, between @copy_blk and @copy_pages
  * @copy_fence: its fence, in dmabuf->resv as DMA_RESV_USAGE_KERNEL
- * @copy_src: the BAR page it copies from (freed once copied)
+ * @copy_blk: the blocks it copies from (an eviction: freed once copied) or
+ *	      into (a move into VRAM: @blk)
+ * @copy_nblk: how many
+ * @copy_pages: the host pages it copies into (an eviction: @pages) or from
+ *		(a move into VRAM: freed once copied)
+ * @copy_in: a move into VRAM
  * @fence_ctx: the fence context of the copies
  * @node: on @gpu->bos (@gpu->bos_lock)
  * @no_vram: kept out of VRAM, as under lasting VRAM pressure
  *	     (P2PGPU_EVICT_STAY; dmabuf->resv)
+ * @intr_armed: P2PGPU_EXPORT_F_XE_TASK_WORK: the next map that moves it
+ *		finds a task work pending (dmabuf->resv)
+ * @interrupted: maps answered -ERESTARTSYS (dmabuf->resv)
+ * @locked_attaches: attaches that took the reservation lock (amdgpu's)
  */
 struct p2pgpu_bo {
 	struct p2pgpu *gpu;
@@ -165,16 +218,23 @@ struct p2pgpu_bo {
 	int id;
 	unsigned long npages;
 	enum p2pgpu_place place;
-	unsigned long bar_page;
+	struct p2pgpu_blk *blk;
+	unsigned int nblk;
 	struct page **pages;
 	unsigned int pins;
 	unsigned int moves;
 	struct delayed_work copy_work;
 	struct p2pgpu_fence *copy_fence;
-	unsigned long copy_src;
+	struct p2pgpu_blk *copy_blk;
+	unsigned int copy_nblk;
+	struct page **copy_pages;
+	bool copy_in;
 	u64 fence_ctx;
 	struct list_head node;
 	bool no_vram;
+	bool intr_armed;
+	unsigned int interrupted;
+	unsigned int locked_attaches;
 };
 
 /* the static importers a file of /dev/p2pgpu holds (P2PGPU_IOC_STATIC_ATTACH) */
@@ -224,32 +284,101 @@ static void p2pgpu_free(struct kref *kref)
 	kfree(gpu);
 }
 
-/* BAR pages: first fit; -ENOSPC when VRAM is full */
-static long bar_alloc(struct p2pgpu *gpu, unsigned long n)
+/*
+ * The highest run of @n free BAR pages aligned to @n (drm_buddy's blocks
+ * are naturally aligned), @gpu->lock held; -ENOSPC if there is none.
+ */
+static long bar_find_top(struct p2pgpu *gpu, unsigned long n)
 {
-	unsigned long first;
+	unsigned long start;
 
-	mutex_lock(&gpu->lock);
-	first = gpu->gone ? gpu->npages :	/* unbound: no VRAM at all */
-		bitmap_find_next_zero_area(gpu->used, gpu->npages, 0, n, 0);
-	if (first < gpu->npages)
-		bitmap_set(gpu->used, first, n);
-	mutex_unlock(&gpu->lock);
-	return first < gpu->npages ? (long)first : -ENOSPC;
+	if (n > gpu->npages)
+		return -ENOSPC;
+	for (start = (gpu->npages - n) / n * n; ; start -= n) {
+		if (find_next_bit(gpu->used, start + n, start) >= start + n)
+			return start;
+		if (start < n)
+			return -ENOSPC;
+	}
 }
 
-/* cleared when freed, so that stale bytes are never taken for new ones */
-static void bar_free(struct p2pgpu *gpu, unsigned long first, unsigned long n)
+/*
+ * Cleared when freed (@used: a buffer's bytes were there), so that stale
+ * bytes are never taken for new ones
+ */
+static void __bar_free(struct p2pgpu *gpu, const struct p2pgpu_blk *blk, unsigned int nblk,
+		       bool used)
 {
-	memset_io(gpu->bar + (first << PAGE_SHIFT), 0, n << PAGE_SHIFT);
+	unsigned int k;
+
+	for (k = 0; used && k < nblk; k++)
+		memset_io(gpu->bar + (blk[k].page << PAGE_SHIFT), 0, blk[k].n << PAGE_SHIFT);
 	mutex_lock(&gpu->lock);
-	bitmap_clear(gpu->used, first, n);
+	for (k = 0; k < nblk; k++)
+		bitmap_clear(gpu->used, blk[k].page, blk[k].n);
 	mutex_unlock(&gpu->lock);
 }
 
-static void __iomem *bar_addr(struct p2pgpu_bo *bo, unsigned long page)
+static void bar_free(struct p2pgpu *gpu, const struct p2pgpu_blk *blk, unsigned int nblk)
 {
-	return bo->gpu->bar + (page << PAGE_SHIFT);
+	__bar_free(gpu, blk, nblk, true);
+}
+
+/*
+ * VRAM for @npages pages as @personality's allocator hands it out: amdgpu
+ * and xe in drm_buddy blocks of p2pgpu_block_sizes[] in turn, nvidia in
+ * ranges of P2PGPU_NV_RANGE, each at most the largest power of two left,
+ * halved where no such block is free, taken from the top of the BAR down.
+ * Return: the blocks (kvfree() them, after bar_free()), *@nblk of them;
+ * ERR_PTR(-ENOSPC) when VRAM is full (or the function unbound), -ENOMEM.
+ */
+static struct p2pgpu_blk *bar_alloc(struct p2pgpu *gpu, u32 personality, unsigned long npages,
+				    unsigned int *nblk)
+{
+	struct p2pgpu_blk *tmp, *blk;
+	unsigned long left = npages;
+	unsigned int n = 0;
+
+	tmp = kvmalloc_array(npages, sizeof(*tmp), GFP_KERNEL);
+	if (!tmp)
+		return ERR_PTR(-ENOMEM);
+	mutex_lock(&gpu->lock);
+	while (left && !gpu->gone) {	/* unbound: no VRAM at all */
+		unsigned long want = personality == P2PGPU_NVIDIA ? P2PGPU_NV_RANGE :
+				     p2pgpu_block_sizes[n % ARRAY_SIZE(p2pgpu_block_sizes)];
+		long first;
+
+		want = min(max(want >> PAGE_SHIFT, 1UL), rounddown_pow_of_two(left));
+		while ((first = bar_find_top(gpu, want)) < 0 && want > 1)
+			want /= 2;
+		if (first < 0)
+			break;
+		bitmap_set(gpu->used, first, want);
+		tmp[n].page = first;
+		tmp[n++].n = want;
+		left -= want;
+	}
+	mutex_unlock(&gpu->lock);
+	blk = left ? NULL : kvmalloc_array(n, sizeof(*blk), GFP_KERNEL);
+	if (!blk) {
+		__bar_free(gpu, tmp, n, false);	/* nothing was written there */
+		kvfree(tmp);
+		return ERR_PTR(left ? -ENOSPC : -ENOMEM);
+	}
+	memcpy(blk, tmp, n * sizeof(*blk));
+	kvfree(tmp);
+	*nblk = n;
+	return blk;
+}
+
+/* where page @i of @bo is in VRAM (@bo->blk) */
+static void __iomem *bar_addr(struct p2pgpu_bo *bo, unsigned long i)
+{
+	unsigned int k;
+
+	for (k = 0; k < bo->nblk - 1 && i >= bo->blk[k].n; k++)
+		i -= bo->blk[k].n;
+	return bo->gpu->bar + ((bo->blk[k].page + i) << PAGE_SHIFT);
 }
 
 static struct page **host_alloc(unsigned long n, gfp_t gfp)
@@ -283,28 +412,27 @@ static void host_free(struct page **pages, unsigned long n)
 	kvfree(pages);
 }
 
-/* the CPU copies a move makes (the GPU's copy engine, for TTM) */
-static void copy_bar_to_host(struct p2pgpu_bo *bo, unsigned long src, struct page **dst)
+/*
+ * The CPU copies a move makes (the GPU's copy engine, for TTM), between
+ * VRAM blocks @blk and host @pages, in buffer order: @to_host or back.
+ */
+static void copy_bar_host(struct p2pgpu_bo *bo, const struct p2pgpu_blk *blk, unsigned int nblk,
+			  struct page **pages, bool to_host)
 {
-	unsigned long i;
+	unsigned long i = 0, j;
+	unsigned int k;
 
-	for (i = 0; i < bo->npages; i++) {
-		void *p = kmap_local_page(dst[i]);
+	for (k = 0; k < nblk; k++) {
+		for (j = 0; j < blk[k].n; j++, i++) {
+			void __iomem *io = bo->gpu->bar + ((blk[k].page + j) << PAGE_SHIFT);
+			void *p = kmap_local_page(pages[i]);
 
-		memcpy_fromio(p, bar_addr(bo, src + i), PAGE_SIZE);
-		kunmap_local(p);
-	}
-}
-
-static void copy_host_to_bar(struct p2pgpu_bo *bo, struct page **src, unsigned long dst)
-{
-	unsigned long i;
-
-	for (i = 0; i < bo->npages; i++) {
-		void *p = kmap_local_page(src[i]);
-
-		memcpy_toio(bar_addr(bo, dst + i), p, PAGE_SIZE);
-		kunmap_local(p);
+			if (to_host)
+				memcpy_fromio(p, io, PAGE_SIZE);
+			else
+				memcpy_toio(io, p, PAGE_SIZE);
+			kunmap_local(p);
+		}
 	}
 }
 
@@ -335,15 +463,25 @@ static const struct dma_fence_ops p2pgpu_fence_ops = {
 #endif
 };
 
-/* An eviction's copy, done: the bytes are in the host pages, the BAR range goes. */
+/*
+ * A move's copy, done: the bytes are where the buffer went; what they left
+ * (an eviction's VRAM blocks, a move-in's host pages) goes.
+ */
 static void p2pgpu_copy_work(struct work_struct *work)
 {
 	struct p2pgpu_bo *bo = container_of(to_delayed_work(work), struct p2pgpu_bo, copy_work);
 	struct p2pgpu_fence *f = bo->copy_fence;
 
-	/* nobody touches the pages or the range before the fence signals */
-	copy_bar_to_host(bo, bo->copy_src, bo->pages);
-	bar_free(bo->gpu, bo->copy_src, bo->npages);
+	/* nobody touches the pages or the blocks before the fence signals */
+	copy_bar_host(bo, bo->copy_blk, bo->copy_nblk, bo->copy_pages, !bo->copy_in);
+	if (bo->copy_in) {
+		host_free(bo->copy_pages, bo->npages);
+	} else {
+		bar_free(bo->gpu, bo->copy_blk, bo->copy_nblk);
+		kvfree(bo->copy_blk);
+	}
+	bo->copy_blk = NULL;
+	bo->copy_pages = NULL;
 	bo->copy_fence = NULL;
 	dma_fence_signal(&f->base);
 	dma_fence_put(&f->base);
@@ -389,25 +527,50 @@ static void shrink_invalidate(struct p2pgpu_bo *bo)
 }
 
 /*
+ * xe's validate and migrate (MOVE_INTR) run TTM with ctx.interruptible:
+ * its first wait (another BO's lock, room in VRAM, the fences) sees a
+ * pending signal, or io_uring's task work for this task (TIF_NOTIFY_SIGNAL:
+ * signal_pending() too), before the importers are told. With
+ * P2PGPU_EXPORT_F_XE_TASK_WORK the task work is there once after each
+ * move to host memory: the flag is set as task_work_add(TWA_SIGNAL) sets
+ * it, for a user task only (a kernel thread would never clear it); the
+ * return to userspace, or io_uring, clears it. Return: 0 or -ERESTARTSYS.
+ */
+static int move_interrupted(struct p2pgpu_bo *bo)
+{
+	if (bo->intr_armed && !(current->flags & PF_KTHREAD)) {
+		bo->intr_armed = false;
+		set_thread_flag(TIF_NOTIFY_SIGNAL);
+	}
+	return signal_pending(current) ? -ERESTARTSYS : 0;
+}
+
+/*
  * Move @bo to @to, its reservation lock held, as a TTM move looks to
  * importers: every attachment is told first (amdgpu_bo_move_notify() and
  * xe_bo_move_notify() call dma_buf_invalidate_mappings(), called
  * dma_buf_move_notify() before 7.x), then the move waits for every fence
  * (importers' DMA; amdgpu_copy_buffer() syncs to the reservation object).
- * An eviction (@async) copies in the background behind a KERNEL fence, as
- * ttm_bo_move_accel_cleanup() publishes the copy job's; a move at a map
- * copies at once. -ENOSPC: no room in "VRAM". The shrinker's (@shrink, its
- * buffer list locked) allocates with @gfp (no reclaim) and is measured.
+ * MOVE_ASYNC (an eviction, a move at a map) copies in the background behind
+ * a KERNEL fence, as ttm_bo_move_accel_cleanup() publishes the copy job's,
+ * and the new placement is the buffer's at once; else the copy is done
+ * before this returns. MOVE_INTR: interruptible (move_interrupted(), and
+ * the wait for the fences), -ERESTARTSYS. -ENOSPC: no room in "VRAM". The
+ * shrinker's (MOVE_SHRINK, its buffer list locked) allocates with @gfp (no
+ * reclaim) and is measured.
  */
-static int __p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, const char *why,
-			 gfp_t gfp, bool shrink)
+static int __p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, unsigned int how,
+			 const char *why, gfp_t gfp)
 {
 	struct dma_resv *resv = bo->dmabuf->resv;
 	struct p2pgpu *gpu = bo->gpu;
+	struct p2pgpu_blk *blk = NULL;
 	struct p2pgpu_fence *f = NULL;
 	struct page **pages = NULL;
-	long first = 0, left;
+	unsigned int nblk = 0;
+	unsigned long delay;
 	bool busy = false;
+	long left;
 	u64 t0 = 0;
 	int ret;
 
@@ -415,45 +578,76 @@ static int __p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async,
 	if (bo->place == to)
 		return 0;
 	if (to == PLACE_BAR) {
-		first = bar_alloc(bo->gpu, bo->npages);
-		if (first < 0)
-			return first;
+		blk = bar_alloc(gpu, bo->personality, bo->npages, &nblk);
+		if (IS_ERR(blk))
+			return PTR_ERR(blk);
 	} else {
 		pages = host_alloc(bo->npages, gfp);
 		if (!pages)
 			return -ENOMEM;
-		if (async) {
-			f = kzalloc_obj(*f, gfp);
-			ret = f ? dma_resv_reserve_fences(resv, 1) : -ENOMEM;
-			if (ret)
-				goto err;
-		}
 	}
-	if (shrink) {
+	if (how & MOVE_ASYNC) {
+		f = kzalloc_obj(*f, gfp);
+		ret = f ? dma_resv_reserve_fences(resv, 1) : -ENOMEM;
+		if (ret)
+			goto err;
+	}
+	if (how & MOVE_INTR) {
+		ret = move_interrupted(bo);
+		if (ret)
+			goto err;
+	}
+	if (how & MOVE_SHRINK) {
 		shrink_invalidate(bo);
 		busy = importer_busy(bo);
 		t0 = ktime_get_ns();
 	} else {
 		p2p_dma_buf_invalidate(bo->dmabuf);
 	}
-	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, false, P2PGPU_WAIT);
+	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_BOOKKEEP, how & MOVE_INTR, P2PGPU_WAIT);
 	if (busy) {
 		gpu->st.waited_importer++;
 		gpu->st.wait_max_ns = max(gpu->st.wait_max_ns, ktime_get_ns() - t0);
 	}
 	if (left <= 0) {
-		pci_err(bo->gpu->pdev, "%s buffer %d: fences not signalled, not moved\n",
-			p2pgpu_names[bo->personality], bo->id);
-		ret = -EBUSY;
-		goto err;
+		ret = left ?: -EBUSY;
+		if (!left)
+			pci_err(gpu->pdev, "%s buffer %d: fences not signalled, not moved\n",
+				p2pgpu_names[bo->personality], bo->id);
+		goto err;	/* the importers map again where it is */
 	}
 	bo->moves++;
 	if (to == PLACE_BAR) {
-		copy_host_to_bar(bo, bo->pages, first);
-		host_free(bo->pages, bo->npages);
+		if (f) {
+			bo->copy_pages = bo->pages;	/* freed by the copy */
+			bo->copy_blk = blk;
+			bo->copy_nblk = nblk;
+		} else {
+			copy_bar_host(bo, blk, nblk, bo->pages, false);
+			host_free(bo->pages, bo->npages);
+		}
 		bo->pages = NULL;
-		bo->bar_page = first;
-	} else if (async) {
+		bo->blk = blk;
+		bo->nblk = nblk;
+	} else {
+		if (f) {
+			bo->copy_blk = bo->blk;		/* freed by the copy */
+			bo->copy_nblk = bo->nblk;
+			bo->copy_pages = pages;
+		} else {
+			copy_bar_host(bo, bo->blk, bo->nblk, pages, true);
+			bar_free(gpu, bo->blk, bo->nblk);
+			kvfree(bo->blk);
+		}
+		bo->blk = NULL;
+		bo->nblk = 0;
+		bo->pages = pages;
+		bo->intr_armed = bo->flags & P2PGPU_EXPORT_F_XE_TASK_WORK;
+	}
+	if (f) {
+		bo->copy_in = to == PLACE_BAR;
+		delay = to == PLACE_BAR ? P2PGPU_MOVE_DELAY :
+			how & MOVE_SLOW ? P2PGPU_SLOW_COPY : P2PGPU_COPY_DELAY;
 		spin_lock_init(&f->lock);
 #ifndef HAVE_DMA_FENCE_DRIVER_NAME
 		__module_get(THIS_MODULE);	/* put by p2pgpu_fence_release() */
@@ -461,42 +655,41 @@ static int __p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async,
 		dma_fence_init(&f->base, &p2pgpu_fence_ops, &f->lock, bo->fence_ctx, bo->moves);
 		dma_resv_add_fence(resv, &f->base, DMA_RESV_USAGE_KERNEL);
 		bo->copy_fence = f;
-		bo->copy_src = bo->bar_page;
-		bo->pages = pages;
 		get_dma_buf(bo->dmabuf);	/* put by the work */
-		queue_delayed_work(system_wq, &bo->copy_work, P2PGPU_COPY_DELAY);
-	} else {
-		copy_bar_to_host(bo, bo->bar_page, pages);
-		bar_free(bo->gpu, bo->bar_page, bo->npages);
-		bo->pages = pages;
+		queue_delayed_work(system_wq, &bo->copy_work, delay);
 	}
 	bo->place = to;
 	/* a shrinkable buffer moves many times: said at debug level */
 	if (to == PLACE_BAR && (bo->flags & P2PGPU_EXPORT_F_SHRINKABLE))
-		pci_dbg(bo->gpu->pdev, "%s buffer %d: GTT -> VRAM at BAR offset %#lx (%s)\n",
-			p2pgpu_names[bo->personality], bo->id, bo->bar_page << PAGE_SHIFT, why);
+		pci_dbg(gpu->pdev, "%s buffer %d: GTT -> VRAM at BAR offset %#lx, %u blocks (%s)\n",
+			p2pgpu_names[bo->personality], bo->id, blk->page << PAGE_SHIFT, nblk, why);
 	else if (to == PLACE_BAR)
-		pci_info(bo->gpu->pdev, "%s buffer %d: GTT -> VRAM at BAR offset %#lx (%s)\n",
-			 p2pgpu_names[bo->personality], bo->id, bo->bar_page << PAGE_SHIFT, why);
+		pci_info(gpu->pdev, "%s buffer %d: GTT -> VRAM at BAR offset %#lx, %u blocks (%s)\n",
+			 p2pgpu_names[bo->personality], bo->id, blk->page << PAGE_SHIFT, nblk, why);
 	else if (bo->flags & P2PGPU_EXPORT_F_SHRINKABLE)
-		pci_dbg(bo->gpu->pdev, "%s buffer %d: VRAM -> GTT, host pages (%s)\n",
+		pci_dbg(gpu->pdev, "%s buffer %d: VRAM -> GTT, host pages (%s)\n",
 			p2pgpu_names[bo->personality], bo->id, why);
 	else
-		pci_info(bo->gpu->pdev, "%s buffer %d: VRAM -> GTT, host pages (%s)\n",
+		pci_info(gpu->pdev, "%s buffer %d: VRAM -> GTT, host pages (%s)\n",
 			 p2pgpu_names[bo->personality], bo->id, why);
 	return 0;
 
 err:
+	if (ret == -ERESTARTSYS)
+		bo->interrupted++;
 	kfree(f);
 	host_free(pages, bo->npages);
-	if (to == PLACE_BAR)
-		bar_free(bo->gpu, first, bo->npages);
+	if (blk) {
+		__bar_free(gpu, blk, nblk, false);	/* nothing was copied there */
+		kvfree(blk);
+	}
 	return ret;
 }
 
-static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, const char *why)
+static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, unsigned int how,
+		       const char *why)
 {
-	return __p2pgpu_move(bo, to, async, why, GFP_KERNEL, false);
+	return __p2pgpu_move(bo, to, how, why, GFP_KERNEL);
 }
 
 /*
@@ -505,13 +698,13 @@ static int p2pgpu_move(struct p2pgpu_bo *bo, enum p2pgpu_place to, bool async, c
  * prefers VRAM, xe's try_add_system() for a VRAM BO): a buffer in GTT is
  * not compatible and moves back to VRAM, unless VRAM is full.
  */
-static int p2pgpu_validate_vram(struct p2pgpu_bo *bo, const char *why)
+static int p2pgpu_validate_vram(struct p2pgpu_bo *bo, unsigned int how, const char *why)
 {
 	int ret;
 
 	if (bo->no_vram && bo->place == PLACE_HOST)
 		return 0;	/* VRAM full for it (P2PGPU_EVICT_STAY) */
-	ret = p2pgpu_move(bo, PLACE_BAR, false, why);
+	ret = p2pgpu_move(bo, PLACE_BAR, how, why);
 
 	return ret == -ENOSPC ? 0 : ret;
 }
@@ -571,29 +764,51 @@ static int p2pgpu_nv_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *a
 }
 
 /*
- * amdgpu_dma_buf_attach(): peer2peer is cleared when pci_p2pdma_distance()
- * from the GPU says no (or, not imitated, for DCC surfaces on GFX12 and
- * while the GPU is runtime suspended); the attach itself always succeeds.
- * P2PGPU_EXPORT_F_NO_DISTANCE_CHECK skips the check (no driver's code).
+ * The check amdgpu_dma_buf_attach() and xe_dma_buf_attach() make:
+ * peer2peer is cleared when pci_p2pdma_distance() from the GPU says no.
+ * P2PGPU_EXPORT_F_NO_DISTANCE_CHECK skips it (no driver's code).
+ */
+static void p2pgpu_distance_check(struct p2pgpu_bo *bo, struct dma_buf_attachment *attach)
+{
+	if (attach->peer2peer && !(bo->flags & P2PGPU_EXPORT_F_NO_DISTANCE_CHECK) &&
+	    pci_p2pdma_distance(bo->gpu->pdev, attach->dev, false) < 0)
+		attach->peer2peer = false;
+}
+
+/*
+ * amdgpu_dma_buf_attach() (7.2): the distance check (not imitated: DCC
+ * surfaces on GFX12, and the runtime-PM reference a peer2peer attachment
+ * takes, peer2peer cleared while the GPU is runtime suspended), then
+ * amdgpu_vm_bo_update_shared() under the BO's reservation lock,
+ * dma_resv_lock(resv, NULL): an importer that attaches holding that lock
+ * deadlocks here (lockdep reports it first). The attach itself succeeds.
+ * 6.12's amdgpu takes no lock in attach; the dma-buf core takes it right
+ * after the exporter's attach in every version.
  */
 static int p2pgpu_amdgpu_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
 {
 	struct p2pgpu_bo *bo = dmabuf->priv;
+	int ret;
 
-	if (attach->peer2peer && !(bo->flags & P2PGPU_EXPORT_F_NO_DISTANCE_CHECK) &&
-	    pci_p2pdma_distance(bo->gpu->pdev, attach->dev, false) < 0)
-		attach->peer2peer = false;
+	p2pgpu_distance_check(bo, attach);
+	ret = dma_resv_lock(dmabuf->resv, NULL);
+	if (ret)
+		return ret;
+	bo->locked_attaches++;
+	dma_resv_unlock(dmabuf->resv);
 	return 0;
 }
 
 /*
  * xe_dma_buf_attach(): the same distance check; an importer without
  * peer2peer is refused only when the BO cannot migrate to TT
- * (xe_bo_can_migrate()), which these buffers always can.
+ * (xe_bo_can_migrate()), which these buffers always can. No lock taken
+ * (a runtime-PM reference, not imitated).
  */
 static int p2pgpu_xe_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
 {
-	return p2pgpu_amdgpu_attach(dmabuf, attach);
+	p2pgpu_distance_check(dmabuf->priv, attach);
+	return 0;
 }
 
 /* ---- pin ---- */
@@ -628,9 +843,9 @@ static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
 		if (bo->place == PLACE_BAR && !vram)
 			return -EINVAL;
 	} else if (vram) {
-		ret = p2pgpu_validate_vram(bo, "pin, every importer peer2peer");
+		ret = p2pgpu_validate_vram(bo, 0, "pin, every importer peer2peer");
 	} else {
-		ret = p2pgpu_move(bo, PLACE_HOST, false, "pin, an importer not peer2peer");
+		ret = p2pgpu_move(bo, PLACE_HOST, 0, "pin, an importer not peer2peer");
 	}
 	if (!ret)
 		bo->pins++;
@@ -655,9 +870,9 @@ static int p2pgpu_xe_pin(struct dma_buf_attachment *attach)
 	if (bo->pins && bo->place != PLACE_HOST && !(bo->place == PLACE_BAR && vram))
 		return -EINVAL;
 	if (!vram)
-		ret = p2pgpu_move(bo, PLACE_HOST, false, "pin: xe pins in TT");
+		ret = p2pgpu_move(bo, PLACE_HOST, 0, "pin: xe pins in TT");
 	else if (!bo->pins)
-		ret = p2pgpu_validate_vram(bo, "pin in place, every importer peer2peer");
+		ret = p2pgpu_validate_vram(bo, 0, "pin in place, every importer peer2peer");
 	if (!ret)
 		bo->pins++;
 	return ret;
@@ -675,34 +890,44 @@ static void p2pgpu_unpin(struct dma_buf_attachment *attach)
 /* ---- map ---- */
 
 /*
- * VRAM: no struct page, each chunk of at most the importer's maximum
- * segment mapped with dma_map_resource() for the importer's device (an
- * IOVA under an IOMMU, the CPU physical address otherwise) and
- * sg_set_page(sg, NULL, ...): nv_dma_buf_map_pfns() with nv_dma_map_peer()
- * and nv_dma_map_mmio() (attrs 0), amdgpu_vram_mgr_alloc_sgt() and
- * xe_ttm_vram_mgr_alloc_sgt() (DMA_ATTR_SKIP_CPU_SYNC).
+ * VRAM: no struct page, each piece mapped with dma_map_resource() for the
+ * importer's device (an IOVA under an IOMMU, the CPU physical address
+ * otherwise) and sg_set_page(sg, NULL, ...). amdgpu_vram_mgr_alloc_sgt()
+ * and xe_ttm_vram_mgr_alloc_sgt() (DMA_ATTR_SKIP_CPU_SYNC) make one entry
+ * per drm_buddy block, up to 2 GiB, whatever the importer's maximum
+ * segment; nv_dma_buf_map_pfns() with nv_dma_map_peer() and
+ * nv_dma_map_mmio() (attrs 0) splits each range at the importer's maximum
+ * segment.
  */
 static struct sg_table *p2pgpu_map_bar(struct p2pgpu_bo *bo, struct device *dev,
 				       enum dma_data_direction dir, unsigned long attrs)
 {
-	size_t seg = ALIGN_DOWN(dma_get_max_seg_size(dev), PAGE_SIZE);
-	phys_addr_t phys = bo->gpu->phys + (bo->bar_page << PAGE_SHIFT);
-	size_t left = bo->npages << PAGE_SHIFT, len;
+	size_t seg = P2PGPU_MAX_SEG, left = 0, len;
 	struct scatterlist *sg;
 	struct sg_table *sgt;
-	unsigned int i;
+	unsigned int i, k, n = 0;
+	phys_addr_t phys = 0;
 	int ret;
 
-	seg = clamp_t(size_t, seg, PAGE_SIZE, ALIGN_DOWN(UINT_MAX, PAGE_SIZE));
+	if (bo->personality == P2PGPU_NVIDIA)
+		seg = clamp_t(size_t, ALIGN_DOWN(dma_get_max_seg_size(dev), PAGE_SIZE), PAGE_SIZE,
+			      ALIGN_DOWN(UINT_MAX, PAGE_SIZE));
+	for (k = 0; k < bo->nblk; k++)
+		n += DIV_ROUND_UP(bo->blk[k].n << PAGE_SHIFT, seg);
 	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
-	ret = sg_alloc_table(sgt, DIV_ROUND_UP(left, seg), GFP_KERNEL);
+	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
 	if (ret)
 		goto err_free;
+	k = 0;
 	for_each_sgtable_sg(sgt, sg, i) {
 		dma_addr_t addr;
 
+		if (!left) {	/* the next block */
+			phys = bo->gpu->phys + (bo->blk[k].page << PAGE_SHIFT);
+			left = bo->blk[k++].n << PAGE_SHIFT;
+		}
 		len = min(left, seg);
 		addr = dma_map_resource(dev, phys, len, dir, attrs);
 		if (dma_mapping_error(dev, addr)) {
@@ -786,25 +1011,36 @@ static struct sg_table *p2pgpu_nv_map(struct dma_buf_attachment *attach,
 }
 
 /*
- * amdgpu_dma_buf_map(): an unpinned BO is validated into GTT, or into
- * VRAM (GTT as fallback) for a peer2peer attachment of a BO that prefers
- * VRAM; so a map by an importer that is not peer2peer moves the buffer to
- * host memory (every other importer told), and a peer2peer map moves an
- * evicted buffer back. A pinned BO is mapped where it is.
+ * Validate an unpinned BO for a map (its reservation lock held): into VRAM
+ * (GTT/TT as fallback) for a peer2peer attachment, into GTT/TT otherwise;
+ * so a map by an importer that is not peer2peer moves the buffer to host
+ * memory (every other importer told), and a peer2peer map moves an
+ * evicted buffer back. The move's copy runs behind a KERNEL fence, the
+ * mapping is of the new placement at once. @how: MOVE_INTR for xe.
+ */
+static int p2pgpu_map_validate(struct dma_buf_attachment *attach, unsigned int how)
+{
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	if (bo->pins)
+		return 0;	/* mapped where it is */
+	how |= MOVE_ASYNC;
+	if (attach->peer2peer)
+		return p2pgpu_validate_vram(bo, how, "map by a peer2peer importer");
+	return p2pgpu_move(bo, PLACE_HOST, how, "map, importer not peer2peer");
+}
+
+/*
+ * amdgpu_dma_buf_map(): ttm_bo_validate() with ctx { false, false }, not
+ * interruptible, as p2pgpu_map_validate() says; a pinned BO is mapped where
+ * it is.
  */
 static struct sg_table *p2pgpu_amdgpu_map(struct dma_buf_attachment *attach,
 					  enum dma_data_direction dir)
 {
-	struct p2pgpu_bo *bo = attach->dmabuf->priv;
-	int ret = 0;
+	int ret = p2pgpu_map_validate(attach, 0);
 
-	dma_resv_assert_held(attach->dmabuf->resv);
-	if (!bo->pins) {
-		if (attach->peer2peer)
-			ret = p2pgpu_validate_vram(bo, "map by a peer2peer importer");
-		else
-			ret = p2pgpu_move(bo, PLACE_HOST, false, "map, importer not peer2peer");
-	}
 	if (ret)
 		return ERR_PTR(ret);
 	return p2pgpu_map_place(attach, dir, DMA_ATTR_SKIP_CPU_SYNC);
@@ -813,12 +1049,27 @@ static struct sg_table *p2pgpu_amdgpu_map(struct dma_buf_attachment *attach,
 /*
  * xe_dma_buf_map(): unpinned, a map by an importer that is not peer2peer
  * migrates the BO to TT (xe_bo_migrate()); a peer2peer one validates it
- * (xe_bo_validate(): VRAM, TT as fallback). Pinned: where it is.
+ * (xe_bo_validate(): VRAM, TT as fallback), both with an interruptible TTM
+ * context: -ERESTARTSYS (or -EINTR) reach the importer from
+ * dma_buf_map_attachment(). Pinned: where it is. VRAM the CPU cannot see
+ * (P2PGPU_EXPORT_F_XE_INVISIBLE) is refused after the validate, as
+ * xe_ttm_vram_mgr_alloc_sgt() refuses a BO whose used_visible_size is
+ * short of its size: -EOPNOTSUPP.
  */
 static struct sg_table *p2pgpu_xe_map(struct dma_buf_attachment *attach,
 				      enum dma_data_direction dir)
 {
-	return p2pgpu_amdgpu_map(attach, dir);
+	struct p2pgpu_bo *bo = attach->dmabuf->priv;
+	int ret = p2pgpu_map_validate(attach, MOVE_INTR);
+
+	if (ret)
+		return ERR_PTR(ret);
+	if (bo->place == PLACE_BAR && (bo->flags & P2PGPU_EXPORT_F_XE_INVISIBLE)) {
+		pci_dbg(bo->gpu->pdev, "xe buffer %d: in VRAM the CPU cannot see, no peer mapping (-EOPNOTSUPP)\n",
+			bo->id);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	return p2pgpu_map_place(attach, dir, DMA_ATTR_SKIP_CPU_SYNC);
 }
 
 /*
@@ -855,9 +1106,10 @@ static void p2pgpu_release(struct dma_buf *dmabuf)
 	mutex_lock(&bo->gpu->bos_lock);
 	list_del(&bo->node);
 	mutex_unlock(&bo->gpu->bos_lock);
-	/* an eviction's copy holds a reference: none is pending */
+	/* a move's copy holds a reference: none is pending */
 	if (bo->place == PLACE_BAR)
-		bar_free(bo->gpu, bo->bar_page, bo->npages);
+		bar_free(bo->gpu, bo->blk, bo->nblk);
+	kvfree(bo->blk);
 	host_free(bo->pages, bo->npages);
 	pci_info(bo->gpu->pdev, "%s buffer %d released after %u moves\n",
 		 p2pgpu_names[bo->personality], bo->id, bo->moves);
@@ -923,8 +1175,8 @@ static int shrink_bo(struct p2pgpu_bo *bo, bool wait)
 			gpu->st.skipped_moving++;
 		return -EBUSY;
 	}
-	ret = __p2pgpu_move(bo, PLACE_HOST, true, wait ? "shrinker, waiting" : "shrinker",
-			    GFP_NOWAIT | __GFP_NOWARN, true);
+	ret = __p2pgpu_move(bo, PLACE_HOST, MOVE_ASYNC | MOVE_SHRINK,
+			    wait ? "shrinker, waiting" : "shrinker", GFP_NOWAIT | __GFP_NOWARN);
 	if (!ret)
 		gpu->st.evicted++;
 	else if (ret == -ENOMEM)
@@ -1053,20 +1305,25 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	DEFINE_DMA_BUF_EXPORT_INFO(exp);
 	struct p2pgpu_export arg;
 	struct dma_buf *dmabuf;
+	const u32 xe_only = P2PGPU_EXPORT_F_XE_INVISIBLE | P2PGPU_EXPORT_F_XE_TASK_WORK;
+	struct p2pgpu_blk *blk;
 	struct p2pgpu_bo *bo;
-	long first;
+	unsigned int nblk, k;
 	int fd;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.personality < P2PGPU_NVIDIA || arg.personality > P2PGPU_XE ||
-	    (arg.flags & ~(P2PGPU_EXPORT_F_XE_PIN_TT | P2PGPU_EXPORT_F_STAY_AT_UNBIND |
+	    (arg.flags & ~(P2PGPU_EXPORT_F_XE_PIN_TT | P2PGPU_EXPORT_F_EVICT_AT_UNBIND |
 			   P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET |
-			   P2PGPU_EXPORT_F_NO_DISTANCE_CHECK | P2PGPU_EXPORT_F_SHRINKABLE)) ||
+			   P2PGPU_EXPORT_F_NO_DISTANCE_CHECK | P2PGPU_EXPORT_F_SHRINKABLE |
+			   xe_only)) ||
 	    ((arg.flags & P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET) &&
 	     arg.personality != P2PGPU_NVIDIA) ||
 	    ((arg.flags & (P2PGPU_EXPORT_F_NO_DISTANCE_CHECK | P2PGPU_EXPORT_F_SHRINKABLE)) &&
 	     arg.personality == P2PGPU_NVIDIA) ||
+	    ((arg.flags & P2PGPU_EXPORT_F_EVICT_AT_UNBIND) && arg.personality != P2PGPU_AMDGPU) ||
+	    ((arg.flags & xe_only) && arg.personality != P2PGPU_XE) ||
 	    !arg.size || !PAGE_ALIGNED(arg.size) ||
 	    arg.size > ((u64)gpu->npages << PAGE_SHIFT))
 		return -EINVAL;
@@ -1080,15 +1337,18 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	bo->id = atomic_inc_return(&gpu->serial);
 	bo->fence_ctx = dma_fence_context_alloc(1);
 	INIT_DELAYED_WORK(&bo->copy_work, p2pgpu_copy_work);
+	bo->intr_armed = bo->flags & P2PGPU_EXPORT_F_XE_TASK_WORK;
 	/* created in VRAM, cleared */
-	first = bar_alloc(gpu, bo->npages);
-	if (first < 0) {
+	blk = bar_alloc(gpu, bo->personality, bo->npages, &nblk);
+	if (IS_ERR(blk)) {
 		kfree(bo);
-		return first;
+		return PTR_ERR(blk);
 	}
 	bo->place = PLACE_BAR;
-	bo->bar_page = first;
-	memset_io(bar_addr(bo, first), 0, arg.size);
+	bo->blk = blk;
+	bo->nblk = nblk;
+	for (k = 0; k < nblk; k++)
+		memset_io(gpu->bar + (blk[k].page << PAGE_SHIFT), 0, blk[k].n << PAGE_SHIFT);
 
 	exp.ops = p2pgpu_ops[arg.personality];
 	exp.size = arg.size;
@@ -1097,7 +1357,8 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	kref_get(&gpu->kref);
 	dmabuf = dma_buf_export(&exp);
 	if (IS_ERR(dmabuf)) {
-		bar_free(gpu, first, bo->npages);
+		bar_free(gpu, blk, nblk);
+		kvfree(blk);
 		kref_put(&gpu->kref, p2pgpu_free);
 		kfree(bo);
 		return PTR_ERR(dmabuf);
@@ -1106,6 +1367,10 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	mutex_lock(&gpu->bos_lock);
 	list_add_tail(&bo->node, &gpu->bos);
 	mutex_unlock(&gpu->bos_lock);
+	arg.where = P2PGPU_WHERE_BAR;
+	arg.bar_off = (u64)blk[0].page << PAGE_SHIFT;
+	pci_info(gpu->pdev, "%s buffer %d: %llu bytes in VRAM at BAR offset %#llx, %u blocks\n",
+		 p2pgpu_names[bo->personality], bo->id, arg.size, arg.bar_off, nblk);
 	/* from here the dma-buf's release frees bo */
 	fd = dma_buf_fd(dmabuf, O_CLOEXEC);
 	if (fd < 0) {
@@ -1113,10 +1378,6 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 		return fd;
 	}
 	arg.fd = fd;
-	arg.where = P2PGPU_WHERE_BAR;
-	arg.bar_off = (u64)first << PAGE_SHIFT;
-	pci_info(gpu->pdev, "%s buffer %d: %llu bytes in VRAM at BAR offset %#llx\n",
-		 p2pgpu_names[bo->personality], bo->id, arg.size, arg.bar_off);
 	/* the fd is the caller's now: a failed copy leaves it open */
 	return copy_to_user(uarg, &arg, sizeof(arg)) ? -EFAULT : 0;
 }
@@ -1142,9 +1403,11 @@ static void p2pgpu_where(struct p2pgpu_bo *bo, struct p2pgpu_buf *arg)
 	struct dma_buf_attachment *a;
 
 	arg->where = bo->place;
-	arg->bar_off = bo->place == PLACE_BAR ? (u64)bo->bar_page << PAGE_SHIFT : 0;
+	arg->bar_off = bo->place == PLACE_BAR ? (u64)bo->blk[0].page << PAGE_SHIFT : 0;
 	arg->pins = bo->pins;
 	arg->moves = bo->moves;
+	arg->interrupted = bo->interrupted;
+	arg->locked_attaches = bo->locked_attaches;
 	arg->attachments = 0;
 	list_for_each_entry(a, &bo->dmabuf->attachments, node)
 		arg->attachments++;
@@ -1168,7 +1431,7 @@ static int p2pgpu_cpu_access(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, 
 		unsigned long page = pos >> PAGE_SHIFT;
 
 		if (bo->place == PLACE_BAR) {
-			void __iomem *p = bar_addr(bo, bo->bar_page + page) + offset_in_page(pos);
+			void __iomem *p = bar_addr(bo, page) + offset_in_page(pos);
 
 			if (buf)
 				memcpy_fromio(buf + done, p, n);
@@ -1204,7 +1467,7 @@ static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
 	bo = dmabuf->priv;
-	if (cmd == P2PGPU_IOC_EVICT && arg.arg > P2PGPU_EVICT_ALLOW) {
+	if (cmd == P2PGPU_IOC_EVICT && arg.arg > P2PGPU_EVICT_SLOW) {
 		ret = -EINVAL;
 		goto out_put;
 	}
@@ -1242,7 +1505,9 @@ static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
 		else if (bo->pins)
 			ret = -EBUSY;
 		else
-			ret = p2pgpu_move(bo, PLACE_HOST, true, "evicted");
+			ret = p2pgpu_move(bo, PLACE_HOST,
+					  arg.arg == P2PGPU_EVICT_SLOW ? MOVE_ASYNC | MOVE_SLOW :
+					  MOVE_ASYNC, "evicted");
 		if (!ret && arg.arg == P2PGPU_EVICT_STAY)
 			bo->no_vram = true;
 		break;
@@ -1261,6 +1526,59 @@ static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
 		ret = -EFAULT;
 out_put:
 	kvfree(buf);
+	dma_buf_put(dmabuf);
+	return ret;
+}
+
+/* P2PGPU_IOC_LAYOUT: the VRAM blocks, as struct p2pgpu_layout says */
+static long p2pgpu_ioc_layout(void __user *uarg)
+{
+	struct p2pgpu_block *out = NULL;
+	struct p2pgpu_layout arg;
+	struct dma_buf *dmabuf;
+	struct p2pgpu_bo *bo;
+	unsigned int room, k, n;
+	u64 off = 0;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved)
+		return -EINVAL;
+	dmabuf = p2pgpu_get(arg.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	bo = dmabuf->priv;
+	/* no buffer has more blocks than pages */
+	room = min_t(unsigned long, arg.nblocks, bo->npages);
+	if (room) {
+		out = kvcalloc(room, sizeof(*out), GFP_KERNEL);
+		if (!out) {
+			ret = -ENOMEM;
+			goto out_put;
+		}
+	}
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret)
+		goto out_put;
+	arg.where = bo->place;
+	n = bo->place == PLACE_BAR ? bo->nblk : 0;
+	for (k = 0; k < n; k++) {
+		if (k < room)
+			out[k] = (struct p2pgpu_block){ .off = off,
+				.bar_off = (u64)bo->blk[k].page << PAGE_SHIFT,
+				.len = (u64)bo->blk[k].n << PAGE_SHIFT };
+		off += (u64)bo->blk[k].n << PAGE_SHIFT;
+	}
+	dma_resv_unlock(dmabuf->resv);
+	arg.nblocks = n;
+	if (min(n, room) && copy_to_user(u64_to_user_ptr(arg.blocks), out,
+					 min(n, room) * sizeof(*out)))
+		ret = -EFAULT;
+	if (!ret && copy_to_user(uarg, &arg, sizeof(arg)))
+		ret = -EFAULT;
+out_put:
+	kvfree(out);
 	dma_buf_put(dmabuf);
 	return ret;
 }
@@ -1499,6 +1817,8 @@ static long p2pgpu_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 		return p2pgpu_ioc_import(pf, cmd, (void __user *)uarg);
 	case P2PGPU_IOC_SHRINK:
 		return p2pgpu_ioc_shrink(pf->gpu, (void __user *)uarg);
+	case P2PGPU_IOC_LAYOUT:
+		return p2pgpu_ioc_layout((void __user *)uarg);
 	}
 	return -ENOTTY;
 }
@@ -1614,11 +1934,13 @@ err_free:
 }
 
 /*
- * The device goes. xe (and amdgpu here, see the top) moves every buffer it
- * can out of VRAM, telling importers first (p2pgpu_move()); a buffer
- * pinned in VRAM stays (said in the log). nvidia's never move and are
- * never revoked: their importers are not told, and the BAR stays mapped
- * until the last buffer is released.
+ * The device goes. xe moves every buffer it can out of VRAM, telling
+ * importers first (xe_bo_pci_dev_remove_all(); p2pgpu_move()); a buffer
+ * pinned in VRAM stays (said in the log). amdgpu's remove evicts nothing:
+ * its buffers stay in VRAM, importers not told, unless exported with
+ * P2PGPU_EXPORT_F_EVICT_AT_UNBIND (then as xe). nvidia's never move and
+ * are never revoked: their importers are not told, and the BAR stays
+ * mapped until the last buffer is released.
  */
 static void p2pgpu_evict_all(struct p2pgpu *gpu)
 {
@@ -1639,11 +1961,12 @@ static void p2pgpu_evict_all(struct p2pgpu *gpu)
 		else if (bo->place == PLACE_BAR && bo->pins)
 			pci_info(gpu->pdev, "%s buffer %d: pinned in VRAM, not evicted at unbind\n",
 				 p2pgpu_names[bo->personality], bo->id);
-		else if (bo->flags & P2PGPU_EXPORT_F_STAY_AT_UNBIND)
-			pci_info(gpu->pdev, "%s buffer %d: left in VRAM at unbind, importers not told\n",
-				 p2pgpu_names[bo->personality], bo->id);
+		else if (bo->place == PLACE_BAR && bo->personality == P2PGPU_AMDGPU &&
+			 !(bo->flags & P2PGPU_EXPORT_F_EVICT_AT_UNBIND))
+			pci_info(gpu->pdev, "amdgpu buffer %d: left in VRAM at unbind, importers not told (amdgpu_pci_remove() evicts nothing)\n",
+				 bo->id);
 		else
-			ret = p2pgpu_move(bo, PLACE_HOST, false, "device unbound");
+			ret = p2pgpu_move(bo, PLACE_HOST, 0, "device unbound");
 		dma_resv_unlock(resv);
 		if (ret)
 			pci_err(gpu->pdev, "%s buffer %d: not evicted at unbind: %d\n",

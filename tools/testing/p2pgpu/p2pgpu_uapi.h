@@ -17,11 +17,12 @@
 /* xe's pin before 7.x (6.12's xe_dma_buf_pin()): always migrate to TT */
 #define P2PGPU_EXPORT_F_XE_PIN_TT	0x1
 /*
- * left in VRAM when the function is unbound, importers not told (what
- * amdgpu's unbind path, as far as it was read, does; the default plays the
- * issue's assumption, xe's eviction)
+ * amdgpu only: moved to host memory when the function is unbound, the
+ * importers told first, as xe does (xe_bo_pci_dev_remove_all()); without
+ * it an amdgpu buffer stays in VRAM and nobody is told, as amdgpu's remove
+ * (amdgpu_pci_remove() -> amdgpu_device_fini_hw()) evicts nothing
  */
-#define P2PGPU_EXPORT_F_STAY_AT_UNBIND	0x2
+#define P2PGPU_EXPORT_F_EVICT_AT_UNBIND	0x2
 /*
  * nvidia only: the chipset is one NVIDIA's RM flags for P2P
  * (NV_FLAG_PCI_P2P_UNSUPPORTED_CHIPSET): attach refuses an importer with
@@ -43,6 +44,26 @@
  * the other tests' buffers stay where those tests put them)
  */
 #define P2PGPU_EXPORT_F_SHRINKABLE		0x10
+/*
+ * xe only: the BO lives in VRAM the CPU cannot see (a small BAR, no
+ * resizable BAR; a BO created without
+ * DRM_XE_GEM_CREATE_FLAG_NEEDS_VISIBLE_VRAM). The bench keeps its bytes in
+ * its BAR all the same, but a peer2peer map of it in VRAM is refused as
+ * xe_ttm_vram_mgr_alloc_sgt() refuses it: -EOPNOTSUPP
+ * (vres->used_visible_size < size), after the validate that put it there.
+ * Maps for importers without peer2peer migrate it to TT and go.
+ */
+#define P2PGPU_EXPORT_F_XE_INVISIBLE		0x20
+/*
+ * xe only: the first map that has to move the buffer, after the export and
+ * after each move of it to host memory, finds a task work queued for the
+ * mapping task (TIF_NOTIFY_SIGNAL set, as io_uring's task_work_add(...,
+ * TWA_SIGNAL) sets it when a completion is due), so that signal_pending()
+ * holds and xe's interruptible validate answers -ERESTARTSYS; the task
+ * work runs on the way back to userspace (a syscall restarts). Every xe
+ * map that moves the buffer is interruptible, flag or not (a real signal).
+ */
+#define P2PGPU_EXPORT_F_XE_TASK_WORK		0x40
 
 /* where a buffer's bytes are */
 #define P2PGPU_WHERE_BAR	1	/* "VRAM": the BAR, at @bar_off */
@@ -79,6 +100,13 @@ struct p2pgpu_export {
  * @moves: out: moves so far (evictions, and moves back at a map)
  * @attachments: out: importers attached
  * @reserved: 0
+ * @interrupted: out: maps answered -ERESTARTSYS (xe: a signal or a task
+ *		 work pending when the map had to move the buffer)
+ * @locked_attaches: out: attaches that took the reservation lock (amdgpu's
+ *		     attach does, amdgpu_vm_bo_update_shared())
+ *
+ * @bar_off is where its first VRAM block is: a buffer in VRAM is in blocks
+ * (P2PGPU_IOC_LAYOUT).
  */
 struct p2pgpu_buf {
 	__s32 fd;
@@ -91,6 +119,8 @@ struct p2pgpu_buf {
 	__u32 moves;
 	__u32 attachments;
 	__u32 reserved;
+	__u32 interrupted;
+	__u32 locked_attaches;
 };
 
 #define P2PGPU_IOC_MAGIC	0xBA
@@ -101,10 +131,13 @@ struct p2pgpu_buf {
  * evict to host pages as TTM does under VRAM pressure (not nvidia, not
  * pinned); with @arg P2PGPU_EVICT_STAY the pressure lasts: maps keep it in
  * host memory (GTT fallback) until an EVICT with P2PGPU_EVICT_ALLOW (which
- * moves nothing itself)
+ * moves nothing itself). The copy runs behind a KERNEL fence for 200 ms;
+ * with P2PGPU_EVICT_SLOW for 2 s (the copy engine busy), so that a map
+ * moving it back waits that long (interruptibly on xe).
  */
 #define P2PGPU_EVICT_STAY	1
 #define P2PGPU_EVICT_ALLOW	2
+#define P2PGPU_EVICT_SLOW	3
 #define P2PGPU_IOC_EVICT	_IOWR(P2PGPU_IOC_MAGIC, 0x03, struct p2pgpu_buf)
 /* the CPU's view of the bytes, wherever they are (after a move's copy) */
 #define P2PGPU_IOC_READ		_IOWR(P2PGPU_IOC_MAGIC, 0x04, struct p2pgpu_buf)
@@ -205,5 +238,43 @@ struct p2pgpu_shrink {
 #define P2PGPU_SHRINK_WAIT	0x1
 
 #define P2PGPU_IOC_SHRINK		_IOWR(P2PGPU_IOC_MAGIC, 0x0a, struct p2pgpu_shrink)
+
+/**
+ * struct p2pgpu_block - one VRAM block of a buffer: a drm_buddy block
+ *	(amdgpu, xe: one entry of their mappings each) or a range (nvidia:
+ *	split at the importer's maximum segment in its mappings)
+ * @off: where it starts in the buffer
+ * @bar_off: where it is in the BAR
+ * @len: bytes
+ */
+struct p2pgpu_block {
+	__u64 off;
+	__u64 bar_off;
+	__u64 len;
+};
+
+/**
+ * struct p2pgpu_layout - P2PGPU_IOC_LAYOUT: where a buffer's VRAM blocks are
+ * @fd: the dma-buf
+ * @nblocks: in: room at @blocks; out: the buffer's blocks (0 in host
+ *	     memory), of which the first min(in, out) were written
+ * @blocks: user address of struct p2pgpu_block[@nblocks], in buffer order
+ * @where: out: P2PGPU_WHERE_*
+ * @reserved: 0
+ *
+ * amdgpu and xe allocate blocks of mixed sizes (2 MiB, 4 KiB, 64 KiB,
+ * 1 MiB, 8 KiB, 256 KiB in turn, smaller where VRAM has no such block
+ * free), each naturally aligned, from the top of the BAR down, so that no
+ * two blocks are one run in buffer order; nvidia, ranges of up to 2 MiB.
+ */
+struct p2pgpu_layout {
+	__s32 fd;
+	__u32 nblocks;
+	__u64 blocks;
+	__u32 where;
+	__u32 reserved;
+};
+
+#define P2PGPU_IOC_LAYOUT		_IOWR(P2PGPU_IOC_MAGIC, 0x0b, struct p2pgpu_layout)
 
 #endif /* P2PGPU_UAPI_H */
