@@ -24,6 +24,7 @@ kernels() {
 	host_build_deps
 	need_pkgs sparse gcc-multilib qemu-user
 	"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base >/dev/null
+	"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" nomove >/dev/null
 	"$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" debug >/dev/null
 	for s in $P2P_COMPILE_SERIES; do
 		[ "$s" = "$P2P_RUNTIME_SERIES" ] || "$P2P_TOP/qemu/kernel.sh" prepare "$s" base >/dev/null

@@ -46,7 +46,13 @@ libs_of() {
 }
 # P2P_GUEST_BINS: more of this machine's programs a probe asks for
 # (scripts/cpu-profile.sh --perf: perf), at their own paths
-for b in /usr/sbin/nvme /usr/sbin/smartctl ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools/build/* \
+# e2fsprogs and xfsprogs: the files tests make, check and inspect filesystems
+fsbins=""
+for b in mke2fs e2fsck debugfs filefrag e4defrag mkfs.xfs xfs_io xfs_db xfs_repair; do
+	fsbins="$fsbins /usr/sbin/$b"
+done
+[ ! -e /etc/mke2fs.conf ] || install -D -m 0644 /etc/mke2fs.conf "$root/etc/mke2fs.conf"
+for b in /usr/sbin/nvme /usr/sbin/smartctl $fsbins ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools/build/* \
 	 ${P2P_GUEST_BINS:-}; do
 	[ -x "$b" ] || continue
 	case $b in

@@ -10,7 +10,10 @@
 #   qemu/kernel.sh stock   <series>            Debian's stock config of it, prepared
 #
 # flavour: base (qemu/configs/base.config), debug (base + debug.config),
-# or minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only).
+# minimal (base with KUnit, dma-buf, debugfs and tracing off: compile only),
+# or nomove (base without CONFIG_DMABUF_MOVE_NOTIFY, as stock 6.x kernels:
+# built from a copy of base's objects, so that only what the option reaches
+# is compiled again; kbuild's per-option dependencies make that exact).
 # Results are cached under $P2P_CACHE keyed by Debian version + fragment hash;
 # an entry counts only once its .complete/.prepared stamp exists, and the stamp
 # is the last thing written, so an interrupted build is resumed, never trusted.
@@ -24,6 +27,7 @@ fragments() {
 	echo "$P2P_TOP/qemu/configs/base.config"
 	[ "$1" = debug ] && echo "$P2P_TOP/qemu/configs/debug.config"
 	[ "$1" = minimal ] && echo "$P2P_TOP/qemu/configs/minimal.config"
+	[ "$1" = nomove ] && echo "$P2P_TOP/qemu/configs/nomove.config"
 	return 0
 }
 
@@ -131,6 +135,21 @@ configure() {
 	check_config "$src" "$out" "$flavour"
 }
 
+# A flavour one option away from another starts from a copy of that one's
+# build (its objects, .cmd files and include/config stamps, timestamps kept):
+# the configure step then marks only what the changed options reach, and make
+# rebuilds that and links. The copy is made without the seed's stamps.
+seed_from() {
+	local series=$1 seed=$2 out=$3 sdir
+	sdir=$(do_build build "$series" "$seed")
+	say "seed: a copy of $(basename "$sdir") for $(basename "$out")"
+	rm -rf "$out.tmp"
+	cp -a "$sdir" "$out.tmp"
+	rm -f "$out.tmp/.complete" "$out.tmp/.prepared" "$out.tmp/.fragment"
+	rm -rf "$out"
+	mv "$out.tmp" "$out"
+}
+
 do_build() {
 	local mode=$1 series=$2 flavour=${3:-base} src key out stamp jobs
 	src=$(src_tree "$series")
@@ -144,6 +163,9 @@ do_build() {
 	flock -n 9 || { say "waiting for another run building $key"; flock 9; }
 	if [ -e "$out/.complete" ] || [ -e "$out/$stamp" ]; then exec 9>&-; echo "$out"; return; fi
 	host_build_deps
+	if [ "$flavour" = nomove ] && [ "$mode" = build ] && [ ! -e "$out/.config" ]; then
+		seed_from "$series" base "$out"
+	fi
 	[ -e "$out/.config" ] && [ -e "$out/.fragment" ] || configure "$series" "$flavour" "$src" "$out"
 	jobs=$(( $(nproc) + 1 ))
 	if [ "$mode" = build ]; then

@@ -73,6 +73,8 @@ host_build_deps() {
 	need_pkgs build-essential flex bison bc libelf-dev libssl-dev cpio xz-utils kmod \
 		rsync python3 debian-archive-keyring libjson-c-dev zlib1g-dev liburing-dev
 }
+# e2fsprogs, xfsprogs: the files tests' mkfs, xfs_io, filefrag in the guest,
+# debugfs and xfs_db reading the NVMe image's extents on the host;
 # nvme-cli, smartmontools: tools the suite does not own, run against it in
 # the guest (qemu/initramfs.sh copies them in with their libraries); udev:
 # systemd-udevd and udevadm, under which the udev test runs the suite's rules
@@ -82,7 +84,7 @@ host_build_deps() {
 bench_run_deps() {
 	local ext
 	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev liburing-dev \
-		nvme-cli smartmontools udev
+		nvme-cli smartmontools udev e2fsprogs xfsprogs
 	if ext=$("$P2P_TOP/qemu/extools.sh" build); then
 		[ ! -d "$ext/fio-src" ] || export FIO_SRC="$ext/fio-src"
 	else
