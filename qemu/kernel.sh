@@ -130,7 +130,7 @@ configure() {
 	mkdir -p "$out"
 	fragment_text "$flavour" > "$frag"
 	say "configure: $series $flavour (allnoconfig + fragments)"
-	make -s -C "$src" O="$out" allnoconfig KCONFIG_ALLCONFIG="$frag" >"$out/configure.log" 2>&1 ||
+	in_tree "$out" make -s -C "$src" O=@O@ allnoconfig KCONFIG_ALLCONFIG="$frag" >"$out/configure.log" 2>&1 ||
 		{ cat "$out/configure.log" >&2; die "configure failed"; }
 	check_config "$src" "$out" "$flavour"
 }
@@ -138,16 +138,39 @@ configure() {
 # A flavour one option away from another starts from a copy of that one's
 # build (its objects, .cmd files and include/config stamps, timestamps kept):
 # the configure step then marks only what the changed options reach, and make
-# rebuilds that and links. The copy is made without the seed's stamps.
+# rebuilds that and links. The copy is made without the seed's stamps. Its
+# make runs where the seed's path shows the copy (a bind mount in a private
+# mount namespace): objtool's build records absolute paths, and a rebuilt
+# objtool would rebuild every object. Without namespaces: a full build.
 seed_from() {
 	local series=$1 seed=$2 out=$3 sdir
 	sdir=$(do_build build "$series" "$seed")
 	say "seed: a copy of $(basename "$sdir") for $(basename "$out")"
 	rm -rf "$out.tmp"
 	cp -a "$sdir" "$out.tmp"
-	rm -f "$out.tmp/.complete" "$out.tmp/.prepared" "$out.tmp/.fragment"
+	rm -f "$out.tmp/.complete" "$out.tmp/.prepared" "$out.tmp/.fragment" "$out.tmp/.config"
+	echo "$sdir" > "$out.tmp/.seed"
 	rm -rf "$out"
 	mv "$out.tmp" "$out"
+}
+
+# Run "$@" with each argument @O@ standing for the build dir: the seed's path,
+# bound to the copy, where there is a seed and a mount namespace to bind it in.
+in_tree() {
+	local out=$1 sdir path arg args=(); shift
+	path=$out
+	if [ -e "$out/.seed" ] && sdir=$(cat "$out/.seed") && [ -d "$sdir" ] &&
+	   unshare -m true 2>/dev/null; then
+		path=$sdir
+	else
+		sdir=
+	fi
+	for arg in "$@"; do args+=("${arg//@O@/$path}"); done
+	if [ -n "$sdir" ]; then
+		unshare -m sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$out" "$sdir" "${args[@]}"
+	else
+		"${args[@]}"
+	fi
 }
 
 do_build() {
@@ -170,7 +193,7 @@ do_build() {
 	jobs=$(( $(nproc) + 1 ))
 	if [ "$mode" = build ]; then
 		say "build: $key (-j$jobs), a cold build takes several minutes"
-		make_progress "$out/build.log" "build $series $flavour" make -C "$src" O="$out" -j"$jobs" all
+		make_progress "$out/build.log" "build $series $flavour" in_tree "$out" make -C "$src" O=@O@ -j"$jobs" all
 	else
 		say "prepare: $key (modules_prepare)"
 		make_progress "$out/build.log" "prepare $series" make -C "$src" O="$out" -j"$jobs" modules_prepare
