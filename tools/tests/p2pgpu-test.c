@@ -120,6 +120,13 @@ static int swiotlb;		/* swiotlb=force: host placements cannot be used */
  */
 static int refused;
 static int common_bridge;	/* the GPU and the controller share an upstream bridge */
+/*
+ * p2pflavour=nomove: the run booted the kernel without
+ * CONFIG_DMABUF_MOVE_NOTIFY (qemu/configs/nomove.config), which pins every
+ * dynamic exporter's buffer while it is mapped: the suite gpuexp_nomove
+ * runs, and asserts what that kernel does (a kernel with the option fails it)
+ */
+static int nomove;
 /* the running test's devices: its fixture's, opened in its own child */
 static int gpu = -1, nvme = -1;
 
@@ -2958,6 +2965,145 @@ TEST_F(gpuexp, dev, xe_fragmented, 30, 180)
 	fragmented(P2PGPU_XE);
 }
 
+/* ---- a kernel without CONFIG_DMABUF_MOVE_NOTIFY (the nomove flavour) ---- */
+
+/*
+ * amdgpu and xe where the dma-buf core pins at every map of a dynamic
+ * exporter (6.12's dma_buf_map_attachment() without
+ * CONFIG_DMABUF_MOVE_NOTIFY): 6.12's amdgpu_dma_buf_pin() pins in GTT,
+ * xe_dma_buf_pin() in TT, so every buffer p2pnvme maps is in host memory,
+ * peer2peer or not. A per-I/O read goes through host memory
+ * (dmabuf-host) and leaves the buffer there, unpinned; a registration
+ * keeps it pinned there (the exporter cannot evict it: -EBUSY) until it is
+ * unregistered; P2P required is refused (-EREMOTEIO). 11 cases.
+ */
+static void nomove_pinned_host(uint32_t p)
+{
+	const uint64_t base = 16384ULL * p + 12288;
+	struct p2pnvme_buf_reg r = { 0 };
+	struct p2pgpu_buf b = { 0 };
+	uint32_t path = 0, id = 0, id2 = 0;
+	char what[96];
+	int fd, ret;
+
+	fd = export(p, 0, BUF, NULL);
+	if (fd < 0)
+		kt_fail("%s: no export to go on with: %s", names[p], strerror(-fd));
+	snprintf(what, sizeof(what), "%s, no MOVE_NOTIFY: per-I/O read", names[p]);
+	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base, QLEN, &path);
+	tap(host_ok(ret) && (ret || path == P2PNVME_PATH_DMABUF_HOST),
+	    "%s: the core pinned it, %s pinned it in host memory (%s, path %u, dmabuf-host is %u)%s",
+	    what, p == P2PGPU_AMDGPU ? "amdgpu in GTT" : "xe in TT", strerror(-ret), path,
+	    P2PNVME_PATH_DMABUF_HOST, host_note());
+	b = where(fd);
+	tap(b.where == P2PGPU_WHERE_HOST && !b.pins && b.moves >= 1,
+	    "%s: the buffer stays in host memory, unpinned once unmapped (in %s, %u pins, %u moves)",
+	    what, place(&b), b.pins, b.moves);
+	moved(ret, fd, 0, base, QLEN, NULL, what);
+
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, &r);
+	tap(swiotlb ? ret == -EOPNOTSUPP : !ret && r.path == P2PNVME_PATH_DMABUF_HOST,
+	    "%s, no MOVE_NOTIFY: it registers in host memory (%s, path %u)%s", names[p],
+	    strerror(-ret), ret ? 0 : r.path, host_note());
+	b = where(fd);
+	tap(ret ? !b.pins : b.pins == 1 && b.where == P2PGPU_WHERE_HOST,
+	    "%s: the registration's mapping holds it pinned in host memory (%s, %u pins)",
+	    names[p], place(&b), b.pins);
+	b = (struct p2pgpu_buf){ 0 };
+	if (!ret) {
+		int e = buf_op(P2PGPU_IOC_EVICT, fd, &b);
+
+		tap(e == -EBUSY, "%s: the exporter cannot move it while registered (evict: %s)",
+		    names[p], strerror(-e));
+		snprintf(what, sizeof(what), "%s, no MOVE_NOTIFY: registered read", names[p]);
+		ret = reg_read(id, QLEN, base + 512, QLEN, &path);
+		tap(!ret && path == P2PNVME_PATH_DMABUF_HOST, "%s: through host memory (%s, path %u)",
+		    what, strerror(-ret), path);
+		moved(ret, fd, QLEN, base + 512, QLEN, NULL, what);
+	} else {
+		tap(1, "%s: the exporter cannot move it while registered # SKIP not registered (%s)",
+		    names[p], strerror(-ret));
+		tap(1, "%s: registered read through host memory # SKIP not registered", names[p]);
+		tap(1, "%s: registered read's bytes # SKIP not registered", names[p]);
+	}
+	ret = reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id2, NULL);
+	tap(ret == -EREMOTEIO || (swiotlb && ret == -EOPNOTSUPP),
+	    "%s, no MOVE_NOTIFY: a registration requiring P2P is refused (%s)", names[p],
+	    strerror(-ret));
+	if (!ret)
+		unreg(id2);
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 0, base, QLEN, P2PNVME_IO_F_REQUIRE_P2P, NULL);
+	tap(ret == -EREMOTEIO || (swiotlb && ret == -EOPNOTSUPP),
+	    "%s, no MOVE_NOTIFY: a per-I/O read requiring P2P is refused (%s)", names[p],
+	    strerror(-ret));
+	if (id)
+		unreg(id);
+	b = where(fd);
+	tap(!b.pins, "%s: unregistered, unpinned (%u pins)", names[p], b.pins);
+	close(fd);
+}
+
+/*
+ * p2pbar's exports, on such a kernel: a mapping pinned by the core could
+ * not be revoked when the provider goes, so p2pbar refuses every importer
+ * at attach (P2P_DMA_BUF_CAN_REVOKE) and says why. 4 cases.
+ */
+static void nomove_p2pbar(void)
+{
+	struct p2pbar_export e = { .argsz = sizeof(e), .size = BUF,
+				   .flags = P2PBAR_EXPORT_F_CLOEXEC };
+	struct p2pgpu_import im;
+	uint32_t id = 0;
+	int pfd, ret;
+
+	if (!bardev)
+		kt_skip("the profile has no second ivshmem function for p2pbar");
+	pfd = open(bardev, O_RDWR | O_CLOEXEC);
+	if (pfd < 0 || ioctl(pfd, P2PBAR_IOC_EXPORT, &e))
+		kt_fail("p2pbar exports 1 MiB: %s", strerror(errno));
+	ret = dmabuf_io(P2PNVME_OP_READ, e.fd, 0, 16384ULL * 4, QLEN, NULL);
+	tap(ret == -EOPNOTSUPP, "no MOVE_NOTIFY: p2pnvme's per-I/O read into p2pbar's export refused at attach (%s)",
+	    strerror(-ret));
+	ret = reg_dmabuf(e.fd, BUF, &id);
+	tap(ret == -EOPNOTSUPP, "no MOVE_NOTIFY: p2pnvme's registration of p2pbar's export refused (%s)",
+	    strerror(-ret));
+	if (!ret)
+		unreg(id);
+	ret = import(e.fd, P2PGPU_IMPORT_F_DYNAMIC, &im);
+	tap(ret == -EOPNOTSUPP, "no MOVE_NOTIFY: amdgpu's dynamic peer2peer import of it refused (%s)",
+	    strerror(-ret));
+	if (!ret)
+		ioctl(gpu, P2PGPU_IOC_IMPORT_RELEASE, &im);
+	tap(klog_has("dma-buf import refused: this kernel pins importers' mappings (no CONFIG_DMABUF_MOVE_NOTIFY)"),
+	    "p2pbar said why it refuses importers on this kernel");
+	close(e.fd);
+	close(pfd);
+}
+
+/* NVIDIA's exporter is static (no pin): as on any kernel */
+TEST_F(gpuexp_nomove, dev, nomove_nvidia_transfers, refused ? 9 : 18, 120)
+{
+	if (refused)
+		nvidia_refused();
+	else
+		transfers(P2PGPU_NVIDIA);
+}
+
+TEST_F(gpuexp_nomove, dev, nomove_amdgpu_pinned_host, 11, 60)
+{
+	nomove_pinned_host(P2PGPU_AMDGPU);
+}
+
+TEST_F(gpuexp_nomove, dev, nomove_xe_pinned_host, 11, 60)
+{
+	nomove_pinned_host(P2PGPU_XE);
+}
+
+TEST_F(gpuexp_nomove, dev, nomove_p2pbar_refused, 4, 60)
+{
+	nomove_p2pbar();
+}
+
 /* last: p2pgpu is bound again, with nothing exported */
 TEST_F(gpuexp, dev, unbind_midstream, refused ? 7 : 13, 240)
 {
@@ -2999,5 +3145,6 @@ int main(int argc, char **argv)
 	swiotlb = !!strstr(cmdline, "swiotlb=force");
 	refused = !!strstr(cmdline, "p2pexpect=refused");
 	common_bridge = share_bridge(gpu_name, nvme_name);
-	return kt_run("gpuexp");
+	nomove = !!strstr(cmdline, "p2pflavour=nomove");
+	return kt_run(nomove ? "gpuexp_nomove" : "gpuexp");
 }

@@ -15,7 +15,10 @@
  *   amdgpu_bo_move_notify()), Linux 7.2.
  * - xe: drivers/gpu/drm/xe/xe_dma_buf.c (xe_dmabuf_ops) and xe_bo.c
  *   (try_add_system(), xe_bo_move_notify()), Linux 7.2; 6.12's pin with
- *   P2PGPU_EXPORT_F_XE_PIN_TT.
+ *   P2PGPU_EXPORT_F_XE_PIN_TT, and on a kernel before 7.x.
+ * - amdgpu's and xe's pin are 6.12's (GTT/TT, always) on a kernel before
+ *   7.x: what a kernel without CONFIG_DMABUF_MOVE_NOTIFY calls at every
+ *   map (P2PGPU_PIN_VRAM).
  *
  * Not imitated (Documentation/dmabuf.rst says why): runtime PM, XGMI, DCC,
  * CPU mmap/vmap and begin_cpu_access, the GPU's own use of the buffer,
@@ -824,18 +827,35 @@ static bool all_peer2peer(struct dma_buf *dmabuf)
 }
 
 /*
+ * Which pin the drivers of the running kernel's generation have: 7.2's
+ * amdgpu_dma_buf_pin() and xe_dma_buf_pin() keep VRAM when every
+ * attachment is peer2peer; 6.12's (6.12.117) pin in GTT/TT, always. On
+ * 6.12 the difference shows only where the dma-buf core pins for a dynamic
+ * importer, which it does at every map on a kernel without
+ * CONFIG_DMABUF_MOVE_NOTIFY (dma_buf_map_attachment()): there 6.12's amdgpu
+ * and xe put every buffer p2pnvme maps in host memory. (A static importer
+ * is never peer2peer: host memory in both.) The 7.x dma-buf API
+ * (dma_buf_invalidate_mappings()) tells the generations apart.
+ */
+#ifdef HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define P2PGPU_PIN_VRAM		1
+#else
+#define P2PGPU_PIN_VRAM		0
+#endif
+
+/*
  * amdgpu_dma_buf_pin() (7.2): VRAM stays allowed only if every attachment
  * is peer2peer, else the BO is pinned in GTT: amdgpu_bo_pin() validates
  * into the domains left (VRAM preferred, GTT fallback) and pins there. A
  * static dma_buf_attach() is not peer2peer, so the core's pin for it puts
- * the buffer in host memory, silently (6.12.117's amdgpu_dma_buf_pin()
- * always pins in GTT). A pinned BO outside the domains: -EINVAL
- * (amdgpu_bo_pin()).
+ * the buffer in host memory, silently. 6.12's (P2PGPU_PIN_VRAM 0) pins in
+ * GTT whoever attached: amdgpu_bo_pin(bo, AMDGPU_GEM_DOMAIN_GTT). A pinned
+ * BO outside the domains: -EINVAL (amdgpu_bo_pin()).
  */
 static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
 {
 	struct p2pgpu_bo *bo = attach->dmabuf->priv;
-	bool vram = all_peer2peer(attach->dmabuf);
+	bool vram = P2PGPU_PIN_VRAM && all_peer2peer(attach->dmabuf);
 	int ret = 0;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
@@ -845,7 +865,9 @@ static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
 	} else if (vram) {
 		ret = p2pgpu_validate_vram(bo, 0, "pin, every importer peer2peer");
 	} else {
-		ret = p2pgpu_move(bo, PLACE_HOST, 0, "pin, an importer not peer2peer");
+		ret = p2pgpu_move(bo, PLACE_HOST, 0,
+				  P2PGPU_PIN_VRAM ? "pin, an importer not peer2peer" :
+						    "pin: 6.12's amdgpu pins in GTT");
 	}
 	if (!ret)
 		bo->pins++;
@@ -857,13 +879,15 @@ static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
  * migrates to TT (xe_bo_migrate()) and is pinned there; if all are, it is
  * pinned where it is, after a validate on the first pin
  * (xe_bo_pin_external()). A pinned BO that is neither in TT nor in VRAM
- * with VRAM allowed: -EINVAL. P2PGPU_EXPORT_F_XE_PIN_TT: 6.12's
- * xe_dma_buf_pin(), which always migrates to TT.
+ * with VRAM allowed: -EINVAL. 6.12's xe_dma_buf_pin(), which always
+ * migrates to TT: on a kernel before 7.x (P2PGPU_PIN_VRAM 0), and on 7.x
+ * with P2PGPU_EXPORT_F_XE_PIN_TT.
  */
 static int p2pgpu_xe_pin(struct dma_buf_attachment *attach)
 {
 	struct p2pgpu_bo *bo = attach->dmabuf->priv;
-	bool vram = !(bo->flags & P2PGPU_EXPORT_F_XE_PIN_TT) && all_peer2peer(attach->dmabuf);
+	bool vram = P2PGPU_PIN_VRAM && !(bo->flags & P2PGPU_EXPORT_F_XE_PIN_TT) &&
+		    all_peer2peer(attach->dmabuf);
 	int ret = 0;
 
 	dma_resv_assert_held(attach->dmabuf->resv);

@@ -14,7 +14,10 @@
 #define P2PGPU_AMDGPU	2	/* amdgpu_dma_buf.c: dynamic, VRAM or GTT */
 #define P2PGPU_XE	3	/* xe_dma_buf.c: dynamic, VRAM or TT */
 
-/* xe's pin before 7.x (6.12's xe_dma_buf_pin()): always migrate to TT */
+/*
+ * xe's pin before 7.x (6.12's xe_dma_buf_pin()): always migrate to TT; on a
+ * kernel before 7.x amdgpu's and xe's pins are 6.12's with or without it
+ */
 #define P2PGPU_EXPORT_F_XE_PIN_TT	0x1
 /*
  * amdgpu only: moved to host memory when the function is unbound, the
