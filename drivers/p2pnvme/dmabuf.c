@@ -22,6 +22,25 @@
 #include "reg.h"
 #include "dptr.h"
 
+/**
+ * p2pnvme_dmabuf_note - say once, at load, what a kernel without
+ *	CONFIG_DMABUF_MOVE_NOTIFY does to p2pnvme's dma-buf imports
+ *
+ * Before 7.x such a kernel's dma-buf core pins a dynamic exporter's buffer
+ * for as long as an importer has it mapped (dma_buf_map_attachment() calls
+ * its pin): the exporter picks where it stays, and 6.12's amdgpu and xe pin
+ * in host memory. A registered dma-buf is mapped for its whole life, so
+ * it stays pinned there until it is unregistered; P2P required refuses
+ * it. Exporters that must be able to take their memory back (p2pbar)
+ * refuse such importers. Nothing is said where the option is on, or on
+ * 7.x, which has no such option.
+ */
+void p2pnvme_dmabuf_note(void)
+{
+	if (!P2P_DMA_BUF_CAN_REVOKE)
+		pr_notice("this kernel has no CONFIG_DMABUF_MOVE_NOTIFY: the dma-buf core pins a dynamic exporter's buffer while p2pnvme maps it, so a registered dma-buf stays pinned where its exporter put it until unregistered (amdgpu, xe: host memory, dmabuf-host, refused where P2P is required), and p2pbar refuses p2pnvme's imports\n");
+}
+
 /*
  * The exporter wants its memory back or moves it (called with the
  * dma-buf's resv lock held). Commands already at the controller are

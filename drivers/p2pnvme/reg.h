@@ -148,6 +148,7 @@ static inline int p2pnvme_dmabuf_errno(int ret)
 
 /* dmabuf.c: the importer; without dma-buf support such requests are refused */
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+void p2pnvme_dmabuf_note(void);
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
 bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
@@ -163,6 +164,8 @@ void p2pnvme_dmabuf_fence_free(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
 #else
+static inline void p2pnvme_dmabuf_note(void) {}
+
 static inline int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs,
 					unsigned int i)
 {
