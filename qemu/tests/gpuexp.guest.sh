@@ -26,7 +26,9 @@
 # elsewhere); amdgpu's remove leaves VRAM where it is (p2pnvme refuses a
 # buffer in the BAR of a function without a driver, -ENODEV).
 # The test ends by unbinding p2pgpu's function mid-stream and binding it
-# again.
+# again. NVIDIA's remove waits until every dma-buf of the GPU is released
+# (p2pgpu's nvidia personality for 15 s, then says it gave up): an nvidia
+# buffer only p2pnvme's registration holds must not hold the unbind.
 # Where the kernel's P2PDMA verdict refuses the GPU's function and the
 # controller (p2pexpect=refused: rootports, acs), p2pnvme must refuse the
 # BAR however the exporter mapped it: nvidia's transfers and
@@ -164,6 +166,9 @@ else
 	check "p2pgpu: 6.12's amdgpu and xe pinned what p2pnvme mapped in host memory" \
 		sh -c "dmesg | grep -q 'VRAM -> GTT, host pages (pin'"
 fi
+# NVIDIA's remove waits for every dma-buf of the GPU (p2pgpu's for 15 s at most)
+check "no unbind of p2pgpu's function was held by a dma-buf p2pnvme kept (nvidia's remove never gave up)" \
+	sh -c "! dmesg | grep -q 'nvidia: remove gave up waiting for'"
 check "p2pnvme lets go of $NVME" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind"
 check "p2pgpu unbinds" sh -c "echo $GPU > /sys/bus/pci/drivers/p2pgpu/unbind"
 check "p2pgpu unloads: every buffer released" rmmod p2pgpu

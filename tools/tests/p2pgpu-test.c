@@ -1436,6 +1436,90 @@ static void import_p2pbar(void)
 
 /* ---- the exporter's device unbound mid-stream ---- */
 
+/* p2pgpu's word when NVIDIA's remove would have hung (p2pgpu_nv_remove_wait()) */
+#define NV_GAVE_UP	"nvidia: remove gave up waiting for"
+
+/*
+ * debugfs's "buffers" line of the dma-buf registration in @owner's BAR:
+ * its revoked and mapped columns; 0 if listed, -ENOENT if not, -errno
+ */
+static int reg_line(const char *owner, int *revoked, int *mapped)
+{
+	char path[256], line[512], kind[16], where[32], own[64];
+	unsigned long long bytes, start;
+	int ret = -ENOENT, busy;
+	unsigned int segs;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/p2pnvme/%s/buffers", nvme_name);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%15s %llu %llu %u %d %d %d %31s %63s", kind, &bytes, &start,
+			   &segs, &busy, revoked, mapped, where, own) == 9 &&
+		    !strcmp(kind, "dmabuf") && !strcmp(own, owner))
+			ret = 0;
+	fclose(f);
+	return ret;
+}
+
+/*
+ * NVIDIA's remove waits for every dma-buf of the GPU to be released
+ * (p2pgpu_nv_remove_wait(), bounded there at 15 s; NVIDIA's for ever). An
+ * nvidia buffer that only p2pnvme's registration holds: the GPU's unbind
+ * completes without that wait's bound (p2pnvme revokes the registration as
+ * the unbind begins and lets the dma-buf go then), the registration says
+ * revoked and unmapped (debugfs), a later registered read fails with
+ * -ENODEV and moves nothing, unregistering leaves nothing listed; then
+ * the function binds again.
+ */
+static void nvidia_unbind_release(void)
+{
+	const uint64_t base = 74096;
+	int fd, ret, revoked = -1, mapped = -1;
+	struct p2pnvme_buf_reg r = { 0 };
+	uint32_t id = 0;
+	char drv[128];
+	double t;
+
+	fd = export(P2PGPU_NVIDIA, 0, BUF, NULL);
+	if (fd < 0)
+		kt_fail("nvidia: no export: %s", strerror(-fd));
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, &r);
+	tap(!ret && r.path == P2PNVME_PATH_DMABUF, "nvidia: registers in the BAR (%s, path %u)",
+	    strerror(-ret), ret ? 0 : r.path);
+	if (ret)
+		kt_fail("nvidia: no registration to go on with");
+	ret = reg_read(id, 0, base, QLEN, NULL);
+	tap(!ret, "nvidia: a registered read before the unbind (%s)", strerror(-ret));
+	/* only p2pnvme holds the dma-buf now */
+	close(fd);
+	close(gpu);
+	gpu = -1;
+	t = now();
+	ret = sysfs_write("/sys/bus/pci/drivers/p2pgpu/unbind", gpu_name);
+	t = now() - t;
+	tap(!ret && !klog_has(NV_GAVE_UP) && t < 14,
+	    "nvidia: the GPU's unbind (its remove waits for every dma-buf) was not held by p2pnvme: %.1f s (%s)",
+	    t, strerror(-ret));
+	ret = reg_line(gpu_name, &revoked, &mapped);
+	tap(!ret && revoked == 1 && mapped == 0,
+	    "nvidia: the registration says revoked, unmapped (debugfs: %s, revoked %d, mapped %d)",
+	    strerror(-ret), revoked, mapped);
+	ret = reg_read(id, 0, base + 512, QLEN, NULL);
+	tap(ret == -ENODEV, "nvidia: a registered read after the unbind fails (%s)",
+	    strerror(-ret));
+	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
+		  (unsigned long long)((base + 512) * LBA), bar);
+	ret = unreg(id);
+	tap(!ret && reg_line(gpu_name, &revoked, &mapped) == -ENOENT,
+	    "nvidia: unregistered, nothing left listed (%s)", strerror(-ret));
+	snprintf(drv, sizeof(drv), "%s", gpu_name);
+	ret = sysfs_write("/sys/bus/pci/drivers/p2pgpu/bind", drv);
+	tap(!ret, "p2pgpu binds %s again (%s)", gpu_name, strerror(-ret));
+}
+
 struct unbind_stream {
 	int stop, unbound, reads, ok_after, fails_before, refused_after, enodev_after, other_after;
 	int ok_host_after, unsupp_after;
@@ -1521,6 +1605,12 @@ static void unbind_midstream(void)
 	    reg_dmabuf_ex(fda, BUF, 0, &ida, NULL) ||
 	    reg_dmabuf_ex(fda, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &idr, NULL))
 		kt_fail("unbind mid-stream: set up");
+	/*
+	 * NVIDIA's remove waits for every dma-buf of the GPU to be released:
+	 * a user holding one holds the unbind. Only p2pnvme's registration
+	 * holds it from here (the readers fork without it).
+	 */
+	close(fdn);
 	memset(us, 0, 3 * sizeof(*us));
 	pn = unbind_reader(&us[0], idn, 0, nbase);
 	pa = unbind_reader(&us[1], ida, 0, abase);
@@ -1546,9 +1636,9 @@ static void unbind_midstream(void)
 	    us[0].enodev_after);
 	ret = reg_read(idn, 0, nbase + 4096, QLEN, NULL);
 	tap(ret == -ENODEV, "nvidia: a registered read now: %s", strerror(-ret));
-	ret = dmabuf_io(P2PNVME_OP_READ, fdn, 0, nbase + 4096, QLEN, NULL);
-	tap(ret == -ENODEV, "nvidia: a per-I/O read now (the function has no driver): %s",
-	    strerror(-ret));
+	tap(!klog_has(NV_GAVE_UP),
+	    "nvidia: its remove was not held by p2pnvme's registration (no \"%s\" in the log)",
+	    NV_GAVE_UP);
 	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
 		  (unsigned long long)((nbase + 4096) * LBA), bar);
 	if (swiotlb) {
@@ -1607,7 +1697,6 @@ static void unbind_midstream(void)
 	unreg(ida);
 	unreg(idr);
 	unreg(ids);
-	close(fdn);
 	close(fda);
 	close(fds);
 	/* the BAR was held until the last buffer went: now it binds again */
@@ -1637,7 +1726,7 @@ static void unbind_refused(void)
 	struct unbind_stream *us;
 	struct p2pgpu_buf b;
 	uint32_t idn = 0, ida = 0;
-	int fdn, fda, fdv, fdx, ret, st;
+	int fdn, fda, fdv, fdx, fdo, ret, st;
 	char drv[128];
 	pid_t pa;
 	double t;
@@ -1647,13 +1736,17 @@ static void unbind_refused(void)
 	fda = export(P2PGPU_AMDGPU, 0, BUF, NULL);
 	fdv = export(P2PGPU_AMDGPU, 0, BUF, NULL);	/* nobody maps it: in VRAM */
 	fdx = export(P2PGPU_XE, 0, BUF, NULL);		/* likewise */
-	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fdv < 0 || fdx < 0)
+	/* likewise, and a peer2peer map keeps it there, whatever the kernel says */
+	fdo = export(P2PGPU_AMDGPU, P2PGPU_EXPORT_F_NO_DISTANCE_CHECK, BUF, NULL);
+	if (us == MAP_FAILED || fdn < 0 || fda < 0 || fdv < 0 || fdx < 0 || fdo < 0)
 		kt_fail("unbind, P2P refused: set up");
 	ret = reg_dmabuf_ex(fdn, BUF, 0, &idn, NULL);
 	tap(ret == -EREMOTEIO, "nvidia, P2P refused: no registration in the BAR to revoke (%s)",
 	    strerror(-ret));
 	if (!ret)
 		unreg(idn);
+	/* NVIDIA's remove waits for every dma-buf: none held across the unbind */
+	close(fdn);
 	if (reg_dmabuf_ex(fda, BUF, 0, &ida, NULL))
 		kt_fail("amdgpu: no registration in host memory to go on with");
 	memset(us, 0, sizeof(*us));
@@ -1680,13 +1773,14 @@ static void unbind_refused(void)
 	tap(b.where == P2PGPU_WHERE_HOST,
 	    "xe: the buffer nobody mapped was moved out of VRAM at the unbind, xe_bo_pci_dev_remove_all() (in %s)",
 	    place(&b));
-	ret = dmabuf_io(P2PNVME_OP_READ, fdn, 0, nbase + 4096, QLEN, NULL);
-	tap(ret == -ENODEV, "nvidia: a per-I/O read now: its function has no driver, said first (%s)",
+	ret = dmabuf_io(P2PNVME_OP_READ, fdo, 0, nbase + 4096, QLEN, NULL);
+	tap(ret == -ENODEV,
+	    "amdgpu left in VRAM, mapped there without the kernel's word: a per-I/O read now: its function has no driver, said first (%s)",
 	    strerror(-ret));
 	hostcheck("absent %llu nvme0@%llu %s", (unsigned long long)QLEN,
 		  (unsigned long long)((nbase + 4096) * LBA), bar);
 	unreg(ida);
-	close(fdn);
+	close(fdo);
 	close(fda);
 	close(fdv);
 	close(fdx);
@@ -3102,6 +3196,15 @@ TEST_F(gpuexp_nomove, dev, nomove_xe_pinned_host, 11, 60)
 TEST_F(gpuexp_nomove, dev, nomove_p2pbar_refused, 4, 60)
 {
 	nomove_p2pbar();
+}
+
+/* NVIDIA's remove waits for its dma-bufs; p2pnvme never holds it. p2pgpu binds again. */
+TEST_F(gpuexp, dev, nvidia_unbind_release, 7, 120)
+{
+	if (refused)
+		kt_skip("the kernel's P2PDMA verdict refuses the GPU's BAR: no nvidia registration to revoke (nvidia_refused())");
+	nvidia_unbind_release();
+	self->gpu = gpu;	/* closed there, before the function binds again */
 }
 
 /* last: p2pgpu is bound again, with nothing exported */

@@ -22,8 +22,9 @@
  *
  * Not imitated (Documentation/dmabuf.rst says why): runtime PM, XGMI, DCC,
  * CPU mmap/vmap and begin_cpu_access, the GPU's own use of the buffer,
- * VRAM-to-VRAM moves, NVIDIA's coherent memory and its remove waiting for
- * every dma-buf. Moves are TTM's as far as importers see them: the
+ * VRAM-to-VRAM moves and NVIDIA's coherent memory. NVIDIA's remove waits
+ * for every dma-buf to be released, bounded here (nv_remove_wait). Moves
+ * are TTM's as far as importers see them: the
  * importers are told (invalidation) before the move, the move waits for
  * every fence in the reservation object (the copy job syncs to them), and
  * the copy of a move at a map or of an eviction is asynchronous, behind a
@@ -52,7 +53,8 @@
  * (it evicts with amdgpu_device_evict_resources() at suspend only;
  * P2PGPU_EXPORT_F_EVICT_AT_UNBIND plays xe's eviction for an amdgpu
  * buffer); nvidia's buffers stay where they are and nothing is revoked (no
- * revoke in nv-dmabuf.c): importers are not told.
+ * revoke in nv-dmabuf.c): importers are not told, and the remove waits
+ * until every nvidia dma-buf is released (nv_pci_remove_helper()).
  *
  * Memory pressure: a shrinker (registered, so drop_caches, kswapd and
  * direct reclaim call it; P2PGPU_IOC_SHRINK runs the same pass now, in
@@ -78,6 +80,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitmap.h>
+#include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
@@ -1999,7 +2002,58 @@ static void p2pgpu_evict_all(struct p2pgpu *gpu)
 	mutex_unlock(&gpu->bos_lock);
 }
 
-/* Exports outlive the binding: the BAR stays mapped until the last goes. */
+/* nvidia's dma-bufs not released yet */
+static unsigned int p2pgpu_nv_alive(struct p2pgpu *gpu)
+{
+	struct p2pgpu_bo *bo;
+	unsigned int n = 0;
+
+	mutex_lock(&gpu->bos_lock);
+	list_for_each_entry(bo, &gpu->bos, node)
+		n += bo->personality == P2PGPU_NVIDIA;
+	mutex_unlock(&gpu->bos_lock);
+	return n;
+}
+
+/*
+ * NVIDIA's remove (nv_pci_remove() -> nv_pci_remove_helper()) waits for
+ * every reference to the device, and each of its dma-bufs holds one until
+ * it is released: it polls every 500 ms, for ever (GPU reset is refused
+ * meanwhile). An importer that keeps an nvidia dma-buf holds the unbind.
+ * Here the wait is bounded by nv_remove_wait seconds (0: for ever, as
+ * NVIDIA's), so that the bench sees a failure rather than a hang; giving
+ * up is said in the log, which the tests look for.
+ */
+static unsigned int nv_remove_wait = 15;
+module_param(nv_remove_wait, uint, 0644);
+MODULE_PARM_DESC(nv_remove_wait,
+		 "seconds nvidia's remove waits for its dma-bufs to be released (0: for ever, as NVIDIA's)");
+
+static void p2pgpu_nv_remove_wait(struct p2pgpu *gpu)
+{
+	unsigned long t0 = jiffies, bound = READ_ONCE(nv_remove_wait) * HZ;
+	unsigned int n = p2pgpu_nv_alive(gpu);
+
+	if (!n)
+		return;
+	pci_info(gpu->pdev, "nvidia: remove waits for %u dma-bufs to be released (nv_pci_remove_helper(): every 500 ms)\n",
+		 n);
+	while ((n = p2pgpu_nv_alive(gpu))) {
+		if (bound && time_after(jiffies, t0 + bound)) {
+			pci_err(gpu->pdev, "nvidia: remove gave up waiting for %u dma-bufs after %u s (NVIDIA's waits for ever: the unbind would hang)\n",
+				n, jiffies_to_msecs(jiffies - t0) / 1000);
+			return;
+		}
+		msleep(500);
+	}
+	pci_info(gpu->pdev, "nvidia: remove: every dma-buf released after %u ms\n",
+		 jiffies_to_msecs(jiffies - t0));
+}
+
+/*
+ * Exports outlive the binding: the BAR stays mapped until the last goes.
+ * nvidia's remove waits for its dma-bufs first (p2pgpu_nv_remove_wait()).
+ */
 static void p2pgpu_remove(struct pci_dev *pdev)
 {
 	struct p2pgpu *gpu = pci_get_drvdata(pdev);
@@ -2008,6 +2062,7 @@ static void p2pgpu_remove(struct pci_dev *pdev)
 	p2p_shrinker_destroy(gpu->shrinker);
 	gpu->shrinker = NULL;
 	p2pgpu_evict_all(gpu);
+	p2pgpu_nv_remove_wait(gpu);
 	mutex_lock(&p2pgpu_dev_lock);
 	misc_deregister(&gpu->misc);
 	p2pgpu_dev = NULL;
