@@ -384,11 +384,18 @@ out_unlock:
 
 /*
  * The reservation object a request's fence goes into: that of the dma-buf
- * it imports, or of the registered dma-buf it names.
+ * it imports, or of the registered dma-buf it names (held by its fence
+ * while it is published). NULL without a fence (an entry sharing another's
+ * attachment), and for a registration revoked for good, whose request has
+ * nothing to fence (it cannot arm: -ENODEV).
  */
 static struct dma_resv *req_resv(const struct p2pnvme_req *r)
 {
-	return r->dmabuf ? r->dmabuf->resv : r->reg->dmabuf->resv;
+	if (!r->fence)
+		return NULL;
+	if (r->dmabuf)
+		return r->dmabuf->resv;
+	return r->fence->dmabuf ? r->fence->dmabuf->resv : NULL;
 }
 
 /**
@@ -413,12 +420,19 @@ int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
 	unsigned int i, j;
 	int ret = 0;
 
+	/*
+	 * A registered dma-buf's, held while its fence is published: a
+	 * revoke may let the registration's own reference go meanwhile
+	 */
+	for (i = 0; i < nr; i++)
+		if (reqs[i].fence && !reqs[i].dmabuf && reqs[i].reg)
+			reqs[i].fence->dmabuf = p2pnvme_reg_dmabuf_get(reqs[i].reg);
 	ww_acquire_init(&ctx, &reservation_ww_class);
 retry:
 	for (i = 0; i < nr; i++) {
 		struct p2pnvme_req *r = &reqs[i];
 
-		if (!r->fence || r->resv_locked)
+		if (!req_resv(r) || r->resv_locked)
 			continue;
 		ret = dma_resv_lock(req_resv(r), &ctx);
 		if (!ret) {
@@ -451,13 +465,13 @@ retry:
 		if (!reqs[i].resv_locked)
 			continue;
 		for (j = 0; j < nr; j++)
-			n += reqs[j].fence && req_resv(&reqs[j]) == req_resv(&reqs[i]);
+			n += req_resv(&reqs[j]) == req_resv(&reqs[i]);
 		ret = dma_resv_reserve_fences(req_resv(&reqs[i]), n);
 	}
 	for (i = 0; i < nr && !ret; i++) {
 		struct p2pnvme_req *r = &reqs[i];
 
-		if (!r->fence)
+		if (!req_resv(r))
 			continue;
 		spin_lock_init(&r->fence->lock);
 #ifndef HAVE_DMA_FENCE_DRIVER_NAME
@@ -477,6 +491,12 @@ retry:
 	}
 out_fini:
 	ww_acquire_fini(&ctx);
+	for (i = 0; i < nr; i++) {
+		if (reqs[i].fence && reqs[i].fence->dmabuf) {
+			dma_buf_put(reqs[i].fence->dmabuf);
+			reqs[i].fence->dmabuf = NULL;
+		}
+	}
 	return ret;
 }
 
