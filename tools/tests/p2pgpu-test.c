@@ -2334,6 +2334,9 @@ static void xe_invisible(void)
 	still_filled(fd, 0x2e, "xe, invisible VRAM");
 	tap(klog_has("dma-buf mapping refused by its exporter (-EOPNOTSUPP) after it took the controller at attach"),
 	    "xe, invisible VRAM: p2pnvme's log says the exporter refused the mapping after the attach, not the importer");
+	/* a registration's refusal is logged as a transfer's (one helper), and told apart */
+	tap(klog_has("registered dma-buf's mapping refused by its exporter (-EOPNOTSUPP) after it took the controller at attach"),
+	    "xe, invisible VRAM: p2pnvme's log says so of the registration's mapping too");
 
 	/* in TT (VRAM under lasting pressure): host memory, which maps */
 	b = (struct p2pgpu_buf){ .arg = P2PGPU_EVICT_STAY };
@@ -3026,7 +3029,7 @@ TEST_F(gpuexp, dev, unchecked_exporter, 11, 60)
 }
 
 /* xe on a small BAR: VRAM no peer can map (-EOPNOTSUPP at map) */
-TEST_F(gpuexp, dev, xe_invisible_vram, 13, 60)
+TEST_F(gpuexp, dev, xe_invisible_vram, 14, 60)
 {
 	xe_invisible();
 }
