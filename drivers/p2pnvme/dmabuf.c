@@ -290,23 +290,34 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner
 	return host;
 }
 
-/*
- * The exporter's map failed (@ret). -EREMOTEIO is counted as refused.
- * -EOPNOTSUPP (NVIDIA's -ENOTSUPP said as such) from a map is not the
- * refusal attach makes of an importer: the exporter took the controller
- * and cannot map the buffer for a peer where it is now (xe: VRAM the CPU
- * cannot see, a small BAR, xe_ttm_vram_mgr_alloc_sgt()), which the log
- * says, rate limited. -ERESTARTSYS and -EINTR (xe's interruptible
+/**
+ * p2pnvme_dmabuf_map_error - the exporter's map failed: count it, say it
+ * @c: the controller
+ * @ret: what dma_buf_map_attachment() returned
+ * @registered: the mapping of a registered dma-buf (registration, or the
+ *		remap after a move), not a transfer's own
+ *
+ * Every map site goes through here, per-I/O and registered alike.
+ * -EREMOTEIO is counted as refused. -EOPNOTSUPP (NVIDIA's -ENOTSUPP said
+ * as such) from a map is not the refusal attach makes of an importer: the
+ * exporter took the controller and cannot map the buffer for a peer where
+ * it is now (xe: VRAM the CPU cannot see, a small BAR,
+ * xe_ttm_vram_mgr_alloc_sgt()), which the log says, rate limited, naming
+ * which mapping it was. -ERESTARTSYS and -EINTR (xe's interruptible
  * validate) are passed on.
+ *
+ * Return: the errno for userspace.
  */
-static int dmabuf_map_error(struct p2pnvme *c, int ret)
+int p2pnvme_dmabuf_map_error(struct p2pnvme *c, int ret, bool registered)
 {
 	ret = p2pnvme_dmabuf_errno(ret);
 	if (ret == -EREMOTEIO)
 		p2pnvme_stat_add(c, ST_REFUSED, 1);
 	else if (ret == -EOPNOTSUPP)
 		dev_warn_ratelimited(&c->pdev->dev,
-				     "dma-buf mapping refused by its exporter (-EOPNOTSUPP) after it took the controller at attach: the buffer cannot be mapped for a peer where it is (xe: VRAM the CPU cannot see, a small BAR)\n");
+				     "%s refused by its exporter (-EOPNOTSUPP) after it took the controller at attach: the buffer cannot be mapped for a peer where it is (xe: VRAM the CPU cannot see, a small BAR)\n",
+				     registered ? "registered dma-buf's mapping" :
+						  "dma-buf mapping");
 	return ret;
 }
 
@@ -315,8 +326,8 @@ static int dmabuf_map_error(struct p2pnvme *c, int ret)
  * does, the others share it). The exporter maps: -EREMOTEIO when it finds
  * that the controller cannot reach the memory (no bounce for dma-bufs),
  * -ENODEV once revoked, -EOPNOTSUPP when it cannot map it for a peer
- * (dmabuf_map_error()), -ERESTARTSYS when its map was interrupted (nothing
- * submitted: the system call starts over). Then the mapping is looked at:
+ * (p2pnvme_dmabuf_map_error()), -ERESTARTSYS when its map was interrupted
+ * (nothing submitted: the system call starts over). Then the mapping is looked at:
  * -ENODEV when the memory is in the BAR of a function no driver is bound
  * to (a static exporter, as NVIDIA's, never revokes when its device is
  * unbound; amdgpu leaves VRAM where it is), -EREMOTEIO
@@ -343,7 +354,7 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 	dma_resv_lock(resv, NULL);
 	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
-		ret = dmabuf_map_error(c, PTR_ERR(sgt));
+		ret = p2pnvme_dmabuf_map_error(c, PTR_ERR(sgt), false);
 		goto out_unlock;
 	}
 	r->dsgt = sgt;

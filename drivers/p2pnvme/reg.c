@@ -695,9 +695,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	dma_resv_lock(dmabuf->resv, NULL);
 	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		if (ret == -EREMOTEIO)
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		ret = p2pnvme_dmabuf_map_error(c, PTR_ERR(sgt), true);
 		goto out_unlock;
 	}
 	b->dsgt = sgt;
@@ -797,9 +795,7 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 	}
 	sgt = dma_buf_map_attachment(b->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		if (ret == -EREMOTEIO)
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		ret = p2pnvme_dmabuf_map_error(c, PTR_ERR(sgt), true);
 		goto out_unlock;
 	}
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false, p2pnvme_io_timeout());

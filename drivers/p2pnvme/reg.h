@@ -189,6 +189,7 @@ static inline int p2pnvme_dmabuf_errno(int ret)
 void p2pnvme_dmabuf_note(void);
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
+int p2pnvme_dmabuf_map_error(struct p2pnvme *c, int ret, bool registered);
 bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
 			    bool *orphan, bool *unreachable);
 void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner);
