@@ -1444,14 +1444,27 @@ static void p2pgpu_where(struct p2pgpu_bo *bo, struct p2pgpu_buf *arg)
  * The CPU's view of @len bytes at @off, after any move's copy (the KERNEL
  * fences): into @buf for READ, set to the byte for FILL.
  */
+static void p2pgpu_cpu_copy(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, int byte);
+
 static int p2pgpu_cpu_access(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, int byte)
 {
 	long left = dma_resv_wait_timeout(bo->dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
 					  P2PGPU_WAIT);
-	u64 done = 0;
 
 	if (left <= 0)
 		return left ?: -ETIMEDOUT;
+	p2pgpu_cpu_copy(bo, off, len, buf, byte);
+	return 0;
+}
+
+/*
+ * The copy itself, where the bytes are now: the caller holds the
+ * reservation lock, or a fence in it that every move waits for.
+ */
+static void p2pgpu_cpu_copy(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, int byte)
+{
+	u64 done = 0;
+
 	while (done < len) {
 		u64 pos = off + done;
 		size_t n = min_t(u64, len - done, PAGE_SIZE - offset_in_page(pos));
@@ -1475,7 +1488,111 @@ static int p2pgpu_cpu_access(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, 
 		}
 		done += n;
 	}
+}
+
+/**
+ * struct p2pgpu_job_work - a GPU job's write behind its fence (P2PGPU_IOC_JOB)
+ * @work: runs it after the delay
+ * @fence: its fence, in the buffer's reservation object
+ * @bo: the buffer (its dma-buf held)
+ * @off: where
+ * @len: bytes
+ * @byte: what
+ */
+struct p2pgpu_job_work {
+	struct delayed_work work;
+	struct p2pgpu_fence *fence;
+	struct p2pgpu_bo *bo;
+	u64 off, len;
+	int byte;
+};
+
+static void p2pgpu_job_run(struct work_struct *work)
+{
+	struct p2pgpu_job_work *jw = container_of(to_delayed_work(work), struct p2pgpu_job_work,
+						  work);
+	struct p2pgpu_bo *bo = jw->bo;
+
+	/* no move before the fence signals: the placement holds */
+	p2pgpu_cpu_copy(bo, jw->off, jw->len, NULL, jw->byte);
+	pci_info(bo->gpu->pdev, "%s buffer %d: job wrote %#x to %llu bytes at %llu, fence signalled\n",
+		 p2pgpu_names[bo->personality], bo->id, jw->byte, jw->len, jw->off);
+	dma_fence_signal(&jw->fence->base);
+	dma_fence_put(&jw->fence->base);
+	dma_buf_put(bo->dmabuf);
+	kfree(jw);
+}
+
+/*
+ * P2PGPU_IOC_JOB: see struct p2pgpu_job. The job starts after the fences
+ * already there (waited for here, as the GPU's scheduler would), so that
+ * it writes where the buffer is.
+ */
+static long p2pgpu_ioc_job(void __user *uarg)
+{
+	enum dma_resv_usage usage;
+	struct p2pgpu_job_work *jw;
+	struct p2pgpu_job arg;
+	struct dma_buf *dmabuf;
+	struct p2pgpu_bo *bo;
+	long left;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.usage != P2PGPU_JOB_WRITE && arg.usage != P2PGPU_JOB_KERNEL) ||
+	    arg.byte > 0xff || arg.delay_ms > 10000)
+		return -EINVAL;
+	usage = arg.usage == P2PGPU_JOB_WRITE ? DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_KERNEL;
+	dmabuf = p2pgpu_get(arg.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	bo = dmabuf->priv;
+	if (arg.off > dmabuf->size || arg.len > dmabuf->size - arg.off) {
+		ret = -EINVAL;
+		goto out_put;
+	}
+	jw = kzalloc_obj(*jw, GFP_KERNEL);
+	if (jw)
+		jw->fence = kzalloc_obj(*jw->fence, GFP_KERNEL);
+	if (!jw || !jw->fence) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret)
+		goto out_free;
+	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP, true, P2PGPU_WAIT);
+	ret = left > 0 ? dma_resv_reserve_fences(dmabuf->resv, 1) : left ?: -ETIMEDOUT;
+	if (ret) {
+		dma_resv_unlock(dmabuf->resv);
+		goto out_free;
+	}
+	spin_lock_init(&jw->fence->lock);
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+	__module_get(THIS_MODULE);	/* put by p2pgpu_fence_release() */
+#endif
+	dma_fence_init(&jw->fence->base, &p2pgpu_fence_ops, &jw->fence->lock,
+		       dma_fence_context_alloc(1), 1);
+	dma_resv_add_fence(dmabuf->resv, &jw->fence->base, usage);
+	jw->bo = bo;
+	jw->off = arg.off;
+	jw->len = arg.len;
+	jw->byte = arg.byte;
+	INIT_DELAYED_WORK(&jw->work, p2pgpu_job_run);
+	get_dma_buf(dmabuf);	/* put by the job */
+	queue_delayed_work(system_unbound_wq, &jw->work, msecs_to_jiffies(arg.delay_ms));
+	dma_resv_unlock(dmabuf->resv);
+	dma_buf_put(dmabuf);
 	return 0;
+
+out_free:
+	if (jw)
+		kfree(jw->fence);
+	kfree(jw);
+out_put:
+	dma_buf_put(dmabuf);
+	return ret;
 }
 
 static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
@@ -1846,6 +1963,8 @@ static long p2pgpu_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 		return p2pgpu_ioc_shrink(pf->gpu, (void __user *)uarg);
 	case P2PGPU_IOC_LAYOUT:
 		return p2pgpu_ioc_layout((void __user *)uarg);
+	case P2PGPU_IOC_JOB:
+		return p2pgpu_ioc_job((void __user *)uarg);
 	}
 	return -ENOTTY;
 }
