@@ -3298,8 +3298,8 @@ TEST_F(gpuexp_nomove, dev, nomove_p2pbar_refused, 4, 60)
  * without a driver, unbind_refused()). A dynamic exporter's buffer lives
  * as long as its dma-buf too (amdgpu leaves it in VRAM, xe moves it and
  * tells the importers). Here: a per-I/O read into an nvidia buffer waits
- * in p2pnvme's map for a KERNEL fence (a copy job's, 5 s), the test's fd
- * is closed (the batch's reference is the only one besides the job's) and
+ * in p2pnvme's map for a KERNEL fence (a copy job's, 3 s: the map waits
+ * io_timeout_ms, 5 s, at most), the test's fd is closed (the batch's reference is the only one besides the job's) and
  * the function unbound: the unbind returns after the read, without giving
  * up, and the read went into the BAR (0, path dmabuf). 5 cases.
  */
@@ -3320,7 +3320,7 @@ static void batch_across_unbind(void)
 
 	hr = mmap(NULL, sizeof(*hr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	fd = export(P2PGPU_NVIDIA, 0, BUF, NULL);
-	if (hr == MAP_FAILED || fd < 0 || gpu_job(fd, P2PGPU_JOB_KERNEL, 0, 4096, 0x77, 5000))
+	if (hr == MAP_FAILED || fd < 0 || gpu_job(fd, P2PGPU_JOB_KERNEL, 0, 4096, 0x77, 3000))
 		kt_fail("nvidia: no export with a copy job pending");
 	memset(hr, 0, sizeof(*hr));
 	fflush(stdout);
