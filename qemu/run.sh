@@ -3,7 +3,7 @@
 #
 # Boot one topology profile and run one guest test in it.
 #
-#   qemu/run.sh [--flavour base|debug] [--series S] [--timeout SEC] [--quiet] PROFILE TEST
+#   qemu/run.sh [--flavour base|debug|nomove] [--series S] [--timeout SEC] [--quiet] PROFILE TEST
 #
 # Builds (or reuses) the test kernel (series 6.12 unless --series), the suite's modules and tools
 # for it, an initramfs, fresh disk images and a BAR backing file, boots
@@ -93,6 +93,10 @@ P_APPEND= P_LIMIT= P_DISTANCE=-2
 
 append="console=ttyS0 loglevel=3 log_buf_len=16M panic=-1 oops=panic kunit.enable=1 kunit.autorun=1 p2ptest=$test p2pprofile=$profile"
 append+=" p2pexpect=$P_EXPECT p2pdistance=$P_DISTANCE${P_LIMIT:+ p2plimit=$P_LIMIT} $P_APPEND"
+# the kernel the run asked for (qemu/configs): a test that depends on its
+# options holds the kernel to it (gpuexp on nomove), rather than learning
+# them from the kernel it got
+append+=" p2pflavour=$flavour"
 # the failnth test's probe sweep: every K-th fault site (1: all of them)
 append+="${P2P_FAILNTH_STEP:+ p2pfailnth_step=$P2P_FAILNTH_STEP}"
 append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"

@@ -22,6 +22,25 @@
 #include "reg.h"
 #include "dptr.h"
 
+/**
+ * p2pnvme_dmabuf_note - say once, at load, what a kernel without
+ *	CONFIG_DMABUF_MOVE_NOTIFY does to p2pnvme's dma-buf imports
+ *
+ * Before 7.x such a kernel's dma-buf core pins a dynamic exporter's buffer
+ * for as long as an importer has it mapped (dma_buf_map_attachment() calls
+ * its pin): the exporter picks where it stays, and 6.12's amdgpu and xe pin
+ * in host memory. A registered dma-buf is mapped for its whole life, so
+ * it stays pinned there until it is unregistered; P2P required refuses
+ * it. Exporters that must be able to take their memory back (p2pbar)
+ * refuse such importers. Nothing is said where the option is on, or on
+ * 7.x, which has no such option.
+ */
+void p2pnvme_dmabuf_note(void)
+{
+	if (!P2P_DMA_BUF_CAN_REVOKE)
+		pr_notice("this kernel has no CONFIG_DMABUF_MOVE_NOTIFY: the dma-buf core pins a dynamic exporter's buffer while p2pnvme maps it, so a registered dma-buf stays pinned where its exporter put it until unregistered (amdgpu, xe: host memory, dmabuf-host, refused where P2P is required), and p2pbar refuses p2pnvme's imports\n");
+}
+
 /*
  * The exporter wants its memory back or moves it (called with the
  * dma-buf's resv lock held). Commands already at the controller are
@@ -271,23 +290,34 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner
 	return host;
 }
 
-/*
- * The exporter's map failed (@ret). -EREMOTEIO is counted as refused.
- * -EOPNOTSUPP (NVIDIA's -ENOTSUPP said as such) from a map is not the
- * refusal attach makes of an importer: the exporter took the controller
- * and cannot map the buffer for a peer where it is now (xe: VRAM the CPU
- * cannot see, a small BAR, xe_ttm_vram_mgr_alloc_sgt()), which the log
- * says, rate limited. -ERESTARTSYS and -EINTR (xe's interruptible
+/**
+ * p2pnvme_dmabuf_map_error - the exporter's map failed: count it, say it
+ * @c: the controller
+ * @ret: what dma_buf_map_attachment() returned
+ * @registered: the mapping of a registered dma-buf (registration, or the
+ *		remap after a move), not a transfer's own
+ *
+ * Every map site goes through here, per-I/O and registered alike.
+ * -EREMOTEIO is counted as refused. -EOPNOTSUPP (NVIDIA's -ENOTSUPP said
+ * as such) from a map is not the refusal attach makes of an importer: the
+ * exporter took the controller and cannot map the buffer for a peer where
+ * it is now (xe: VRAM the CPU cannot see, a small BAR,
+ * xe_ttm_vram_mgr_alloc_sgt()), which the log says, rate limited, naming
+ * which mapping it was. -ERESTARTSYS and -EINTR (xe's interruptible
  * validate) are passed on.
+ *
+ * Return: the errno for userspace.
  */
-static int dmabuf_map_error(struct p2pnvme *c, int ret)
+int p2pnvme_dmabuf_map_error(struct p2pnvme *c, int ret, bool registered)
 {
 	ret = p2pnvme_dmabuf_errno(ret);
 	if (ret == -EREMOTEIO)
 		p2pnvme_stat_add(c, ST_REFUSED, 1);
 	else if (ret == -EOPNOTSUPP)
 		dev_warn_ratelimited(&c->pdev->dev,
-				     "dma-buf mapping refused by its exporter (-EOPNOTSUPP) after it took the controller at attach: the buffer cannot be mapped for a peer where it is (xe: VRAM the CPU cannot see, a small BAR)\n");
+				     "%s refused by its exporter (-EOPNOTSUPP) after it took the controller at attach: the buffer cannot be mapped for a peer where it is (xe: VRAM the CPU cannot see, a small BAR)\n",
+				     registered ? "registered dma-buf's mapping" :
+						  "dma-buf mapping");
 	return ret;
 }
 
@@ -296,8 +326,8 @@ static int dmabuf_map_error(struct p2pnvme *c, int ret)
  * does, the others share it). The exporter maps: -EREMOTEIO when it finds
  * that the controller cannot reach the memory (no bounce for dma-bufs),
  * -ENODEV once revoked, -EOPNOTSUPP when it cannot map it for a peer
- * (dmabuf_map_error()), -ERESTARTSYS when its map was interrupted (nothing
- * submitted: the system call starts over). Then the mapping is looked at:
+ * (p2pnvme_dmabuf_map_error()), -ERESTARTSYS when its map was interrupted
+ * (nothing submitted: the system call starts over). Then the mapping is looked at:
  * -ENODEV when the memory is in the BAR of a function no driver is bound
  * to (a static exporter, as NVIDIA's, never revokes when its device is
  * unbound; amdgpu leaves VRAM where it is), -EREMOTEIO
@@ -324,7 +354,7 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 	dma_resv_lock(resv, NULL);
 	sgt = dma_buf_map_attachment(r->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
-		ret = dmabuf_map_error(c, PTR_ERR(sgt));
+		ret = p2pnvme_dmabuf_map_error(c, PTR_ERR(sgt), false);
 		goto out_unlock;
 	}
 	r->dsgt = sgt;
@@ -365,11 +395,18 @@ out_unlock:
 
 /*
  * The reservation object a request's fence goes into: that of the dma-buf
- * it imports, or of the registered dma-buf it names.
+ * it imports, or of the registered dma-buf it names (held by its fence
+ * while it is published). NULL without a fence (an entry sharing another's
+ * attachment), and for a registration revoked for good, whose request has
+ * nothing to fence (it cannot arm: -ENODEV).
  */
 static struct dma_resv *req_resv(const struct p2pnvme_req *r)
 {
-	return r->dmabuf ? r->dmabuf->resv : r->reg->dmabuf->resv;
+	if (!r->fence)
+		return NULL;
+	if (r->dmabuf)
+		return r->dmabuf->resv;
+	return r->fence->dmabuf ? r->fence->dmabuf->resv : NULL;
 }
 
 /**
@@ -394,12 +431,19 @@ int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned i
 	unsigned int i, j;
 	int ret = 0;
 
+	/*
+	 * A registered dma-buf's, held while its fence is published: a
+	 * revoke may let the registration's own reference go meanwhile
+	 */
+	for (i = 0; i < nr; i++)
+		if (reqs[i].fence && !reqs[i].dmabuf && reqs[i].reg)
+			reqs[i].fence->dmabuf = p2pnvme_reg_dmabuf_get(reqs[i].reg);
 	ww_acquire_init(&ctx, &reservation_ww_class);
 retry:
 	for (i = 0; i < nr; i++) {
 		struct p2pnvme_req *r = &reqs[i];
 
-		if (!r->fence || r->resv_locked)
+		if (!req_resv(r) || r->resv_locked)
 			continue;
 		ret = dma_resv_lock(req_resv(r), &ctx);
 		if (!ret) {
@@ -432,13 +476,13 @@ retry:
 		if (!reqs[i].resv_locked)
 			continue;
 		for (j = 0; j < nr; j++)
-			n += reqs[j].fence && req_resv(&reqs[j]) == req_resv(&reqs[i]);
+			n += req_resv(&reqs[j]) == req_resv(&reqs[i]);
 		ret = dma_resv_reserve_fences(req_resv(&reqs[i]), n);
 	}
 	for (i = 0; i < nr && !ret; i++) {
 		struct p2pnvme_req *r = &reqs[i];
 
-		if (!r->fence)
+		if (!req_resv(r))
 			continue;
 		spin_lock_init(&r->fence->lock);
 #ifndef HAVE_DMA_FENCE_DRIVER_NAME
@@ -458,6 +502,12 @@ retry:
 	}
 out_fini:
 	ww_acquire_fini(&ctx);
+	for (i = 0; i < nr; i++) {
+		if (reqs[i].fence && reqs[i].fence->dmabuf) {
+			dma_buf_put(reqs[i].fence->dmabuf);
+			reqs[i].fence->dmabuf = NULL;
+		}
+	}
 	return ret;
 }
 

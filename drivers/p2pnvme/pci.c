@@ -558,6 +558,7 @@ static int __init p2pnvme_init(void)
 	int ret;
 
 	p2pnvme_sysfs_init();
+	p2pnvme_dmabuf_note();
 	ret = p2pnvme_reset_wq_create();
 	if (ret)
 		return ret;

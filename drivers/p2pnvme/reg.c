@@ -50,7 +50,8 @@
  * functions whose BARs such registered buffers map: the buffer is revoked
  * as an invalidation would (no new commands, those at the controller end,
  * then it is unmapped and detached, so that the exporter's release can
- * give the memory back), and its later transfers fail with -ENODEV.
+ * give the memory back), its dma-buf is let go (NVIDIA's remove waits for
+ * every dma-buf to be released), and its later transfers fail with -ENODEV.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -397,11 +398,15 @@ static void reg_free(struct kref *kref)
 
 	/* queued only while a request was busy on it: none is left */
 	cancel_work_sync(&b->settle);
+	/* a revoke's put, if it did not run yet: here instead */
+	cancel_work_sync(&b->drop);
 	mutex_lock(&c->reg_lock);
 	list_del(&b->node);
 	reg_unmap_locked(b);
 	mutex_unlock(&c->reg_lock);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+	if (b->dropped)
+		dma_buf_put(b->dropped);
 	if (b->dmabuf)
 		dma_buf_put(b->dmabuf);
 #endif
@@ -589,16 +594,49 @@ static const struct dma_buf_attach_ops reg_importer_ops = {
 static void reg_settle(struct work_struct *work)
 {
 	struct p2pnvme_reg *b = container_of(work, struct p2pnvme_reg, settle);
-	struct dma_resv *resv = b->dmabuf->resv;
+	struct dma_buf *dmabuf = p2pnvme_reg_dmabuf_get(b);
 
-	dma_resv_lock(resv, NULL);
+	if (!dmabuf)
+		return;		/* revoked for good: unmapped and let go */
+	dma_resv_lock(dmabuf->resv, NULL);
 	smp_mb();	/* stale, set under this lock, before busy is read */
 	/* @dsgt set: @attach is there (removal clears both, @dsgt under this lock) */
 	if (b->stale && b->dsgt && !atomic_read(&b->busy)) {
 		dma_buf_unmap_attachment(b->attach, b->dsgt, DMA_BIDIRECTIONAL);
 		b->dsgt = NULL;
 	}
-	dma_resv_unlock(resv);
+	dma_resv_unlock(dmabuf->resv);
+	dma_buf_put(dmabuf);
+}
+
+/* @b->dropped's put (@b->drop): from a worker, see struct p2pnvme_reg */
+static void reg_drop_work(struct work_struct *work)
+{
+	struct p2pnvme_reg *b = container_of(work, struct p2pnvme_reg, drop);
+
+	dma_buf_put(b->dropped);
+	b->dropped = NULL;
+}
+
+/*
+ * A registration revoked for good (unmapped, detached: reg_unmap_locked())
+ * lets its dma-buf go: an exporter whose remove waits for every dma-buf to
+ * be released (NVIDIA's) is never held by p2pnvme. The put runs from a
+ * worker: the notifier runs in the unbinding task, whose own fput would
+ * be deferred to its return to userspace, after the remove. The requests
+ * that looked the buffer up before hold their own reference while they
+ * publish a fence (p2pnvme_reg_dmabuf_get()) and fail to arm (-ENODEV).
+ */
+static void reg_drop_dmabuf(struct p2pnvme_reg *b)
+{
+	lockdep_assert_held(&b->c->reg_lock);
+	if (b->kind != P2PNVME_REG_DMABUF || !b->dmabuf || WARN_ON_ONCE(b->attach))
+		return;
+	spin_lock(&b->dmabuf_lock);
+	b->dropped = b->dmabuf;
+	b->dmabuf = NULL;
+	spin_unlock(&b->dmabuf_lock);
+	queue_work(system_unbound_wq, &b->drop);
 }
 
 /*
@@ -657,9 +695,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	dma_resv_lock(dmabuf->resv, NULL);
 	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		if (ret == -EREMOTEIO)
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		ret = p2pnvme_dmabuf_map_error(c, PTR_ERR(sgt), true);
 		goto out_unlock;
 	}
 	b->dsgt = sgt;
@@ -725,7 +761,7 @@ out_exit:
 static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 {
 	struct p2pnvme *c = b->c;
-	struct dma_resv *resv = b->dmabuf->resv;
+	struct dma_resv *resv;
 	struct sg_table *sgt;
 	char owner[P2PNVME_OWNER_LEN];
 	bool host, orphan, unreachable;
@@ -740,6 +776,8 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 			ret = -ENODEV;
 			goto out;
 		}
+		/* attached: @dmabuf is there (a revoke detaches first) */
+		resv = b->dmabuf->resv;
 		dma_resv_lock(resv, NULL);
 		if (!b->stale)
 			goto out_unlock;	/* another request did it */
@@ -757,9 +795,7 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 	}
 	sgt = dma_buf_map_attachment(b->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		if (ret == -EREMOTEIO)
-			p2pnvme_stat_add(c, ST_REFUSED, 1);
+		ret = p2pnvme_dmabuf_map_error(c, PTR_ERR(sgt), true);
 		goto out_unlock;
 	}
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false, p2pnvme_io_timeout());
@@ -802,6 +838,14 @@ out:
 }
 #else
 static void reg_settle(struct work_struct *work)
+{
+}
+
+static void reg_drop_work(struct work_struct *work)
+{
+}
+
+static void reg_drop_dmabuf(struct p2pnvme_reg *b)
 {
 }
 
@@ -863,6 +907,8 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	INIT_LIST_HEAD(&b->node);
 	init_waitqueue_head(&b->wq);
 	INIT_WORK(&b->settle, reg_settle);
+	spin_lock_init(&b->dmabuf_lock);
+	INIT_WORK(&b->drop, reg_drop_work);
 	b->len = reg.len;
 	b->require_p2p = reg.flags & P2PNVME_BUF_F_REQUIRE_P2P;
 	ret = dmabuf ? reg_dmabuf(c, b, reg.dmabuf_fd, reg.addr) : reg_host(c, b, reg.addr);
@@ -974,7 +1020,9 @@ int p2pnvme_reg_show(struct seq_file *s, void *unused)
  * (BUS_NOTIFY_UNBIND_DRIVER, before the driver's remove(), its device lock
  * held): no new commands (p2pnvme_reg_arm() and reg_remap() say -ENODEV),
  * the commands at the controller end (each within io_timeout_ms, or is
- * cancelled by the reset that follows), then it is unmapped and detached.
+ * cancelled by the reset that follows), then it is unmapped and detached,
+ * and the dma-buf let go (reg_drop_dmabuf()): NVIDIA's remove waits until
+ * every dma-buf of the GPU is released.
  * A dynamic exporter is left to its own invalidation during its remove()
  * (xe moves exported BOs to system memory, p2pbar revokes): the buffer is
  * mapped again where it went. One that is still mapped in that BAR when
@@ -1015,6 +1063,7 @@ static int reg_pci_notify(struct notifier_block *nb, unsigned long action, void 
 			 dev_name(dev), dma_buf_is_dynamic(b->dmabuf) ?
 			 "did not move or revoke it" : "cannot revoke");
 		reg_unmap_locked(b);
+		reg_drop_dmabuf(b);
 	}
 	mutex_unlock(&c->reg_lock);
 	return NOTIFY_OK;
@@ -1058,14 +1107,17 @@ void p2pnvme_reg_unwatch(struct p2pnvme *c)
  *     released (p2pnvme_async_drain())
  *
  * The buffers stay in their files' tables (transfers naming them fail with
- * -ENODEV, as all do now) until unregistered or closed.
+ * -ENODEV, as all do now) until unregistered or closed; their dma-bufs are
+ * let go now.
  */
 void p2pnvme_reg_remove(struct p2pnvme *c)
 {
 	struct p2pnvme_reg *b;
 
 	mutex_lock(&c->reg_lock);
-	list_for_each_entry(b, &c->reg_list, node)
+	list_for_each_entry(b, &c->reg_list, node) {
 		reg_unmap_locked(b);
+		reg_drop_dmabuf(b);
+	}
 	mutex_unlock(&c->reg_lock);
 }

@@ -3,6 +3,8 @@
 #ifndef P2PNVME_REG_H
 #define P2PNVME_REG_H
 
+#include <linux/dma-buf.h>
+
 #include "internal.h"
 
 /* what a registered buffer is (struct p2pnvme_reg.kind) */
@@ -42,7 +44,17 @@ enum p2pnvme_reg_kind {
  * @bounced: host: bytes of the mapping held in swiotlb's bounce slots,
  *	     counted in @c->reg_bounced while mapped
  * @dmabuf: dma-buf: the buffer, with a reference, until the buffer is
- *	    freed (unregistered or its file closed; removal only unmaps)
+ *	    freed (unregistered or its file closed) or revoked for good (the
+ *	    unbind of the function whose BAR it is in, the controller's
+ *	    removal: reg_drop_dmabuf()); NULL from then on. Written under
+ *	    @c->reg_lock and @dmabuf_lock; read under either, or with the
+ *	    attachment there (@c->reg_lock), or through
+ *	    p2pnvme_reg_dmabuf_get() by a request that may race the revoke
+ * @dmabuf_lock: protects @dmabuf for p2pnvme_reg_dmabuf_get()
+ * @dropped: dma-buf: the reference a revoke took from @dmabuf, put by
+ *	     @drop (a work item: the unbinding task's own fput would wait for
+ *	     its return to userspace, after a remove that waits for it)
+ * @drop: puts @dropped
  * @attach: dma-buf: our dynamic attachment (@c->reg_lock once listed)
  * @dsgt: dma-buf: the exporter's mapping for the controller; NULL once
  *	  unmapped: at the invalidation when nothing is busy on it, else
@@ -92,6 +104,9 @@ struct p2pnvme_reg {
 	bool need_sync;
 	u64 bounced;
 	struct dma_buf *dmabuf;
+	spinlock_t dmabuf_lock;	/* see above */
+	struct dma_buf *dropped;
+	struct work_struct drop;
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
 	bool host;
@@ -110,11 +125,34 @@ struct p2pnvme_reg {
  *	(and before 7.x holds the module: see fence_release())
  * @base: the fence
  * @lock: its lock
+ * @dmabuf: a registered dma-buf's fence: that dma-buf, with a reference,
+ *	    while p2pnvme_dmabuf_fence() publishes the fence in it (a revoke
+ *	    may drop the registration's own reference meanwhile); else NULL
  */
 struct p2pnvme_fence {
 	struct dma_fence base;
 	spinlock_t lock;	/* of @base */
+	struct dma_buf *dmabuf;
 };
+
+/**
+ * p2pnvme_reg_dmabuf_get - a registered buffer's dma-buf, with a reference
+ * @b: the buffer
+ *
+ * Return: the dma-buf (dma_buf_put() it), or NULL when the registration
+ * was revoked for good and let it go (its requests fail with -ENODEV).
+ */
+static inline struct dma_buf *p2pnvme_reg_dmabuf_get(struct p2pnvme_reg *b)
+{
+	struct dma_buf *dmabuf;
+
+	spin_lock(&b->dmabuf_lock);
+	dmabuf = b->dmabuf;
+	if (dmabuf)
+		get_dma_buf(dmabuf);
+	spin_unlock(&b->dmabuf_lock);
+	return dmabuf;
+}
 
 /* reg.c: registered buffers */
 void p2pnvme_reg_init(struct p2pnvme *c);
@@ -148,8 +186,10 @@ static inline int p2pnvme_dmabuf_errno(int ret)
 
 /* dmabuf.c: the importer; without dma-buf support such requests are refused */
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+void p2pnvme_dmabuf_note(void);
 int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int i);
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
+int p2pnvme_dmabuf_map_error(struct p2pnvme *c, int ret, bool registered);
 bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
 			    bool *orphan, bool *unreachable);
 void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner);
@@ -163,6 +203,8 @@ void p2pnvme_dmabuf_fence_free(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
 #else
+static inline void p2pnvme_dmabuf_note(void) {}
+
 static inline int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs,
 					unsigned int i)
 {

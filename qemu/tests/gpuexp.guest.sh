@@ -26,7 +26,9 @@
 # elsewhere); amdgpu's remove leaves VRAM where it is (p2pnvme refuses a
 # buffer in the BAR of a function without a driver, -ENODEV).
 # The test ends by unbinding p2pgpu's function mid-stream and binding it
-# again.
+# again. NVIDIA's remove waits until every dma-buf of the GPU is released
+# (p2pgpu's nvidia personality for 15 s, then says it gave up): an nvidia
+# buffer only p2pnvme's registration holds must not hold the unbind.
 # Where the kernel's P2PDMA verdict refuses the GPU's function and the
 # controller (p2pexpect=refused: rootports, acs), p2pnvme must refuse the
 # BAR however the exporter mapped it: nvidia's transfers and
@@ -34,8 +36,19 @@
 # and the p2pnvme_path tracepoint name both functions; amdgpu and xe keep
 # their buffers in host memory for p2pnvme (their attach asks the kernel),
 # whose transfers go on as dmabuf-host.
+# On the nomove flavour (p2pflavour=nomove on the command line, from the
+# run: a 6.12 kernel without CONFIG_DMABUF_MOVE_NOTIFY, as stock 6.x
+# kernels ship) the suite gpuexp_nomove runs instead: the dma-buf core pins
+# a dynamic exporter's buffer at every map, so 6.12's amdgpu and xe put
+# whatever p2pnvme maps in host memory (dmabuf-host, P2P required refused,
+# a registration pins it), nvidia's static exports go P2P as anywhere, and
+# p2pbar refuses every importer; p2pnvme says so once at load, and only
+# there. The flavour comes from the run, not from the kernel, so that a
+# kernel built with the option fails here.
 . /tests/lib.sh
-expect_suites guest.gpuexp_setup guest.gpuexp guest.gpuexp_after
+SUITE=gpuexp
+[ "$p2pflavour" = nomove ] && SUITE=gpuexp_nomove
+expect_suites guest.gpuexp_setup guest.$SUITE guest.gpuexp_after
 
 NVME=$(find_pci 1b36 0010)
 nbar=0
@@ -50,6 +63,15 @@ check "/dev/p2pgpu exists" test -c /dev/p2pgpu
 check "p2pbar loads (p2pnvme's symbols)" load p2pbar
 check "p2pnvme loads" load p2pnvme
 check "p2pnvme takes over $NVME" bind p2pnvme "$NVME"
+# p2pnvme's word on a kernel whose dma-buf core pins at map, once at load
+NOMOVE_NOTE="p2pnvme: this kernel has no CONFIG_DMABUF_MOVE_NOTIFY"
+if [ "$p2pflavour" = nomove ]; then
+	check_eq "p2pnvme said once at load that this kernel pins mapped dma-bufs (p2pflavour=nomove)" \
+		"$(dmesg | grep -cF "$NOMOVE_NOTE")" 1
+else
+	check_eq "p2pnvme said nothing of CONFIG_DMABUF_MOVE_NOTIFY (p2pflavour=$p2pflavour: the option is on)" \
+		"$(dmesg | grep -cF "$NOMOVE_NOTE")" 0
+fi
 PROV=
 if [ "$nbar" -ge 2 ]; then
 	PROV=$(find_pci 1af4 1110 1)
@@ -81,7 +103,7 @@ fi
 # Any other DMA-API error still fails the run.
 known_warning_begin add_dma_entry 4 "cacheline tracking EEXIST" \
 	"DMA-API debugging's cacheline tracking warns when two attachments map one NVIDIA-style MMIO range with attrs 0 (nv_dma_map_mmio()); no host memory overlaps"
-echo "<<<KTAP-BEGIN guest.gpuexp>>>"
+echo "<<<KTAP-BEGIN guest.$SUITE>>>"
 p2pgpu-test /dev/p2pgpu /dev/p2pnvme0 "$BAR" ${PROV:+/dev/p2pbar0} || _any_failed=1
 echo "<<<KTAP-END>>>"
 known_warning_end add_dma_entry
@@ -124,6 +146,9 @@ VERDICT="refuses peer-to-peer DMA between $GPU and $NVME"
 if [ "$p2pexpect" = refused ]; then
 	check "p2pnvme said why it refused the GPU's BAR, naming $GPU and $NVME" \
 		sh -c "dmesg | grep -qF '$VERDICT'"
+elif [ "$SUITE" = gpuexp_nomove ]; then
+	check "p2pnvme refused no dma-buf for the P2PDMA verdict (P2P $p2pexpect)" \
+		sh -c "! dmesg | grep -qF 'refuses peer-to-peer DMA between'"
 else
 	check "p2pnvme refused no dma-buf for the P2PDMA verdict (P2P $p2pexpect)" \
 		sh -c "! dmesg | grep -qF 'refuses peer-to-peer DMA between'"
@@ -132,10 +157,18 @@ else
 	check "p2pnvme said it revoked the amdgpu buffer left in VRAM once the unbind was over" \
 		sh -c "dmesg | grep -q 'registered dma-buf in the BAR of $GPU: its driver is unbound and the exporter did not move or revoke'"
 fi
-check "p2pgpu moved buffers out of VRAM at the unbind (xe's remove; amdgpu only with P2PGPU_EXPORT_F_EVICT_AT_UNBIND)" \
-	sh -c "dmesg | grep -q 'VRAM -> GTT, host pages (device unbound)'"
-check "p2pgpu left an amdgpu buffer in VRAM at the unbind, nobody told (amdgpu_pci_remove() evicts nothing)" \
-	sh -c "dmesg | grep -q 'amdgpu buffer [0-9]*: left in VRAM at unbind, importers not told'"
+if [ "$SUITE" = gpuexp ]; then
+	check "p2pgpu moved buffers out of VRAM at the unbind (xe's remove; amdgpu only with P2PGPU_EXPORT_F_EVICT_AT_UNBIND)" \
+		sh -c "dmesg | grep -q 'VRAM -> GTT, host pages (device unbound)'"
+	check "p2pgpu left an amdgpu buffer in VRAM at the unbind, nobody told (amdgpu_pci_remove() evicts nothing)" \
+		sh -c "dmesg | grep -q 'amdgpu buffer [0-9]*: left in VRAM at unbind, importers not told'"
+else
+	check "p2pgpu: 6.12's amdgpu and xe pinned what p2pnvme mapped in host memory" \
+		sh -c "dmesg | grep -q 'VRAM -> GTT, host pages (pin'"
+fi
+# NVIDIA's remove waits for every dma-buf of the GPU (p2pgpu's for 15 s at most)
+check "no unbind of p2pgpu's function was held by a dma-buf p2pnvme kept (nvidia's remove never gave up)" \
+	sh -c "! dmesg | grep -q 'nvidia: remove gave up waiting for'"
 check "p2pnvme lets go of $NVME" sh -c "echo $NVME > /sys/bus/pci/drivers/p2pnvme/unbind"
 check "p2pgpu unbinds" sh -c "echo $GPU > /sys/bus/pci/drivers/p2pgpu/unbind"
 check "p2pgpu unloads: every buffer released" rmmod p2pgpu

@@ -15,12 +15,16 @@
  *   amdgpu_bo_move_notify()), Linux 7.2.
  * - xe: drivers/gpu/drm/xe/xe_dma_buf.c (xe_dmabuf_ops) and xe_bo.c
  *   (try_add_system(), xe_bo_move_notify()), Linux 7.2; 6.12's pin with
- *   P2PGPU_EXPORT_F_XE_PIN_TT.
+ *   P2PGPU_EXPORT_F_XE_PIN_TT, and on a kernel before 7.x.
+ * - amdgpu's and xe's pin are 6.12's (GTT/TT, always) on a kernel before
+ *   7.x: what a kernel without CONFIG_DMABUF_MOVE_NOTIFY calls at every
+ *   map (P2PGPU_PIN_VRAM).
  *
  * Not imitated (Documentation/dmabuf.rst says why): runtime PM, XGMI, DCC,
  * CPU mmap/vmap and begin_cpu_access, the GPU's own use of the buffer,
- * VRAM-to-VRAM moves, NVIDIA's coherent memory and its remove waiting for
- * every dma-buf. Moves are TTM's as far as importers see them: the
+ * VRAM-to-VRAM moves and NVIDIA's coherent memory. NVIDIA's remove waits
+ * for every dma-buf to be released, bounded here (nv_remove_wait). Moves
+ * are TTM's as far as importers see them: the
  * importers are told (invalidation) before the move, the move waits for
  * every fence in the reservation object (the copy job syncs to them), and
  * the copy of a move at a map or of an eviction is asynchronous, behind a
@@ -49,7 +53,8 @@
  * (it evicts with amdgpu_device_evict_resources() at suspend only;
  * P2PGPU_EXPORT_F_EVICT_AT_UNBIND plays xe's eviction for an amdgpu
  * buffer); nvidia's buffers stay where they are and nothing is revoked (no
- * revoke in nv-dmabuf.c): importers are not told.
+ * revoke in nv-dmabuf.c): importers are not told, and the remove waits
+ * until every nvidia dma-buf is released (nv_pci_remove_helper()).
  *
  * Memory pressure: a shrinker (registered, so drop_caches, kswapd and
  * direct reclaim call it; P2PGPU_IOC_SHRINK runs the same pass now, in
@@ -75,6 +80,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitmap.h>
+#include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
@@ -824,18 +830,35 @@ static bool all_peer2peer(struct dma_buf *dmabuf)
 }
 
 /*
+ * Which pin the drivers of the running kernel's generation have: 7.2's
+ * amdgpu_dma_buf_pin() and xe_dma_buf_pin() keep VRAM when every
+ * attachment is peer2peer; 6.12's (6.12.117) pin in GTT/TT, always. On
+ * 6.12 the difference shows only where the dma-buf core pins for a dynamic
+ * importer, which it does at every map on a kernel without
+ * CONFIG_DMABUF_MOVE_NOTIFY (dma_buf_map_attachment()): there 6.12's amdgpu
+ * and xe put every buffer p2pnvme maps in host memory. (A static importer
+ * is never peer2peer: host memory in both.) The 7.x dma-buf API
+ * (dma_buf_invalidate_mappings()) tells the generations apart.
+ */
+#ifdef HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define P2PGPU_PIN_VRAM		1
+#else
+#define P2PGPU_PIN_VRAM		0
+#endif
+
+/*
  * amdgpu_dma_buf_pin() (7.2): VRAM stays allowed only if every attachment
  * is peer2peer, else the BO is pinned in GTT: amdgpu_bo_pin() validates
  * into the domains left (VRAM preferred, GTT fallback) and pins there. A
  * static dma_buf_attach() is not peer2peer, so the core's pin for it puts
- * the buffer in host memory, silently (6.12.117's amdgpu_dma_buf_pin()
- * always pins in GTT). A pinned BO outside the domains: -EINVAL
- * (amdgpu_bo_pin()).
+ * the buffer in host memory, silently. 6.12's (P2PGPU_PIN_VRAM 0) pins in
+ * GTT whoever attached: amdgpu_bo_pin(bo, AMDGPU_GEM_DOMAIN_GTT). A pinned
+ * BO outside the domains: -EINVAL (amdgpu_bo_pin()).
  */
 static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
 {
 	struct p2pgpu_bo *bo = attach->dmabuf->priv;
-	bool vram = all_peer2peer(attach->dmabuf);
+	bool vram = P2PGPU_PIN_VRAM && all_peer2peer(attach->dmabuf);
 	int ret = 0;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
@@ -845,7 +868,9 @@ static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
 	} else if (vram) {
 		ret = p2pgpu_validate_vram(bo, 0, "pin, every importer peer2peer");
 	} else {
-		ret = p2pgpu_move(bo, PLACE_HOST, 0, "pin, an importer not peer2peer");
+		ret = p2pgpu_move(bo, PLACE_HOST, 0,
+				  P2PGPU_PIN_VRAM ? "pin, an importer not peer2peer" :
+						    "pin: 6.12's amdgpu pins in GTT");
 	}
 	if (!ret)
 		bo->pins++;
@@ -857,13 +882,15 @@ static int p2pgpu_amdgpu_pin(struct dma_buf_attachment *attach)
  * migrates to TT (xe_bo_migrate()) and is pinned there; if all are, it is
  * pinned where it is, after a validate on the first pin
  * (xe_bo_pin_external()). A pinned BO that is neither in TT nor in VRAM
- * with VRAM allowed: -EINVAL. P2PGPU_EXPORT_F_XE_PIN_TT: 6.12's
- * xe_dma_buf_pin(), which always migrates to TT.
+ * with VRAM allowed: -EINVAL. 6.12's xe_dma_buf_pin(), which always
+ * migrates to TT: on a kernel before 7.x (P2PGPU_PIN_VRAM 0), and on 7.x
+ * with P2PGPU_EXPORT_F_XE_PIN_TT.
  */
 static int p2pgpu_xe_pin(struct dma_buf_attachment *attach)
 {
 	struct p2pgpu_bo *bo = attach->dmabuf->priv;
-	bool vram = !(bo->flags & P2PGPU_EXPORT_F_XE_PIN_TT) && all_peer2peer(attach->dmabuf);
+	bool vram = P2PGPU_PIN_VRAM && !(bo->flags & P2PGPU_EXPORT_F_XE_PIN_TT) &&
+		    all_peer2peer(attach->dmabuf);
 	int ret = 0;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
@@ -1417,14 +1444,27 @@ static void p2pgpu_where(struct p2pgpu_bo *bo, struct p2pgpu_buf *arg)
  * The CPU's view of @len bytes at @off, after any move's copy (the KERNEL
  * fences): into @buf for READ, set to the byte for FILL.
  */
+static void p2pgpu_cpu_copy(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, int byte);
+
 static int p2pgpu_cpu_access(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, int byte)
 {
 	long left = dma_resv_wait_timeout(bo->dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
 					  P2PGPU_WAIT);
-	u64 done = 0;
 
 	if (left <= 0)
 		return left ?: -ETIMEDOUT;
+	p2pgpu_cpu_copy(bo, off, len, buf, byte);
+	return 0;
+}
+
+/*
+ * The copy itself, where the bytes are now: the caller holds the
+ * reservation lock, or a fence in it that every move waits for.
+ */
+static void p2pgpu_cpu_copy(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, int byte)
+{
+	u64 done = 0;
+
 	while (done < len) {
 		u64 pos = off + done;
 		size_t n = min_t(u64, len - done, PAGE_SIZE - offset_in_page(pos));
@@ -1448,7 +1488,111 @@ static int p2pgpu_cpu_access(struct p2pgpu_bo *bo, u64 off, u64 len, void *buf, 
 		}
 		done += n;
 	}
+}
+
+/**
+ * struct p2pgpu_job_work - a GPU job's write behind its fence (P2PGPU_IOC_JOB)
+ * @work: runs it after the delay
+ * @fence: its fence, in the buffer's reservation object
+ * @bo: the buffer (its dma-buf held)
+ * @off: where
+ * @len: bytes
+ * @byte: what
+ */
+struct p2pgpu_job_work {
+	struct delayed_work work;
+	struct p2pgpu_fence *fence;
+	struct p2pgpu_bo *bo;
+	u64 off, len;
+	int byte;
+};
+
+static void p2pgpu_job_run(struct work_struct *work)
+{
+	struct p2pgpu_job_work *jw = container_of(to_delayed_work(work), struct p2pgpu_job_work,
+						  work);
+	struct p2pgpu_bo *bo = jw->bo;
+
+	/* no move before the fence signals: the placement holds */
+	p2pgpu_cpu_copy(bo, jw->off, jw->len, NULL, jw->byte);
+	pci_info(bo->gpu->pdev, "%s buffer %d: job wrote %#x to %llu bytes at %llu, fence signalled\n",
+		 p2pgpu_names[bo->personality], bo->id, jw->byte, jw->len, jw->off);
+	dma_fence_signal(&jw->fence->base);
+	dma_fence_put(&jw->fence->base);
+	dma_buf_put(bo->dmabuf);
+	kfree(jw);
+}
+
+/*
+ * P2PGPU_IOC_JOB: see struct p2pgpu_job. The job starts after the fences
+ * already there (waited for here, as the GPU's scheduler would), so that
+ * it writes where the buffer is.
+ */
+static long p2pgpu_ioc_job(void __user *uarg)
+{
+	enum dma_resv_usage usage;
+	struct p2pgpu_job_work *jw;
+	struct p2pgpu_job arg;
+	struct dma_buf *dmabuf;
+	struct p2pgpu_bo *bo;
+	long left;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.usage != P2PGPU_JOB_WRITE && arg.usage != P2PGPU_JOB_KERNEL) ||
+	    arg.byte > 0xff || arg.delay_ms > 10000)
+		return -EINVAL;
+	usage = arg.usage == P2PGPU_JOB_WRITE ? DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_KERNEL;
+	dmabuf = p2pgpu_get(arg.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	bo = dmabuf->priv;
+	if (arg.off > dmabuf->size || arg.len > dmabuf->size - arg.off) {
+		ret = -EINVAL;
+		goto out_put;
+	}
+	jw = kzalloc_obj(*jw, GFP_KERNEL);
+	if (jw)
+		jw->fence = kzalloc_obj(*jw->fence, GFP_KERNEL);
+	if (!jw || !jw->fence) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret)
+		goto out_free;
+	left = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_BOOKKEEP, true, P2PGPU_WAIT);
+	ret = left > 0 ? dma_resv_reserve_fences(dmabuf->resv, 1) : left ?: -ETIMEDOUT;
+	if (ret) {
+		dma_resv_unlock(dmabuf->resv);
+		goto out_free;
+	}
+	spin_lock_init(&jw->fence->lock);
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+	__module_get(THIS_MODULE);	/* put by p2pgpu_fence_release() */
+#endif
+	dma_fence_init(&jw->fence->base, &p2pgpu_fence_ops, &jw->fence->lock,
+		       dma_fence_context_alloc(1), 1);
+	dma_resv_add_fence(dmabuf->resv, &jw->fence->base, usage);
+	jw->bo = bo;
+	jw->off = arg.off;
+	jw->len = arg.len;
+	jw->byte = arg.byte;
+	INIT_DELAYED_WORK(&jw->work, p2pgpu_job_run);
+	get_dma_buf(dmabuf);	/* put by the job */
+	queue_delayed_work(system_unbound_wq, &jw->work, msecs_to_jiffies(arg.delay_ms));
+	dma_resv_unlock(dmabuf->resv);
+	dma_buf_put(dmabuf);
 	return 0;
+
+out_free:
+	if (jw)
+		kfree(jw->fence);
+	kfree(jw);
+out_put:
+	dma_buf_put(dmabuf);
+	return ret;
 }
 
 static long p2pgpu_ioc_buf(unsigned int cmd, void __user *uarg)
@@ -1819,6 +1963,8 @@ static long p2pgpu_ioctl(struct file *file, unsigned int cmd, unsigned long uarg
 		return p2pgpu_ioc_shrink(pf->gpu, (void __user *)uarg);
 	case P2PGPU_IOC_LAYOUT:
 		return p2pgpu_ioc_layout((void __user *)uarg);
+	case P2PGPU_IOC_JOB:
+		return p2pgpu_ioc_job((void __user *)uarg);
 	}
 	return -ENOTTY;
 }
@@ -1975,7 +2121,58 @@ static void p2pgpu_evict_all(struct p2pgpu *gpu)
 	mutex_unlock(&gpu->bos_lock);
 }
 
-/* Exports outlive the binding: the BAR stays mapped until the last goes. */
+/* nvidia's dma-bufs not released yet */
+static unsigned int p2pgpu_nv_alive(struct p2pgpu *gpu)
+{
+	struct p2pgpu_bo *bo;
+	unsigned int n = 0;
+
+	mutex_lock(&gpu->bos_lock);
+	list_for_each_entry(bo, &gpu->bos, node)
+		n += bo->personality == P2PGPU_NVIDIA;
+	mutex_unlock(&gpu->bos_lock);
+	return n;
+}
+
+/*
+ * NVIDIA's remove (nv_pci_remove() -> nv_pci_remove_helper()) waits for
+ * every reference to the device, and each of its dma-bufs holds one until
+ * it is released: it polls every 500 ms, for ever (GPU reset is refused
+ * meanwhile). An importer that keeps an nvidia dma-buf holds the unbind.
+ * Here the wait is bounded by nv_remove_wait seconds (0: for ever, as
+ * NVIDIA's), so that the bench sees a failure rather than a hang; giving
+ * up is said in the log, which the tests look for.
+ */
+static unsigned int nv_remove_wait = 15;
+module_param(nv_remove_wait, uint, 0644);
+MODULE_PARM_DESC(nv_remove_wait,
+		 "seconds nvidia's remove waits for its dma-bufs to be released (0: for ever, as NVIDIA's)");
+
+static void p2pgpu_nv_remove_wait(struct p2pgpu *gpu)
+{
+	unsigned long t0 = jiffies, bound = READ_ONCE(nv_remove_wait) * HZ;
+	unsigned int n = p2pgpu_nv_alive(gpu);
+
+	if (!n)
+		return;
+	pci_info(gpu->pdev, "nvidia: remove waits for %u dma-bufs to be released (nv_pci_remove_helper(): every 500 ms)\n",
+		 n);
+	while ((n = p2pgpu_nv_alive(gpu))) {
+		if (bound && time_after(jiffies, t0 + bound)) {
+			pci_err(gpu->pdev, "nvidia: remove gave up waiting for %u dma-bufs after %u s (NVIDIA's waits for ever: the unbind would hang)\n",
+				n, jiffies_to_msecs(jiffies - t0) / 1000);
+			return;
+		}
+		msleep(500);
+	}
+	pci_info(gpu->pdev, "nvidia: remove: every dma-buf released after %u ms\n",
+		 jiffies_to_msecs(jiffies - t0));
+}
+
+/*
+ * Exports outlive the binding: the BAR stays mapped until the last goes.
+ * nvidia's remove waits for its dma-bufs first (p2pgpu_nv_remove_wait()).
+ */
 static void p2pgpu_remove(struct pci_dev *pdev)
 {
 	struct p2pgpu *gpu = pci_get_drvdata(pdev);
@@ -1984,6 +2181,7 @@ static void p2pgpu_remove(struct pci_dev *pdev)
 	p2p_shrinker_destroy(gpu->shrinker);
 	gpu->shrinker = NULL;
 	p2pgpu_evict_all(gpu);
+	p2pgpu_nv_remove_wait(gpu);
 	mutex_lock(&p2pgpu_dev_lock);
 	misc_deregister(&gpu->misc);
 	p2pgpu_dev = NULL;

@@ -14,7 +14,10 @@
 #define P2PGPU_AMDGPU	2	/* amdgpu_dma_buf.c: dynamic, VRAM or GTT */
 #define P2PGPU_XE	3	/* xe_dma_buf.c: dynamic, VRAM or TT */
 
-/* xe's pin before 7.x (6.12's xe_dma_buf_pin()): always migrate to TT */
+/*
+ * xe's pin before 7.x (6.12's xe_dma_buf_pin()): always migrate to TT; on a
+ * kernel before 7.x amdgpu's and xe's pins are 6.12's with or without it
+ */
 #define P2PGPU_EXPORT_F_XE_PIN_TT	0x1
 /*
  * amdgpu only: moved to host memory when the function is unbound, the
@@ -276,5 +279,36 @@ struct p2pgpu_layout {
 };
 
 #define P2PGPU_IOC_LAYOUT		_IOWR(P2PGPU_IOC_MAGIC, 0x0b, struct p2pgpu_layout)
+
+/**
+ * struct p2pgpu_job - P2PGPU_IOC_JOB: a GPU job that writes the buffer,
+ *	published as GPU drivers publish their jobs' fences in an exported
+ *	BO's reservation object (implicit sync), signalled once it wrote
+ * @fd: the dma-buf
+ * @usage: P2PGPU_JOB_WRITE (a shader or copy writing it: the fence as
+ *	   DMA_RESV_USAGE_WRITE) or P2PGPU_JOB_KERNEL (a move's copy:
+ *	   DMA_RESV_USAGE_KERNEL, which every importer waits for)
+ * @off: where it writes, in the buffer
+ * @len: bytes
+ * @byte: what it writes there (0 to 255)
+ * @delay_ms: when, after the call (at most 10000): the fence stays
+ *	      unsignalled until then
+ *
+ * The job syncs to the fences already there (it starts after them); a
+ * move of the buffer waits for it, as for every fence.
+ */
+struct p2pgpu_job {
+	__s32 fd;
+	__u32 usage;
+	__u64 off;
+	__u64 len;
+	__u32 byte;
+	__u32 delay_ms;
+};
+
+#define P2PGPU_JOB_WRITE	1
+#define P2PGPU_JOB_KERNEL	2
+
+#define P2PGPU_IOC_JOB			_IOW(P2PGPU_IOC_MAGIC, 0x0c, struct p2pgpu_job)
 
 #endif /* P2PGPU_UAPI_H */
