@@ -1275,22 +1275,9 @@ TEST_F(files, ft, race_defrag, 4, 120)
 	race_if(self, R_DEFRAG);
 }
 
-/*
- * The suite is named on the command line, one per filesystem and design
- * (the KTAP block's name): the tests' suite set before kt_run() selects by it.
- */
-static struct kt_test *const all_tests[] = {
-	&_kt_test_ft_dio_align, &_kt_test_ft_fragmented, &_kt_test_ft_sparse,
-	&_kt_test_ft_unwritten, &_kt_test_ft_unflushed, &_kt_test_ft_big, &_kt_test_ft_eof,
-	&_kt_test_ft_race_truncate, &_kt_test_ft_race_punch, &_kt_test_ft_race_collapse,
-	&_kt_test_ft_race_insert, &_kt_test_ft_race_write, &_kt_test_ft_race_reflink,
-	&_kt_test_ft_race_exchange, &_kt_test_ft_race_defrag,
-};
-
 int main(int argc, char **argv)
 {
 	const char *ms = getenv("P2P_FILES_RACE_MS");
-	unsigned int i;
 
 	if (argc != 7) {
 		fprintf(stderr, "usage: %s SUITE DIR /dev/p2pbarN BAR_NAME ID_BASE MANIFEST\n",
@@ -1308,7 +1295,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ID_BASE: a multiple of 0x100 below 0x10000\n");
 		return 2;
 	}
-	for (i = 0; i < ARRAY_SIZE(all_tests); i++)
-		all_tests[i]->suite = argv[1];
-	return kt_run(argv[1]);
+	/* one document per filesystem and design, named on the command line */
+	return kt_run_as("files", argv[1]);
 }
