@@ -36,6 +36,26 @@ memory):
                                           its by-serial links) is exactly the set of
                                           serial= properties of the -device nvme
                                           options on QEMU's command line (qemu.cmd)
+    pattern LEN A@OFF ID FOFF             bytes of A are file ID's pattern from file
+                                          offset FOFF (tools/tests/p2pfile-test.c:
+                                          the 8-byte word at file offset O of file ID
+                                          is 0x5046 << 48 | ID << 32 | O / 8, LE)
+    nopattern A ID                        no 8-byte word of file ID's pattern, at any
+                                          offset, anywhere in A (a race's canary)
+    fsmap IMG FS INO ID SIZE N FNV        the extents of inode INO of the ext4 or xfs
+                                          (FS) in image IMG, as debugfs or xfs_db read
+                                          them (the guest unmounted it), are the
+                                          guest's FIEMAP: N extents whose canonical
+                                          text hashes to FNV (p2pfile-test's
+                                          extents_fnv(): clipped at the block after
+                                          SIZE, adjacent ones merged)
+    fsdata IMG FS INO ID SIZE ZEROS       every byte of the file below SIZE is in a
+                                          written extent of INO in IMG and is ID's
+                                          pattern there, but in ZEROS ("a-b,c-d" or
+                                          "-": holes, unwritten or zeroed ranges),
+                                          where a written extent holds zeros
+    fsck IMG FS                           e2fsck -fn or xfs_repair -n -f finds the
+                                          filesystem in IMG clean
 
 A and B name files of the run directory: bar0 -> bar0.mem (an ivshmem
 backing file), nvme0 -> nvme0.img (a namespace image). limit=NAME marks a
@@ -63,12 +83,15 @@ results hostd recorded, plus the run's own checks:
     results, and no suite printed was undeclared;
   - the host checks the guest sent ("P2P-HOSTCHECKS N") all reached hostd.
 """
+import array
 import base64
 import hashlib
 import json
 import os
 import re
 import shlex
+import struct
+import subprocess
 import sys
 
 SPLATS = [
@@ -180,6 +203,164 @@ def qemu_nvme_serials(run):
     return serials
 
 
+PAT_MAGIC = 0x5046
+
+
+def pattern_bytes(fid, off, length):
+    """LENGTH bytes of file FID's pattern from file offset OFF
+    (tools/tests/p2pfile-test.c's pat_fill())."""
+    a, b = off & ~7, (off + length + 7) & ~7
+    if b >> 3 >= 1 << 32:
+        raise ValueError(f'offset {off:#x}+{length:#x} beyond the pattern\'s 32 GiB')
+    base = PAT_MAGIC << 48 | (fid & 0xffff) << 32
+    words = array.array('Q', range(base + (a >> 3), base + (b >> 3)))
+    if sys.byteorder != 'little':
+        words.byteswap()
+    return words.tobytes()[off - a:off - a + length]
+
+
+def word_at(data, i):
+    """What the 8-byte word around byte I of DATA (aligned as the file) is."""
+    w = data[i & ~7:(i & ~7) + 8]
+    if len(w) < 8:
+        return 'a partial word'
+    v = struct.unpack('<Q', w)[0]
+    if v == 0:
+        return 'zero'
+    if v >> 48 == PAT_MAGIC:
+        return f'file {v >> 32 & 0xffff:#x} offset {(v & 0xffffffff) * 8:#x}'
+    return f'{v:#018x}'
+
+
+def run_tool(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       errors='replace', timeout=300)
+    return r.returncode, r.stdout
+
+
+def fs_extents(img, fs, ino):
+    """(block size, [(logical, physical, length, unwritten)] in bytes) of
+    inode INO, read from the image by the filesystem's own tools."""
+    if fs == 'ext4':
+        rc, out = run_tool(['debugfs', '-R', 'stats -h', img])
+        m = re.search(r'^Block size:\s+(\d+)', out, re.M)
+        if rc or not m:
+            raise ValueError(f'debugfs stats: exit {rc}: {out[-200:]}')
+        bs = int(m.group(1))
+        rc, out = run_tool(['debugfs', '-R', f'ex -l <{ino}>', img])
+        if rc or 'Level Entries' not in out:
+            raise ValueError(f'debugfs ex <{ino}>: exit {rc}: {out[-200:]}')
+        ext = []
+        for m in re.finditer(r'^\s*(\d+)/\s*(\d+)\s+\d+/\s*\d+\s+(\d+)\s*-\s*(\d+)\s+(\d+)\s*-\s*(\d+)'
+                             r'\s+(\d+)[ \t]*(\S*)', out, re.M):
+            if m.group(1) != m.group(2):
+                continue        # an index node
+            ext.append((int(m.group(3)) * bs, int(m.group(5)) * bs, int(m.group(7)) * bs,
+                        1 if m.group(8) == 'Uninit' else 0))
+        return bs, ext
+    if fs == 'xfs':
+        rc, out = run_tool(['xfs_db', '-r', '-c', 'sb 0', '-c', 'p blocksize agblocks', img])
+        m1, m2 = re.search(r'blocksize = (\d+)', out), re.search(r'agblocks = (\d+)', out)
+        if rc or not m1 or not m2:
+            raise ValueError(f'xfs_db sb: exit {rc}: {out[-200:]}')
+        bs, agblocks = int(m1.group(1)), int(m2.group(1))
+        rc, out = run_tool(['xfs_db', '-r', '-c', f'inode {ino}', '-c', 'bmap', img])
+        if rc:
+            raise ValueError(f'xfs_db bmap {ino}: exit {rc}: {out[-200:]}')
+        ext = [(int(m.group(1)) * bs, (int(m.group(2)) * agblocks + int(m.group(3))) * bs,
+                int(m.group(4)) * bs, int(m.group(5)))
+               for m in re.finditer(r'^data offset (\d+) startblock \d+ \((\d+)/(\d+)\) count (\d+) '
+                                    r'flag (\d+)', out, re.M)]
+        return bs, ext
+    raise ValueError(f'filesystem {fs}: ext4 or xfs')
+
+
+def canonical(ext, size, bs):
+    """As p2pfile-test's extents(): clipped at the block after SIZE, sorted,
+    adjacent extents (logical and physical, same state) merged."""
+    end = (size + bs - 1) // bs * bs
+    out = []
+    for l, p, n, u in sorted(ext):
+        if l >= end:
+            continue
+        n = min(n, end - l)
+        if out and out[-1][0] + out[-1][2] == l and out[-1][1] + out[-1][2] == p and out[-1][3] == u:
+            out[-1] = (out[-1][0], out[-1][1], out[-1][2] + n, u)
+        else:
+            out.append((l, p, n, u))
+    return out
+
+
+def fnv(ext):
+    h = 0xcbf29ce484222325
+    for l, p, n, u in ext:
+        for c in f'{l} {p} {n} {u}\n'.encode():
+            h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+
+
+def zero_ranges(text):
+    if text == '-':
+        return []
+    return [tuple(int(x) for x in r.split('-')) for r in text.split(',')]
+
+
+def fs_check(run, words):
+    """fsmap, fsdata and fsck: the filesystem in a namespace image."""
+    kind, img, fs = words[0], path_of(run, words[1]), words[2]
+    if kind == 'fsck':
+        cmd = ['e2fsck', '-fn', img] if fs == 'ext4' else ['xfs_repair', '-n', '-f', img]
+        rc, out = run_tool(cmd)
+        return ('ok' if rc == 0 else 'not ok', f'{" ".join(cmd[:-1])} finds {fs} in {words[1]} clean',
+                f'exit {rc}' + ('' if rc == 0 else ': ' + ' | '.join(out.strip().splitlines()[-4:])[:300]))
+    ino, fid, size = int(words[3]), int(words[4], 0), int(words[5])
+    bs, raw = fs_extents(img, fs, ino)
+    ext = canonical(raw, size, bs)
+    if kind == 'fsmap':
+        n, want = int(words[6]), int(words[7], 16)
+        got = fnv(ext)
+        ok = n == len(ext) and got == want
+        return ('ok' if ok else 'not ok',
+                f'{fs} in {words[1]}: inode {ino}\'s extents on the host are the guest\'s FIEMAP',
+                f'{len(ext)} extents, hash {got:016x}; the guest\'s: {n}, {want:016x}')
+    zeros = zero_ranges(words[6])
+    desc = (f'{fs} in {words[1]}: inode {ino}\'s bytes on the host are file {fid:#x}\'s pattern'
+            + (', zeros where it reads as zeros' if zeros else ''))
+    with open(img, 'rb') as f:
+        covered = []
+        for l, p, n, u in ext:
+            if u or l >= size:
+                continue
+            n = min(n, size - l)
+            f.seek(p)
+            got = f.read(n)
+            want = bytearray(pattern_bytes(fid, l, n))
+            for a, b in zeros:
+                lo, hi = max(a, l), min(b, l + n)
+                if lo < hi:
+                    want[lo - l:hi - l] = bytes(hi - lo)
+            if got != want:
+                i = next((k for k in range(min(len(got), n)) if got[k] != want[k]), len(got))
+                return 'not ok', desc, (f'file offset {l + i:#x} (image {p + i:#x}): '
+                                        f'{word_at(got, i)}, want {word_at(bytes(want), i)}')
+            covered.append((l, l + n))
+    # every byte outside the zero ranges is in a written extent
+    need, pos = [], 0
+    for a, b in sorted(zeros) + [(size, size)]:
+        if pos < a:
+            need.append((pos, a))
+        pos = max(pos, b)
+    covered.sort()
+    for a, b in need:
+        pos = a
+        for c, d in covered:
+            if c <= pos < d:
+                pos = d
+        if pos < b:
+            return 'not ok', desc, f'file bytes {pos:#x}.. are in no written extent'
+    return 'ok', desc, f'{len(ext)} extents, {sum(b - a for a, b in covered)} bytes compared'
+
+
 def do_check(run, words):
     """Run one check; return (ktap status, description, note). Whatever
     goes wrong is a failing check, never a dead daemon."""
@@ -259,6 +440,20 @@ def check_one(run, words):
         desc = f'QEMU nvme DMA addresses all inside [{lo:#x}, +{length:#x})'
         note = f'{len(maps)} mappings' + (f', first outside {outside[0][0]:#x}' if outside else '')
         return ('ok' if maps and not outside else 'not ok'), desc, note
+    if words and words[0] in ('fsmap', 'fsdata', 'fsck'):
+        return fs_check(run, words)
+    if words and words[0] == 'nopattern':
+        fid = int(words[2], 0)
+        with open(path_of(run, words[1]), 'rb') as f:
+            data = f.read()
+        needle = struct.pack('<HH', fid, PAT_MAGIC)
+        hits, pos = [], data.find(needle)
+        while pos >= 0:
+            if pos % 8 == 4:
+                hits.append(pos - 4)
+            pos = data.find(needle, pos + 1)
+        return ('ok' if not hits else 'not ok', f'host sees no word of file {fid:#x} anywhere in {words[1]}',
+                f'{len(data)} bytes' + (f'; {len(hits)} words, the first at {hits[0]:#x}' if hits else ''))
     opts = dict(w.split('=', 1) for w in words if '=' in w and '@' not in w)
     args = [w for w in words if not ('=' in w and '@' not in w)]
     try:
@@ -281,6 +476,19 @@ def check_one(run, words):
             return 'not ok', desc, f'first difference at +{diff}' + (
                 f' ({len(a)}/{len(b)} of {length} bytes read)' if not whole else '') + (
                 f', and {args[2]} is not the limitation\'s untouched zeros' if limit != 'none' else '')
+        if kind == 'pattern':
+            fid, foff = int(args[3], 0), int(args[4], 0)
+            got, want = read_at(run, args[2], length), pattern_bytes(fid, foff, length)
+            desc = f'host sees file {fid:#x}\'s bytes {foff:#x}..+{length:#x} at {args[2]}'
+            if got == want:
+                return 'ok', desc, ''
+            i = next((k for k in range(min(len(got), length)) if got[k] != want[k]), len(got))
+            if i == len(got):
+                return 'not ok', desc, f'{len(got)}/{length} bytes read'
+            # the word there as the file aligns its words
+            j = i - (foff + i) % 8
+            return 'not ok', desc, (f'first difference at +{i:#x} (file offset {foff + i:#x}): '
+                                    + (word_at(got[j:j + 8], 0) if j >= 0 else f'{got[i]:#04x}'))
         if kind == 'sha256':
             a = read_at(run, args[2], length)
             got = hashlib.sha256(a).hexdigest()

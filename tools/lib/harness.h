@@ -52,6 +52,8 @@ struct kt_test {
 void kt_register(struct kt_test *t);
 /* run the tests of @suite as one KTAP document; 0 if all passed */
 int kt_run(const char *suite);
+/* the same, the document's suite named @name (one test set, several runs) */
+int kt_run_as(const char *suite, const char *name);
 
 /* end the running test: its remaining cases SKIP with @fmt's reason */
 __attribute__((noreturn, format(printf, 1, 2))) void kt_skip(const char *fmt, ...);
