@@ -46,7 +46,9 @@
  * with -EIO), then the engine's removal; the disk's vectors, tag set and
  * gendisk go last. A controller that is gone (surprise removal) or in the
  * middle of a PCI error recovery is killed first: what is in flight fails
- * at once, so that del_gendisk() never waits for it.
+ * at once, so that del_gendisk() never waits for it; one that is
+ * surprise-removed while del_gendisk() waits is killed by the first
+ * timeout (the PCI core marked it disconnected).
  *
  * While the disk exists the char device's LBA paths need CAP_SYS_RAWIO,
  * and writes through them are refused (-EBUSY) while the disk is claimed
@@ -789,8 +791,9 @@ static enum blk_eh_timer_return disk_rq_over(struct request *rq)
 
 /*
  * No answer in io_timeout_ms; the ladder of the engine's check_timeouts():
- * a lost interrupt is no timeout; a controller that failed or went away
- * is reset; the first timeout sends an Abort, the second (or an Abort
+ * a controller out of service or surprise-removed fails everything at
+ * once; a lost interrupt is no timeout; a controller that failed or went
+ * away is reset; the first timeout sends an Abort, the second (or an Abort
  * that fails) resets. A reset, a recovery or a removal cancels what is in
  * flight: until then the timer is started again.
  */
@@ -804,8 +807,13 @@ static enum blk_eh_timer_return disk_timeout(struct request *rq)
 	u32 csts, res = 1;
 	int ret;
 
-	if (p2pnvme_state(c) == P2PNVME_DEAD) {
-		/* nothing may touch the device: it is stopped for good */
+	/*
+	 * Out of service for good, or surprise-removed (as nvme_timeout()):
+	 * nothing can complete or DMA any more, and nobody else may end what
+	 * it held: remove() may be waiting in del_gendisk() for it, and no
+	 * reset is scheduled for a function whose channel is offline.
+	 */
+	if (p2pnvme_state(c) == P2PNVME_DEAD || pci_dev_is_disconnected(c->pdev)) {
 		mutex_lock(&d->lock);
 		disk_kill_locked(d);
 		mutex_unlock(&d->lock);
