@@ -58,6 +58,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/dmapool.h>
 #include <linux/interrupt.h>
@@ -1234,18 +1235,54 @@ void p2pnvme_disk_remove(struct p2pnvme *c)
 	RCU_INIT_POINTER(c->disk_bdev, NULL);
 }
 
+static bool disk_count_inflight(struct request *rq, void *data)
+{
+	if (blk_mq_rq_state(rq) == MQ_RQ_IN_FLIGHT)
+		(*(unsigned int *)data)++;
+	return true;
+}
+
+/* Requests the controller holds now (dispatched, not completed). */
+static unsigned int disk_inflight(struct p2pnvme_disk *d)
+{
+	unsigned int n = 0;
+
+	blk_mq_tagset_busy_iter(&d->set, disk_count_inflight, &n);
+	return n;
+}
+
 /**
  * p2pnvme_disk_quiesce - stop the disk for a shutdown (reboot, kexec)
  * @c: the controller, DELETING, its admin queue still in service
  *
- * Nothing more is dispatched; the disk's queues are deleted on the
- * controller, which ends what they hold. p2pnvme_disk_fail() ends the
- * rest once the controller is shut down.
+ * Nothing more is dispatched; what the controller holds gets up to
+ * io_timeout_ms to complete, as nvme_dev_disable() gives it at a shutdown
+ * (deleting a queue aborts its commands: a write in flight would end
+ * half done); then the disk's queues are deleted on the controller, which
+ * ends what is left. p2pnvme_disk_fail() ends the rest once the
+ * controller is shut down.
  */
 void p2pnvme_disk_quiesce(struct p2pnvme *c)
 {
-	if (c->disk)
-		disk_upper_stop(c, true);
+	unsigned long deadline = jiffies + p2pnvme_io_timeout();
+	struct p2pnvme_disk *d = c->disk;
+	unsigned int noio;
+
+	if (!d)
+		return;
+	noio = memalloc_noio_save();
+	mutex_lock(&d->lock);
+	if (!d->removed && !d->stopped) {
+		disk_quiesce(d);	/* waits for a .queue_rq running */
+		d->stopped = true;
+	}
+	mutex_unlock(&d->lock);
+	/* their interrupts still come: completions end, errors are requeued */
+	while (READ_ONCE(d->live) && disk_inflight(d) && !p2pnvme_ctrl_gone(c) &&
+	       time_before(jiffies, deadline))
+		msleep(20);
+	memalloc_noio_restore(noio);
+	disk_upper_stop(c, true);
 }
 
 /**
