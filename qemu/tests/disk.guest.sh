@@ -8,7 +8,7 @@
 # umount works; the char device's LBA rules hold (CAP_SYS_RAWIO, no
 # writes while mounted), as uid 65534 and as root.
 . /tests/lib.sh
-expect_suites guest.disk_setup guest.disk_ext4 guest.disk_xfs guest.disk_p2p \
+expect_suites guest.disk_setup guest.disk_zeroes guest.disk_ext4 guest.disk_xfs guest.disk_p2p \
 	guest.disk_lba_rules guest.disk_pci_reset guest.disk_unbind
 
 IVSHMEM=$(find_pci 1af4 1110)
@@ -73,6 +73,25 @@ hostcheck equal 262144 "bar0@$(echo "$out" | sed -n 's/.*"bar_offset":\([0-9]*\)
 released; check_eq "the engine reads beside the disk (root)" "$?" 0
 suite_end
 
+# Write Zeroes through the block layer (fallocate ZERO_RANGE on the block
+# device: blkdev_issue_zeroout()), its range not 4 KiB aligned: the host
+# sees zeroes exactly there and the pattern on either side (the sector to
+# LBA conversion of the command's SLBA and NLB)
+suite_begin disk_zeroes
+Q=/sys/block/p2pnvme0n1/queue
+off=$((60 << 20))
+check "Write Zeroes offered (QEMU's nvme sets ONCS.WZ)" [ "$(cat $Q/write_zeroes_max_bytes)" -gt 0 ]
+check "1 MiB of 0x5a written at 60 MiB by O_DIRECT" \
+	sh -c "xfs_io -d -c 'pwrite -S 0x5a $off 1m' -c fsync $B >/dev/null"
+z0=$(ctr write_zeroes)
+check "ZERO_RANGE of 1 MiB - 1 KiB from 60 MiB + 512" \
+	xfs_io -c "fzero $((off + 512)) $(((1 << 20) - 1024))" $B
+check "counted as Write Zeroes (not zeroes written as data)" [ "$(ctr write_zeroes)" -gt "$z0" ]
+hostcheck fill 512 nvme0@$off 0x5a
+hostcheck fill $(((1 << 20) - 1024)) nvme0@$((off + 512)) 0x00
+hostcheck fill 512 nvme0@$((off + (1 << 20) - 512)) 0x5a
+suite_end
+
 # fs_suite NAME MKFS-COMMAND...: make, mount, write and verify (fio's
 # verify= where fio is there), read back by O_DIRECT, the host's view of
 # a file's extent in the image, unmount, the filesystem's own check
@@ -85,9 +104,15 @@ fs_suite() {
 	fi
 	check "mkfs $fs on $B" "$@"
 	check "mount $fs" mount -t $fs $B $M
-	w0=$(ctr writes_host)
+	w0=$(ctr writes_host); f0=$(ctr flushes)
 	sum=$(write_file $M/one 1)
 	check "a 1 MiB file written by O_DIRECT" [ -n "$sum" ]
+	# fsync flushes a volatile write cache, and only that (VWC, BLK_FEAT_WRITE_CACHE)
+	if [ "$(cat /sys/block/p2pnvme0n1/queue/write_cache)" = "write back" ]; then
+		check "fsync flushed the controller's volatile write cache" [ "$(ctr flushes)" -gt "$f0" ]
+	else
+		check_eq "no flushes without a volatile write cache" "$(ctr flushes)" "$f0"
+	fi
 	echo 3 > /proc/sys/vm/drop_caches
 	check_eq "read back by O_DIRECT, the same bytes" "$(read_sha $M/one)" "$sum"
 	check "counted as writes from host memory" [ "$(ctr writes_host)" -gt "$w0" ]
@@ -100,6 +125,12 @@ fs_suite() {
 			fio --name=q --directory=$M --size=8m --bs=64k --rw=randwrite --direct=1 \
 			--ioengine=io_uring --iodepth=16 --verify=sha256 --do_verify=1 --verify_fatal=1 \
 			--minimal --output=/tmp/disk.fio
+		# buffers 4 bytes into a page (the disk's dword DMA alignment):
+		# five segments a request, the first and last not whole pages
+		check "fio: 4 MiB of 16 KiB direct writes from buffers at page + 4, verified" \
+			fio --name=a --directory=$M --size=4m --bs=16k --rw=randwrite --direct=1 \
+			--mem_align=4 --ioengine=io_uring --iodepth=8 --verify=crc32c --do_verify=1 \
+			--verify_fatal=1 --minimal --output=/tmp/disk.fio
 	else
 		skip "fio verify on $fs" "no fio (it could not be built on the machine that built the guest)"
 	fi
