@@ -95,6 +95,22 @@ probe HAVE_BLK_MQ_ALLOC_QUEUE '#include <linux/blk-mq.h>' \
 probe HAVE_RQ_END_IO_IOB '#include <linux/blk-mq.h>' \
 	'rq_end_io_fn *f = NULL; enum rq_end_io_ret r = f(NULL, BLK_STS_OK, NULL); (void)r;'
 
+# p2pnvme's disk (drivers/p2pnvme/disk.c). 6.11+: queue features in the
+# limits (BLK_FEAT_*), 6.1's queue flags before; 6.9+: blk_mq_alloc_disk()
+# takes the limits, 6.1 has two arguments and blk_queue_*() setters; 7.x:
+# blk_rq_map_sg() without the queue; 6.2+: the whole tag set quiesced at
+# once; 6.14 dropped BLK_MQ_F_SHOULD_MERGE (merging is the default)
+probe HAVE_BLK_FEAT_PCI_P2PDMA '#include <linux/blkdev.h>' \
+	'blk_features_t f = BLK_FEAT_PCI_P2PDMA; (void)f;'
+probe HAVE_BLK_MQ_ALLOC_DISK_LIMITS '#include <linux/blk-mq.h>' \
+	'struct queue_limits l = {}; struct gendisk *d = blk_mq_alloc_disk(NULL, &l, NULL); (void)d;'
+probe HAVE_BLK_RQ_MAP_SG_NO_QUEUE '#include <linux/blk-mq.h>' \
+	'int n = blk_rq_map_sg(NULL, NULL); (void)n;'
+probe HAVE_BLK_MQ_QUIESCE_TAGSET '#include <linux/blk-mq.h>' \
+	'blk_mq_quiesce_tagset(NULL);'
+probe HAVE_BLK_MQ_F_SHOULD_MERGE '#include <linux/blk-mq.h>' \
+	'unsigned int f = BLK_MQ_F_SHOULD_MERGE; (void)f;'
+
 objs=$(sed -n 's/^obj-m += //p' "$tmp/Kbuild")
 # -k: a probe that does not compile is an answer, not an error.
 make -k -s -j"$(nproc)" -C "$kdir" M="$tmp" KBUILD_MODPOST_WARN=1 $objs >"$tmp/log" 2>&1 || true

@@ -153,6 +153,29 @@ static void reset_finish(struct p2pnvme *c, enum p2pnvme_state from, int ret)
 }
 
 /*
+ * The layer above with queue pairs of its own (the disk, disk.c), told
+ * through c->upper: set at probe before the controller went LIVE, cleared
+ * only once it is DEAD and nothing below calls it.
+ */
+static void upper_stop(struct p2pnvme *c, bool answers)
+{
+	if (c->upper)
+		c->upper->stop(c, answers);
+}
+
+static void upper_cancel(struct p2pnvme *c, int err)
+{
+	if (c->upper)
+		c->upper->cancel(c, err);
+}
+
+/* Return: @err, or why the upper layer's queues did not come back. */
+static int upper_restart(struct p2pnvme *c, int err)
+{
+	return c->upper ? c->upper->restart(c, err) : err;
+}
+
+/*
  * Take the controller out of service for a reset, while its registers
  * still answer: no more submissions, the I/O queues deleted if it still
  * answers (p2pnvme_delete_io_queues(), as nvme-pci), CC.EN = 0, bus
@@ -170,12 +193,14 @@ static int ctrl_halt(struct p2pnvme *c)
 {
 	int ret;
 
+	upper_stop(c, true);		/* the disk's queues deleted first, the same way */
 	p2pnvme_io_queues_stop(c);
 	p2pnvme_delete_io_queues(c);
 	p2pnvme_queues_stop(c);
 	ret = p2pnvme_ctrl_disable(c);
 	pci_clear_master(c->pdev);
 	p2pnvme_queues_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
+	upper_cancel(c, ret == -ENODEV ? -ENODEV : -ECANCELED);
 	return ret;
 }
 
@@ -196,6 +221,9 @@ static void p2pnvme_reset_work(struct work_struct *work)
 	deleting = p2pnvme_state(c) != P2PNVME_RESETTING;
 	if (!ret && !deleting)
 		ret = p2pnvme_ctrl_enable(c);
+	/* the disk's queues too; handed over, the new owner restarts it */
+	if (!deleting)
+		ret = upper_restart(c, ret);
 	/* before the state leaves RESETTING; remove() freezes it for good */
 	p2pnvme_io_thaw(c);
 	reset_finish(c, P2PNVME_RESETTING, ret);
@@ -270,6 +298,7 @@ static int ctrl_give_back(struct p2pnvme *c, enum p2pnvme_recovery owner)
 	owned = ctrl_owned(c, owner);
 	if (owned)
 		ret = p2pnvme_ctrl_enable(c);
+	ret = upper_restart(c, ret);	/* the disk's queues, or its failure */
 	p2pnvme_io_thaw(c);		/* before the state leaves RECOVERING */
 	if (owned)
 		reset_finish(c, P2PNVME_RECOVERING, ret);
@@ -294,9 +323,14 @@ static int ctrl_give_back(struct p2pnvme *c, enum p2pnvme_recovery owner)
 void p2pnvme_error_stop(struct p2pnvme *c, int err)
 {
 	ctrl_take(c, P2PNVME_RECOVERY_PCI_ERROR, err);
+	upper_stop(c, false);
 	p2pnvme_queues_stop(c);
 	pci_clear_master(c->pdev);
 	p2pnvme_queues_cancel(c, err);
+	upper_cancel(c, err);
+	/* out of service for good: nothing will restart the disk's queues */
+	if (p2pnvme_state(c) == P2PNVME_DEAD)
+		upper_restart(c, -ENODEV);
 }
 
 /**

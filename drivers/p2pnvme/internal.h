@@ -29,6 +29,12 @@
  *                                write by the reset worker, the end of PCI
  *                                error recovery or of a PCI reset, and
  *                                remove(), after their freeze
+ *   p2pnvme_disk.lock (mutex)   the disk's queue pairs' life (disk.c):
+ *                                stopping, cancelling, restarting and
+ *                                killing them; inside reset_lock (for
+ *                                write) when a reset or recovery restarts
+ *                                them, never inside the I/O guard; holds
+ *                                no spinlock while it sends admin commands
  *   p2pnvme.reg_lock (mutex)    the registered buffers' list and mappings
  *                                (reg.c): inside the I/O guard when a
  *                                registration lists its buffer, outside
@@ -66,6 +72,7 @@
 #define P2PNVME_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/blk_types.h>
 #include <linux/cache.h>
 #include <linux/completion.h>
 #include <linux/dma-fence.h>
@@ -78,6 +85,7 @@
 #include <linux/notifier.h>
 #include <linux/percpu.h>
 #include <linux/percpu-refcount.h>
+#include <linux/rcupdate.h>
 #include <linux/nvme.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
@@ -235,6 +243,7 @@ enum p2pnvme_recovery {
 struct p2pnvme_batch;
 struct p2pnvme_file;
 struct p2pnvme_blkmq;
+struct p2pnvme_disk;		/* disk.h */
 struct p2pnvme_reg;		/* reg.h */
 struct p2pnvme_fence;		/* reg.h */
 struct p2pnvme_lists;		/* queue.h */
@@ -510,6 +519,32 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
 }
 
 /**
+ * struct p2pnvme_upper_ops - what the controller's owners tell a layer
+ *	above that has queue pairs of its own on it (the disk, disk.c): its
+ *	queues live and die with the controller's enables, but only that
+ *	layer knows its requests. Called by ctrl.c (and pci.c at shutdown),
+ *	never by name: a lower layer calls up only through a pointer.
+ * @stop: no more submissions to its queues (quiesced; idempotent); with
+ *	  @answers, the controller still answers its admin queue, and the
+ *	  layer deletes its I/O queues there before the controller is
+ *	  disabled (as p2pnvme_delete_io_queues() does for the engine's)
+ * @cancel: the controller is disabled (or gone): nothing in flight can
+ *	    complete or DMA any more; each request ends, or is requeued to
+ *	    be retried after the restart (@err: why; -ENODEV: never retried)
+ * @restart: the controller was enabled again (@err 0: its queues are
+ *	     created again and submissions resume), or will not be (@err:
+ *	     every request fails from now on, without reaching the
+ *	     controller). Return: 0, or why its queues could not be created,
+ *	     which fails the reset; called with reset_lock held for write,
+ *	     or at shutdown
+ */
+struct p2pnvme_upper_ops {
+	void (*stop)(struct p2pnvme *c, bool answers);
+	void (*cancel)(struct p2pnvme *c, int err);
+	int (*restart)(struct p2pnvme *c, int err);
+};
+
+/**
  * struct p2pnvme - one controller
  * @pdev: the PCI function
  * @bar: BAR0 mapping
@@ -550,15 +585,24 @@ static inline unsigned int p2pnvme_queue_inflight(const struct p2pnvme_queue *q)
  * @pt_lock: serialises users of @pt_buf (and none uses it while
  *	     @admin_abandoned is not 0)
  * @nr_ioq: I/O queue pairs created
- * @want_protoq: probe asks for the blk-mq prototype's queues too (blkmq.c,
- *		 bench only)
- * @nr_protoq: the prototype's queue pairs: as many as @nr_ioq, after
+ * @want_protoq: probe asks for a second set of queue pairs: the disk's
+ *		 (disk.c) or the blk-mq prototype's (blkmq.c, bench only)
+ * @nr_protoq: the second set's queue pairs: as many as @nr_ioq, after
  *	       them, each with its own vector; 0 without it
  * @enables: times the controller was enabled (p2pnvme_ctrl_enable(), under
  *	     @reset_lock for write, or probe): the prototype's queues exist in
  *	     the enable that created them only
  * @blkmq: the prototype, or NULL (set and cleared by blkmq.c at probe and
  *	   removal)
+ * @disk: the disk, or NULL (set by disk.c at probe, cleared at removal
+ *	  once nothing calls it any more)
+ * @upper: the disk's hooks (@disk's), or NULL: set at probe before the
+ *	   controller is LIVE, cleared with @disk
+ * @disk_rules: the disk was added: the LBA paths of the char device need
+ *		CAP_SYS_RAWIO from then on, for the rest of the binding
+ * @disk_bdev: the disk's whole-device block_device while the disk is added
+ *	       (RCU: freed a grace period after its last reference), for
+ *	       p2pnvme_disk_claimed()
  * @cpu_queue: per possible CPU, the index of the I/O queue it submits to:
  *	       the one whose interrupt the CPU takes
  * @cpuhp_node: on the driver's CPU hotplug state from after the I/O queues
@@ -660,6 +704,10 @@ struct p2pnvme {
 	unsigned int nr_protoq;
 	u32 enables;
 	struct p2pnvme_blkmq *blkmq;
+	struct p2pnvme_disk *disk;
+	const struct p2pnvme_upper_ops *upper;
+	bool disk_rules;
+	struct block_device __rcu *disk_bdev;
 	u16 *cpu_queue;
 	struct hlist_node cpuhp_node;
 	struct p2pnvme_queue adminq;
@@ -716,6 +764,24 @@ static inline void p2pnvme_stat_add(struct p2pnvme *c, enum p2pnvme_stat s, u64 
 static inline enum p2pnvme_state p2pnvme_state(struct p2pnvme *c)
 {
 	return READ_ONCE(c->state);
+}
+
+/*
+ * Is the controller's disk (disk.c) claimed now: opened exclusively
+ * (mounted, mkfs, a holder such as dm), itself or one of its partitions
+ * (the whole device's bd_holder is set for a partition's claim too)? A
+ * snapshot: a claim may begin right after.
+ */
+static inline bool p2pnvme_disk_claimed(struct p2pnvme *c)
+{
+	struct block_device *bdev;
+	bool claimed;
+
+	rcu_read_lock();
+	bdev = rcu_dereference(c->disk_bdev);
+	claimed = bdev && READ_ONCE(bdev->bd_holder);
+	rcu_read_unlock();
+	return claimed;
 }
 
 /*

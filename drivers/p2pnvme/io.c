@@ -1235,16 +1235,43 @@ void p2pnvme_req_abandon(struct p2pnvme *c, struct p2pnvme_req *r)
 	req_release(c, r, false);
 }
 
+static bool io_writes(const struct p2pnvme_io *io)
+{
+	return io->op == P2PNVME_OP_WRITE || io->op == P2PNVME_OP_WRITE_ZEROES;
+}
+
+/*
+ * While the controller's disk exists (disk=1, disk.c) its blocks are a
+ * filesystem's, whose permissions raw LBAs would bypass: the LBA paths
+ * need CAP_SYS_RAWIO (-EPERM), as raw block device I/O on most systems
+ * does, and writes are refused while the disk or one of its partitions is
+ * claimed (mounted, or opened exclusively: -EBUSY). The claim is looked at
+ * when the transfer is checked: one that begins after that does not stop
+ * the transfer.
+ */
+static int io_disk_rules(struct p2pnvme *c, const struct p2pnvme_io *io)
+{
+	if (!READ_ONCE(c->disk_rules))
+		return 0;
+	if (!capable(CAP_SYS_RAWIO))
+		return -EPERM;
+	if (io_writes(io) && p2pnvme_disk_claimed(c))
+		return -EBUSY;
+	return 0;
+}
+
 /*
  * May this file do @io? Writes need an fd opened for writing, as
- * nvme_cmd_allowed() has it for nvme-pci's passthrough (-EACCES).
+ * nvme_cmd_allowed() has it for nvme-pci's passthrough (-EACCES); then
+ * the disk's rules (io_disk_rules()).
  */
 int p2pnvme_io_allowed(struct file *filp, const struct p2pnvme_io *io)
 {
-	if ((io->op == P2PNVME_OP_WRITE || io->op == P2PNVME_OP_WRITE_ZEROES) &&
-	    !(filp->f_mode & FMODE_WRITE))
+	struct p2pnvme_file *f = filp->private_data;
+
+	if (io_writes(io) && !(filp->f_mode & FMODE_WRITE))
 		return -EACCES;
-	return 0;
+	return io_disk_rules(f->c, io);
 }
 
 /*
@@ -1488,15 +1515,17 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_admin_passthru);
  * @io: from p2pnvme_io_from_nvme()
  *
  * As nvme_cmd_allowed(): writes need a writable fd or CAP_SYS_ADMIN
- * (nvme-cli opens read-only).
+ * (nvme-cli opens read-only); then the disk's rules, as for every LBA
+ * path (io_disk_rules()).
  *
- * Return: 0 or -EACCES.
+ * Return: 0, -EACCES, or the disk's -EPERM and -EBUSY.
  */
 int p2pnvme_nvme_io_allowed(struct file *filp, const struct p2pnvme_io *io)
 {
+	struct p2pnvme_file *f = filp->private_data;
 	int ret = p2pnvme_io_allowed(filp, io);
 
 	if (ret == -EACCES && capable(CAP_SYS_ADMIN))
-		ret = 0;
+		ret = io_disk_rules(f->c, io);
 	return ret;
 }

@@ -17,7 +17,8 @@
  * The files, top down (calls only go down; scripts/layers.py checks it):
  * pci.c (this: the PCI driver, module parameters, the controller's
  * lifetime), cdev.c (the char device and its ioctls), sysfs.c (sysfs and
- * debugfs); uring.c (io_uring passthrough); io.c (requests: pin, map,
+ * debugfs); uring.c (io_uring passthrough), disk.c (the namespace as a
+ * block device, disk=1); io.c (requests: pin, map,
  * bounce, submit, complete); reg.c (registered buffers), dmabuf.c (dma-buf
  * import); ctrl.c (the controller's state, the I/O guard, reset and
  * recovery); admin.c (registers, bring-up, admin commands); queue.c
@@ -45,6 +46,7 @@
 
 #include "driver.h"
 #include "uring.h"
+#include "disk.h"
 #include "reg.h"
 #include "ctrl.h"
 #include "admin.h"
@@ -128,6 +130,10 @@ static struct uint_range coalesce_time_range = { &p2pnvme_coalesce_time_us, 0, 2
 module_param_cb(coalesce_time_us, &uint_range_ops, &coalesce_time_range, 0444);
 MODULE_PARM_DESC(coalesce_time_us, "Longest an interrupt may wait for more completions, 0 .. 25500 us in steps of 100 (default 0)");
 
+static bool disk_param;
+module_param_named(disk, disk_param, bool, 0644);
+MODULE_PARM_DESC(disk, "At probe, present the namespace as a block device /dev/p2pnvme<N>n<nsid> on queues of its own; the LBA ioctls then need CAP_SYS_RAWIO (default false)");
+
 static dev_t p2pnvme_devt;
 static struct cdev p2pnvme_cdev;
 static struct class *p2pnvme_class;
@@ -149,17 +155,26 @@ void p2pnvme_free(struct kref *kref)
 
 /* ---- PCI driver -------------------------------------------------------- */
 
+/* Split the I/O vectors in two sets of one size, each spread over every CPU. */
+static void irq_sets(struct irq_affinity *affd, unsigned int nvecs)
+{
+	affd->nr_sets = 2;
+	affd->set_size[0] = nvecs / 2;
+	affd->set_size[1] = nvecs - nvecs / 2;
+}
+
 /*
  * MSI-X: vector 0 stays with the (polled) admin queue, I/O queue i gets
  * vector i, spread over the CPUs by the IRQ core (managed affinity, as
  * nvme-pci); each CPU submits to the queue whose interrupt it takes. The
- * blk-mq prototype's queues (blkmq.c, bench only) get a second set of as
- * many vectors after them, spread the same way, or none at all.
+ * second set of queues (the disk's, disk.c, or the blk-mq prototype's,
+ * blkmq.c) gets a second set of as many vectors after them, spread the
+ * same way, or none at all.
  */
 static int setup_irqs(struct p2pnvme *c)
 {
 	struct irq_affinity affd = { .pre_vectors = 1 };
-	struct irq_affinity sets = { .pre_vectors = 1, .calc_sets = p2pnvme_blkmq_irq_sets };
+	struct irq_affinity sets = { .pre_vectors = 1, .calc_sets = irq_sets };
 	unsigned int want = 2 * c->nr_ioq + 1;
 	struct pci_dev *pdev = c->pdev;
 	const struct cpumask *mask;
@@ -175,7 +190,7 @@ static int setup_irqs(struct p2pnvme *c)
 	if (c->nr_protoq &&
 	    pci_alloc_irq_vectors_affinity(pdev, want, want, PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
 					   &sets) < 0) {
-		pci_info(pdev, "no vectors for the blk-mq prototype\n");
+		pci_info(pdev, "no vectors for a second set of queues (the disk's or the prototype's)\n");
 		c->nr_protoq = 0;
 	}
 	if (!c->polled && !c->nr_protoq) {
@@ -291,6 +306,7 @@ static void free_irqs(struct p2pnvme *c)
 static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct device *dev = &pdev->dev;
+	bool want_disk = READ_ONCE(disk_param);
 	struct p2pnvme *c;
 	unsigned int i;
 	int ret;
@@ -360,7 +376,8 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_put;
 	/* admin queue only, to learn how many I/O queues there will be */
 	c->nr_ioq = 0;
-	c->want_protoq = !poll_mode && p2pnvme_blkmq_wanted();
+	/* the disk takes the second set of queues; the prototype only without it */
+	c->want_protoq = !poll_mode && (want_disk || p2pnvme_blkmq_wanted());
 	ret = p2pnvme_ctrl_enable(c);
 	if (!ret)
 		ret = p2pnvme_identify(c);
@@ -401,14 +418,20 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	p2pnvme_debugfs_add(c);
-	p2pnvme_blkmq_init(c);	/* bench only; without it on failure */
+	/* without either on failure */
+	if (want_disk)
+		p2pnvme_disk_init(c);
+	else
+		p2pnvme_blkmq_init(c);	/* bench only */
 	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
 	p2pnvme_reg_watch(c);	/* static exporters' devices unbound (reg.c) */
-	/* last: an early opener of the minor saw RESETTING and waited */
+	/* an early opener of the minor saw RESETTING and waited */
 	p2pnvme_change_state(c, P2PNVME_LIVE);
 	pci_info(pdev, "p2pnvme%d: ns %u, %llu x %u B, %u I/O queues of %u, %s, max %u KiB/cmd%s\n",
 		 c->minor, c->nsid, c->nlb, 1 << c->lba_shift, c->nr_ioq, c->ioq[0].depth - 1,
 		 c->polled ? "polled" : "MSI-X", c->max_xfer >> 10, c->sgl ? ", SGL" : "");
+	/* last: the partition scan reads a LIVE controller */
+	p2pnvme_disk_add(c);
 	return 0;
 
 err_minor:
@@ -431,6 +454,8 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 {
 	struct p2pnvme *c = pci_get_drvdata(pdev);
 
+	/* first, while the controller answers: the filesystem syncs and lets go */
+	p2pnvme_disk_remove(c);
 	p2pnvme_reg_unwatch(c);
 	xa_erase(&p2pnvme_minors, c->minor);
 	device_destroy(p2pnvme_class, MKDEV(MAJOR(p2pnvme_devt), c->minor));
@@ -450,6 +475,7 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	up_write(&c->reset_lock);
 	/* nobody issues any more and the controller is stopped */
 	p2pnvme_blkmq_exit(c);
+	p2pnvme_disk_free(c);
 	/*
 	 * Every command is over and no submitter is inside the I/O guard any
 	 * more: the io_uring requests are released now, before the queues go.
@@ -470,7 +496,9 @@ static void p2pnvme_shutdown(struct pci_dev *pdev)
 		return;		/* DEAD: nothing to shut down */
 	if (cancel_work_sync(&c->reset_work))
 		kref_put(&c->kref, p2pnvme_free);	/* the queued reset's */
+	p2pnvme_disk_quiesce(c);	/* its queues deleted while the controller answers */
 	p2pnvme_quiesce(c);
+	p2pnvme_disk_fail(c);		/* what is left of the disk's I/O fails */
 }
 
 /*
