@@ -228,7 +228,8 @@ fi
 if [ -z "$src" ]; then
 	[ -n "$series" ] || series=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<< "$release")
 	say "source: Debian's linux-source-$series (qemu/kernel.sh source)"
-	src=$("$P2P_TOP/qemu/kernel.sh" source "$series")
+	src=$("$P2P_TOP/qemu/kernel.sh" source "$series") ||
+		die "no Debian linux-source-$series to build: give --series (6.1: Debian 12's, 6.12: 13's) or --source DIR"
 fi
 src=$(cd "$src" && pwd)
 [ -z "$seed_src" ] || [ "$src" = "$(cd "$seed_src" && pwd)" ] ||
@@ -282,7 +283,7 @@ if [ -n "$seed" ]; then
 	# files: moved, it would be built again, and every object checked by
 	# the new objtool compiled again. The same commands, in the new place;
 	# their times kept
-	grep -rlZ -F --include='.*.cmd' --include='*.d' "$seed/" "$build/tools" 2>/dev/null |
+	{ grep -rlZ -F --include='.*.cmd' --include='*.d' "$seed/" "$build/tools" 2>/dev/null || true; } |
 	while IFS= read -r -d '' f; do
 		sed "s|$seed/|$build/|g" "$f" > "$f.new" && touch -r "$f" "$f.new" && mv "$f.new" "$f"
 	done
