@@ -14,6 +14,10 @@
 #   make uninstall [DESTDIR=] [PREFIX=]          remove what install put there
 #   make dkms                                    register, build and install with DKMS
 #   make dist                                    p2pdma-suite-<version>.tar.gz (rpmbuild -ta)
+#   make kernel-deb [KERNEL_DEB_ARGS='...']      Debian packages (linux-image, linux-headers) of
+#                                                the running kernel's series and configuration
+#                                                with P2PDMA, in out/kernel-deb; the arguments:
+#                                                scripts/kernel-deb.sh --help
 #   make demo                                    boot the emulated server, show a P2P transfer
 #   make check [T=PROFILE.TEST[.FLAVOUR] ...]    every test (or just those boots;
 #                                                T=build: the compile matrix)
@@ -282,10 +286,15 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(PWD) clean 2>/dev/null || true
 	rm -rf include/generated tools/build
 
+# Debian's kernel with P2PDMA, packaged (Documentation/quickstart.rst, "A
+# kernel with P2PDMA on Debian")
+kernel-deb:
+	scripts/kernel-deb.sh $(KERNEL_DEB_ARGS)
+
 demo:
 	qemu/bench.sh demo
 
 check:
 	qemu/bench.sh check $(foreach t,$(T),'$(t)')
 
-.PHONY: all why-no-modules prereq modules tools install no-dkms-copy uninstall dkms-source dkms dist clean demo check FORCE
+.PHONY: all why-no-modules prereq modules tools install no-dkms-copy uninstall dkms-source dkms dist kernel-deb clean demo check FORCE

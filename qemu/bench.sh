@@ -46,7 +46,7 @@ stock_headers() {
 # kernel series, sparse-clean against the runtime kernel, checkpatch-clean,
 # and the tools build with -Werror.
 build_suite() {
-	local run=$OUT/runs/build s k n=0 results=() src rc m32
+	local run=$OUT/runs/build s k n=0 results=() src ksrc rc m32
 	rm -rf "$run"; mkdir -p "$run/ktap"
 	: > "$run/serial.log"
 	t() {	# t DESCRIPTION COMMAND...
@@ -118,6 +118,20 @@ build_suite() {
 		"$P2P_TOP/qemu/package-check.sh" dkms-deb "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
 	t "make install, make dkms, make install in a scratch root: DKMS's copy replaces make install's, which is then refused" \
 		"$P2P_TOP/qemu/package-check.sh" two-copies "$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)"
+	# make kernel-deb (scripts/kernel-deb.sh): packaged from a copy of the
+	# base kernel's objects (no kernel build: a relink and the packaging),
+	# the other checks configure only
+	k=$("$P2P_TOP/qemu/kernel.sh" build "$P2P_RUNTIME_SERIES" base)
+	ksrc=$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")
+	say "build: make kernel-deb, seeded from $(basename "$k")"
+	t "make kernel-deb from the $P2P_RUNTIME_SERIES base kernel's objects (--seed): linux-image and linux-headers packages, -p2pdma; in a scratch root: vmlinuz, System.map with P2PDMA, config, modules, the headers' .config; the suite's modules build against those headers" \
+		"$P2P_TOP/qemu/kernel-deb-check.sh" seeded "$k"
+	t "make kernel-deb --config-only on Debian's stock $P2P_RUNTIME_SERIES configuration: P2PDMA and what it needs on, Debian's signing files and debug info off, nothing else of Debian's lost" \
+		"$P2P_TOP/qemu/kernel-deb-check.sh" stock "$ksrc" "$("$P2P_TOP/qemu/kernel.sh" stock "$P2P_RUNTIME_SERIES")/.config"
+	t "make kernel-deb on a 32-bit configuration: refused before building, naming CONFIG_MEMORY_HOTPLUG's unmet CONFIG_64BIT" \
+		"$P2P_TOP/qemu/kernel-deb-check.sh" no-p2pdma "$ksrc" "$k/.config"
+	t "make kernel-deb and Secure Boot (a stand-in mokutil): off; on without a key, refused saying what to do; on with one, enrolled or not; --unsigned; --sign signs a PE image in a package (sbverify)" \
+		"$P2P_TOP/qemu/kernel-deb-check.sh" secure-boot "$ksrc" "$k/.config"
 	t "without liburing the tools that need it are skipped in one line naming the package" \
 		"$P2P_TOP/qemu/package-check.sh" no-uring
 	t "checkpatch --strict is clean" checkpatch "$src"
