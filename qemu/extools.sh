@@ -15,6 +15,9 @@
 #                           engine (FIO_SRC=, tools/fio/p2pnvme-reg.c)
 #
 #   qemu/extools.sh build   build what is missing (cached), print the dir
+#   qemu/extools.sh plugin  build qemu/plugins/insn.c, the instruction-
+#                           counting TCG plugin, for this machine's QEMU
+#                           (cached), print the .so's path
 #
 # The sources come from the first suite of P2P_DEBIAN_SUITES (the machine's
 # Debian) through a private apt directory with deb-src lines; apt checks
@@ -99,7 +102,71 @@ build() {
 	echo "$out"
 }
 
+# The TCG plugin qemu/plugins/insn.c against the plugin API of the QEMU
+# that boots the bench: include/qemu/qemu-plugin.h from the Debian source
+# package of this machine's qemu-system-x86 (the same version; the newest
+# of the suite if that one is gone, as long as it is the same QEMU
+# release), unpacked with Debian's patches. Cached under
+# $P2P_CACHE/plugins keyed by QEMU's package version and the plugin
+# source's hash.
+PLUGIN_API=1	# QEMU_PLUGIN_VERSION the plugin is written against
+plugin() {
+	local qemu qver qsrc_v src_v rel srel hash key out work hdr have
+	qemu=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
+	need_pkgs dpkg-dev build-essential xz-utils
+	# QEMU's release as it says it (7.2.22 ...) and the package's versions
+	rel=$("$qemu" --version | sed -n '1s/^QEMU emulator version \([0-9]*\.[0-9]*\).*/\1/p')
+	qver=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null || true)
+	qsrc_v=$(dpkg-query -W -f='${source:Version}' qemu-system-x86 2>/dev/null || true)
+	[ -n "$rel" ] && [ -n "$qver" ] ||
+		die "qemu-system-x86_64 is not Debian's qemu-system-x86 package: build the plugin against its own tree"
+	hash=$(sha256sum "$P2P_TOP/qemu/plugins/insn.c" | cut -c1-12)
+	key="qemu_${qver#*:}+insn_$hash"
+	out="$P2P_CACHE/plugins/$key"
+	[ -e "$out/.complete" ] && { echo "$out/insn.so"; return; }
+	mkdir -p "$P2P_CACHE/plugins"
+	exec 9>"$out.lock"
+	flock -n 9 || { say "waiting for another run building $key"; flock 9; }
+	[ -e "$out/.complete" ] && { echo "$out/insn.so"; return; }
+	sapt_update
+	src_v=$qsrc_v
+	have=$(sapt apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p')
+	if ! printf '%s\n' "$have" | grep -Fxq "$src_v"; then
+		src_v=$(src_version qemu)
+		[ -n "$src_v" ] || die "no qemu source in $SUITE"
+		srel=${src_v#*:}
+		srel=${srel%%+*}
+		[ "${srel%-*}" = "$rel" ] ||
+			die "$SUITE has qemu $src_v, not QEMU $rel's plugin API (this machine's qemu-system-x86 $qver)"
+		say "plugin: qemu $qsrc_v's source is gone from $SUITE, using $src_v (QEMU $rel too)"
+	fi
+	say "plugin: building insn.so against qemu $src_v's qemu-plugin.h"
+	work=$(mktemp -d "${TMPDIR:-/tmp}/p2p-plugin.XXXXXX")
+	# shellcheck disable=SC2064
+	trap "rm -rf '$work'" EXIT
+	(cd "$work" && sapt apt-get -qq source --download-only "qemu=$src_v" >/dev/null 2>&1) ||
+		die "apt-get source qemu=$src_v failed"
+	# the whole tree with Debian's patches (its stable updates among them)
+	(cd "$work" && dpkg-source -q -x ./*.dsc src >/dev/null 2>&1) || die "dpkg-source -x qemu failed"
+	hdr=$work/src/include/qemu/qemu-plugin.h
+	[ -f "$hdr" ] || die "qemu $src_v has no include/qemu/qemu-plugin.h"
+	grep -q "^#define QEMU_PLUGIN_VERSION $PLUGIN_API\$" "$hdr" ||
+		die "qemu $src_v's plugin API is $(sed -n 's/^#define QEMU_PLUGIN_VERSION //p' "$hdr"), insn.c is written for $PLUGIN_API"
+	mkdir -p "$work/out"
+	cp "$hdr" "$work/out/qemu-plugin.h"
+	# every API function undeclared in this header is an error
+	gcc -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Werror \
+		-Werror=implicit-function-declaration -I"$work/out" \
+		-o "$work/out/insn.so" "$P2P_TOP/qemu/plugins/insn.c" -lpthread ||
+		die "insn.c does not build against qemu $src_v's qemu-plugin.h"
+	rm -rf "$out"
+	mv "$work/out" "$out"
+	echo "qemu-system-x86 $qver, header from qemu $src_v, insn.c $hash" > "$out/.complete"
+	echo "$out/insn.so"
+}
+
 case "${1:-}" in
 build) build ;;
-*) sed -n '3,18p' "$0" | sed 's/^# \?//'; exit 2 ;;
+plugin) plugin ;;
+*) sed -n '3,21p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac
