@@ -38,6 +38,20 @@
  *        P2PBAR_IOC_ALLOC + _FREE of 4 KiB, N pairs, with 0, 1000 and 10000
  *        other allocations live on the same file: microseconds per pair at
  *        each and the ratio of the worst to the one at 0
+ *   p2pbench mark N start|end
+ *        execute instruction-count window N's start or end marker (below)
+ *   p2pbench mark N LOOPS
+ *        window N around a loop of exactly 2 x LOOPS user instructions (a
+ *        calibration of the counting: scripts/cpu-insn.sh checks it)
+ *
+ * With P2PBENCH_MARK=N in the environment, engine, blk and uring put their
+ * measured loop (what their CPU time covers) inside instruction-count
+ * window N, and their JSON line says "mark":N. A window's start marker is
+ * id 2N, its end 2N + 1 (N 1..32767): "nopl 0x7032XXXX(%rax)" with the id
+ * in XXXX, a 7-byte NOP that does nothing on hardware or in a plain QEMU;
+ * QEMU's TCG plugin qemu/plugins/insn.c sees it execute and writes out the
+ * guest's instruction counts (Documentation/benchmarks.md, "Instructions
+ * per I/O").
  *
  * Buffers are p2pmem from /dev/p2pbar0 unless --host. Prints one JSON line:
  * ops, IOPS, MiB/s, mean latency, and guest CPU time (all CPUs, from
@@ -90,6 +104,97 @@ static double cpu_busy(void)
 	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / sysconf(_SC_CLK_TCK);
 }
 
+#define MARK_MAGIC	0x7032u
+#define MARK_MAX	32767
+
+/* the window P2PBENCH_MARK names (0: none) and its markers' code */
+static int mark_window;
+static unsigned char *mark_code;
+
+/*
+ * Window @n's markers as two functions on a page of their own: at 0 the
+ * start marker (id 2n) and a ret, at 16 the end marker (2n + 1). Written
+ * at run time because the id is in the instruction. 0, or -errno.
+ */
+static int mark_prepare(int n)
+{
+	unsigned char *p;
+	int k;
+
+	if (n < 1 || n > MARK_MAX)
+		return -EINVAL;
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	for (k = 0; k < 2; k++) {
+		uint32_t disp = MARK_MAGIC << 16 | (2 * n + k);
+		unsigned char *f = p + 16 * k;
+
+		f[0] = 0x0f;	/* nopl disp32(%rax) */
+		f[1] = 0x1f;
+		f[2] = 0x80;
+		memcpy(f + 3, &disp, sizeof(disp));	/* little-endian, as x86 reads it */
+		f[7] = 0xc3;	/* ret */
+	}
+	if (mprotect(p, 4096, PROT_READ | PROT_EXEC)) {
+		k = -errno;
+		munmap(p, 4096);
+		return k;
+	}
+	mark_code = p;
+	mark_window = n;
+	return 0;
+}
+
+/* execute the window's start (0) or end (1) marker, if there is a window */
+static void mark(int end)
+{
+	if (mark_code)
+		((void (*)(void))(mark_code + 16 * end))();
+}
+
+/* the JSON line's "mark" field: ,"mark":N or nothing */
+static const char *mark_json(void)
+{
+	static char s[24];
+
+	if (!mark_window)
+		return "";
+	snprintf(s, sizeof(s), ",\"mark\":%d", mark_window);
+	return s;
+}
+
+/*
+ * p2pbench mark N start|end: one marker; p2pbench mark N LOOPS: window N
+ * around LOOPS iterations of a two-instruction loop.
+ */
+static int mark_cmd(char **argv)
+{
+	long n = strtol(argv[0], NULL, 10);
+	unsigned long c;
+	long loops;
+	char *end;
+	int ret;
+
+	ret = n < 1 || n > MARK_MAX ? -EINVAL : mark_prepare(n);
+	if (ret)
+		return fprintf(stderr, "mark N: N 1..%d (%s)\n", MARK_MAX, strerror(-ret)), 2;
+	if (!strcmp(argv[1], "start") || !strcmp(argv[1], "end")) {
+		mark(!strcmp(argv[1], "end"));
+		return 0;
+	}
+	loops = strtol(argv[1], &end, 10);
+	if (*end || loops < 1)
+		return fprintf(stderr, "mark N start|end|LOOPS (1 or more)\n"), 2;
+	c = loops;
+	mark(0);
+	asm volatile("1:\n\tdec %0\n\tjnz 1b" : "+r" (c) : : "cc");
+	mark(1);
+	printf("{\"bench\":\"mark\",\"loops\":%ld,\"user_insns\":%ld%s}\n", loops, 2 * loops,
+	       mark_json());
+	return 0;
+}
+
 static void *buffer(size_t len, int host)
 {
 	struct p2p_mem m;
@@ -112,10 +217,10 @@ static void report_p99(const char *what, const char *dev, size_t size, int qd,
 {
 	printf("{\"bench\":\"%s\",\"dev\":\"%s\",\"size\":%zu,\"qd\":%d,\"path\":\"%s\","
 	       "\"ops\":%ld,\"iops\":%.1f,\"mib_s\":%.2f,\"lat_us\":%.1f,\"p99_us\":%.1f,"
-	       "\"cpu_us_per_io\":%.2f,\"cpu_s_per_gib\":%.3f}\n",
+	       "\"cpu_us_per_io\":%.2f,\"cpu_s_per_gib\":%.3f%s}\n",
 	       what, dev, size, qd, path, ops, ops / secs, ops * (double)size / secs / (1 << 20),
 	       ops ? lat_sum / ops * 1e6 : 0, p99 * 1e6, ops ? cpu / ops * 1e6 : 0,
-	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0);
+	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0, mark_json());
 }
 
 static void report(const char *what, const char *dev, size_t size, int qd, const char *path,
@@ -183,7 +288,7 @@ static void *worker_run(void *arg)
 static int engine(int argc, char **argv)
 {
 	size_t size = strtoul(argv[1], NULL, 0);
-	double secs = atof(argv[2]), t0, t1, c0, lat = 0;
+	double secs = atof(argv[2]), t0, t1, c0, c1, lat = 0;
 	struct p2pnvme_info info = { .argsz = sizeof(info) };
 	int bounce = 0, host = 0, qd = 1, threads = 1, fd, i;
 	struct worker *w;
@@ -212,6 +317,7 @@ static int engine(int argc, char **argv)
 	w = calloc(threads, sizeof(*w));
 	if (!buf || !w)
 		return perror("buffer"), 1;
+	mark(0);
 	c0 = cpu_busy();
 	t0 = now();
 	for (i = 0; i < threads; i++) {
@@ -224,6 +330,8 @@ static int engine(int argc, char **argv)
 	for (i = 0; i < threads; i++)
 		pthread_join(w[i].tid, NULL);
 	t1 = now();
+	c1 = cpu_busy();
+	mark(1);
 	for (i = 0; i < threads; i++) {
 		if (w[i].err)
 			return fprintf(stderr, "thread %d: %s\n", i, strerror(w[i].err)), 1;
@@ -233,14 +341,14 @@ static int engine(int argc, char **argv)
 	path = w[0].path == P2PNVME_PATH_P2P ? "p2p" :
 	       w[0].path == P2PNVME_PATH_BOUNCE ? "bounce" : "host";
 	report(threads > 1 ? "engine-threads" : "engine", argv[0], size, qd * threads, path, ops,
-	       t1 - t0, lat, cpu_busy() - c0);
+	       t1 - t0, lat, c1 - c0);
 	return 0;
 }
 
 static int blk(int argc, char **argv)
 {
 	size_t size = strtoul(argv[1], NULL, 0);
-	double secs = atof(argv[2]), t0, t1 = 0, c0, lat = 0, *start;
+	double secs = atof(argv[2]), t0, t1 = 0, c0, c1, lat = 0, *start;
 	int qd = atoi(argv[3]), host = argc > 4 && !strcmp(argv[4], "--host");
 	struct iocb *cbs, **cbp;
 	struct io_event ev[64];
@@ -263,6 +371,7 @@ static int blk(int argc, char **argv)
 	if (!buf || !cbs || !cbp || !start || syscall(SYS_io_setup, qd, &ctx))
 		return perror("setup"), 1;
 	srand(1);
+	mark(0);
 	c0 = cpu_busy();
 	t0 = now();
 	for (;;) {
@@ -300,8 +409,9 @@ static int blk(int argc, char **argv)
 			inflight--;
 		}
 	}
-	report("nvme-pci", argv[0], size, qd, host ? "host" : "p2p", ops, t1 - t0, lat,
-	       cpu_busy() - c0);
+	c1 = cpu_busy();
+	mark(1);
+	report("nvme-pci", argv[0], size, qd, host ? "host" : "p2p", ops, t1 - t0, lat, c1 - c0);
 	return 0;
 }
 
@@ -537,6 +647,7 @@ static int uring(int argc, char **argv)
 	if (blkmq && (ios0 < 0 || blkmq_set(1)))
 		return fprintf(stderr, "--blkmq: no blk-mq prototype (p2pnvme blkmq_proto=1)\n"), 1;
 	srand(1);
+	mark(0);
 	c0 = cpu_busy();
 	t0 = t1 = now();
 	for (i = 0; i < qd; i++) {
@@ -586,6 +697,7 @@ static int uring(int argc, char **argv)
 			return perror("io_uring_submit"), 1;
 	}
 	c1 = cpu_busy();	/* before the sort: its CPU is not the I/O's */
+	mark(1);
 	if (blkmq && blkmq_set(0))
 		return perror(BLKMQ_PARAM), 1;
 	ios1 = blkmq_ios();
@@ -721,7 +833,18 @@ static int allocflat(char **argv)
 
 int main(int argc, char **argv)
 {
+	const char *window = getenv("P2PBENCH_MARK");
+	int ret;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && !strcmp(argv[1], "mark"))
+		return mark_cmd(argv + 2);
+	if (window && *window) {
+		ret = mark_prepare(strtol(window, NULL, 10) > MARK_MAX ? -1 : atoi(window));
+		if (ret)
+			return fprintf(stderr, "P2PBENCH_MARK=%s: %s (1..%d)\n", window,
+				       strerror(-ret), MARK_MAX), 2;
+	}
 	if (argc >= 7 && !strcmp(argv[1], "uring"))
 		return uring(argc - 2, argv + 2);
 	if (argc >= 5 && !strcmp(argv[1], "engine"))
@@ -737,6 +860,7 @@ int main(int argc, char **argv)
 		"       p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce|--host]\n"
 		"       p2pbench uring engine-reg NVME SIZE SECONDS QD [--host]\n"
 		"       p2pbench regcost NVME SIZE N\n"
-		"       p2pbench allocflat BAR N\n");
+		"       p2pbench allocflat BAR N\n"
+		"       p2pbench mark N start|end|LOOPS\n");
 	return 2;
 }
