@@ -100,6 +100,18 @@ append+=" p2pflavour=$flavour"
 # the failnth test's probe sweep: every K-th fault site (1: all of them)
 append+="${P2P_FAILNTH_STEP:+ p2pfailnth_step=$P2P_FAILNTH_STEP}"
 append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
+# P2P_INSN=1: QEMU loads the instruction-counting TCG plugin
+# (qemu/plugins/insn.c, built by qemu/extools.sh plugin), which writes the
+# guest's instruction counts at each marker the guest executes to
+# $RUN/insn.log; the guest gets p2pinsn=1, on which the benchmark tests
+# mark their measured windows (scripts/cpu-insn.sh). QEMU keeps MTTCG and
+# real time (no -icount), so polled I/O still lets the controllers run.
+plugin=()
+if [ "${P2P_INSN:-0}" = 1 ]; then
+	so=$("$P2P_TOP/qemu/extools.sh" plugin)
+	plugin=(-plugin "file=$so,out=$RUN/insn.log")
+	append+=" p2pinsn=1"
+fi
 mem=1G
 [ "$flavour" = debug ] && mem=${P2P_DEBUG_MEM:-1536M}
 # KASAN + lockdep under TCG run a test 10-20 times slower
@@ -120,7 +132,7 @@ cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
 	-serial "file:$RUN/serial.log"
 	-serial "unix:$RUN/hostd.sock,server=on,wait=off"
 	-qmp "unix:$RUN/qmp.sock,server=on,wait=off"
-	"${trace[@]}"
+	"${trace[@]}" "${plugin[@]}"
 	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$initrd" -append "$append"
 	"${P_DEVICES[@]}")
 printf '%q ' "${cmd[@]}" > "$RUN/qemu.cmd"

@@ -25,8 +25,24 @@ echo 0 > /sys/module/p2pnvme/parameters/blkmq_proto
 check "p2pnvme built the blk-mq prototype" sh -c "grep -q '^queues [1-9]' /sys/kernel/debug/p2pnvme/$NVME0/blkmq_proto"
 check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
 clock_mark start
+# Instruction counts (a boot with P2P_INSN=1, scripts/cpu-insn.sh: QEMU's
+# TCG plugin counts, the guest has p2pinsn=1): each measured run is a
+# window of its own, N, whose number its P2P-BENCH line carries ("mark":N);
+# window 1 and the last are the counting's calibration (a loop of a known
+# instruction count, P2P-INSN-CAL). Without p2pinsn=1 nothing is marked.
+_win=0
+insn_cal() {
+	[ "${p2pinsn:-0}" = 1 ] || return 0
+	_win=$((_win + 1))
+	_cal=$(p2pbench mark $_win 1000000)
+	check_eq "p2pbench mark $_win 1000000 (instruction counting's calibration)" "$?" 0
+	echo "P2P-INSN-CAL $_cal"
+}
+insn_cal
 run() {
-	out=$(p2pbench "$@")
+	_w=
+	if [ "${p2pinsn:-0}" = 1 ]; then _win=$((_win + 1)); _w=$_win; fi
+	out=$(P2PBENCH_MARK=$_w p2pbench "$@")
 	rc=$?
 	echo "P2P-BENCH $out"
 	check_eq "p2pbench $*" "$rc" 0
@@ -92,6 +108,7 @@ check_eq "p2pnvme took no interrupt" "$(cat /sys/class/p2pnvme/p2pnvme0/stats/ir
 # p2pbar's allocator with 0 .. 10000 live allocations
 run regcost /dev/p2pnvme0 1048576 200
 run allocflat /dev/p2pbar0 2000
+insn_cal
 # the blk-mq prototype's removal with its reads in flight: the unbind
 # returns, the reads end (with an error), nothing is left behind
 clock_mark end

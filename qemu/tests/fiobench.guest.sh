@@ -21,10 +21,34 @@ bench_pair fiobench
 check "fio is in the guest" sh -c 'command -v fio >/dev/null'
 
 clock_mark start
+# Instruction counts (a boot with P2P_INSN=1, scripts/cpu-insn.sh: QEMU's
+# TCG plugin counts, the guest has p2pinsn=1): each fio job's I/O, from
+# fio's prerun to its postrun, and each p2pbench run's measured loop is a
+# window of its own, N, whose number its line carries ("mark":N); window 1
+# and the last are the counting's calibration (a loop of a known
+# instruction count, P2P-INSN-CAL). Without p2pinsn=1 nothing is marked.
+_win=0
+insn_cal() {
+	[ "${p2pinsn:-0}" = 1 ] || return 0
+	_win=$((_win + 1))
+	_cal=$(p2pbench mark $_win 1000000)
+	check_eq "p2pbench mark $_win 1000000 (instruction counting's calibration)" "$?" 0
+	echo "P2P-INSN-CAL $_cal"
+}
+insn_win() {
+	_w=null
+	if [ "${p2pinsn:-0}" = 1 ]; then _win=$((_win + 1)); _w=$_win; fi
+}
+insn_cal
 # row NAME DEV MEM BS QD [fio options]: one time-based random-read job
 row() {
 	_name=$1 _dev=$2 _mem=$3 _bs=$4 _qd=$5
 	shift 5
+	insn_win
+	# fio runs these in its job thread right before its first I/O and
+	# after its last (after its setup, before its teardown)
+	[ $_w = null ] ||
+		set -- "$@" "--exec_prerun=p2pbench mark $_w start" "--exec_postrun=p2pbench mark $_w end"
 	_e="--ioengine=io_uring_cmd --cmd_type=nvme"
 	case $_mem in
 	host) _m= ;;
@@ -42,8 +66,9 @@ row() {
 	_rc=$?
 	_b1=$(busy)
 	_h1=$(host_cpu)
-	# fio's whole JSON on one line: the host picks what it needs
-	echo "P2P-FIO {\"row\":\"$_name\",\"dev\":\"$_dev\",\"mem\":\"$_mem\",\"bs\":$_bs,\"qd\":$_qd,\"busy\":$((_b1 - _b0)),\"host\":$(host_delta "$_h0" "$_h1"),\"fio\":$( [ $_rc -eq 0 ] && tr -d '\n' </tmp/fio.json || echo null)}"
+	# fio's whole JSON on one line: the host picks what it needs (what
+	# fio says before it, such as where a prerun's output went, is not JSON)
+	echo "P2P-FIO {\"row\":\"$_name\",\"dev\":\"$_dev\",\"mem\":\"$_mem\",\"bs\":$_bs,\"qd\":$_qd,\"busy\":$((_b1 - _b0)),\"mark\":$_w,\"host\":$(host_delta "$_h0" "$_h1"),\"fio\":$( [ $_rc -eq 0 ] && sed -n '/^{/,$p' /tmp/fio.json | tr -d '\n' || echo null)}"
 	check_eq "fio $_name on $_dev" "$_rc" 0
 	[ $_rc -eq 0 ] || diag "$(head -c 300 /tmp/fio.err)"
 }
@@ -77,7 +102,9 @@ done
 for pass in 1 2; do
 	for defer in "" --defer; do
 		for d in "engine /dev/p2pnvme0" "engine-std /dev/p2pnvme0" "ng $NG1"; do
-			out=$(p2pbench uring $d 4096 "$SECS" 32 --host $defer)
+			insn_win
+			if [ $_w = null ]; then _w=; fi
+			out=$(P2PBENCH_MARK=$_w p2pbench uring $d 4096 "$SECS" 32 --host $defer)
 			check_eq "p2pbench uring $d 4096 QD32 $defer" "$?" 0
 			echo "P2P-BENCH $out"
 		done
@@ -113,5 +140,6 @@ for pass in $(seq "$PASSES"); do
 		row "hipri-$mem-4096-32" "$NG1" $mem 4096 32 --hipri=1
 	done
 done
+insn_cal
 clock_mark end
 suite_end; exit $_any_failed
