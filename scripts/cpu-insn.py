@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Instructions per I/O, per row, from boots with QEMU's insn plugin.
+
+    scripts/cpu-insn.py DIR     DIR/run*/{serial.log,insn.log,loadavg.*}
+
+scripts/cpu-insn.sh boots and calls this. Each boot's guest printed its
+P2P-BENCH / P2P-FIO lines with the window ("mark":N) its job ran in; the
+plugin (qemu/plugins/insn.c) wrote every vCPU's kernel and user
+instruction counts at window N's start marker (id 2N) and end marker
+(2N + 1). A row's instructions per I/O are the whole guest's instructions
+over its windows (all vCPUs, both modes) divided by its I/Os; rows
+measured in several passes of a boot are pooled. P2P-INSN-CAL lines are
+calibrations: a loop of a known user instruction count, which the
+plugin must have counted, else the boot is rejected.
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+MARK = re.compile(r'^mark (\d+) vcpu (\d+) host_ns (\d+) vclock_ns (-?\d+) '
+                  r'kernel ([\d,]+) user ([\d,]+)$')
+SPREAD_MAX = 0.03   # issue 43: three boots agree within 3% per row
+BOOTS_MIN = 3
+
+
+class Bad(Exception):
+    pass
+
+
+def load_marks(path):
+    marks, header = {}, None
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith('insn format '):
+                header = line
+                continue
+            m = MARK.match(line)
+            if not m:
+                continue
+            mid = int(m[1])
+            if mid in marks:
+                raise Bad(f'{path}: marker {mid} executed twice')
+            marks[mid] = dict(vcpu=int(m[2]), ns=int(m[3]), vns=int(m[4]),
+                              k=[int(x) for x in m[5].split(',')],
+                              u=[int(x) for x in m[6].split(',')])
+    if header is None:
+        raise Bad(f'{path}: not the insn plugin\'s output')
+    return marks
+
+
+def window(marks, n, what):
+    s, e = marks.get(2 * n), marks.get(2 * n + 1)
+    if s is None or e is None:
+        raise Bad(f'window {n} ({what}): the plugin saw no {"start" if s is None else "end"} marker')
+    k = sum(e['k']) - sum(s['k'])
+    u = sum(e['u']) - sum(s['u'])
+    if k < 0 or u < 0:
+        raise Bad(f'window {n} ({what}): counts went backwards')
+    return k, u
+
+
+def lines(path, tag):
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith(tag + ' {'):
+                yield json.loads(line.split(' ', 1)[1])
+
+
+def boot(d):
+    """One boot: {key: [kernel insns, user insns, ios]}, and what it says about itself."""
+    marks = load_marks(os.path.join(d, 'insn.log'))
+    serial = os.path.join(d, 'serial.log')
+    info = {'cal': [], 'load': '', 'clock': os.path.exists(os.path.join(d, 'clock'))}
+    for c in lines(serial, 'P2P-INSN-CAL'):
+        k, u = window(marks, c['mark'], 'calibration')
+        want = c['user_insns']
+        # the loop and the few instructions around it (the markers' ret,
+        # the loop's setup), nothing less
+        if not want <= u <= want * 1.001 + 100:
+            raise Bad(f'{d}: calibration window {c["mark"]}: {u} user instructions counted '
+                      f'for a loop of {want}: the plugin miscounts')
+        info['cal'].append(u - want)
+    if not info['cal']:
+        raise Bad(f'{d}: no calibration (P2P-INSN-CAL): was the guest booted with p2pinsn=1?')
+    try:
+        a = open(os.path.join(d, 'loadavg.start')).read().split()[0]
+        b = open(os.path.join(d, 'loadavg.end')).read().split()[0]
+        info['load'] = f'{a} -> {b}'
+    except OSError:
+        pass
+    rows = {}
+
+    def add(key, n, ios, what):
+        if not ios:
+            raise Bad(f'{d}: window {n} ({what}): no I/O')
+        k, u = window(marks, n, what)
+        r = rows.setdefault(key, [0, 0, 0])
+        r[0] += k
+        r[1] += u
+        r[2] += ios
+    for r in lines(serial, 'P2P-BENCH'):
+        if r.get('mark') is None or 'ops' not in r:
+            continue
+        add(('B', r['bench'], r['size'], r['qd'], r['path']), r['mark'], r['ops'], r['bench'])
+    for r in lines(serial, 'P2P-FIO'):
+        if r.get('mark') is None:
+            continue
+        if r['fio'] is None:
+            raise Bad(f'{d}: fio failed: {r["row"]} on {r["dev"]}')
+        add(('F', r['row'], r['dev'] == '/dev/p2pnvme0'), r['mark'],
+            r['fio']['jobs'][0]['read']['total_ios'], r['row'])
+    if not rows:
+        raise Bad(f'{d}: no marked row')
+    return rows, info
+
+
+def kib(s):
+    return f'{s // 1024} KiB'
+
+
+def comparisons(keys):
+    """(label, ours, [theirs...], target, target's name): the rows to compare."""
+    out = []
+    cmp = out.append
+    for size in (4096, 131072):
+        for qd in (1, 32):
+            cmp((f'ioctl, {kib(size)} QD{qd}: engine vs nvme-pci (Linux AIO)',
+                 ('B', 'engine', size, qd, 'p2p'), [('B', 'nvme-pci', size, qd, 'p2p')], None))
+        cmp((f'ioctl, {kib(size)} QD32: engine, 32 threads vs nvme-pci (Linux AIO)',
+             ('B', 'engine-threads', size, 32, 'p2p'), [('B', 'nvme-pci', size, 32, 'p2p')], None))
+    for size in (4096, 131072):
+        for qd in (1, 32):
+            best = [('B', 'nvme-pci-uring', size, qd, 'p2p'), ('B', 'nvme-pci-ng', size, qd, 'p2p')]
+            t = {(4096, 32): 0.6, (131072, 32): 0.7}.get((size, qd))
+            cmp((f'io_uring, {kib(size)} QD{qd}: (c) registered dma-buf vs best of (a), (b)',
+                 ('B', 'engine-uring-reg', size, qd, 'dmabuf'), best, t))
+            cmp((f"io_uring, {kib(size)} QD{qd}: (c') unregistered vs best of (a), (b)",
+                 ('B', 'engine-uring', size, qd, 'p2p'), best, None))
+    for qd in (1, 32):
+        cmp((f'4 KiB QD{qd}: blk-mq prototype vs the engine, (c) through each',
+             ('B', 'engine-uring-reg-blkmq', 4096, qd, 'dmabuf'),
+             [('B', 'engine-uring-reg', 4096, qd, 'dmabuf')], 1.1))
+    for size, qd in ((4096, 1), (131072, 1), (131072, 32)):
+        cmp((f'ioctl, {kib(size)} QD{qd}: engine P2P vs bounce',
+             ('B', 'engine', size, qd, 'p2p'), [('B', 'engine', size, qd, 'bounce')], None))
+    for size, t in ((4096, 0.9), (131072, 0.3)):
+        cmp((f'io_uring, {kib(size)} QD32: engine P2P vs bounce',
+             ('B', 'engine-uring', size, 32, 'p2p'), [('B', 'engine-uring', size, 32, 'bounce')], t))
+    for size in (4096, 131072):
+        for qd in (1, 32):
+            cmp((f'io_uring polled, {kib(size)} QD{qd}: (c) vs best of (a), (b)',
+                 ('B', 'engine-uring-reg-iopoll', size, qd, 'dmabuf'),
+                 [('B', 'nvme-pci-uring-iopoll', size, qd, 'p2p'),
+                  ('B', 'nvme-pci-ng-iopoll', size, qd, 'p2p')], None))
+    for kind, cmd in (('engine-uring', 'P2PNVME_URING_CMD_IO'), ('engine-uring-std', 'NVME_URING_CMD_IO')):
+        for tag, ring in (('', 'plain ring'), ('-defer', "fio's ring")):
+            cmp((f'p2pbench, 4 KiB QD32 host memory, {cmd}, {ring}: vs nvme-pci (ng)',
+                 ('B', kind + tag, 4096, 32, 'host'), [('B', 'nvme-pci-ng' + tag, 4096, 32, 'host')],
+                 None))
+    mems = {'host': 'host memory', 'fixed': 'registered host buffers', 'p2p': 'p2pmem',
+            'reg': 'registered p2pmem dma-buf (nvme-pci: mapped per I/O)'}
+    for row in dict.fromkeys(k[1] for k in keys if k[0] == 'F'):
+        parts = row.split('-')
+        mem = mems.get(parts[0]) or 'polled, ' + mems.get(parts[1], parts[1])
+        t = {'host-4096-32': 0.9, 'reg-4096-32': 0.6}.get(row)
+        cmp((f'fio, {kib(int(parts[-2]))} QD{parts[-1]}, {mem}: p2pnvme vs nvme-pci',
+             ('F', row, True), [('F', row, False)], t))
+    return [c for c in out if c[1] in keys and any(t in keys for t in c[2])]
+
+
+def fmt(n):
+    return f'{n / 1000:.1f}k' if n >= 1000 else f'{n:.0f}'
+
+
+def verdict(ratios, target):
+    if target is None:
+        return ''
+    if len(ratios) < BOOTS_MIN:
+        return f'not judged: {len(ratios)} boot(s), {BOOTS_MIN} wanted'
+    med = statistics.median(ratios)
+    spread = (max(ratios) - min(ratios)) / med
+    if spread > SPREAD_MAX:
+        return f'not judged: spread {spread:.1%} > {SPREAD_MAX:.0%}'
+    if all(r <= target for r in ratios):
+        return 'met'
+    if all(r > target for r in ratios):
+        return 'missed'
+    return 'not judged: the boots disagree'
+
+
+def main():
+    top = sys.argv[1]
+    dirs = [d for d in glob.glob(os.path.join(top, 'run*')) if re.fullmatch(r'run\d+', os.path.basename(d))
+            and os.path.exists(os.path.join(d, 'insn.log'))]
+    dirs.sort(key=lambda d: int(os.path.basename(d)[3:]))
+    if not dirs:
+        raise Bad(f'{top}: no boot (run*/insn.log)')
+    boots = [boot(d) for d in dirs]
+    out = [f'{len(boots)} boot(s); each row: the whole guest\'s instructions (all vCPUs, kernel + user) '
+           'per I/O, the median over the boots (in parentheses the kernel\'s share); the ratio is '
+           'p2pnvme\'s over nvme-pci\'s (the better of its paths where there are two) in the same boot, '
+           'its median, its spread ((max - min) / median) and each boot\'s.', '',
+           '| boot | calibration: extra user instructions counted | host load average, start -> end | clocksource |',
+           '|---|---|---|---|']
+    for i, (rows, info) in enumerate(boots, 1):
+        out.append(f"| {i} | {', '.join(f'+{c}' for c in info['cal'])} | {info['load'] or '?'} | "
+                   f"{'changed during the run' if info['clock'] else 'as asked'} |")
+    keys = set.intersection(*(set(rows) for rows, _ in boots))
+    out += ['', '| row | p2pnvme insns/IO | nvme-pci insns/IO | ratio | spread | per boot | target | verdict |',
+            '|---|---|---|---|---|---|---|---|']
+    for label, ours, theirs, target in comparisons(keys):
+        ratios, o_io, t_io, o_k, t_k = [], [], [], [], []
+        for rows, _ in boots:
+            o = rows[ours]
+            best = min((rows[t] for t in theirs if t in rows), key=lambda r: (r[0] + r[1]) / r[2])
+            oi, ti = (o[0] + o[1]) / o[2], (best[0] + best[1]) / best[2]
+            ratios.append(oi / ti)
+            o_io.append(oi)
+            t_io.append(ti)
+            o_k.append(o[0] / (o[0] + o[1]))
+            t_k.append(best[0] / (best[0] + best[1]))
+        med = statistics.median(ratios)
+        spread = f'{(max(ratios) - min(ratios)) / med:.1%}' if len(ratios) > 1 else '-'
+        out.append(f'| {label} | {fmt(statistics.median(o_io))} ({statistics.median(o_k):.0%}) | '
+                   f'{fmt(statistics.median(t_io))} ({statistics.median(t_k):.0%}) | {med:.2f} | '
+                   f"{spread} | {', '.join(f'{r:.2f}' for r in ratios)} | "
+                   f"{f'<= {target}x' if target else ''} | {verdict(ratios, target)} |")
+    missing = set.union(*(set(rows) for rows, _ in boots)) - keys
+    if missing:
+        out += ['', 'Rows not measured in every boot (left out): ' +
+                ', '.join(sorted(' '.join(map(str, k[1:])) for k in missing))]
+    print('\n'.join(out))
+
+
+if __name__ == '__main__':
+    try:
+        main()
+    except Bad as e:
+        sys.exit(f'cpu-insn: {e}')
