@@ -52,6 +52,8 @@ for b in mke2fs e2fsck debugfs filefrag e4defrag mkfs.xfs xfs_io xfs_db xfs_repa
 	fsbins="$fsbins /usr/sbin/$b"
 done
 [ ! -e /etc/mke2fs.conf ] || install -D -m 0644 /etc/mke2fs.conf "$root/etc/mke2fs.conf"
+# busybox's own mke2fs (no -t, no ext4) must not shadow the real one
+for b in $fsbins; do rm -f "$root/bin/${b##*/}" "$root/sbin/${b##*/}"; done
 for b in /usr/sbin/nvme /usr/sbin/smartctl $fsbins ${ext:+"$ext"/bin/*} "$P2P_TOP"/tools/build/* \
 	 ${P2P_GUEST_BINS:-}; do
 	[ -x "$b" ] || continue
