@@ -111,6 +111,18 @@ probe HAVE_BLK_MQ_QUIESCE_TAGSET '#include <linux/blk-mq.h>' \
 probe HAVE_BLK_MQ_F_SHOULD_MERGE '#include <linux/blk-mq.h>' \
 	'unsigned int f = BLK_MQ_F_SHOULD_MERGE; (void)f;'
 
+# p2pnvme's file command (drivers/p2pnvme/file.c). 7.x: struct file_kattr
+# for vfs_fileattr_get() (struct fileattr before); 7.x: the direct read's
+# own offset alignment in statx (xfs); 6.6+ (and later 6.1.y):
+# kiocb_start_write(), the freeze protection of an asynchronous write
+probe HAVE_FILE_KATTR '#include <linux/fs.h>
+#include <linux/fileattr.h>' \
+	'struct file_kattr fa = {}; int r = vfs_fileattr_get(NULL, &fa); (void)r;'
+probe HAVE_KSTAT_DIO_READ_OFFSET_ALIGN '#include <linux/stat.h>' \
+	'struct kstat st = {}; u32 a = st.dio_read_offset_align; (void)a;'
+probe HAVE_KIOCB_START_WRITE '#include <linux/fs.h>' \
+	'kiocb_start_write(NULL);'
+
 objs=$(sed -n 's/^obj-m += //p' "$tmp/Kbuild")
 # -k: a probe that does not compile is an answer, not an error.
 make -k -s -j"$(nproc)" -C "$kdir" M="$tmp" KBUILD_MODPOST_WARN=1 $objs >"$tmp/log" 2>&1 || true

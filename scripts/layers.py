@@ -24,7 +24,7 @@ import sys
 LAYERS = [
     ['pci.c', 'cdev.c', 'sysfs.c'],	# the PCI driver, the char device, sysfs
     ['uring.c', 'blkmq.c', 'disk.c'],	# io_uring passthrough; its blk-mq prototype; the disk
-    ['io.c'],				# requests
+    ['io.c', 'file.c'],			# requests; the file command
     ['reg.c', 'dmabuf.c'],		# registered buffers, dma-buf import
     ['ctrl.c'],				# state, I/O guard, reset, recovery
     ['admin.c'],			# registers, bring-up, admin commands
@@ -32,9 +32,9 @@ LAYERS = [
     ['dptr.c'],				# PRPs, SGLs
 ]
 # each layer's header, in the order of LAYERS; a layer with two (uring.h,
-# disk.h) lists both
-HEADERS = ['driver.h', ['uring.h', 'disk.h'], 'io.h', 'reg.h', 'ctrl.h', 'admin.h', 'queue.h',
-           'dptr.h']
+# disk.h; io.h, file.h) lists both
+HEADERS = ['driver.h', ['uring.h', 'disk.h'], ['io.h', 'file.h'], 'reg.h', 'ctrl.h', 'admin.h',
+           'queue.h', 'dptr.h']
 SHARED = ['internal.h', 'p2pnvme.h', 'trace.h']
 
 

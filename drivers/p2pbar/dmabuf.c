@@ -29,6 +29,10 @@
  * not given back: the provider quarantines it until the importer unmaps.
  * Later maps fail with -ENODEV; the dma-buf file itself lives on until it
  * is closed.
+ *
+ * An in-kernel importer may instead hold the pages themselves for block
+ * I/O (p2pbar_dmabuf_pages()): a hold is counted and waited for as a
+ * mapping.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -65,7 +69,8 @@
  * @abandoned: the revocation gave up waiting for the importers (a mapping
  *	       left, or fences not signalled); @free_work frees the memory
  *	       once both are gone (dmabuf->resv)
- * @maps: mappings and vmaps handed out and not undone yet (dmabuf->resv)
+ * @maps: mappings, vmaps and page holds (p2pbar_dmabuf_pages()) handed out
+ *	 and not undone yet (dmabuf->resv)
  * @pins: pins taken by revocable importers (dmabuf->resv)
  * @unmapped: completed when @maps drops to 0 after @revoked
  * @free_work: frees abandoned memory once nothing maps it and every fence
@@ -591,6 +596,67 @@ err_free:
 	kfree(d);
 	return dmabuf;
 }
+
+/**
+ * p2pbar_dmabuf_pages - the p2pmem pages behind a range of a p2pbar
+ *	dma-buf, held for an in-kernel importer's I/O
+ * @dmabuf: a dma-buf the caller holds a reference to, of any exporter
+ * @offset: the range's first byte
+ * @len: its bytes, not 0
+ * @provider: out: the provider's PCI function (for the P2PDMA verdict),
+ *	      valid while the pages are held
+ *
+ * For an importer that hands the memory to the block layer as a bvec of
+ * P2PDMA pages (p2pnvme's file command, Documentation/files.rst), which a
+ * dma-buf mapping cannot give: the allocation is one physically contiguous
+ * run of ZONE_DEVICE pages, whose struct pages are contiguous too. The
+ * hold counts as a mapping: a revocation (the provider's removal) waits
+ * for p2pbar_dmabuf_pages_put() as for an unmap, bounded, and quarantines
+ * the memory past the bound, so the pages are never given back while the
+ * I/O may still reach them. Process context; takes the reservation lock.
+ *
+ * Return: the page that holds byte @offset (at offset_in_page(@offset)),
+ * or ERR_PTR(): -EOPNOTSUPP (not a p2pbar dma-buf), -EINVAL (the range
+ * is not inside it), -ENODEV (revoked).
+ */
+struct page *p2pbar_dmabuf_pages(struct dma_buf *dmabuf, u64 offset, u64 len,
+				 struct pci_dev **provider)
+{
+	struct p2pbar_dmabuf *d = dmabuf->priv;
+	struct page *page;
+
+	if (dmabuf->ops != &p2pbar_dmabuf_ops)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!len || offset >= d->size || len > d->size - offset)
+		return ERR_PTR(-EINVAL);
+	dma_resv_lock(dmabuf->resv, NULL);
+	if (d->revoked) {
+		dma_resv_unlock(dmabuf->resv);
+		return ERR_PTR(-ENODEV);
+	}
+	/* d->mem stays until a revoke, which needs the resv lock we hold */
+	page = virt_to_page(p2pbar_mem_vaddr(d->mem) + offset);
+	d->maps++;
+	dma_resv_unlock(dmabuf->resv);
+	*provider = d->pdev;
+	return page;
+}
+EXPORT_SYMBOL_GPL(p2pbar_dmabuf_pages);
+
+/**
+ * p2pbar_dmabuf_pages_put - the I/O on the pages p2pbar_dmabuf_pages()
+ *	gave is over
+ * @dmabuf: the same dma-buf, still referenced by the caller
+ *
+ * Process context. A revocation waiting for the hold goes on.
+ */
+void p2pbar_dmabuf_pages_put(struct dma_buf *dmabuf)
+{
+	dma_resv_lock(dmabuf->resv, NULL);
+	p2pbar_dmabuf_put_map(dmabuf->priv);
+	dma_resv_unlock(dmabuf->resv);
+}
+EXPORT_SYMBOL_GPL(p2pbar_dmabuf_pages_put);
 
 /**
  * p2pbar_dmabuf_export - allocate zeroed p2pmem and export it as a dma-buf

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * p2pnvme: the char device /dev/p2pnvmeN and its ioctls: INFO, IO,
- * SUBMIT, the registered buffers' REGISTER and UNREGISTER, nvme-pci's
- * admin passthrough, and the io_uring passthrough's entry. Each ioctl
- * checks its argument before anything reaches the controller; the
- * requests themselves are io.c's.
+ * SUBMIT, the registered buffers' REGISTER and UNREGISTER, the file
+ * command's FILE_SUBMIT (file.c), nvme-pci's admin passthrough, and the
+ * io_uring passthrough's entry. Each ioctl checks its argument before
+ * anything reaches the controller; the requests themselves are io.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -21,6 +21,7 @@
 #include "driver.h"
 #include "uring.h"
 #include "io.h"
+#include "file.h"
 #include "reg.h"
 #include "queue.h"
 
@@ -277,6 +278,8 @@ static long p2pnvme_ioctl(struct file *filp, unsigned int cmd, unsigned long uar
 		return p2pnvme_ioc_buf_register(f, uarg);
 	case P2PNVME_IOC_BUF_UNREGISTER:
 		return p2pnvme_ioc_buf_unregister(f, uarg);
+	case P2PNVME_IOC_FILE_SUBMIT:
+		return p2pnvme_ioc_file_submit(f, uarg);
 	default:
 		return -ENOTTY;
 	}

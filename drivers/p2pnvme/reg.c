@@ -440,6 +440,40 @@ void p2pnvme_reg_put(struct p2pnvme_req *r)
 	r->reg = NULL;
 }
 
+/**
+ * p2pnvme_reg_find - a registered buffer of the file, for a user outside
+ *	the engine's requests (the file command, file.c)
+ * @f: the file
+ * @id: the buffer's id
+ *
+ * Nothing is mapped, armed or checked: the caller reads @kind, @len,
+ * @writable, @revoked and the pages or the dma-buf (p2pnvme_reg_dmabuf_get())
+ * and holds the buffer, so its pinned host pages stay, until
+ * p2pnvme_reg_release().
+ *
+ * Return: the buffer with a reference, or NULL (no such id).
+ */
+struct p2pnvme_reg *p2pnvme_reg_find(struct p2pnvme_file *f, u32 id)
+{
+	struct p2pnvme_reg *b;
+
+	rcu_read_lock();
+	b = xa_load(&f->regs, id);
+	if (b && !kref_get_unless_zero(&b->kref))
+		b = NULL;
+	rcu_read_unlock();
+	return b;
+}
+
+/**
+ * p2pnvme_reg_release - drop what p2pnvme_reg_find() took
+ * @b: the buffer (process context)
+ */
+void p2pnvme_reg_release(struct p2pnvme_reg *b)
+{
+	kref_put(&b->kref, reg_free);
+}
+
 static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r);
 
 /**

@@ -171,6 +171,8 @@ int p2pnvme_reg_arm(struct p2pnvme_req *r);
 void p2pnvme_reg_idle(struct p2pnvme_req *r);
 bool p2pnvme_reg_invalidated(struct p2pnvme_reg *b);
 void p2pnvme_reg_put(struct p2pnvme_req *r);
+struct p2pnvme_reg *p2pnvme_reg_find(struct p2pnvme_file *f, u32 id);
+void p2pnvme_reg_release(struct p2pnvme_reg *b);
 void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
 void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
 

@@ -70,6 +70,9 @@ size_t p2pbar_mem_size(struct p2pbar_mem *mem);
 struct dma_buf;
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_addr_t *bus_addr);
+struct page *p2pbar_dmabuf_pages(struct dma_buf *dmabuf, u64 offset, u64 len,
+				 struct pci_dev **provider);
+void p2pbar_dmabuf_pages_put(struct dma_buf *dmabuf);
 #else
 static inline struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size,
 						   pci_bus_addr_t *bus_addr)

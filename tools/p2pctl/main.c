@@ -32,6 +32,12 @@
  *   p2pctl nvme-zeroes NVME SLBA LEN          Write Zeroes; p2pctl nvme-flush NVME: Flush
  *   p2pctl nvme-copy SRC SLBA LEN DST DLBA [--dev P2PBAR]
  *                                             controller to controller through p2pmem
+ *   p2pctl read-file FILE --length LEN [--offset OFF] [--to p2pbar|host] [fopts]
+ *   p2pctl write-file FILE BYTE --length LEN [--offset OFF] [--from p2pbar|host] [fopts]
+ *                                             a file on a p2pnvme disk into (from)
+ *                                             p2pmem, a registered dma-buf, or host
+ *                                             memory: p2pnvme's file command
+ *     fopts: --batch N (N transfers in flight at once), --require-p2p, --dev P2PBAR
  *
  * Options, anywhere on the line (getopt_long(): --opt VALUE or --opt=VALUE,
  * "--" ends them): -o json|normal (--json: -o json) for machine output
@@ -70,6 +76,8 @@ static const struct {
 
 #define OPT(o)		(1u << (o))
 #define DMA_MASK	(OPT(O_DEV) | OPT(O_SYSFS))
+#define FILE_MASK	(OPT(O_LENGTH) | OPT(O_OFFSET) | OPT(O_BATCH) | OPT(O_REQUIRE_P2P) |	\
+			 OPT(O_DEV))
 #define NVME_IO_MASK	(OPT(O_DEV) | OPT(O_HOST) | OPT(O_DMABUF) | OPT(O_UDMABUF) |	\
 			 OPT(O_OFFSET) | OPT(O_BOUNCE) | OPT(O_NO_BOUNCE) | OPT(O_PRP) |	\
 			 OPT(O_SGL) | OPT(O_BATCH))
@@ -117,7 +125,17 @@ static const struct cmd {
 	{ "nvme-flush", "NVME", "Flush command", cmd_nvme_flush, 0, 1, 1 },
 	{ "nvme-copy", "SRC SLBA LEN DST DLBA [--dev P2PBAR]",
 	  "controller to controller through p2pmem", cmd_nvme_copy, OPT(O_DEV), 5, 5 },
+	{ "read-file", "FILE --length LEN [--offset OFF] [--to p2pbar|host] [fopts]",
+	  "a file on a p2pnvme disk -> p2pmem (a registered dma-buf) or host memory",
+	  cmd_read_file, FILE_MASK | OPT(O_TO), 1, 1 },
+	{ "write-file", "FILE BYTE --length LEN [--offset OFF] [--from p2pbar|host] [fopts]",
+	  "p2pmem (or host memory) filled with BYTE -> a file on a p2pnvme disk",
+	  cmd_write_file, FILE_MASK | OPT(O_FROM), 2, 2 },
 };
+
+#define FILE_OPTS \
+	"    fopts: --batch N (LEN as N transfers in flight at once), --require-p2p\n" \
+	"           (-EREMOTEIO rather than host memory), --dev P2PBAR (default /dev/p2pbar0)\n"
 
 #define NVME_IO_OPTS \
 	"    opts: --dev P2PBAR | --host, --offset N, --bounce | --no-bounce, --prp | --sgl,\n" \
@@ -139,6 +157,8 @@ static void usage(FILE *f)
 			fprintf(f, "  %-32s %s\n", head, cmds[i].help);
 		if (!strcmp(cmds[i].name, "nvme-write"))
 			fputs(NVME_IO_OPTS, f);
+		if (!strcmp(cmds[i].name, "write-file"))
+			fputs(FILE_OPTS, f);
 	}
 	fputs("Options go anywhere on the line (--opt VALUE or --opt=VALUE; -- ends them):\n"
 	      "-o json (or --json) for machine output, -h/--help (after a command: its\n"
@@ -172,6 +192,8 @@ static int cmd_help(const char *name)
 	printf("usage: p2pctl %s %s\n  %s\n", name, cmd->args, cmd->help);
 	if (!strncmp(name, "nvme-read", 9) || !strncmp(name, "nvme-write", 10))
 		fputs(NVME_IO_OPTS, stdout);
+	if (!strcmp(name, "read-file") || !strcmp(name, "write-file"))
+		fputs(FILE_OPTS, stdout);
 	return 0;
 }
 
@@ -191,6 +213,10 @@ static const struct option options[] = {
 	[O_BATCH]	= { "batch", required_argument, NULL, O_VAL + O_BATCH },
 	[O_INTERVAL]	= { "interval", required_argument, NULL, O_VAL + O_INTERVAL },
 	[O_RESET]	= { "reset", no_argument, NULL, O_VAL + O_RESET },
+	[O_LENGTH]	= { "length", required_argument, NULL, O_VAL + O_LENGTH },
+	[O_TO]		= { "to", required_argument, NULL, O_VAL + O_TO },
+	[O_FROM]	= { "from", required_argument, NULL, O_VAL + O_FROM },
+	[O_REQUIRE_P2P]	= { "require-p2p", no_argument, NULL, O_VAL + O_REQUIRE_P2P },
 	[O_JSON]	= { "json", no_argument, NULL, O_VAL + O_JSON },
 	[O_HOLD]	= { "hold", no_argument, NULL, O_VAL + O_HOLD },
 	[O_FORMAT]	= { "output-format", required_argument, NULL, O_VAL + O_FORMAT },

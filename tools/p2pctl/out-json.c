@@ -604,6 +604,25 @@ static void json_io(struct p2pctl *c, const struct io_report *r)
 	print(c, o);
 }
 
+static void json_file(struct p2pctl *c, const struct file_report *r)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "command", r->write ? "write-file" : "read-file");
+	jstr(o, "file", r->file);
+	jstr(o, "device", r->node);
+	juint(o, "offset", r->offset);
+	juint(o, "length", r->length);
+	juint(o, "bytes", r->bytes);
+	juint(o, "entries", r->entries);
+	jstr(o, "memory", r->memory);
+	jstr(o, "path", r->path);
+	juint(o, "bar_offset", r->bar_offset);
+	jstr(o, "fnv1a", r->fnv);
+	jstr(o, "sha256", r->sha);
+	print(c, o);
+}
+
 static void json_copy(struct p2pctl *c, const struct copy_report *r)
 {
 	struct json_object *o = json_object_new_object();
@@ -677,6 +696,7 @@ const struct p2pctl_out p2pctl_json = {
 	.error_log = json_error_log,
 	.stats = json_stats,
 	.io = json_io,
+	.file = json_file,
 	.copy = json_copy,
 	.done = json_done,
 	.version = json_version,

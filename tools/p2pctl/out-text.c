@@ -442,6 +442,16 @@ static void text_copy(struct p2pctl *c __maybe_unused, const struct copy_report 
 	       (unsigned long long)r->dlba, r->read_path, r->write_path);
 }
 
+static void text_file(struct p2pctl *c __maybe_unused, const struct file_report *r)
+{
+	printf("%s %llu of %llu bytes %s %s at offset %llu via %s ",
+	       r->write ? "wrote" : "read", (unsigned long long)r->bytes,
+	       (unsigned long long)r->length, r->write ? "to" : "of", r->file,
+	       (unsigned long long)r->offset, r->path);
+	printf("(%s, %u transfer%s at once, %s), fnv1a %s, sha256 %s\n", r->memory, r->entries,
+	       r->entries > 1 ? "s" : "", r->node, r->fnv, r->sha);
+}
+
 /* Write Zeroes and Flush say nothing when they succeed */
 static void text_done(struct p2pctl *c __maybe_unused,
 		      const char *op __maybe_unused,
@@ -487,6 +497,7 @@ const struct p2pctl_out p2pctl_text = {
 	.error_log = text_error_log,
 	.stats = text_stats,
 	.io = text_io,
+	.file = text_file,
 	.copy = text_copy,
 	.done = text_done,
 	.version = text_version,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * p2pctl's parts: main.c parses the line and runs a handler of its command
- * table; the handlers, by topic (provider.c, topo.c, nvme.c, copy.c), fill
+ * table; the handlers, by topic (provider.c, topo.c, nvme.c, copy.c, file.c), fill
  * the structures below and hand them to an output backend (out-text.c,
  * out-json.c: struct p2pctl_out), which alone prints. pci.c is the PCI
  * topology walk, buffer.c the memory a transfer uses.
@@ -29,7 +29,7 @@
  */
 enum {
 	O_DEV, O_SYSFS, O_HOST, O_DMABUF, O_UDMABUF, O_OFFSET, O_BOUNCE, O_NO_BOUNCE, O_PRP,
-	O_SGL, O_BATCH, O_INTERVAL, O_RESET, O_NCMD,
+	O_SGL, O_BATCH, O_INTERVAL, O_RESET, O_LENGTH, O_TO, O_FROM, O_REQUIRE_P2P, O_NCMD,
 	O_JSON = O_NCMD, O_HOLD, O_FORMAT, O_VERSION,	/* everyone's */
 };
 
@@ -271,6 +271,15 @@ struct io_report {
 	const char *path, *fnv, *sha;
 };
 
+/* read-file, write-file */
+struct file_report {
+	bool write;
+	const char *file, *node;	/* the file, the controller whose disk holds it */
+	uint64_t offset, bytes, length, bar_offset;
+	unsigned int entries;		/* transfers in flight at once */
+	const char *memory, *path, *fnv, *sha;
+};
+
 /* nvme-buffers: one registered buffer, as debugfs "buffers" lists it */
 struct reg_entry {
 	char kind[16], where[16], owner[32];
@@ -440,6 +449,7 @@ struct p2pctl_out {
 	void (*buffers)(struct p2pctl *c, const char *dev, const struct reg_entry *e,
 			unsigned int n);
 	void (*copy)(struct p2pctl *c, const struct copy_report *r);
+	void (*file)(struct p2pctl *c, const struct file_report *r);
 	void (*done)(struct p2pctl *c, const char *op, const char *dev);
 	void (*version)(struct p2pctl *c, const char *version);
 };
@@ -467,6 +477,8 @@ int cmd_nvme_read(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_write(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_zeroes(struct p2pctl *c, int argc, char **argv);
 int cmd_nvme_flush(struct p2pctl *c, int argc, char **argv);
+int cmd_read_file(struct p2pctl *c, int argc, char **argv);
+int cmd_write_file(struct p2pctl *c, int argc, char **argv);
 
 const char *path_name(uint32_t p);
 

@@ -83,6 +83,18 @@ expect 19 'p2pctl: /nonexistent/n: No such file' nvme-read /nonexistent/n 0 4k -
 expect 19 'p2pctl: /nonexistent/n: No such file' nvme-flush /nonexistent/n
 expect 19 'p2pctl: /nonexistent/n: No such device' nvme-stats /nonexistent/n
 
+# the file command's: what it needs, what it takes, a file elsewhere (EXDEV)
+expect 2 'read-file: --length LEN is needed' read-file /nonexistent/x
+expect 2 'read-file: --to takes p2pbar or host' read-file /nonexistent/x --length 4k --to gpu
+expect 2 'read-file does not take --from' read-file /nonexistent/x --length 4k --from host
+expect 2 'write-file does not take --to' write-file /nonexistent/x 1 --length 4k --to host
+expect 2 "write-file: BYTE: more than 255: '256'" write-file /nonexistent/x 256 --length 4k
+expect 2 'read-file: --dev is for p2pbar memory' read-file /nonexistent/x --length 4k --to host --dev x
+expect 2 'read-file: --length must be a non-zero multiple of --batch' read-file /nonexistent/x --length 4k --batch 3
+expect 2 'read-file: --length must be a non-zero multiple of --batch' read-file /nonexistent/x --length 1M --batch 257
+expect 18 'the file is not on a p2pnvme disk' read-file "$P" --length 4k
+expect 18 '"errno":18' read-file "$P" --length 4k --to host -o json
+
 # PCI addresses in every form lspci prints; a bad one is a usage error
 # naming the argument, a missing one exits 19 naming it
 for a in 00:1f.7 0000:00:1f.7 0:0:1f.7 1f:0.0 10000:00:1f.7 ffffffff:ff:1f.7; do
@@ -112,7 +124,8 @@ for c in $("$P" --help | awk '/^  [a-z]/ { print $1 }'); do
 	expect 0 "^usage: p2pctl $c " "$c" --help
 	expect 2 "usage: $c" "$c" a b c d e f g
 done
-for c in check verdict dma-read dma-write nvme-read nvme-write nvme-zeroes nvme-flush nvme-copy; do
+for c in check verdict dma-read dma-write nvme-read nvme-write nvme-zeroes nvme-flush nvme-copy \
+	 read-file write-file; do
 	expect 2 "usage: $c" "$c"
 done
 # every number of every command refuses garbage, naming it
@@ -122,7 +135,10 @@ for n in "dma: OFF|dma-read /dev/null 1q 4k" "dma: LEN|dma-read /dev/null 0 1q" 
 	 "--offset|nvme-read /dev/null 0 4k --offset 1q" "--batch|nvme-write /dev/null 0 4k 1 --batch 1q" \
 	 "nvme-zeroes: SLBA|nvme-zeroes /dev/null 1q 4k" "nvme-zeroes: LEN|nvme-zeroes /dev/null 0 1q" \
 	 "nvme-copy: SLBA|nvme-copy a 1q 4k b 0" "nvme-copy: LEN|nvme-copy a 0 1q b 0" \
-	 "nvme-copy: DLBA|nvme-copy a 0 4k b 1q" "nvme-stats: --interval|nvme-stats --interval 1q"; do
+	 "nvme-copy: DLBA|nvme-copy a 0 4k b 1q" "nvme-stats: --interval|nvme-stats --interval 1q" \
+	 "read-file: --length|read-file /dev/null --length 1q" \
+	 "read-file: --offset|read-file /dev/null --length 4k --offset 1q" \
+	 "write-file: --batch|write-file /dev/null 1 --length 4k --batch 1q"; do
 	# shellcheck disable=SC2086
 	expect 2 "${n%%|*}: not a number: '1q'" ${n#*|}
 done
@@ -135,7 +151,8 @@ for a in "list" "topo" "doctor" "check 00:00.0 00:00.0" "info $D" "verdict 00:00
 	 "dma-read $D 0 4k --dev $D" "dma-write $D 0 4k 1 --dev $D" "nvme-info $D" \
 	 "nvme-stats $D" "nvme-id-ctrl $D" "nvme-smart $D" "nvme-error-log $D" \
 	 "nvme-read $D 0 4k --host" "nvme-write $D 0 4k 1 --host" "nvme-zeroes $D 0 4k" \
-	 "nvme-flush $D" "nvme-copy $D 0 4k $D 0 --dev $D" "--version"; do
+	 "nvme-flush $D" "nvme-copy $D 0 4k $D 0 --dev $D" "read-file $D --length 4k" \
+	 "write-file $D 1 --length 4k --from host" "--version"; do
 	# shellcheck disable=SC2086
 	out=$("$P" $a -o json 2>/dev/null)
 	if ! printf '%s' "$out" | python3 -c 'import json, sys; sys.exit(not isinstance(json.load(sys.stdin), dict))' 2>/dev/null; then

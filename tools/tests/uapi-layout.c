@@ -145,6 +145,15 @@ TEST(ABI_SUITE, p2pnvme_buf_unreg, 2, 5)
 	TAIL(struct p2pnvme_buf_unreg, reserved);
 }
 
+TEST(ABI_SUITE, p2pnvme_file_io, 5, 5)
+{
+	SIZE(struct p2pnvme_file_io, 64);
+	TAIL(struct p2pnvme_file_io, reserved);
+	ALIGN8(struct p2pnvme_file_io, offset);
+	ALIGN8(struct p2pnvme_file_io, bytes);
+	OFFSET(struct p2pnvme_file_io, status, 44, "the -errno right after buf_id");
+}
+
 /* the whole command area of a 128-byte SQE */
 TEST(ABI_SUITE, p2pnvme_uring_cmd, 4, 5)
 {

@@ -263,12 +263,99 @@ struct p2pnvme_buf_unreg {
 	__u32 reserved;
 };
 
+/**
+ * struct p2pnvme_file_io - one transfer of P2PNVME_IOC_FILE_SUBMIT: a byte
+ *	range of a regular file on this controller's disk, read into or
+ *	written from memory, through the filesystem's own direct I/O
+ * @argsz: sizeof(struct p2pnvme_file_io)
+ * @flags: P2PNVME_FILE_F_*
+ * @op: P2PNVME_OP_READ (file -> memory) or P2PNVME_OP_WRITE (memory -> file)
+ * @fd: a file descriptor of the caller's, open for reading (a read) or
+ *	writing (a write), else -EBADF: a regular file on the filesystem of
+ *	this controller's disk (/dev/p2pnvmeNn1 or one of its partitions;
+ *	module parameter disk=1), else -EXDEV. Its own open mode and flags
+ *	decide, as for pread()/pwrite() with O_DIRECT: O_APPEND appends
+ *	whatever @offset says, O_DSYNC makes the write durable
+ * @offset: file offset; with @len a multiple of the file's direct I/O
+ *	    offset alignment (statx() STATX_DIOALIGN: stx_dio_offset_align,
+ *	    for reads stx_dio_read_offset_align where the kernel reports one),
+ *	    else -EINVAL; a file without direct I/O (alignment 0) is
+ *	    -EOPNOTSUPP
+ * @len: bytes, 1 .. P2PNVME_FILE_MAX_LEN
+ * @addr: user address of the memory, host memory or a mapping of p2pmem
+ *	  (/dev/p2pbarN), aligned to stx_dio_mem_align; with
+ *	  P2PNVME_FILE_F_REGISTERED the byte offset into the registered
+ *	  buffer @buf_id
+ * @buf_id: with P2PNVME_FILE_F_REGISTERED, the id P2PNVME_IOC_BUF_REGISTER
+ *	    returned on this file (host memory, or a p2pbar dma-buf); else 0
+ * @status: out: 0 or the transfer's -errno
+ * @bytes: out: bytes moved (a read that reaches the end of the file is
+ *	   short, as pread()'s)
+ * @path: out: enum p2pnvme_path: P2PNVME_PATH_P2P (p2pmem at @addr),
+ *	  P2PNVME_PATH_HOST (host memory, a registered host buffer),
+ *	  P2PNVME_PATH_DMABUF (a registered p2pbar dma-buf); set when the
+ *	  transfer was checked, whatever its @status
+ * @reserved: must be zero
+ *
+ * The ioctls ignore @status, @bytes and @path on input.
+ */
+struct p2pnvme_file_io {
+	__u32 argsz;
+	__u32 flags;
+#define P2PNVME_FILE_F_REGISTERED	(1U << 0)	/* the memory is buf_id at offset addr */
+#define P2PNVME_FILE_F_REQUIRE_P2P	(1U << 1)	/* -EREMOTEIO rather than host memory */
+	__u32 op;
+	__s32 fd;
+	__u64 offset;
+	__u64 len;
+	__u64 addr;
+	__u32 buf_id;
+	__s32 status;
+	__u64 bytes;
+	__u32 path;
+	__u32 reserved;
+};
+
+#define P2PNVME_FILE_MAX_LEN	(64U << 20)
+
+/*
+ * P2PNVME_IOC_FILE_SUBMIT takes a struct p2pnvme_submit whose @ios points
+ * at @nr (1 .. P2PNVME_SUBMIT_MAX) struct p2pnvme_file_io, each with argsz
+ * exactly sizeof(struct p2pnvme_file_io); @failed as for P2PNVME_IOC_SUBMIT.
+ *
+ * Every entry is checked before the first is issued (an error there: the
+ * ioctl returns it with @failed its index, nothing moved, nothing written
+ * back but @failed): the fields, the file (open mode, a regular file on
+ * this controller's disk, not an xfs realtime file, direct I/O and its
+ * alignment), the memory, and the P2P rules: p2pmem the controller cannot
+ * reach (the kernel's P2PDMA verdict) is -EREMOTEIO, and so is host memory
+ * with P2PNVME_FILE_F_REQUIRE_P2P; a buffer of host memory and p2pmem
+ * together is -EINVAL. A registered buffer: -ENOENT (no such id), -EINVAL
+ * (range past its end), -EBADF (a read into a dma-buf registered from a
+ * read-only fd), -ENODEV (revoked), -EOPNOTSUPP (a dma-buf that is not
+ * p2pbar's: GPU memory has no pages the block layer can take yet). Bytes
+ * at user addresses count against max_inflight_mb as the LBA transfers'
+ * (-E2BIG, -EAGAIN).
+ *
+ * Then each entry is one asynchronous direct I/O of the file (its
+ * filesystem's: dirty page cache written back first, the blocks the
+ * file's for the whole I/O, holes read as zeros), all in flight at once,
+ * and the ioctl returns when all are done: 0, or the -errno of the first
+ * failed entry, with @status, @bytes and @path written back for every
+ * entry. A user address is pinned by the block layer as for O_DIRECT; a
+ * registered buffer is held until its transfer ends. The file, its
+ * filesystem and the memory stay referenced until then: closing the fd,
+ * a lazy unmount, unregistering the buffer wait for nothing; an unbind
+ * of p2pnvme fails what is in flight (-EIO).
+ */
+
 /* no size in the numbers: argsz is the one extension scheme (see the top) */
 #define P2PNVME_IOC_INFO	_IO(P2PNVME_IOC_MAGIC, 0x20)	/* struct p2pnvme_info */
 #define P2PNVME_IOC_IO		_IO(P2PNVME_IOC_MAGIC, 0x21)	/* struct p2pnvme_io */
 #define P2PNVME_IOC_SUBMIT	_IO(P2PNVME_IOC_MAGIC, 0x22)	/* struct p2pnvme_submit */
 #define P2PNVME_IOC_BUF_REGISTER   _IO(P2PNVME_IOC_MAGIC, 0x23) /* struct p2pnvme_buf_reg */
 #define P2PNVME_IOC_BUF_UNREGISTER _IO(P2PNVME_IOC_MAGIC, 0x24) /* struct p2pnvme_buf_unreg */
+#define P2PNVME_IOC_FILE_SUBMIT	_IO(P2PNVME_IOC_MAGIC, 0x25)	/* struct p2pnvme_submit */
 
 /**
  * struct p2pnvme_uring_cmd - P2PNVME_URING_CMD_IO: one transfer through

@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pnvme: the file command, P2PNVME_IOC_FILE_SUBMIT (Documentation/files.rst,
+ * step 4). Byte ranges of regular files on the filesystem of this
+ * controller's disk (disk.c) read into, or written from, host memory,
+ * p2pmem or a registered buffer, through the filesystem's own direct I/O:
+ * the filesystem keeps every guarantee of O_DIRECT (dirty page cache
+ * written back first, the blocks the file's for the whole I/O, holes read
+ * as zeros), and p2pnvme decides nothing about blocks.
+ *
+ * Each batch of up to P2PNVME_SUBMIT_MAX transfers is checked whole before
+ * the first is issued: the fields; the file, by the caller's own open file
+ * (its mode, a regular file on this disk or one of its partitions, not an
+ * xfs realtime file, FMODE_CAN_ODIRECT, the statx() direct I/O alignment);
+ * the memory, with the P2P rules (the kernel's P2PDMA verdict for p2pmem,
+ * host memory refused under P2PNVME_FILE_F_REQUIRE_P2P). Then every
+ * transfer is an asynchronous kiocb with IOCB_DIRECT, all in flight at
+ * once, and the ioctl waits for the last (uninterruptibly: the I/O is
+ * bounded by the disk's timeouts and its removal).
+ *
+ * The memory: a user address stays a user-backed iterator, pinned by the
+ * block layer as for O_DIRECT (the disk has BLK_FEAT_PCI_P2PDMA, so a
+ * /dev/p2pbarN mapping is pinned too); a registered host buffer becomes a
+ * bvec of its pinned pages; a registered p2pbar dma-buf a bvec of p2pbar's
+ * own pages (p2pbar_dmabuf_pages(), found with symbol_get(): p2pnvme does
+ * not need p2pbar loaded), held for the transfer as a mapping of it, so a
+ * revocation waits for it. Only this disk is trusted with such a kernel
+ * bvec of P2PDMA pages: its request mapping takes each segment as it is.
+ * A dma-buf of another exporter has no pages (GPU memory): -EOPNOTSUPP
+ * until placeholders exist (files.rst, step 6).
+ *
+ * Lifetime: each transfer holds its file (so its mount: a close or a lazy
+ * unmount meanwhile waits for nothing), its registered buffer and the
+ * dma-buf's pages until its kiocb completed. No lock of p2pnvme's is held
+ * around the filesystem's calls.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/bvec.h>
+#include <linux/dma-buf.h>
+#include <linux/file.h>
+#include <linux/fileattr.h>
+#include <linux/fs.h>
+#include <linux/math64.h>
+#include <linux/memremap.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/pci-p2pdma.h>
+#include <linux/slab.h>
+#include <linux/stat.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <linux/p2pbar.h>
+#include <linux/p2p_ioctl.h>
+#include <p2p_compat.h>
+
+#include "file.h"
+#include "io.h"
+#include "reg.h"
+
+/* user pages looked at per call to learn where a buffer is */
+#define FILE_PEEK	32
+
+#ifndef HAVE_KIOCB_START_WRITE
+/* before 6.6 (and early 6.1.y): what aio did for an asynchronous write */
+static inline void kiocb_start_write(struct kiocb *iocb)
+{
+	struct super_block *sb = file_inode(iocb->ki_filp)->i_sb;
+
+	sb_start_write(sb);
+	__sb_writers_release(sb, SB_FREEZE_WRITE);
+}
+
+static inline void kiocb_end_write(struct kiocb *iocb)
+{
+	struct super_block *sb = file_inode(iocb->ki_filp)->i_sb;
+
+	__sb_writers_acquired(sb, SB_FREEZE_WRITE);
+	sb_end_write(sb);
+}
+#endif
+
+struct file_batch;
+
+/**
+ * struct file_xfer - one transfer, from its check to its end
+ * @iocb: its kiocb (IOCB_DIRECT, completed by file_ki_complete())
+ * @batch: the batch it belongs to
+ * @io: the caller's description, where the answer goes
+ * @file: the file, with a reference
+ * @reg: the registered buffer it names, with a reference, or NULL
+ * @dmabuf: a p2pbar dma-buf whose pages are held, with a reference, or NULL
+ * @bvec: the registered memory as a bvec (@bv1 for one run), or NULL
+ * @bv1: the one run of a p2pbar dma-buf
+ * @nr_bvec: entries at @bvec
+ * @iov: the user address as an iovec
+ * @ret: what the kiocb ended with
+ */
+struct file_xfer {
+	struct kiocb iocb;
+	struct file_batch *batch;
+	struct p2pnvme_file_io *io;
+	struct file *file;
+	struct p2pnvme_reg *reg;
+	struct dma_buf *dmabuf;
+	struct bio_vec *bvec;
+	struct bio_vec bv1;
+	unsigned int nr_bvec;
+	struct iovec iov;
+	long ret;
+};
+
+/**
+ * struct file_batch - one ioctl's transfers
+ * @c: the controller
+ * @pending: transfers not ended yet, and one for the submitter
+ * @done: completed when @pending drops to 0
+ * @pages: p2pbar_dmabuf_pages(), from symbol_get() at the first p2pbar
+ *	   dma-buf, or NULL
+ * @pages_put: p2pbar_dmabuf_pages_put(), with it
+ * @pgmap: the P2PDMA page map whose verdict was last taken
+ * @verdict: that verdict (0 or -EREMOTEIO)
+ */
+struct file_batch {
+	struct p2pnvme *c;
+	atomic_t pending;
+	struct completion done;
+	struct page *(*pages)(struct dma_buf *dmabuf, u64 offset, u64 len,
+			      struct pci_dev **provider);
+	void (*pages_put)(struct dma_buf *dmabuf);
+	struct dev_pagemap *pgmap;
+	int verdict;
+};
+
+/* ---- the file ---------------------------------------------------------- */
+
+/* Filesystems that place a file's data on devices of their choosing. */
+static bool file_fs_multidev(struct super_block *sb)
+{
+	static const char * const names[] = { "btrfs", "bcachefs" };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(sb->s_type->name, names[i]))
+			return true;
+	return false;
+}
+
+/* An xfs realtime file keeps its data on the realtime device. */
+static int file_realtime(struct file *file)
+{
+#ifdef HAVE_FILE_KATTR
+	struct file_kattr fa = {};
+#else
+	struct fileattr fa = {};
+#endif
+	int ret = vfs_fileattr_get(file->f_path.dentry, &fa);
+
+	if (ret == -ENOIOCTLCMD || ret == -ENOTTY || ret == -EOPNOTSUPP)
+		return 0;	/* no attributes: no realtime file either */
+	if (ret)
+		return ret;
+	return fa.fsx_xflags & FS_XFLAG_REALTIME ? -EXDEV : 0;
+}
+
+/*
+ * Is @file one the command takes: a regular file whose filesystem is on
+ * this controller's disk (the whole disk or a partition), with its data
+ * there, and direct I/O?
+ */
+static int file_check_file(struct p2pnvme *c, struct file *file)
+{
+	struct inode *inode = file_inode(file);
+	struct super_block *sb = inode->i_sb;
+	struct block_device *bdev;
+	bool ours;
+	int ret;
+
+	if (S_ISDIR(inode->i_mode))
+		return -EISDIR;
+	if (!S_ISREG(inode->i_mode))
+		return -EINVAL;
+	rcu_read_lock();
+	bdev = rcu_dereference(c->disk_bdev);
+	ours = bdev && sb->s_bdev && sb->s_bdev->bd_disk == bdev->bd_disk;
+	rcu_read_unlock();
+	if (!ours || file_fs_multidev(sb))
+		return -EXDEV;
+	ret = file_realtime(file);
+	if (ret)
+		return ret;
+	if (!(file->f_mode & FMODE_CAN_ODIRECT))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/*
+ * The filesystem's direct I/O alignment for this file (statx
+ * STATX_DIOALIGN), checked before it sees the request: for a file
+ * without direct I/O, or a misaligned request, ext4 may take the page
+ * cache silently. @mem: the memory's address (or an offset with the same
+ * low bits).
+ */
+static int file_check_align(struct file *file, const struct p2pnvme_file_io *io, u64 mem)
+{
+	bool read = io->op == P2PNVME_OP_READ;
+	struct kstat st = {};
+	u32 align, rem;
+	int ret;
+
+	ret = vfs_getattr(&file->f_path, &st, STATX_DIOALIGN, AT_STATX_SYNC_AS_STAT);
+	if (ret)
+		return ret;
+	if (!(st.result_mask & STATX_DIOALIGN) || !st.dio_offset_align || !st.dio_mem_align)
+		return -EOPNOTSUPP;
+	align = st.dio_offset_align;
+#ifdef HAVE_KSTAT_DIO_READ_OFFSET_ALIGN
+	if (read && st.dio_read_offset_align)
+		align = st.dio_read_offset_align;
+#endif
+	/*
+	 * A write smaller than a block may go through the page cache (xfs's
+	 * unaligned CoW writes, which 6.12's xfs does not report): not when
+	 * P2P is required.
+	 */
+	if (!read && (io->flags & P2PNVME_FILE_F_REQUIRE_P2P))
+		align = max(align, i_blocksize(file_inode(file)));
+	div_u64_rem(io->offset, align, &rem);
+	if (rem)
+		return -EINVAL;
+	div_u64_rem(io->len, align, &rem);
+	if (rem)
+		return -EINVAL;
+	div_u64_rem(mem, st.dio_mem_align, &rem);
+	return rem ? -EINVAL : 0;
+}
+
+/* ---- the memory ---------------------------------------------------------- */
+
+/* The PCI function whose memory BAR holds CPU physical address @phys (a reference). */
+static struct pci_dev *file_bar_owner(phys_addr_t phys)
+{
+	struct pci_dev *pdev = NULL;
+	int bar;
+
+	for_each_pci_dev(pdev) {
+		for (bar = 0; bar < PCI_STD_NUM_BARS; bar++) {
+			struct resource *res = &pdev->resource[bar];
+
+			if ((res->flags & IORESOURCE_MEM) && pci_resource_len(pdev, bar) &&
+			    phys >= res->start && phys <= res->end)
+				return pdev;
+		}
+	}
+	return NULL;
+}
+
+/* The kernel's P2PDMA verdict between @provider and the controller. */
+static int file_reachable(struct p2pnvme *c, struct pci_dev *provider)
+{
+	if (pci_p2pdma_distance(provider, &c->pdev->dev, true) >= 0)
+		return 0;
+	dev_warn_ratelimited(&c->pdev->dev,
+			     "file command: p2pmem in the BAR of %s refused (-EREMOTEIO): the kernel's P2PDMA verdict refuses peer-to-peer DMA between %s and %s\n",
+			     pci_name(provider), pci_name(provider), pci_name(c->pdev));
+	return -EREMOTEIO;
+}
+
+/* The verdict for a P2PDMA page, taken once per page map and batch. */
+static int file_page_verdict(struct file_batch *fb, struct page *page)
+{
+	struct dev_pagemap *pgmap = page_pgmap(page);
+	struct pci_dev *owner;
+
+	if (pgmap == fb->pgmap)
+		return fb->verdict;
+	owner = file_bar_owner(page_to_phys(page));
+	fb->verdict = owner ? file_reachable(fb->c, owner) : -EREMOTEIO;
+	pci_dev_put(owner);
+	fb->pgmap = pgmap;
+	return fb->verdict;
+}
+
+/*
+ * A user address: where is it? The pages are looked at (pinned and let go
+ * at once; the block layer pins them again for the I/O): all p2pmem
+ * (P2PNVME_PATH_P2P, each run's provider reachable) or all host memory.
+ * A mapping the caller changes in between is its own race, as with
+ * O_DIRECT: the block layer takes what it then finds, and the disk maps
+ * p2pmem only where the kernel's verdict allows.
+ */
+static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
+{
+	struct p2pnvme_file_io *io = x->io;
+	bool require = io->flags & P2PNVME_FILE_F_REQUIRE_P2P;
+	unsigned long start = io->addr & PAGE_MASK;
+	unsigned int n = DIV_ROUND_UP(offset_in_page(io->addr) + io->len, PAGE_SIZE);
+	unsigned int gup = io->op == P2PNVME_OP_READ ? FOLL_WRITE : 0;
+	struct page *pages[FILE_PEEK];
+	bool p2p = false, host = false;
+	unsigned int done, i;
+	int got, ret = 0;
+
+	if (!access_ok(u64_to_user_ptr(io->addr), io->len))
+		return -EFAULT;
+	if (!P2P_HAVE_USER_PAGES) {
+		/* no p2pmem can be mapped to userspace before 6.2 */
+		io->path = P2PNVME_PATH_HOST;
+		return require ? -EREMOTEIO : 0;
+	}
+#if P2P_HAVE_USER_PAGES
+	gup |= FOLL_PCI_P2PDMA;
+#endif
+	for (done = 0; done < n; done += got) {
+		got = pin_user_pages_fast(start + (unsigned long)done * PAGE_SIZE,
+					  min_t(unsigned int, n - done, FILE_PEEK), gup, pages);
+		if (got <= 0)
+			return got ?: -EFAULT;
+		for (i = 0; i < got; i++) {
+			if (!is_pci_p2pdma_page(pages[i])) {
+				host = true;
+				continue;
+			}
+			p2p = true;
+			if (!ret)
+				ret = file_page_verdict(fb, pages[i]);
+		}
+		unpin_user_pages(pages, got);
+		cond_resched();
+	}
+	io->path = p2p && !host ? P2PNVME_PATH_P2P : P2PNVME_PATH_HOST;
+	if (p2p && host)
+		return -EINVAL;		/* host memory and p2pmem in one buffer */
+	if (ret)
+		return ret;
+	return host && require ? -EREMOTEIO : 0;
+}
+
+/* A registered host buffer's range as a bvec of its pinned pages. */
+static int file_reg_host(struct file_xfer *x, struct p2pnvme_reg *b, u64 *mem)
+{
+	/* byte 0 of the buffer is at the first entry's offset in the first page */
+	u64 pos = (u64)b->sgt.sgl->offset + x->io->addr, left = x->io->len;
+	unsigned int pg = pos >> PAGE_SHIFT, off = offset_in_page(pos), i;
+
+	x->nr_bvec = DIV_ROUND_UP(off + left, PAGE_SIZE);
+	if (pg + x->nr_bvec > b->nr_pages)
+		return -EINVAL;		/* cannot be: the range was checked */
+	x->bvec = kvmalloc_array(x->nr_bvec, sizeof(*x->bvec), GFP_KERNEL_ACCOUNT);
+	if (!x->bvec)
+		return -ENOMEM;
+	for (i = 0; i < x->nr_bvec; i++, off = 0) {
+		unsigned int n = min_t(u64, left, PAGE_SIZE - off);
+
+		x->bvec[i].bv_page = b->pages[pg + i];
+		x->bvec[i].bv_offset = off;
+		x->bvec[i].bv_len = n;
+		left -= n;
+	}
+	*mem = pos;
+	return 0;
+}
+
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/* p2pbar's in-kernel calls, if p2pbar is loaded (symbol_get()) */
+static bool file_get_p2pbar(struct file_batch *fb)
+{
+	if (fb->pages)
+		return true;
+	fb->pages = symbol_get(p2pbar_dmabuf_pages);
+	fb->pages_put = symbol_get(p2pbar_dmabuf_pages_put);
+	if (fb->pages && fb->pages_put)
+		return true;
+	/* p2pbar came or went between the two: neither */
+	if (fb->pages)
+		symbol_put(p2pbar_dmabuf_pages);
+	if (fb->pages_put)
+		symbol_put(p2pbar_dmabuf_pages_put);
+	fb->pages = NULL;
+	fb->pages_put = NULL;
+	return false;
+}
+
+static void file_put_p2pbar(struct file_batch *fb)
+{
+	if (!fb->pages)
+		return;
+	symbol_put(p2pbar_dmabuf_pages);
+	symbol_put(p2pbar_dmabuf_pages_put);
+}
+
+/*
+ * A registered dma-buf: p2pbar's pages, held until the transfer ends; the
+ * provider's verdict. Another exporter's memory (GPU memory) has no pages
+ * the block layer can take.
+ */
+static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2pnvme_reg *b,
+			   u64 *mem)
+{
+	struct p2pnvme *c = fb->c;
+	u64 pos = b->start + x->io->addr;
+	struct pci_dev *provider;
+	struct dma_buf *dmabuf;
+	struct page *page;
+
+	dmabuf = p2pnvme_reg_dmabuf_get(b);
+	if (!dmabuf)
+		return -ENODEV;		/* revoked for good */
+	page = file_get_p2pbar(fb) ? fb->pages(dmabuf, pos, x->io->len, &provider) :
+				     ERR_PTR(-EOPNOTSUPP);
+	if (IS_ERR(page)) {
+		if (PTR_ERR(page) == -EOPNOTSUPP)
+			dev_info_ratelimited(&c->pdev->dev,
+					     "file command: registered dma-buf of exporter %s refused (-EOPNOTSUPP): it is not p2pbar's, and its memory has no pages the block layer can take (GPU memory needs placeholders, Documentation/files.rst step 6); read into a p2pbar dma-buf and copy from there\n",
+					     dmabuf->exp_name);
+		dma_buf_put(dmabuf);
+		return PTR_ERR(page);
+	}
+	x->dmabuf = dmabuf;	/* held: released by file_release() */
+	x->bv1.bv_page = page;
+	x->bv1.bv_offset = offset_in_page(pos);
+	x->bv1.bv_len = x->io->len;
+	x->bvec = &x->bv1;
+	x->nr_bvec = 1;
+	*mem = pos;
+	return file_reachable(c, provider);
+}
+#else
+static void file_put_p2pbar(struct file_batch *fb)
+{
+}
+
+static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2pnvme_reg *b,
+			   u64 *mem)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
+/* A registered buffer: looked up, its range and rights, its memory. */
+static int file_reg_mem(struct file_batch *fb, struct p2pnvme_file *f, struct file_xfer *x,
+			u64 *mem)
+{
+	struct p2pnvme_file_io *io = x->io;
+	struct p2pnvme_reg *b;
+
+	b = p2pnvme_reg_find(f, io->buf_id);
+	if (!b)
+		return -ENOENT;
+	x->reg = b;
+	if (io->addr > b->len || io->len > b->len - io->addr)
+		return -EINVAL;
+	/* the controller writes into it on a read of the file */
+	if (io->op == P2PNVME_OP_READ && !b->writable)
+		return -EBADF;
+	if (READ_ONCE(b->revoked))
+		return -ENODEV;
+	if (b->kind == P2PNVME_REG_HOST) {
+		io->path = P2PNVME_PATH_HOST;
+		if (io->flags & P2PNVME_FILE_F_REQUIRE_P2P)
+			return -EREMOTEIO;
+		return file_reg_host(x, b, mem);
+	}
+	io->path = P2PNVME_PATH_DMABUF;
+	return file_reg_dmabuf(fb, x, b, mem);
+}
+
+/* ---- one transfer -------------------------------------------------------- */
+
+/*
+ * Check everything about @x that can be checked before any I/O is issued;
+ * what it takes (the file, the buffer, the pages) is released by
+ * file_release() whatever this returns.
+ */
+static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct file_xfer *x)
+{
+	struct p2pnvme_file_io *io = x->io;
+	bool registered = io->flags & P2PNVME_FILE_F_REGISTERED;
+	u64 mem = io->addr;
+	int ret;
+
+	io->status = 0;
+	io->bytes = 0;
+	io->path = P2PNVME_PATH_NONE;
+	if (io->argsz != sizeof(*io) || io->reserved ||
+	    (io->flags & ~(P2PNVME_FILE_F_REGISTERED | P2PNVME_FILE_F_REQUIRE_P2P)))
+		return -EINVAL;
+	if (io->op != P2PNVME_OP_READ && io->op != P2PNVME_OP_WRITE)
+		return -EINVAL;
+	if (!io->len || io->len > P2PNVME_FILE_MAX_LEN)
+		return -EINVAL;
+	/* a file position is a loff_t: the range must end at LLONG_MAX at most */
+	if (io->offset > LLONG_MAX || io->len > LLONG_MAX - io->offset)
+		return -EINVAL;
+	if (!registered && (io->buf_id || !io->addr || io->addr + io->len < io->addr))
+		return -EINVAL;
+
+	x->file = fget(io->fd);
+	if (!x->file)
+		return -EBADF;
+	/* the caller's own open file decides, as read() and write() */
+	if (!(x->file->f_mode & (io->op == P2PNVME_OP_READ ? FMODE_READ : FMODE_WRITE)))
+		return -EBADF;
+	ret = file_check_file(fb->c, x->file);
+	if (ret)
+		return ret;
+	ret = registered ? file_reg_mem(fb, f, x, &mem) : file_user_mem(fb, x);
+	if (ret)
+		return ret;
+	return file_check_align(x->file, io, mem);
+}
+
+/* One more transfer of the batch ended (any context). */
+static void file_done(struct file_xfer *x, long ret)
+{
+	struct file_batch *fb = x->batch;
+
+	x->ret = ret;
+	if (atomic_dec_and_test(&fb->pending))
+		complete(&fb->done);
+}
+
+/* The kiocb's end: may run in interrupt context. */
+static void file_ki_complete(struct kiocb *iocb, long ret)
+{
+	struct file_xfer *x = container_of(iocb, struct file_xfer, iocb);
+
+	if (iocb->ki_flags & IOCB_WRITE)
+		kiocb_end_write(iocb);
+	file_done(x, ret);
+}
+
+/*
+ * A direct write as vfs_iocb_iter_write() makes it on 6.12 and 7.2 (6.1's
+ * takes no freeze protection), as loop's lo_rw_aio() and aio's write do.
+ */
+static ssize_t file_write(struct file_xfer *x, struct iov_iter *it)
+{
+	struct file *file = x->file;
+	ssize_t ret;
+
+	if (!file->f_op->write_iter)
+		return -EINVAL;
+	if (!(file->f_mode & FMODE_WRITE))
+		return -EBADF;
+	if (!(file->f_mode & FMODE_CAN_WRITE))
+		return -EINVAL;
+	ret = rw_verify_area(WRITE, file, &x->iocb.ki_pos, iov_iter_count(it));
+	if (ret < 0)
+		return ret;
+	kiocb_start_write(&x->iocb);
+	x->iocb.ki_flags |= IOCB_WRITE;
+	ret = file->f_op->write_iter(&x->iocb, it);
+	if (ret != -EIOCBQUEUED)
+		kiocb_end_write(&x->iocb);
+	return ret;
+}
+
+/* Issue @x; it ends in file_done(), now or from its completion. */
+static void file_issue(struct file_xfer *x)
+{
+	struct p2pnvme_file_io *io = x->io;
+	unsigned int dir = io->op == P2PNVME_OP_READ ? ITER_DEST : ITER_SOURCE;
+	struct iov_iter it;
+	ssize_t ret;
+
+	init_sync_kiocb(&x->iocb, x->file);
+	x->iocb.ki_pos = io->offset;
+	x->iocb.ki_flags |= IOCB_DIRECT;
+	x->iocb.ki_complete = file_ki_complete;
+	if (x->bvec) {
+		iov_iter_bvec(&it, dir, x->bvec, x->nr_bvec, io->len);
+	} else {
+		x->iov.iov_base = u64_to_user_ptr(io->addr);
+		x->iov.iov_len = io->len;
+		iov_iter_init(&it, dir, &x->iov, 1, io->len);
+	}
+	if (io->op == P2PNVME_OP_READ)
+		ret = vfs_iocb_iter_read(x->file, &x->iocb, &it);
+	else
+		ret = file_write(x, &it);
+	if (ret != -EIOCBQUEUED)
+		file_done(x, ret);
+}
+
+/* Let go of what file_prepare() took (process context, the I/O over). */
+static void file_release(struct file_batch *fb, struct file_xfer *x)
+{
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+	if (x->dmabuf) {
+		fb->pages_put(x->dmabuf);
+		dma_buf_put(x->dmabuf);
+	}
+#endif
+	if (x->bvec != &x->bv1)
+		kvfree(x->bvec);
+	if (x->reg)
+		p2pnvme_reg_release(x->reg);
+	if (x->file)
+		fput(x->file);
+}
+
+/*
+ * User memory is pinned by the block layer for the transfer: counted
+ * against the file's max_inflight_mb as the LBA transfers' pins are
+ * (-E2BIG: never fits, -EAGAIN: the file's other transfers hold it).
+ */
+static int file_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_file_io *ios,
+			     unsigned int nr, u64 *bytes)
+{
+	u64 limit = (u64)READ_ONCE(p2pnvme_max_inflight_mb) << 20, sum = 0;
+	unsigned int i;
+
+	*bytes = 0;
+	for (i = 0; i < nr; i++)
+		if (!(ios[i].flags & P2PNVME_FILE_F_REGISTERED))
+			sum += ios[i].len;	/* each at most P2PNVME_FILE_MAX_LEN */
+	if (sum > limit)
+		return -E2BIG;
+	if (!sum)
+		return 0;
+	if (atomic64_add_return(sum, &f->inflight) > limit) {
+		atomic64_sub(sum, &f->inflight);
+		return -EAGAIN;
+	}
+	*bytes = sum;
+	return 0;
+}
+
+/**
+ * p2pnvme_ioc_file_submit - P2PNVME_IOC_FILE_SUBMIT
+ * @f: the controller's open file
+ * @uarg: user address of a struct p2pnvme_submit whose entries are
+ *	  struct p2pnvme_file_io
+ *
+ * Return: 0, or the -errno of the first transfer that failed (see
+ * <uapi/linux/p2pnvme.h>); -EINVAL, -EFAULT, -ENOMEM for the arguments,
+ * -ENODEV once the controller is being removed.
+ */
+long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg)
+{
+	struct p2pnvme_submit __user *usub = (void __user *)uarg;
+	struct file_batch fb = { .c = f->c };
+	struct p2pnvme_file_io *ios;
+	struct p2pnvme_submit sub;
+	struct file_xfer *xs;
+	struct blk_plug plug;
+	unsigned int i, prepared = 0;
+	size_t size;
+	u64 bytes;
+	int ret = p2p_ioctl_copy_in(&sub, sizeof(sub), offsetofend(struct p2pnvme_submit, ios),
+				    uarg);
+
+	if (ret)
+		return ret;
+	if (sub.flags || !sub.nr || sub.nr > P2PNVME_SUBMIT_MAX)
+		return -EINVAL;
+	if (p2pnvme_state(f->c) >= P2PNVME_DELETING)
+		return -ENODEV;
+	size = array_size(sub.nr, sizeof(*ios));
+	ios = memdup_user(u64_to_user_ptr(sub.ios), size);
+	if (IS_ERR(ios))
+		return PTR_ERR(ios);
+	xs = kvcalloc(sub.nr, sizeof(*xs), GFP_KERNEL_ACCOUNT);
+	if (!xs) {
+		ret = -ENOMEM;
+		goto out_free_ios;
+	}
+	atomic_set(&fb.pending, 1);
+	init_completion(&fb.done);
+
+	/* every transfer is checked, and holds what it needs, before any is issued */
+	sub.failed = sub.nr;
+	for (i = 0; i < sub.nr; i++) {
+		xs[i].batch = &fb;
+		xs[i].io = &ios[i];
+		prepared = i + 1;
+		ret = file_prepare(&fb, f, &xs[i]);
+		if (ret) {
+			sub.failed = i;
+			goto out_failed;
+		}
+	}
+	ret = file_inflight_get(f, ios, sub.nr, &bytes);
+	if (ret)
+		goto out_release;
+
+	atomic_add(sub.nr, &fb.pending);
+	blk_start_plug(&plug);
+	for (i = 0; i < sub.nr; i++)
+		file_issue(&xs[i]);
+	blk_finish_plug(&plug);
+	if (!atomic_dec_and_test(&fb.pending))
+		wait_for_completion_io(&fb.done);
+	p2pnvme_inflight_put(f, bytes);
+
+	for (i = 0; i < sub.nr; i++) {
+		long r = xs[i].ret;
+
+		ios[i].bytes = r > 0 ? r : 0;
+		ios[i].status = r < 0 ? r : 0;
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	if (copy_to_user(u64_to_user_ptr(sub.ios), ios, size))
+		ret = -EFAULT;
+out_failed:
+	if (put_user(sub.failed, &usub->failed))
+		ret = -EFAULT;
+out_release:
+	for (i = 0; i < prepared; i++)
+		file_release(&fb, &xs[i]);
+	file_put_p2pbar(&fb);
+	kvfree(xs);
+out_free_ios:
+	kfree(ios);
+	return ret;
+}

@@ -1,0 +1,166 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# p2pnvme's file command (P2PNVME_IOC_FILE_SUBMIT, Documentation/files.rst
+# step 4) on ext4 and xfs made on p2pnvme's disk (/dev/p2pnvme0n1,
+# disk=1): tools/tests/p2pfilecmd-test.c says what its cases assert (bad
+# input and each errno, reads into a registered p2pbar dma-buf and a
+# /dev/p2pbar0 mapping checked by the host in the BAR's backing file, a
+# write from a p2pbar dma-buf checked by the host in the image, batches,
+# uid 65534, a closed fd). Then p2pctl read-file and write-file (bytes on
+# the host, JSON, EREMOTEIO, EXDEV); a stream of file commands on an open
+# fd while the filesystem is lazily unmounted (it goes on, then the mount
+# is gone); a stream while p2pnvme is unbound (bounded, it fails, no splat,
+# umount works).
+. /tests/lib.sh
+
+IVSHMEM=$(find_pci 1af4 1110)
+NVME0=$(find_pci 1b36 0010)
+N=/dev/p2pnvme0
+B=/dev/p2pnvme0n1
+MNT=/mnt/filecmd
+OTHER=/tmp/filecmd-other	# the initramfs: another device
+FSES="ext4 xfs"
+scale=1
+[ "$(flavour)" = debug ] && scale=8
+js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+has_fs() { grep -qw "$1" /proc/filesystems; }
+
+fs_suites() {
+	for _fs in $FSES; do
+		echo "guest.filecmd_${_fs}_mount guest.filecmd_$_fs guest.filecmd_${_fs}_p2pctl guest.filecmd_${_fs}_lazy"
+	done
+}
+expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_unbind
+
+mkfs_on() {
+	case "$1" in
+	ext4) mke2fs -q -t ext4 -b 4096 -F $B ;;
+	xfs) TEST_DIR=$MNT TEST_DEV=$B QA_CHECK_FS=1 mkfs.xfs -q -f -b size=4096 -m reflink=1 $B ;;
+	esac
+}
+
+suite_begin filecmd_setup
+check "p2pbar loads" load p2pbar
+check "p2pbar binds to ivshmem $IVSHMEM (the host's bar0)" bind p2pbar "$IVSHMEM"
+check "p2pnvme loads with disk=1" load p2pnvme disk=1
+check "p2pnvme takes $NVME0 (the host's nvme0)" bind p2pnvme "$NVME0"
+for _i in $(seq 100); do [ -b $B ] && break; sleep 0.1; done
+check "p2pnvme's disk $B is there" test -b $B
+# so that the open is not what refuses uid 65534: the command's rules are
+check "$N and /dev/p2pbar0 open to others" chmod 0666 $N /dev/p2pbar0
+mkdir -p $MNT $OTHER
+suite_end
+
+base=0x1000
+for fs in $FSES; do
+	base=$((base + 0x100))
+	suite_begin "filecmd_${fs}_mount"
+	mounted=
+	if ! has_fs "$fs"; then
+		fail "the kernel has no $fs (qemu/configs/base.config has it since files.rst step 1)"
+	elif mkfs_on "$fs" && mount -t "$fs" $B $MNT; then
+		mounted=1
+		pass "mkfs and mount $fs on $B"
+		check "the mount point is open to uid 65534" chmod 0777 $MNT
+	else
+		fail "mkfs and mount $fs on $B"
+	fi
+	suite_end
+	if [ -z "$mounted" ]; then
+		for s in "" _p2pctl _lazy; do
+			suite_begin "filecmd_$fs$s"
+			fail "not run: $fs is not mounted"
+			suite_end
+		done
+		continue
+	fi
+	echo "<<<KTAP-BEGIN guest.filecmd_$fs>>>"
+	p2pfilecmd-test "filecmd_$fs" $MNT $N /dev/p2pbar0 bar0 nvme0 "$(printf '%#x' $base)" $OTHER ||
+		_any_failed=1
+	echo "<<<KTAP-END>>>"
+
+	# p2pctl's commands; data: p2pfilecmd-test's 4 MiB file (id base + 1)
+	suite_begin "filecmd_${fs}_p2pctl"
+	held p2pctl -o json read-file $MNT/data --offset 1M --length 2M --batch 8 --require-p2p
+	boff=$(js bar_offset "$held_out")
+	check_eq "read-file into a registered p2pbar dma-buf: path" "$(js path "$held_out")" dmabuf
+	check_eq "read-file: 2 MiB moved" "$(js bytes "$held_out")" 2097152
+	if [ -n "$boff" ]; then
+		hostcheck pattern 2097152 "bar0@$boff" "$(printf '%#x' $((base + 1)))" 1048576
+	else
+		fail "read-file said no bar_offset: '$held_out'"
+	fi
+	check "read-file ends well" released
+	want=$(head -c 1048576 /dev/zero | tr '\0' '\167' | sha256sum | cut -d' ' -f1)
+	out=$(p2pctl -o json write-file $MNT/tool 0x77 --length 1M --batch 4 --from p2pbar)
+	check_eq "write-file from p2pmem: path" "$(js path "$out")" dmabuf
+	out=$(p2pctl -o json read-file $MNT/tool --length 1M --to host)
+	check_eq "read back into host memory: path" "$(js path "$out")" host
+	check_eq "read back: the bytes written (sha256)" "$(js sha256 "$out")" "$want"
+	jsoncheck read-file command,file,device,offset,length,bytes,entries,memory,path,bar_offset,fnv1a,sha256 \
+		read-file $MNT/data --length 64k
+	p2pctl read-file $MNT/data --length 4k --to host --require-p2p 2>/dev/null
+	check_eq "read-file --to host --require-p2p: exit 121 (EREMOTEIO)" $? 121
+	head -c 65536 /dev/zero > $OTHER/x
+	p2pctl read-file $OTHER/x --length 4k --to host 2>/dev/null
+	check_eq "read-file of a file on another device: exit 18 (EXDEV)" $? 18
+	suite_end
+
+	# a stream on an open fd (/proc/self/fd/9) while the filesystem is lazily unmounted
+	suite_begin "filecmd_${fs}_lazy"
+	rm -f /tmp/filecmd.lazy
+	(
+		exec 9< $MNT/data
+		i=0
+		while [ $i -lt 30 ]; do
+			p2pctl read-file /proc/self/fd/9 --length 4M --batch 16 --to host >/dev/null ||
+				exit 1
+			i=$((i + 1))
+			echo $i > /tmp/filecmd.lazy
+		done
+	) &
+	bg=$!
+	for _i in $(seq 100); do [ -s /tmp/filecmd.lazy ] && break; sleep 0.05; done
+	check "umount -l $MNT while the stream reads" umount -l $MNT
+	check "the mount point is detached at once" sh -c "! grep -q ' $MNT ' /proc/mounts"
+	wait $bg
+	check_eq "every read of the stream succeeds, before and after (30 of 30)" \
+		"$? $(cat /tmp/filecmd.lazy 2>/dev/null)" "0 30"
+	check "the disk is let go once the stream closed its fd (mkfs may claim it)" \
+		sh -c "for i in \$(seq 50); do mke2fs -q -F -t ext4 $B 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+	suite_end
+done
+
+# p2pnvme unbound under a stream of file commands: bounded, errors, umount works
+suite_begin filecmd_unbind
+if ! has_fs ext4; then
+	fail "the kernel has no ext4"
+else
+	check "mkfs and mount ext4" sh -c "mke2fs -q -F -t ext4 -b 4096 $B && mount -t ext4 $B $MNT"
+	check "a 4 MiB file" dd if=/dev/urandom of=$MNT/s bs=1M count=4 conv=fsync status=none
+	rm -f /tmp/filecmd.err
+	(
+		i=0
+		while [ $i -lt $((400 * scale)) ] &&
+		      p2pctl read-file $MNT/s --length 4M --batch 32 >/dev/null 2>>/tmp/filecmd.err; do
+			i=$((i + 1))
+		done
+		[ $i -lt $((400 * scale)) ]	# ended by a failure
+	) &
+	bg=$!
+	sleep 1
+	t0=$(date +%s)
+	echo "$NVME0" > /sys/bus/pci/drivers/p2pnvme/unbind
+	took=$(($(date +%s) - t0))
+	check "unbind under the stream returns within $((10 * scale)) s ($took s)" \
+		[ $took -le $((10 * scale)) ]
+	i=0; while kill -0 $bg 2>/dev/null && [ $i -lt $((100 * scale)) ]; do sleep 0.1; i=$((i + 1)); done
+	check "the stream ends" sh -c "! kill -0 $bg"
+	wait $bg
+	check_eq "the stream ended by a failed transfer" $? 0
+	diag "stream: $(sort -u /tmp/filecmd.err | head -n 3 | tr '\n' ';')"
+	check "$B is gone" test ! -e /sys/block/p2pnvme0n1
+	check "umount works" umount $MNT
+fi
+check "rmmod p2pnvme" rmmod p2pnvme
+suite_end; exit $_any_failed
