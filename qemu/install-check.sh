@@ -148,6 +148,7 @@ refuses)
 	mk "$dir" KDIR="$kdir"
 	tools_then "$dir" "lacks $opt"
 	grep -q '"A kernel with P2PDMA on Debian"' <<<"$(last)" || fail "make's last words name no fix"
+	grep -q 'make kernel-deb' <<<"$(last)" || fail "make's last words do not name make kernel-deb"
 	nowhere_qemu
 	! grep -q '^p2pdma-suite: the running kernel' <<<"$out" || fail "KDIR= given, make judged the running kernel"
 	;;
@@ -172,7 +173,7 @@ running)
 	# make: the readiness line first, the tools, the reason last with its fix
 	mk "$dir" "${m[@]}"
 	first "$lacks"
-	grep -q '"A kernel with P2PDMA on Debian"' <<<"${out%%$'\n'*}" || fail "the first line names no fix"
+	grep -q 'make kernel-deb, .*"A kernel with P2PDMA on Debian"' <<<"${out%%$'\n'*}" || fail "the first line names no fix"
 	tools_then "$dir" "the running kernel $rel lacks CONFIG_PCI_P2PDMA"
 	grep -q '"A kernel with P2PDMA on Debian"' <<<"$(last)" || fail "make's last words name no fix"
 	nowhere_qemu
