@@ -27,7 +27,8 @@
 # kernel must be 6.1 or later and have CONFIG_PCI_P2PDMA (and so
 # CONFIG_ZONE_DEVICE). KDIR unset, the running kernel's own word decides first
 # (/proc/config.gz, else /boot/config-<release>, else /proc/kallsyms), then its
-# headers' .config; KDIR given, that tree's. P2P_COMPILE_ONLY=1 builds against
+# headers' configuration; KDIR given, that tree's (.config, else
+# include/config/auto.conf). P2P_COMPILE_ONLY=1 builds against
 # a kernel without P2PDMA, for compile coverage only (the modules cannot
 # work). Each refusal and its fix: Documentation/troubleshooting.rst,
 # "Building"; a Debian kernel with P2PDMA: Documentation/quickstart.rst.
@@ -45,7 +46,13 @@ endif
 KDIR ?= $(P2P_ROOT)/lib/modules/$(P2P_RELEASE)/build
 PWD := $(CURDIR)
 VERSION := $(shell cat $(CURDIR)/VERSION)
-KCONFIG = $(KDIR)/.config
+# The tree's configuration: .config, else include/config/auto.conf, the same
+# CONFIG_ lines (kbuild reads that one; the headers packages of 6.12's and
+# later's bindeb-pkg have no .config). Neither: prereq refuses the tree.
+KCONFIG = $(firstword $(wildcard $(KDIR)/.config $(KDIR)/include/config/auto.conf))
+# what kbuild needs of a prepared tree to build modules, and which is missing
+KPREPARED := include/config/auto.conf include/generated/autoconf.h
+KUNPREPARED = $(filter-out $(patsubst $(KDIR)/%,%,$(wildcard $(addprefix $(KDIR)/,$(KPREPARED)))),$(KPREPARED))
 # the release as uname -r says it (distributions' kernel.release can differ)
 KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
@@ -59,7 +66,7 @@ P2P_KUNIT ?= 1
 
 # Nothing below reads the kernel tree before a goal needs it: make tools
 # never looks at the kernel.
-kconfig = $(shell grep -s '^$(1)=[ym]' $(KCONFIG))
+kconfig = $(if $(KCONFIG),$(shell grep -s '^$(1)=[ym]' $(KCONFIG)))
 
 # Kconfig symbols an in-tree build would set (see Kconfig). The KUnit test
 # modules only where the kernel has KUnit (and, for the live exporter
@@ -124,7 +131,7 @@ endif
 else ifeq ($(R_SAYS),y)
 $(info p2pdma-suite: the running kernel $(P2P_RELEASE) has CONFIG_PCI_P2PDMA ($(R_FILE)): the modules can load on it)
 else
-$(info p2pdma-suite: the running kernel $(P2P_RELEASE) does not say whether it has CONFIG_PCI_P2PDMA (no $(P2P_ROOT)/proc/config.gz, $(P2P_ROOT)/boot/config-$(P2P_RELEASE), or symbols in $(P2P_ROOT)/proc/kallsyms): its headers' .config decides)
+$(info p2pdma-suite: the running kernel $(P2P_RELEASE) does not say whether it has CONFIG_PCI_P2PDMA (no $(P2P_ROOT)/proc/config.gz, $(P2P_ROOT)/boot/config-$(P2P_RELEASE), or symbols in $(P2P_ROOT)/proc/kallsyms): its headers' configuration decides)
 endif
 endif
 
@@ -147,9 +154,13 @@ nokdir_sh = \
 endif
 prereq_sh = $(running_sh) \
 	test -f $(KDIR)/Makefile || { $(nokdir_sh) exit 1; } >&2; \
-	test -f $(KCONFIG) -a -f $(KDIR)/include/generated/autoconf.h || { \
-	  echo "error: $(KDIR) is not a configured, prepared kernel tree (no .config or autoconf.h)."; \
-	  echo "  Fix: run 'make olddefconfig modules_prepare' in it, or install the distribution's headers package."; \
+	test -n "$(KCONFIG)" || { \
+	  echo "error: $(KDIR) is not a configured kernel tree: it has neither .config nor include/config/auto.conf."; \
+	  echo "  Fix: run 'make olddefconfig modules_prepare' in it, or install the kernel's headers package again."; \
+	  exit 1; } >&2; \
+	test -z "$(KUNPREPARED)" || { \
+	  echo "error: $(KDIR) is configured but not prepared: it has no $(KUNPREPARED)."; \
+	  echo "  Fix: run 'make modules_prepare' in it, or install the kernel's headers package again."; \
 	  exit 1; } >&2; \
 	code=$(or $(KVERSION_CODE),0); [ $$code -eq 0 ] || [ $$code -ge $$((0x060100)) ] || { \
 	  echo "error: this kernel ($(KRELEASE), $$((code >> 16)).$$((code >> 8 & 255))) is older than 6.1, the oldest the suite supports."; \
