@@ -543,8 +543,9 @@ rm -f "$out"/*.deb "$out"/*.buildinfo "$out"/*.changes
 log=$out/build.log
 start=$(date +%s)
 say "build: make -j$jobs bindeb-pkg ($rel); the log: $log"
-# one progress line every 30 s instead of thousands
-( make -C "$src" O="$build" -j"$jobs" bindeb-pkg >"$log" 2>&1 ) &
+# one progress line every 30 s instead of thousands. A make of its own: a
+# "make -s kernel-deb" above would silence the lines counted (MAKEFLAGS)
+( env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" O="$build" -j"$jobs" bindeb-pkg >"$log" 2>&1 ) &
 pid=$!
 while kill -0 $pid 2>/dev/null; do
 	for _ in 1 2 3 4 5 6; do sleep 5; kill -0 $pid 2>/dev/null || break 2; done
