@@ -27,7 +27,8 @@
 # kernel must be 6.1 or later and have CONFIG_PCI_P2PDMA (and so
 # CONFIG_ZONE_DEVICE). KDIR unset, the running kernel's own word decides first
 # (/proc/config.gz, else /boot/config-<release>, else /proc/kallsyms), then its
-# headers' .config; KDIR given, that tree's. P2P_COMPILE_ONLY=1 builds against
+# headers' configuration; KDIR given, that tree's (.config, else
+# include/config/auto.conf). P2P_COMPILE_ONLY=1 builds against
 # a kernel without P2PDMA, for compile coverage only (the modules cannot
 # work). Each refusal and its fix: Documentation/troubleshooting.rst,
 # "Building"; a Debian kernel with P2PDMA: Documentation/quickstart.rst.
@@ -45,7 +46,13 @@ endif
 KDIR ?= $(P2P_ROOT)/lib/modules/$(P2P_RELEASE)/build
 PWD := $(CURDIR)
 VERSION := $(shell cat $(CURDIR)/VERSION)
-KCONFIG = $(KDIR)/.config
+# The tree's configuration: .config, else include/config/auto.conf, the same
+# CONFIG_ lines (kbuild reads that one; the headers packages of 6.12's and
+# later's bindeb-pkg have no .config). Neither: prereq refuses the tree.
+KCONFIG = $(firstword $(wildcard $(KDIR)/.config $(KDIR)/include/config/auto.conf))
+# what kbuild needs of a prepared tree to build modules, and which is missing
+KPREPARED := include/config/auto.conf include/generated/autoconf.h
+KUNPREPARED = $(filter-out $(patsubst $(KDIR)/%,%,$(wildcard $(addprefix $(KDIR)/,$(KPREPARED)))),$(KPREPARED))
 # the release as uname -r says it (distributions' kernel.release can differ)
 KRELEASE = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
@@ -59,7 +66,7 @@ P2P_KUNIT ?= 1
 
 # Nothing below reads the kernel tree before a goal needs it: make tools
 # never looks at the kernel.
-kconfig = $(shell grep -s '^$(1)=[ym]' $(KCONFIG))
+kconfig = $(if $(KCONFIG),$(shell grep -s '^$(1)=[ym]' $(KCONFIG)))
 
 # Kconfig symbols an in-tree build would set (see Kconfig). The KUnit test
 # modules only where the kernel has KUnit (and, for the live exporter
@@ -78,7 +85,13 @@ COMPAT_STAMP := include/generated/.kdir
 
 # The goals that build the modules, and so look at the kernel (make alone: all)
 KGOALS := $(filter all modules prereq install,$(or $(MAKECMDGOALS),all))
-FIX_DEBIAN := Documentation/quickstart.rst, \"A kernel with P2PDMA on Debian\"
+# Debian 12's and 13's stock kernels lack CONFIG_PCI_P2PDMA: make
+# kernel-deb, documented there (KDEB_SH: the same in echo's double quotes)
+KDEB_DOC := Documentation/quickstart.rst, "A kernel with P2PDMA on Debian"
+KDEB_SH := $(subst ",\",$(KDEB_DOC))
+fix_debian_sh = \
+	echo "  On Debian (12's and 13's stock kernels lack it), make kernel-deb rebuilds Debian's kernel"; \
+	echo "  with it: $(KDEB_SH).";
 
 # KDIR unset: first, one line on the running kernel, as it says itself.
 # RUNNING_P2PDMA is "y FILE" or "n FILE", CONFIG_PCI_P2PDMA in the first
@@ -102,23 +115,23 @@ $(info p2pdma-suite: the running kernel $(P2P_RELEASE) is older than 6.1: the mo
 running_sh = { \
 	echo "error: the running kernel $(P2P_RELEASE) is older than 6.1, the oldest the suite supports."; \
 	echo "  Fix: boot a 6.1 or later kernel built with CONFIG_PCI_P2PDMA=y, install its headers, make again."; \
-	echo "  README.md, \"Kernels\", lists the kernels tried; on Debian: $(FIX_DEBIAN)."; \
+	echo "  README.md, \"Kernels\", lists the kernels tried."; \
 	exit 1; } >&2;
 else ifeq ($(R_SAYS),n)
-$(info p2pdma-suite: the running kernel $(P2P_RELEASE) lacks CONFIG_PCI_P2PDMA ($(R_FILE)): the modules cannot load on it; boot a kernel built with it (Documentation/quickstart.rst, "A kernel with P2PDMA on Debian"))
+$(info p2pdma-suite: the running kernel $(P2P_RELEASE) lacks CONFIG_PCI_P2PDMA ($(R_FILE)): the modules cannot load on it; boot a kernel built with it (on Debian: make kernel-deb, $(KDEB_DOC)))
 ifneq ($(P2P_COMPILE_ONLY),1)
 running_sh = { \
 	echo "error: the running kernel $(P2P_RELEASE) lacks CONFIG_PCI_P2PDMA ($(R_FILE)): p2pbar could not register p2pmem."; \
 	echo "  Fix: boot a kernel built with CONFIG_PCI_P2PDMA=y, install its headers (or give KDIR= its build"; \
-	echo "  tree), make again. Debian 12's and 13's stock kernels lack the option:"; \
-	echo "  $(FIX_DEBIAN), rebuilds Debian's with it."; \
+	echo "  tree), make again."; \
+	$(fix_debian_sh) \
 	echo "  (P2P_COMPILE_ONLY=1 compiles anyway, for build coverage: such modules cannot work.)"; \
 	exit 1; } >&2;
 endif
 else ifeq ($(R_SAYS),y)
 $(info p2pdma-suite: the running kernel $(P2P_RELEASE) has CONFIG_PCI_P2PDMA ($(R_FILE)): the modules can load on it)
 else
-$(info p2pdma-suite: the running kernel $(P2P_RELEASE) does not say whether it has CONFIG_PCI_P2PDMA (no $(P2P_ROOT)/proc/config.gz, $(P2P_ROOT)/boot/config-$(P2P_RELEASE), or symbols in $(P2P_ROOT)/proc/kallsyms): its headers' .config decides)
+$(info p2pdma-suite: the running kernel $(P2P_RELEASE) does not say whether it has CONFIG_PCI_P2PDMA (no $(P2P_ROOT)/proc/config.gz, $(P2P_ROOT)/boot/config-$(P2P_RELEASE), or symbols in $(P2P_ROOT)/proc/kallsyms): its headers' configuration decides)
 endif
 endif
 
@@ -130,9 +143,8 @@ ifneq ($(RUNNING),)
 nokdir_sh = \
 	echo "error: no kernel build tree at $(KDIR): the running kernel's headers are not installed."; \
 	echo "  Fix: install them (Debian/Ubuntu: apt install linux-headers-$(P2P_RELEASE); RHEL/Fedora: dnf install"; \
-	echo "  kernel-devel-$(P2P_RELEASE); openSUSE: zypper install kernel-default-devel; a kernel built from source:"; \
-	echo "  the headers package its build made, as in $(FIX_DEBIAN)),"; \
-	echo "  or give KDIR= a configured kernel tree.";
+	echo "  kernel-devel-$(P2P_RELEASE); openSUSE: zypper install kernel-default-devel; a kernel made by"; \
+	echo "  make kernel-deb: its linux-headers package, in out/kernel-deb), or give KDIR= a configured kernel tree.";
 else
 nokdir_sh = \
 	echo "error: no kernel build tree at $(KDIR)."; \
@@ -142,27 +154,30 @@ nokdir_sh = \
 endif
 prereq_sh = $(running_sh) \
 	test -f $(KDIR)/Makefile || { $(nokdir_sh) exit 1; } >&2; \
-	test -f $(KCONFIG) -a -f $(KDIR)/include/generated/autoconf.h || { \
-	  echo "error: $(KDIR) is not a configured, prepared kernel tree (no .config or autoconf.h)."; \
-	  echo "  Fix: run 'make olddefconfig modules_prepare' in it, or install the distribution's headers package."; \
+	test -n "$(KCONFIG)" || { \
+	  echo "error: $(KDIR) is not a configured kernel tree: it has neither .config nor include/config/auto.conf."; \
+	  echo "  Fix: run 'make olddefconfig modules_prepare' in it, or install the kernel's headers package again."; \
+	  exit 1; } >&2; \
+	test -z "$(KUNPREPARED)" || { \
+	  echo "error: $(KDIR) is configured but not prepared: it has no $(KUNPREPARED)."; \
+	  echo "  Fix: run 'make modules_prepare' in it, or install the kernel's headers package again."; \
 	  exit 1; } >&2; \
 	code=$(or $(KVERSION_CODE),0); [ $$code -eq 0 ] || [ $$code -ge $$((0x060100)) ] || { \
 	  echo "error: this kernel ($(KRELEASE), $$((code >> 16)).$$((code >> 8 & 255))) is older than 6.1, the oldest the suite supports."; \
 	  echo "  Fix: use a 6.1 or later kernel with CONFIG_PCI_P2PDMA (RHEL 9's and SLES 15's 5.14, Ubuntu 22.04's"; \
-	  echo "  5.15 are older; RHEL 10 ships 6.12). README.md, \"Kernels\", lists the kernels tried; on Debian:"; \
-	  echo "  $(FIX_DEBIAN)."; \
+	  echo "  5.15 are older; RHEL 10 ships 6.12). README.md, \"Kernels\", lists the kernels tried."; \
 	  exit 1; } >&2;
 ifneq ($(P2P_COMPILE_ONLY),1)
 prereq_sh += \
 	test -n "$(call kconfig,CONFIG_ZONE_DEVICE)" || { \
 	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_ZONE_DEVICE, which CONFIG_PCI_P2PDMA needs."; \
-	  echo "  Fix: build against, and boot, a kernel built with both (CONFIG_ZONE_DEVICE=y, CONFIG_PCI_P2PDMA=y):"; \
-	  echo "  on Debian: $(FIX_DEBIAN)."; \
+	  echo "  Fix: build against, and boot, a kernel built with both (CONFIG_ZONE_DEVICE=y, CONFIG_PCI_P2PDMA=y);"; \
+	  echo "  on Debian: make kernel-deb ($(KDEB_SH))."; \
 	  exit 1; } >&2; \
 	test -n "$(call kconfig,CONFIG_PCI_P2PDMA)" || { \
 	  echo "error: this kernel ($(KRELEASE)) lacks CONFIG_PCI_P2PDMA: p2pbar could not register p2pmem."; \
-	  echo "  Fix: build against, and boot, a kernel built with CONFIG_PCI_P2PDMA=y. Debian 12's and 13's stock"; \
-	  echo "  kernels lack the option: $(FIX_DEBIAN), rebuilds Debian's with it."; \
+	  echo "  Fix: build against, and boot, a kernel built with CONFIG_PCI_P2PDMA=y."; \
+	  $(fix_debian_sh) \
 	  echo "  (P2P_COMPILE_ONLY=1 compiles anyway, for build coverage: such modules cannot work.)"; \
 	  exit 1; } >&2;
 endif

@@ -7,17 +7,22 @@
 #                                          expected files, uninstall removes them
 #   qemu/install-check.sh refuses KDIR OPTION
 #                                          make modules against KDIR fails at once, naming
-#                                          OPTION; make builds the tools, then fails naming it
+#                                          OPTION; make builds the tools, then fails naming it;
+#                                          the same, KDIR's headers without .config (read from
+#                                          include/config/auto.conf)
 #   qemu/install-check.sh running          the running kernel (a made-up /proc and /boot:
 #                                          P2P_ROOT=, P2P_RELEASE=) lacks CONFIG_PCI_P2PDMA:
 #                                          make says so first, builds the tools, fails naming
 #                                          it last; make modules fails at once; make tools
 #                                          looks at no kernel; each source of the answer
 #   qemu/install-check.sh nokdir           no kernel build tree (KDIR= missing, or the made-up
-#                                          running kernel's): make builds the tools, fails
-#                                          naming the headers package last
+#                                          running kernel's), or one with neither .config nor
+#                                          include/config/auto.conf: make builds the tools,
+#                                          fails naming what is missing last
 #   qemu/install-check.sh builds KDIR      make, KDIR unset, on a made-up machine whose
-#                                          running kernel is KDIR's: the readiness line, the
+#                                          running kernel is KDIR's, its headers as 6.12's
+#                                          bindeb-pkg packages them (no .config, only
+#                                          include/config/auto.conf): the readiness line, the
 #                                          modules and the tools built, exit 0
 #   qemu/install-check.sh dkms-skips KDIR  dkms build against a kernel without
 #                                          CONFIG_PCI_P2PDMA is skipped (BUILD_EXCLUSIVE)
@@ -84,6 +89,21 @@ nowhere_qemu() {
 	! grep -v '^make' <<<"$out" | grep -E 'qemu/|Ubuntu 24\.04' || fail "make points a user at the bench's files"
 }
 
+# no_dot_config KDIR DIR: in DIR, KDIR without its .config, as the headers
+# packages of 6.12's and later's bindeb-pkg are (their configuration only in
+# include/config/auto.conf, which kbuild reads): a symlink to each of KDIR's
+# top-level entries but .config and .config.old (KDIR is not changed)
+no_dot_config() {
+	local kdir=$1 dir=$2 e
+	rm -rf "${dir:?}"; mkdir -p "$dir"
+	for e in "$kdir"/* "$kdir"/.[!.]*; do
+		[ -e "$e" ] || continue
+		case ${e##*/} in .config|.config.old) continue ;; esac
+		ln -s "$e" "$dir/${e##*/}"
+	done
+	[ -f "$dir/include/config/auto.conf" ] || fail "$kdir has no include/config/auto.conf"
+}
+
 # machine ROOT P2PDMA SOURCE RELEASE: a made-up /proc and /boot under ROOT
 # whose running kernel RELEASE says CONFIG_PCI_P2PDMA=P2PDMA (y or n) in
 # SOURCE: config.gz, boot (/boot/config-RELEASE), kallsyms (its
@@ -148,8 +168,16 @@ refuses)
 	mk "$dir" KDIR="$kdir"
 	tools_then "$dir" "lacks $opt"
 	grep -q '"A kernel with P2PDMA on Debian"' <<<"$(last)" || fail "make's last words name no fix"
+	grep -q 'make kernel-deb' <<<"$(last)" || fail "make's last words do not name make kernel-deb"
 	nowhere_qemu
 	! grep -q '^p2pdma-suite: the running kernel' <<<"$out" || fail "KDIR= given, make judged the running kernel"
+	# the same headers without .config: include/config/auto.conf read, the
+	# same refusal (not one for a missing configuration)
+	no_dot_config "$kdir" "$P2P_TOP/out/make-noconfig.kdir"
+	mk "$dir" KDIR="$P2P_TOP/out/make-noconfig.kdir" modules
+	[ $rc -ne 0 ] && grep -q "lacks $opt" <<<"$out" ||
+		fail "without .config, make modules did not refuse, naming $opt (from include/config/auto.conf)"
+	rm -rf "$P2P_TOP/out/make-noconfig.kdir"
 	;;
 running)
 	root=$(mktemp -d "${TMPDIR:-/tmp}/p2p-running.XXXXXX") rel=6.12.0-p2ptest
@@ -172,7 +200,7 @@ running)
 	# make: the readiness line first, the tools, the reason last with its fix
 	mk "$dir" "${m[@]}"
 	first "$lacks"
-	grep -q '"A kernel with P2PDMA on Debian"' <<<"${out%%$'\n'*}" || fail "the first line names no fix"
+	grep -q 'make kernel-deb, .*"A kernel with P2PDMA on Debian"' <<<"${out%%$'\n'*}" || fail "the first line names no fix"
 	tools_then "$dir" "the running kernel $rel lacks CONFIG_PCI_P2PDMA"
 	grep -q '"A kernel with P2PDMA on Debian"' <<<"$(last)" || fail "make's last words name no fix"
 	nowhere_qemu
@@ -232,6 +260,30 @@ nokdir)
 	tools_then "$dir" "no kernel build tree at $root/lib/modules/$rel/build"
 	grep -q "apt install linux-headers-$rel" <<<"$(last)" || fail "make's last words do not name linux-headers-$rel"
 	nowhere_qemu
+	# a tree with neither .config nor include/config/auto.conf (a prepared
+	# one's Makefile and generated headers, those alone): refused, naming both
+	k=$root/kernel
+	mkdir -p "$k/include/generated/uapi/linux"
+	printf 'all modules:\n\t@echo built >&2\n' > "$k/Makefile"
+	: > "$k/include/generated/autoconf.h"
+	echo "#define UTS_RELEASE \"$rel\"" > "$k/include/generated/utsrelease.h"
+	echo "#define LINUX_VERSION_CODE $(((6 << 16) + (12 << 8)))" > "$k/include/generated/uapi/linux/version.h"
+	rm -rf "$dir/tools/build"
+	mk "$dir" KDIR="$k" modules
+	[ $rc -ne 0 ] && grep -q "error: $k is not a configured kernel tree: it has neither .config nor include/config/auto.conf" <<<"$out" &&
+		! grep -q built <<<"$out" || fail "make modules did not refuse a tree without .config and auto.conf, naming both"
+	mk "$dir" KDIR="$k"
+	tools_then "$dir" "neither \.config nor include/config/auto\.conf"
+	# .config alone (configured, not prepared): refused, naming auto.conf
+	printf 'CONFIG_ZONE_DEVICE=y\nCONFIG_PCI_P2PDMA=y\n' > "$k/.config"
+	mk "$dir" KDIR="$k" modules
+	[ $rc -ne 0 ] && grep -q "error: $k is configured but not prepared: it has no include/config/auto.conf\.$" <<<"$out" &&
+		! grep -q built <<<"$out" || fail "make modules did not refuse a tree with .config but no auto.conf"
+	# include/config/auto.conf alone: accepted (make prereq: the checks alone)
+	rm "$k/.config"; mkdir -p "$k/include/config"
+	printf 'CONFIG_ZONE_DEVICE=y\nCONFIG_PCI_P2PDMA=y\n' > "$k/include/config/auto.conf"
+	mk "$dir" KDIR="$k" prereq
+	[ $rc -eq 0 ] || fail "make prereq refused a tree whose configuration is include/config/auto.conf"
 	;;
 builds)
 	# stable paths: the build there is incremental from one run to the next
@@ -241,7 +293,7 @@ builds)
 	machine "$root" y boot "$rel"
 	rm -rf "${root:?}/lib"
 	mkdir -p "$root/lib/modules/$rel"
-	ln -s "$kdir" "$root/lib/modules/$rel/build"
+	no_dot_config "$kdir" "$root/lib/modules/$rel/build"
 	rm -f "$dir"/drivers/*/*.ko
 	mk "$dir" P2P_ROOT="$root" P2P_RELEASE="$rel"
 	first "$rel has CONFIG_PCI_P2PDMA \\($root/boot/config-$rel\\): the modules can load on it"
@@ -278,9 +330,10 @@ old-kernel)
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/p2p-old.XXXXXX") rc=0
 	trap 'rm -rf "$tmp"' EXIT
 	k=$tmp/kernel rel=5.14.0-503.el9.x86_64
-	mkdir -p "$k/include/generated/uapi/linux"
+	mkdir -p "$k/include/generated/uapi/linux" "$k/include/config"
 	printf 'all modules:\n\t@echo built >&2\n' > "$k/Makefile"
 	printf 'CONFIG_ZONE_DEVICE=y\nCONFIG_PCI_P2PDMA=y\n' > "$k/.config"
+	cp "$k/.config" "$k/include/config/auto.conf"
 	: > "$k/include/generated/autoconf.h"
 	echo "#define UTS_RELEASE \"$rel\"" > "$k/include/generated/utsrelease.h"
 	echo "#define LINUX_VERSION_CODE $(((5 << 16) + (14 << 8)))" > "$k/include/generated/uapi/linux/version.h"
@@ -340,5 +393,5 @@ dkms-copy)
 		[ ! -e "$tmp/lib/modules/$rel/updates/p2pdma" ]
 	;;
 *)
-	sed -n '3,31p' "$0" | sed 's/^# \?//'; exit 2 ;;
+	sed -n '3,36p' "$0" | sed 's/^# \?//'; exit 2 ;;
 esac

@@ -6,7 +6,8 @@
 #
 #   qemu/kernel-deb-check.sh seeded KDIR      the packages of KDIR's configuration, built
 #                                             from a copy of KDIR's objects (the bench's
-#                                             base kernel: minutes, not a kernel build);
+#                                             base kernel: minutes, not a kernel build:
+#                                             objtool kept, fewer than 50 objects compiled);
 #                                             unpacked in a scratch root: image, System.map,
 #                                             config, modules, headers; the suite's modules
 #                                             build against those headers (verify)
@@ -27,6 +28,7 @@ set -euo pipefail
 
 dir=$P2P_TOP/out/kernel-deb-check
 kdeb=$P2P_TOP/scripts/kernel-deb.sh
+mkdir -p "$dir"
 fails=0
 ok()   { echo "ok: $*"; }
 bad()  { echo "FAILED: $*"; fails=$((fails + 1)); }
@@ -62,7 +64,21 @@ seeded)
 	fi
 	cat "$dir/seeded/out.log"
 	echo "kernel-deb.sh --seed: $(( $(date +%s) - start ))s"
-	exec "$0" verify "$dir/seeded/pkg"
+	# A copy of the seed's objects, not a kernel build: objtool kept (a
+	# new one would be newer than every object it checked, which would all
+	# be compiled again), and only what the release string reaches compiled
+	# (init/version.o, kernel/sys.o and a few more include utsrelease.h)
+	b=$dir/seeded/pkg/build
+	if [ -e "$k/tools/objtool/objtool" ]; then
+		expect "objtool is the seed's, not built again (its time kept)" \
+			test "$(stat -c %Y "$b/tools/objtool/objtool")" = "$(stat -c %Y "$k/tools/objtool/objtool")"
+	fi
+	expect "the build log shows its commands (the link of vmlinux): its count below means something" \
+		grep -qE '^  LD +vmlinux$|scripts/link-vmlinux\.sh' "$dir/seeded/pkg/build.log"
+	cc=$(grep -cE '^  CC +[^ ]+\.o$|-Wp,-MMD,[^ ]+\.o\.d ' "$dir/seeded/pkg/build.log" || true)
+	objs=$(find "$k" -name '*.o' ! -path "$k/tools/*" ! -path "$k/scripts/*" | wc -l)
+	expect "$cc objects compiled again, fewer than 50 of the seed's $objs: no kernel build" test "$cc" -lt 50
+	"$0" verify "$dir/seeded/pkg" || fails=$((fails + 1))
 	;;
 verify)
 	pkg=$(cd "${2:?the --out directory of kernel-deb.sh}" && pwd)
@@ -205,7 +221,7 @@ secure-boot)
 		sh -c "! '$kdeb' --sign '$dir/sb/key.log' --key '$dir/sb/mok.key' --cert '$dir/sb/mok.pub' 2>/dev/null"
 	;;
 *)
-	sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

@@ -543,8 +543,9 @@ rm -f "$out"/*.deb "$out"/*.buildinfo "$out"/*.changes
 log=$out/build.log
 start=$(date +%s)
 say "build: make -j$jobs bindeb-pkg ($rel); the log: $log"
-# one progress line every 30 s instead of thousands
-( make -C "$src" O="$build" -j"$jobs" bindeb-pkg >"$log" 2>&1 ) &
+# one progress line every 30 s instead of thousands. A make of its own: a
+# "make -s kernel-deb" above would silence the lines counted (MAKEFLAGS)
+( env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" O="$build" -j"$jobs" bindeb-pkg >"$log" 2>&1 ) &
 pid=$!
 while kill -0 $pid 2>/dev/null; do
 	for _ in 1 2 3 4 5 6; do sleep 5; kill -0 $pid 2>/dev/null || break 2; done
@@ -561,13 +562,14 @@ headers=$(ls "$out/linux-headers-${rel}_"*.deb 2>/dev/null | head -n 1 || true)
 [ -n "$image" ] || die "make bindeb-pkg made no linux-image-$rel package in $out"
 
 # The headers package lacks .config (6.12's and 7.2's; 6.1's had it),
-# which DKMS (its BUILD_EXCLUSIVE_CONFIG) and the suite's Makefile read:
-# added back
+# which DKMS reads (its BUILD_EXCLUSIVE_CONFIG; the compiler, from
+# CONFIG_CC_VERSION_TEXT): added back. The suite's Makefile does without
+# it (include/config/auto.conf)
 if [ -n "$headers" ] &&
    ! grep -q " \./usr/src/linux-headers-$rel/\.config\$" <<< "$(dpkg-deb -c "$headers")"; then
 	add_config() { install -m 0644 "$build/.config" "usr/src/linux-headers-$rel/.config"; }
 	repack "$headers" add_config
-	say "headers: .config added to $(basename "$headers") (DKMS and the suite's Makefile read it)"
+	say "headers: .config added to $(basename "$headers") (DKMS reads it)"
 fi
 
 [ -z "$sign" ] || sign_deb "$image" "$rel"

@@ -27,7 +27,11 @@ else
 		fi
 	done
 fi
-hash=$(sed -n 's/^CONFIG_MODULE_SIG_HASH="\(.*\)"$/\1/p' "$kdir/.config" 2>/dev/null || true)
+# the kernel's configuration: .config, else include/config/auto.conf (the
+# headers packages of 6.12's and later's bindeb-pkg have no .config)
+kcfg=$kdir/.config
+[ -f "$kcfg" ] || kcfg=$kdir/include/config/auto.conf
+hash=$(sed -n 's/^CONFIG_MODULE_SIG_HASH="\(.*\)"$/\1/p' "$kcfg" 2>/dev/null || true)
 if [ -z "$key" ]; then
 	note "no key (KEY= CERT=, /var/lib/dkms/mok.key, /var/lib/shim-signed/mok/MOK.priv); Secure Boot would refuse them"
 elif [ ! -x "$kdir/scripts/sign-file" ]; then
