@@ -364,28 +364,42 @@ static int manifest_add(const char *name, unsigned int id, __u64 size,
 enum read_by { BY_PREAD, BY_URING };
 static const char *const how_name[] = { "pread", "IORING_OP_READ" };
 
+#define MAX_PIECES	32
+
 /*
  * @len bytes at @off of @fd into @p, by one pread() or by io_uring reads
  * of @piece bytes each, all in flight at once; the bytes read (as pread
- * counts them: the pieces' sum) or -errno.
+ * counts them: the pieces' sum) or -errno. The pieces are independent
+ * reads: against a racing truncate, a later piece can come back full
+ * after an earlier one met EOF, so the sum does not say which bytes were
+ * read. @res (MAX_PIECES entries, or NULL) gets each piece's own result,
+ * the whole read's as piece 0 for a pread; the count of pieces returned
+ * through @np.
  */
-static ssize_t rd(struct io_uring *ring, enum read_by how, int fd, void *p, size_t len, __u64 off,
-		  size_t piece)
+static ssize_t rd_pieces(struct io_uring *ring, enum read_by how, int fd, void *p, size_t len,
+			 __u64 off, size_t piece, ssize_t *res, unsigned int *np)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int n, i, done = 0;
 	ssize_t total = 0;
 	int err = 0;
 
+	if (np)
+		*np = 0;
 	if (how == BY_PREAD) {
 		ssize_t r = pread(fd, p, len, off);
 
-		return r < 0 ? -errno : r;
+		r = r < 0 ? -errno : r;
+		if (res)
+			res[0] = r;
+		if (np)
+			*np = 1;
+		return r;
 	}
 	if (!piece || piece > len)
 		piece = len;
 	n = (len + piece - 1) / piece;
-	if (n > 32)
+	if (n > MAX_PIECES)
 		return -E2BIG;
 	for (i = 0; i < n; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
@@ -394,6 +408,9 @@ static ssize_t rd(struct io_uring *ring, enum read_by how, int fd, void *p, size
 		if (!sqe)
 			return -EBUSY;
 		io_uring_prep_read(sqe, fd, (char *)p + i * piece, l, off + i * piece);
+		sqe->user_data = i;	/* which piece its completion is */
+		if (res)
+			res[i] = -EIO;	/* until its completion says */
 	}
 	if (io_uring_submit(ring) != (int)n)
 		err = -EIO;
@@ -402,6 +419,8 @@ static ssize_t rd(struct io_uring *ring, enum read_by how, int fd, void *p, size
 
 		if (r)
 			return r;
+		if (res && cqe->user_data < n)
+			res[cqe->user_data] = cqe->res;
 		if (cqe->res < 0 && !err)
 			err = cqe->res;
 		else if (cqe->res > 0)
@@ -409,7 +428,15 @@ static ssize_t rd(struct io_uring *ring, enum read_by how, int fd, void *p, size
 		io_uring_cqe_seen(ring, cqe);
 		done++;
 	}
+	if (np)
+		*np = n;
 	return err ? err : total;
+}
+
+static ssize_t rd(struct io_uring *ring, enum read_by how, int fd, void *p, size_t len, __u64 off,
+		  size_t piece)
+{
+	return rd_pieces(ring, how, fd, p, len, off, piece, NULL, NULL);
 }
 
 /* where a read lands: the p2pmem chunk or host memory */
@@ -903,6 +930,7 @@ static const char *const race_name[] = {
 
 #define TSIZE		MIB
 #define SLOT		(128 * KIB)
+#define RPIECE		(32 * KIB)	/* an io_uring read's pieces */
 #define MIN_OPS		8
 #define MIN_READS	24
 
@@ -1160,10 +1188,20 @@ static void race(struct _kt_fixture_ft *self, enum race kind)
 		struct dst *d = &self->d[(t.reads >> 1) & 1];
 		__u64 off = (random() % 8) * SLOT;
 		size_t doff = (t.reads % 8) * SLOT;
-		ssize_t r;
+		ssize_t r, res[MAX_PIECES];
+		unsigned int np, i;
+		size_t piece;
 
-		r = rd(&self->ring, t.reads & 1 ? BY_URING : BY_PREAD, fd, d->p + doff, SLOT, off,
-		       32 * KIB);
+		/*
+		 * The slot filled first: an earlier read's bytes left there
+		 * would pass for this one's, and a byte claimed read but never
+		 * written is not the pattern, nor zero. The barrier: these
+		 * stores reach the BAR before the device's writes.
+		 */
+		memset(d->p + doff, 0xee, SLOT);
+		__sync_synchronize();
+		r = rd_pieces(&self->ring, t.reads & 1 ? BY_URING : BY_PREAD, fd, d->p + doff, SLOT,
+			      off, RPIECE, res, &np);
 		__atomic_store_n(&st->reads, ++t.reads, __ATOMIC_RELEASE);
 		if (now_ms() - t0 > 60000 * scale)
 			__atomic_store_n(&st->quit, 1, __ATOMIC_RELEASE);
@@ -1173,7 +1211,11 @@ static void race(struct _kt_fixture_ft *self, enum race kind)
 			continue;
 		}
 		t.shorts += r < (ssize_t)SLOT;
-		classify(&t, d->p + doff, r, SLOT, off, tid, tid2, cid, moved, zeros);
+		/* each piece checked for the bytes it read, at its own offset */
+		piece = SLOT / np;
+		for (i = 0; i < np; i++)
+			classify(&t, d->p + doff + i * piece, res[i], piece, off + i * piece, tid,
+				 tid2, cid, moved, zeros);
 	}
 	waitpid(pid, NULL, 0);
 	close(fd);
