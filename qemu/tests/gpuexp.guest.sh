@@ -135,11 +135,26 @@ else
 fi
 dmesg | grep -E 'p2pgpu|nvidia:|p2pbar .*dma-buf|registered dma-buf|P2PDMA verdict|peer-to-peer DMA|refused by its exporter' |
 	sed 's/^\[[^]]*\] //' | tail -n 80 | while read -r l; do diag "$l"; done
+# p2pbar refuses a static importer on every kernel, first, with its own
+# line; on the nomove flavour it refuses every dynamic importer too (no
+# revocation of a mapping the core pins), so none is ever revoked:
+# gpuexp_nomove tries three (p2pnvme's per-I/O read, its registration,
+# p2pgpu's amdgpu-style import), each refused with the kernel's reason
+NOMOVE_REFUSED="p2pbar $PROV: dma-buf import refused: this kernel pins importers' mappings (no CONFIG_DMABUF_MOVE_NOTIFY)"
 if [ -n "$PROV" ]; then
 	check "p2pbar said why it refused the static importer" \
 		sh -c "dmesg | grep -q 'dma-buf import by $GPU refused: a static importer'"
+fi
+if [ -n "$PROV" ] && [ "$SUITE" = gpuexp_nomove ]; then
+	check_eq "p2pbar refused each of the 3 dynamic importers, saying this kernel pins their mappings" \
+		"$(dmesg | grep -cF "$NOMOVE_REFUSED")" 3
+	check_eq "p2pbar let no dynamic importer in: none was told of a revocation" \
+		"$(dmesg | grep -c 'import: the exporter invalidated our mapping')" 0
+elif [ -n "$PROV" ]; then
 	check "the dynamic importer was told of the revocation" \
 		sh -c "dmesg | grep -q 'import: the exporter invalidated our mapping (1)'"
+	check_eq "p2pbar refused no dynamic importer for a kernel that pins (p2pflavour=$p2pflavour)" \
+		"$(dmesg | grep -cF "$NOMOVE_REFUSED")" 0
 fi
 # the log line of a refusal for the kernel's P2PDMA verdict, naming both functions
 VERDICT="refuses peer-to-peer DMA between $GPU and $NVME"
