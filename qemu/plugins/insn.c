@@ -35,7 +35,7 @@
  * ends with an "exit" line of the final counts.
  */
 #include <dlfcn.h>
-#include <inttypes.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +46,11 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
+typedef uint64_t u64;
+typedef int64_t s64;
+typedef uint8_t u8;
+
 #define INSN_FORMAT	1
-#define __aligned(x)	__attribute__((aligned(x)))
 #define MARK_MAGIC	0x7032
 #define KERNEL_HALF	0xffff800000000000ULL
 #define QEMU_CLOCK_VIRTUAL	1	/* include/qemu/timer.h */
@@ -58,32 +61,32 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
  * sees a whole value), read by any thread. A cache line each.
  */
 struct vcpu_count {
-	uint64_t insn[2];
-} __aligned(64);
+	_Alignas(64) u64 insn[2];
+};
 
 static struct vcpu_count *counts;
 static unsigned int nvcpus;
-static uint64_t lost;	/* blocks of a vCPU index beyond nvcpus: must stay 0 */
+static u64 lost;	/* blocks of a vCPU index beyond nvcpus: must stay 0 */
 
 /* out, and the order of its lines, under out_lock */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
 
-static int64_t (*vclock)(int type);
+static s64 (*vclock)(int type);
 
-static uint64_t host_ns(void)
+static u64 host_ns(void)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+	return (u64)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
 /* udata: the block's instruction count << 1 | 1 if it is the kernel's */
 static void tb_exec(unsigned int vcpu, void *udata)
 {
 	uintptr_t v = (uintptr_t)udata;
-	uint64_t *c;
+	u64 *c;
 
 	if (vcpu >= nvcpus) {
 		__atomic_fetch_add(&lost, 1, __ATOMIC_RELAXED);
@@ -103,23 +106,23 @@ static void write_counts(void)
 	for (m = 1; m >= 0; m--) {
 		fputs(names[m], out);
 		for (i = 0; i < nvcpus; i++)
-			fprintf(out, "%s%" PRIu64, i ? "," : "",
+			fprintf(out, "%s%llu", i ? "," : "", (unsigned long long)
 				__atomic_load_n(&counts[i].insn[m], __ATOMIC_RELAXED));
 	}
 }
 
 static void mark_exec(unsigned int vcpu, void *udata)
 {
-	int64_t vns = vclock ? vclock(QEMU_CLOCK_VIRTUAL) : -1;
-	uint64_t ns = host_ns();
+	s64 vns = vclock ? vclock(QEMU_CLOCK_VIRTUAL) : -1;
+	u64 ns = host_ns();
 
 	pthread_mutex_lock(&out_lock);
 	if (!out) {
 		pthread_mutex_unlock(&out_lock);
 		return;
 	}
-	fprintf(out, "mark %u vcpu %u host_ns %" PRIu64 " vclock_ns %" PRId64,
-		(unsigned int)(uintptr_t)udata, vcpu, ns, vns);
+	fprintf(out, "mark %u vcpu %u host_ns %llu vclock_ns %lld",
+		(unsigned int)(uintptr_t)udata, vcpu, (unsigned long long)ns, (long long)vns);
 	write_counts();
 	fputc('\n', out);
 	fflush(out);
@@ -129,7 +132,7 @@ static void mark_exec(unsigned int vcpu, void *udata)
 /* the marker's id, or -1 if @insn is not one */
 static int mark_id(struct qemu_plugin_insn *insn)
 {
-	const uint8_t *b;
+	const u8 *b;
 
 	if (qemu_plugin_insn_size(insn) != 7)
 		return -1;
@@ -161,8 +164,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
 	pthread_mutex_lock(&out_lock);
-	fprintf(out, "exit host_ns %" PRIu64 " lost %" PRIu64, host_ns(),
-		__atomic_load_n(&lost, __ATOMIC_RELAXED));
+	fprintf(out, "exit host_ns %llu lost %llu", (unsigned long long)host_ns(),
+		(unsigned long long)__atomic_load_n(&lost, __ATOMIC_RELAXED));
 	write_counts();
 	fputc('\n', out);
 	fclose(out);
