@@ -254,6 +254,12 @@ released() {
 }
 
 # find_pci VENDOR DEVICE [N]: the Nth (default 1st) function with that ID
+# e2fsprogs' mke2fs: Debian's busybox-static runs its own applets before
+# any PATH lookup (SH_STANDALONE), and its mke2fs has neither -t nor ext4
+mke2fs() {
+	/usr/sbin/mke2fs "$@"
+}
+
 find_pci() {
 	_fp_i=0
 	for _fp_d in /sys/bus/pci/devices/*; do

@@ -92,6 +92,7 @@ for fs in $FSES; do
 	fi
 	check "read-file ends well" released
 	want=$(head -c 1048576 /dev/zero | tr '\0' '\167' | sha256sum | cut -d' ' -f1)
+	: > $MNT/tool
 	out=$(p2pctl -o json write-file $MNT/tool 0x77 --length 1M --batch 4 --from p2pbar)
 	check_eq "write-file from p2pmem: path" "$(js path "$out")" dmabuf
 	out=$(p2pctl -o json read-file $MNT/tool --length 1M --to host)
@@ -127,7 +128,7 @@ for fs in $FSES; do
 	check_eq "every read of the stream succeeds, before and after (30 of 30)" \
 		"$? $(cat /tmp/filecmd.lazy 2>/dev/null)" "0 30"
 	check "the disk is let go once the stream closed its fd (mkfs may claim it)" \
-		sh -c "for i in \$(seq 50); do mke2fs -q -F -t ext4 $B 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+		sh -c "for i in \$(seq 50); do /usr/sbin/mke2fs -q -F -t ext4 $B 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
 	suite_end
 done
 
@@ -136,7 +137,7 @@ suite_begin filecmd_unbind
 if ! has_fs ext4; then
 	fail "the kernel has no ext4"
 else
-	check "mkfs and mount ext4" sh -c "mke2fs -q -F -t ext4 -b 4096 $B && mount -t ext4 $B $MNT"
+	check "mkfs and mount ext4" sh -c "/usr/sbin/mke2fs -q -F -t ext4 -b 4096 $B && mount -t ext4 $B $MNT"
 	check "a 4 MiB file" dd if=/dev/urandom of=$MNT/s bs=1M count=4 conv=fsync status=none
 	rm -f /tmp/filecmd.err
 	(

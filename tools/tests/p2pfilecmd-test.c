@@ -291,7 +291,7 @@ TEST_F(filecmd, fc, bad_input, 24, 60)
 }
 
 /* a read into a registered p2pbar dma-buf: its pages, path dmabuf */
-TEST_F(filecmd, fc, read_dmabuf, 5, 60)
+TEST_F(filecmd, fc, read_dmabuf, 4, 60)
 {
 	int fd = open(self->path, O_RDONLY | O_CLOEXEC), ret;
 	struct p2pnvme_file_io io;
@@ -317,7 +317,7 @@ TEST_F(filecmd, fc, read_dmabuf, 5, 60)
 }
 
 /* a read into a /dev/p2pbarN mapping: a user-backed iterator of p2pmem, path p2p */
-TEST_F(filecmd, fc, read_p2pmem, 4, 60)
+TEST_F(filecmd, fc, read_p2pmem, 3, 60)
 {
 	int fd = open(self->path, O_RDONLY | O_CLOEXEC), bfd, ret;
 	struct p2pnvme_file_io io;
@@ -434,7 +434,7 @@ TEST_F(filecmd, fc, write_dmabuf, 5, 60)
 }
 
 /* 256 transfers in one call, every one checked */
-TEST_F(filecmd, fc, batch256, 4, 120)
+TEST_F(filecmd, fc, batch256, 3, 120)
 {
 	int fd = open(self->path, O_RDONLY | O_CLOEXEC), ret;
 	struct p2pnvme_file_io *ios = calloc(NR_MAX, sizeof(*ios));
@@ -653,7 +653,7 @@ static int u_append(void *arg)
 	return submit1(nfd, &io);
 }
 
-TEST_F(filecmd, fc, unprivileged, 6, 120)
+TEST_F(filecmd, fc, unprivileged, 5, 120)
 {
 	char own[512], root[512];
 	struct upriv u = { own, root, -1, self->id + 3 };
