@@ -67,6 +67,10 @@ probe HAVE_IO_URING_CMD_FROM_TW '#include <linux/io_uring/cmd.h>' \
 # 7.x: the ring a command came from, as a handle
 probe HAVE_IO_URING_CMD_CTX_HANDLE '#include <linux/io_uring/cmd.h>' \
 	'void *h = io_uring_cmd_ctx_handle(NULL); (void)h;'
+# 6.5+: a command's answer handed to its task with a lazy wake (else
+# io_uring_cmd_complete_in_task())
+probe HAVE_IO_URING_CMD_DO_IN_TASK_LAZY '#include <linux/io_uring/cmd.h>' \
+	'io_uring_cmd_do_in_task_lazy(NULL, NULL);'
 # 7.x: io_uring_cmd_import_fixed() takes the issue flags
 probe HAVE_IO_URING_CMD_IMPORT_FIXED_FLAGS '#include <linux/io_uring/cmd.h>' \
 	'struct iov_iter i; int r = io_uring_cmd_import_fixed(0, 0, 0, &i, NULL, 0); (void)r;'

@@ -33,6 +33,10 @@
  * unmount meanwhile waits for nothing), its registered buffer and the
  * dma-buf's pages until its kiocb completed. No lock of p2pnvme's is held
  * around the filesystem's calls.
+ *
+ * Through io_uring (P2PNVME_URING_CMD_FILE_IO, uring.c) a transfer is one
+ * struct p2pnvme_file_cmd, checked by the same code as an ioctl's entry,
+ * issued alone, and released in its submitter's task once it ended.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -95,6 +99,8 @@ struct file_batch;
  * @bv1: the one run of a p2pbar dma-buf
  * @nr_bvec: entries at @bvec
  * @iov: the user address as an iovec
+ * @bound: the serial of the registration @io's buffer id must still name
+ *	   (an io_uring command issued again), or 0
  * @ret: what the kiocb ended with
  */
 struct file_xfer {
@@ -108,14 +114,16 @@ struct file_xfer {
 	struct bio_vec bv1;
 	unsigned int nr_bvec;
 	struct iovec iov;
+	u64 bound;
 	long ret;
 };
 
 /**
- * struct file_batch - one ioctl's transfers
+ * struct file_batch - one ioctl's transfers, or one io_uring command's
  * @c: the controller
  * @pending: transfers not ended yet, and one for the submitter
- * @done: completed when @pending drops to 0
+ * @ended: called by the transfer that drops @pending to 0 (any context)
+ * @done: completed by an ioctl's @ended
  * @pages: p2pbar_dmabuf_pages(), from symbol_get() at the first p2pbar
  *	   dma-buf, or NULL
  * @pages_put: p2pbar_dmabuf_pages_put(), with it
@@ -125,6 +133,7 @@ struct file_xfer {
 struct file_batch {
 	struct p2pnvme *c;
 	atomic_t pending;
+	void (*ended)(struct file_batch *fb);
 	struct completion done;
 	struct page *(*pages)(struct dma_buf *dmabuf, u64 offset, u64 len,
 			      struct pci_dev **provider);
@@ -449,6 +458,8 @@ static int file_reg_mem(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	if (!b)
 		return -ENOENT;
 	x->reg = b;
+	if (x->bound && b->serial != x->bound)
+		return -ENOENT;	/* not the registration it was bound to */
 	if (io->addr > b->len || io->len > b->len - io->addr)
 		return -EINVAL;
 	/* the controller writes into it on a read of the file */
@@ -518,7 +529,13 @@ static void file_done(struct file_xfer *x, long ret)
 
 	x->ret = ret;
 	if (atomic_dec_and_test(&fb->pending))
-		complete(&fb->done);
+		fb->ended(fb);
+}
+
+/* An ioctl's last transfer ended: its submitter waits for it. */
+static void file_batch_ended(struct file_batch *fb)
+{
+	complete(&fb->done);
 }
 
 /* The kiocb's end: may run in interrupt context. */
@@ -533,7 +550,9 @@ static void file_ki_complete(struct kiocb *iocb, long ret)
 
 /*
  * A direct write as vfs_iocb_iter_write() makes it on 6.12 and 7.2 (6.1's
- * takes no freeze protection), as loop's lo_rw_aio() and aio's write do.
+ * takes no freeze protection), as loop's lo_rw_aio() and aio's write do;
+ * with IOCB_NOWAIT a frozen filesystem is -EAGAIN, as io_uring's own
+ * write finds it (io_kiocb_start_write()).
  */
 static ssize_t file_write(struct file_xfer *x, struct iov_iter *it)
 {
@@ -549,7 +568,16 @@ static ssize_t file_write(struct file_xfer *x, struct iov_iter *it)
 	ret = rw_verify_area(WRITE, file, &x->iocb.ki_pos, iov_iter_count(it));
 	if (ret < 0)
 		return ret;
-	kiocb_start_write(&x->iocb);
+	if (x->iocb.ki_flags & IOCB_NOWAIT) {
+		struct super_block *sb = file_inode(file)->i_sb;
+
+		if (!sb_start_write_trylock(sb))
+			return -EAGAIN;
+		/* as kiocb_start_write(): lockdep lets the completion release it */
+		__sb_writers_release(sb, SB_FREEZE_WRITE);
+	} else {
+		kiocb_start_write(&x->iocb);
+	}
 	x->iocb.ki_flags |= IOCB_WRITE;
 	ret = file->f_op->write_iter(&x->iocb, it);
 	if (ret != -EIOCBQUEUED)
@@ -557,8 +585,12 @@ static ssize_t file_write(struct file_xfer *x, struct iov_iter *it)
 	return ret;
 }
 
-/* Issue @x; it ends in file_done(), now or from its completion. */
-static void file_issue(struct file_xfer *x)
+/*
+ * Issue @x; it ends in file_done(), now or from its completion. @nowait:
+ * IOCB_NOWAIT, the filesystem answers -EAGAIN rather than block (the
+ * caller checked FMODE_NOWAIT).
+ */
+static void file_issue(struct file_xfer *x, bool nowait)
 {
 	struct p2pnvme_file_io *io = x->io;
 	unsigned int dir = io->op == P2PNVME_OP_READ ? ITER_DEST : ITER_SOURCE;
@@ -567,7 +599,7 @@ static void file_issue(struct file_xfer *x)
 
 	init_sync_kiocb(&x->iocb, x->file);
 	x->iocb.ki_pos = io->offset;
-	x->iocb.ki_flags |= IOCB_DIRECT;
+	x->iocb.ki_flags |= IOCB_DIRECT | (nowait ? IOCB_NOWAIT : 0);
 	x->iocb.ki_complete = file_ki_complete;
 	if (x->bvec) {
 		iov_iter_bvec(&it, dir, x->bvec, x->nr_bvec, io->len);
@@ -641,7 +673,7 @@ static int file_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_file_i
 long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg)
 {
 	struct p2pnvme_submit __user *usub = (void __user *)uarg;
-	struct file_batch fb = { .c = f->c };
+	struct file_batch fb = { .c = f->c, .ended = file_batch_ended };
 	struct p2pnvme_file_io *ios;
 	struct p2pnvme_submit sub;
 	struct file_xfer *xs;
@@ -689,7 +721,7 @@ long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg)
 	atomic_add(sub.nr, &fb.pending);
 	blk_start_plug(&plug);
 	for (i = 0; i < sub.nr; i++)
-		file_issue(&xs[i]);
+		file_issue(&xs[i], false);
 	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&fb.pending))
 		wait_for_completion_io(&fb.done);
@@ -717,3 +749,148 @@ out_free_ios:
 	kfree(ios);
 	return ret;
 }
+
+#if P2P_HAVE_URING_CMD
+/* ---- one transfer through io_uring (uring.c) ------------------------------ */
+
+/**
+ * struct p2pnvme_file_cmd - one P2PNVME_URING_CMD_FILE_IO transfer
+ * @fb: a batch of one
+ * @x: the transfer
+ * @io: its description (the SQE's, kernel copy)
+ * @f: the controller's open file it came through (io_uring holds it open
+ *     until the answer)
+ * @bytes: charged to @f->inflight
+ * @end: called once it ended, if that was after p2pnvme_file_cmd_issue()
+ *	 returned (any context, maybe hard interrupt)
+ * @priv: for @end
+ */
+struct p2pnvme_file_cmd {
+	struct file_batch fb;
+	struct file_xfer x;
+	struct p2pnvme_file_io io;
+	struct p2pnvme_file *f;
+	u64 bytes;
+	void (*end)(void *priv);
+	void *priv;
+};
+
+static void file_cmd_ended(struct file_batch *fb)
+{
+	struct p2pnvme_file_cmd *fc = container_of(fb, struct p2pnvme_file_cmd, fb);
+
+	fc->end(fc->priv);
+}
+
+/**
+ * p2pnvme_file_cmd_alloc - a new io_uring file transfer, not checked yet
+ * @f: the controller's open file
+ * @end: called when it ends after its issue returned (any context)
+ * @priv: for @end
+ *
+ * Return: the transfer (free with p2pnvme_file_cmd_free()), or NULL.
+ */
+struct p2pnvme_file_cmd *p2pnvme_file_cmd_alloc(struct p2pnvme_file *f, void (*end)(void *priv),
+						void *priv)
+{
+	struct p2pnvme_file_cmd *fc = kzalloc(sizeof(*fc), GFP_KERNEL_ACCOUNT);
+
+	if (!fc)
+		return NULL;
+	fc->fb.c = f->c;
+	fc->fb.ended = file_cmd_ended;
+	fc->x.batch = &fc->fb;
+	fc->x.io = &fc->io;
+	fc->f = f;
+	fc->end = end;
+	fc->priv = priv;
+	return fc;
+}
+
+/**
+ * p2pnvme_file_cmd_prepare - check a transfer and take what it needs
+ * @fc: from p2pnvme_file_cmd_alloc(), not prepared yet
+ * @io: the transfer, as an entry of P2PNVME_IOC_FILE_SUBMIT (@argsz set)
+ * @bound: the serial of the registration its buffer id must still name
+ *	   (issued again after -EAGAIN), or 0
+ *
+ * The checks of an ioctl's entry (file_prepare()), then its bytes at a
+ * user address charged to max_inflight_mb. What it took is let go by
+ * p2pnvme_file_cmd_free(), whatever this returns.
+ *
+ * Return: 0 or the -errno of P2PNVME_IOC_FILE_SUBMIT's checks; -ENODEV
+ * once the controller is being removed.
+ */
+int p2pnvme_file_cmd_prepare(struct p2pnvme_file_cmd *fc, const struct p2pnvme_file_io *io,
+			     u64 bound)
+{
+	int ret;
+
+	if (p2pnvme_state(fc->f->c) >= P2PNVME_DELETING)
+		return -ENODEV;
+	fc->io = *io;
+	fc->x.bound = bound;
+	ret = file_prepare(&fc->fb, fc->f, &fc->x);
+	if (ret)
+		return ret;
+	return file_inflight_get(fc->f, &fc->io, 1, &fc->bytes);
+}
+
+/**
+ * p2pnvme_file_cmd_issue - issue a prepared transfer
+ * @fc: prepared by p2pnvme_file_cmd_prepare() without error
+ * @nowait: the filesystem answers -EAGAIN rather than block (IOCB_NOWAIT)
+ *
+ * Return: 0 if it has ended already (p2pnvme_file_cmd_result() has its
+ * answer, @fc->end is not called); -EIOCBQUEUED if @fc->end will be
+ * called; -EAGAIN, nothing issued, if @nowait and the file takes no
+ * IOCB_NOWAIT.
+ */
+int p2pnvme_file_cmd_issue(struct p2pnvme_file_cmd *fc, bool nowait)
+{
+	if (nowait && !(fc->x.file->f_mode & FMODE_NOWAIT))
+		return -EAGAIN;
+	/* the transfer and the submitter: the last of the two answers */
+	atomic_set(&fc->fb.pending, 2);
+	file_issue(&fc->x, nowait);
+	return atomic_dec_and_test(&fc->fb.pending) ? 0 : -EIOCBQUEUED;
+}
+
+/**
+ * p2pnvme_file_cmd_result - the answer of a transfer that ended
+ * @fc: the transfer
+ * @path: out: enum p2pnvme_path, set when it was checked
+ *
+ * Return: the bytes moved (a read is short at the end of the file), or
+ * the -errno it ended with.
+ */
+long p2pnvme_file_cmd_result(const struct p2pnvme_file_cmd *fc, u32 *path)
+{
+	*path = fc->io.path;
+	return fc->x.ret;
+}
+
+/**
+ * p2pnvme_file_cmd_bound - the registration a transfer's buffer id names
+ * @fc: a prepared transfer
+ *
+ * Return: its serial, or 0 if it names none; for its issue again after
+ * -EAGAIN (p2pnvme_file_cmd_prepare()'s @bound).
+ */
+u64 p2pnvme_file_cmd_bound(const struct p2pnvme_file_cmd *fc)
+{
+	return fc->x.reg ? fc->x.reg->serial : 0;
+}
+
+/**
+ * p2pnvme_file_cmd_free - let go of a transfer and all it holds
+ * @fc: the transfer, ended or never issued (process context)
+ */
+void p2pnvme_file_cmd_free(struct p2pnvme_file_cmd *fc)
+{
+	p2pnvme_inflight_put(fc->f, fc->bytes);
+	file_release(&fc->fb, &fc->x);
+	file_put_p2pbar(&fc->fb);
+	kfree(fc);
+}
+#endif /* P2P_HAVE_URING_CMD */

@@ -3,8 +3,24 @@
 #ifndef P2PNVME_FILE_H
 #define P2PNVME_FILE_H
 
+#include <p2p_compat.h>
+
 #include "internal.h"
 
 long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg);
+
+#if P2P_HAVE_URING_CMD
+/* one transfer of the file command through io_uring (uring.c) */
+struct p2pnvme_file_cmd;
+
+struct p2pnvme_file_cmd *p2pnvme_file_cmd_alloc(struct p2pnvme_file *f, void (*end)(void *priv),
+						void *priv);
+int p2pnvme_file_cmd_prepare(struct p2pnvme_file_cmd *fc, const struct p2pnvme_file_io *io,
+			     u64 bound);
+int p2pnvme_file_cmd_issue(struct p2pnvme_file_cmd *fc, bool nowait);
+long p2pnvme_file_cmd_result(const struct p2pnvme_file_cmd *fc, u32 *path);
+u64 p2pnvme_file_cmd_bound(const struct p2pnvme_file_cmd *fc);
+void p2pnvme_file_cmd_free(struct p2pnvme_file_cmd *fc);
+#endif
 
 #endif /* P2PNVME_FILE_H */

@@ -6,6 +6,8 @@
  * fio's io_uring_cmd engine sends it) one struct nvme_uring_cmd. One
  * io_uring_enter() submits many; none waits for its completion.
  * NVME_URING_CMD_ADMIN is the admin passthrough, answered at its issue.
+ * P2PNVME_URING_CMD_FILE_IO is the file command (file.c), one transfer of
+ * a file on the controller's disk per SQE (uring_file_io()).
  *
  * Life of a request:
  *   submit  in the submitter's context: check, pin (may fault: no lock
@@ -44,6 +46,7 @@
 #include <p2p_compat.h>
 
 #include "uring.h"
+#include "file.h"
 #include "io.h"
 #include "reg.h"
 #include "ctrl.h"
@@ -124,10 +127,12 @@ struct p2pnvme_async {
  * @bound: the serial of the registered buffer it named when it was last
  *	   answered -EAGAIN, for its issue again by io_uring's workers; 0 when
  *	   none (set at its first issue: io_uring leaves the pdu as it was)
+ * @fc: a file command's transfer, from its issue until its answer
  */
 struct p2pnvme_pdu {
 	struct p2pnvme_async *a;
 	u64 bound;
+	struct p2pnvme_file_cmd *fc;
 };
 
 static struct p2pnvme_pdu *pdu_of(struct io_uring_cmd *ioucmd)
@@ -786,11 +791,116 @@ static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	return -EIOCBQUEUED;
 }
 
+/*
+ * P2PNVME_URING_CMD_FILE_IO: the answer handed to the submitter's task
+ * with a lazy wake where the kernel has one.
+ */
+#ifdef HAVE_IO_URING_CMD_DO_IN_TASK_LAZY
+#define uring_file_do_in_task(ioucmd, cb)	io_uring_cmd_do_in_task_lazy(ioucmd, cb)
+#else
+#define uring_file_do_in_task(ioucmd, cb)	io_uring_cmd_complete_in_task(ioucmd, cb)
+#endif
+
+/*
+ * A file command's transfer ended: let go of it (the file, the registered
+ * buffer, the pages, the max_inflight_mb charge) before the CQE says so,
+ * then answer: res the bytes or the -errno, res2 its path. In the
+ * submitter's task (or io_uring's fallback once that task is exiting):
+ * nothing here touches user memory.
+ */
+static void uring_file_answer(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_file_cmd *fc = pdu_of(ioucmd)->fc;
+	u32 path;
+	long ret = p2pnvme_file_cmd_result(fc, &path);
+
+	p2pnvme_file_cmd_free(fc);
+	if (restart_code(ret))
+		ret = -EINTR;	/* a CQE cannot restart */
+	p2p_uring_cmd_done(ioucmd, ret, P2PNVME_URING_RES2(path, 0), issue_flags);
+}
+
+static P2P_URING_TW(uring_file_tw)
+{
+	uring_file_answer(P2P_URING_TW_CMD, P2P_URING_TW_FLAGS);
+}
+
+/* The transfer ended after its issue returned: its kiocb's end, any context. */
+static void uring_file_end(void *priv)
+{
+	uring_file_do_in_task((struct io_uring_cmd *)priv, uring_file_tw);
+}
+
+/*
+ * P2PNVME_URING_CMD_FILE_IO: one transfer of the file command, checked by
+ * file.c as an ioctl's entry, then one asynchronous direct I/O of the file.
+ * Where io_uring issues a command again from its own copy of the SQE (7.x)
+ * an inline issue passes IOCB_NOWAIT, and the filesystem's -EAGAIN (a lock
+ * or an allocation it would wait for, a file without FMODE_NOWAIT) goes to
+ * io_uring's workers, which issue it again, blocking, bound to the
+ * registration its buffer id named (struct p2pnvme_pdu). 6.12 would issue
+ * it again from the SQ ring: the issue blocks in the submitter, as its
+ * other commands wait for room there. Not cancellable (no
+ * io_uring_cmd_mark_cancelable()): the direct I/O ends within the disk's
+ * timeouts, or at its removal. IOPOLL rings: -EOPNOTSUPP, nothing would
+ * poll the filesystem's bios for it.
+ */
+static int uring_file_io(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct p2pnvme_file *f = ioucmd->file->private_data;
+	struct p2pnvme_pdu *pdu = pdu_of(ioucmd);
+	bool nowait = P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK);
+	struct p2pnvme_uring_file_cmd uc;
+	struct p2pnvme_file_cmd *fc;
+	struct p2pnvme_file_io io;
+	u32 path;
+	int ret;
+
+	pdu->a = NULL;	/* nothing for p2pnvme_uring_cmd_iopoll() */
+	if (!p2p_uring_cmd_reissued(ioucmd))
+		pdu->bound = 0;
+	if (issue_flags & IO_URING_F_IOPOLL)
+		return -EOPNOTSUPP;
+	if (!(issue_flags & IO_URING_F_SQE128) || (ioucmd->flags & IORING_URING_CMD_MASK) ||
+	    !uring_sqe_unused_zero(ioucmd->sqe))
+		return -EINVAL;
+	BUILD_BUG_ON(sizeof(uc) != 2 * sizeof(struct io_uring_sqe) -
+				  offsetof(struct io_uring_sqe, cmd));
+	/* one copy: the SQE may be rewritten by userspace meanwhile */
+	memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_file_cmd), sizeof(uc));
+	if (memchr_inv(uc.rsvd, 0, sizeof(uc.rsvd)))
+		return -EINVAL;
+	io = (struct p2pnvme_file_io){ .argsz = sizeof(io), .flags = uc.flags, .op = uc.op,
+				       .fd = uc.fd, .offset = uc.offset, .len = uc.len,
+				       .addr = uc.addr, .buf_id = uc.buf_id };
+	fc = p2pnvme_file_cmd_alloc(f, uring_file_end, ioucmd);
+	if (!fc)
+		return -ENOMEM;
+	pdu->fc = fc;
+	ret = p2pnvme_file_cmd_prepare(fc, &io, pdu->bound);
+	if (!ret)
+		ret = p2pnvme_file_cmd_issue(fc, nowait);
+	if (ret == -EIOCBQUEUED)
+		return ret;	/* uring_file_end() hands it to the task */
+	/* ended already: answered now, unless the filesystem would block */
+	if (!ret && !(nowait && p2pnvme_file_cmd_result(fc, &path) == -EAGAIN)) {
+		uring_file_answer(ioucmd, issue_flags);
+		return -EIOCBQUEUED;
+	}
+	if (!ret || ret == -EAGAIN) {
+		ret = -EAGAIN;
+		pdu->bound = p2pnvme_file_cmd_bound(fc);
+	}
+	p2pnvme_file_cmd_free(fc);
+	return ret;
+}
+
 /**
  * p2pnvme_uring_cmd - file_operations.uring_cmd of /dev/p2pnvmeN
  * @ioucmd: the command; its SQE holds a struct p2pnvme_uring_cmd
- *	    (P2PNVME_URING_CMD_IO) or a struct nvme_uring_cmd (NVME_URING_CMD_IO,
- *	    _IO_VEC, _ADMIN)
+ *	    (P2PNVME_URING_CMD_IO), a struct p2pnvme_uring_file_cmd
+ *	    (P2PNVME_URING_CMD_FILE_IO, uring_file_io()) or a struct
+ *	    nvme_uring_cmd (NVME_URING_CMD_IO, _IO_VEC, _ADMIN)
  * @issue_flags: IO_URING_F_*
  *
  * Return: -EIOCBQUEUED (answered with io_uring_cmd_done(), later, or for
@@ -815,8 +925,14 @@ static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
  */
 int p2pnvme_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
-	int ret = ioucmd->cmd_op == NVME_URING_CMD_ADMIN ? uring_admin(ioucmd, issue_flags) :
-							     uring_cmd_issue(ioucmd, issue_flags);
+	int ret;
+
+	if (ioucmd->cmd_op == NVME_URING_CMD_ADMIN)
+		ret = uring_admin(ioucmd, issue_flags);
+	else if (ioucmd->cmd_op == P2PNVME_URING_CMD_FILE_IO)
+		ret = uring_file_io(ioucmd, issue_flags);
+	else
+		ret = uring_cmd_issue(ioucmd, issue_flags);
 
 	/* a CQE cannot restart (6.12's io_uring says -EINTR, 6.1's and 7.2's pass it on) */
 	if (restart_code(ret))

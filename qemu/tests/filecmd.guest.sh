@@ -6,7 +6,12 @@
 # input and each errno, reads into a registered p2pbar dma-buf and a
 # /dev/p2pbar0 mapping checked by the host in the BAR's backing file, a
 # write from a p2pbar dma-buf checked by the host in the image, batches,
-# uid 65534, a closed fd). Then p2pctl read-file and write-file (bytes on
+# uid 65534, a closed fd); then the same command through io_uring
+# (P2PNVME_URING_CMD_FILE_IO, files.rst step 5: tools/tests/p2pfileuring-test.c,
+# each errno in the CQE, reads checked on the host, a write in the image,
+# 256 in flight on plain, DEFER_TASKRUN and SQPOLL rings, an IOPOLL ring
+# refused, the ring closed and its task gone with 256 in flight, truncate
+# racing a stream of reads). Then p2pctl read-file and write-file (bytes on
 # the host, JSON, EREMOTEIO, EXDEV); a stream of file commands on an open
 # fd while the filesystem is lazily unmounted (it goes on, then the mount
 # is gone); a stream while p2pnvme is unbound (bounded, it fails, no splat,
@@ -27,7 +32,8 @@ has_fs() { grep -qw "$1" /proc/filesystems; }
 
 fs_suites() {
 	for _fs in $FSES; do
-		echo "guest.filecmd_${_fs}_mount guest.filecmd_$_fs guest.filecmd_${_fs}_p2pctl guest.filecmd_${_fs}_lazy"
+		echo "guest.filecmd_${_fs}_mount guest.filecmd_$_fs guest.fileuring_$_fs"
+		echo "guest.filecmd_${_fs}_p2pctl guest.filecmd_${_fs}_lazy"
 	done
 }
 expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_unbind
@@ -67,8 +73,8 @@ for fs in $FSES; do
 	fi
 	suite_end
 	if [ -z "$mounted" ]; then
-		for s in "" _p2pctl _lazy; do
-			suite_begin "filecmd_$fs$s"
+		for s in filecmd_$fs fileuring_$fs filecmd_${fs}_p2pctl filecmd_${fs}_lazy; do
+			suite_begin "$s"
 			fail "not run: $fs is not mounted"
 			suite_end
 		done
@@ -77,6 +83,10 @@ for fs in $FSES; do
 	echo "<<<KTAP-BEGIN guest.filecmd_$fs>>>"
 	p2pfilecmd-test "filecmd_$fs" $MNT $N /dev/p2pbar0 bar0 nvme0 "$(printf '%#x' $base)" $OTHER ||
 		_any_failed=1
+	echo "<<<KTAP-END>>>"
+	echo "<<<KTAP-BEGIN guest.fileuring_$fs>>>"
+	p2pfileuring-test "fileuring_$fs" $MNT $N /dev/p2pbar0 bar0 nvme0 "$(printf '%#x' $base)" \
+		$OTHER || _any_failed=1
 	echo "<<<KTAP-END>>>"
 
 	# p2pctl's commands; data: p2pfilecmd-test's 4 MiB file (id base + 1)

@@ -163,6 +163,15 @@ TEST(ABI_SUITE, p2pnvme_uring_cmd, 4, 5)
 	ALIGN8(struct p2pnvme_uring_cmd, rsvd2);
 }
 
+/* P2PNVME_URING_CMD_FILE_IO's: the whole command area too */
+TEST(ABI_SUITE, p2pnvme_uring_file_cmd, 4, 5)
+{
+	SIZE(struct p2pnvme_uring_file_cmd, 80);
+	TAIL(struct p2pnvme_uring_file_cmd, rsvd);
+	ALIGN8(struct p2pnvme_uring_file_cmd, offset);
+	ALIGN8(struct p2pnvme_uring_file_cmd, rsvd);
+}
+
 int main(void)
 {
 	return kt_run(XSTR(ABI_SUITE));

@@ -405,4 +405,49 @@ struct p2pnvme_uring_cmd {
 #define P2PNVME_URING_CMD_IO	_IO(P2PNVME_IOC_MAGIC, 0x30)	/* struct p2pnvme_uring_cmd */
 #define P2PNVME_URING_RES2(path, status)	((__u64)(path) | (__u64)(status) << 16)
 
+/**
+ * struct p2pnvme_uring_file_cmd - P2PNVME_URING_CMD_FILE_IO: one transfer of
+ *	the file command through io_uring, in the 80-byte command area of a
+ *	128-byte SQE
+ * @flags: P2PNVME_FILE_F_*, as for struct p2pnvme_file_io
+ * @op: P2PNVME_OP_READ or P2PNVME_OP_WRITE
+ * @fd: the file, a descriptor of the submitter's (not an io_uring
+ *	registered file), as struct p2pnvme_file_io's
+ * @buf_id: with P2PNVME_FILE_F_REGISTERED, the registered buffer; else 0
+ * @offset: file offset, as struct p2pnvme_file_io's
+ * @len: bytes, as struct p2pnvme_file_io's
+ * @addr: user address, or the offset into the registered buffer
+ * @rsvd: must be zero
+ *
+ * The fields of struct p2pnvme_file_io that go in, fixed at the command
+ * area's size as struct p2pnvme_uring_cmd; nothing is written back.
+ */
+struct p2pnvme_uring_file_cmd {
+	__u32 flags;
+	__u32 op;
+	__s32 fd;
+	__u32 buf_id;
+	__u64 offset;
+	__u64 len;
+	__u64 addr;
+	__u64 rsvd[5];
+};
+
+/*
+ * P2PNVME_URING_CMD_FILE_IO: IORING_OP_URING_CMD on /dev/p2pnvmeN, on a ring
+ * set up with IORING_SETUP_SQE128 (-EINVAL otherwise), one struct
+ * p2pnvme_uring_file_cmd in the command area, the SQE's other fields as
+ * for P2PNVME_URING_CMD_IO. Checked as an entry of P2PNVME_IOC_FILE_SUBMIT,
+ * with the same errnos, each answered in the CQE's res at once (the extra
+ * words then 0). Issued, the CQE's res is the bytes moved (a read that
+ * reaches the end of the file is short) or the -errno it ended with, and
+ * with IORING_SETUP_CQE32 the first extra word path | status << 16 as
+ * P2PNVME_URING_CMD_IO's (status 0: the filesystem reports no NVMe
+ * status). Not on an IORING_SETUP_IOPOLL ring (-EOPNOTSUPP). A command
+ * cannot be cancelled: once issued, the filesystem's direct I/O ends it
+ * (the disk's timeouts and its removal bound it), and closing the ring
+ * waits for that.
+ */
+#define P2PNVME_URING_CMD_FILE_IO _IO(P2PNVME_IOC_MAGIC, 0x31)	/* struct p2pnvme_uring_file_cmd */
+
 #endif /* _UAPI_LINUX_P2PNVME_H */

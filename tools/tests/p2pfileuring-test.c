@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * p2pfileuring-test: p2pnvme's file command through io_uring
+ * (P2PNVME_URING_CMD_FILE_IO, Documentation/files.rst step 5) on a
+ * filesystem mounted from p2pnvme's disk, with KTAP output
+ * (qemu/tests/filecmd.guest.sh, after p2pfilecmd-test).
+ *
+ *   p2pfileuring-test SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER
+ *
+ * The arguments and the files' pattern as p2pfilecmd-test's (the 8-byte
+ * word at file offset O of file I is 0x5046 << 48 | I << 32 | O / 8, little
+ * endian), ids ID_BASE + 0x80 + a number.
+ *
+ * Each refusal's errno in the CQE (the fields, the fds, a directory, a
+ * file on OTHER, misalignment, registered buffers, REQUIRE_P2P, a ring
+ * without SQE128, a byte in the reserved area or an unused SQE field, an
+ * IORING_SETUP_IOPOLL ring). Reads into a registered p2pbar dma-buf (path
+ * dmabuf in the CQE's extra word) and a /dev/p2pbarN mapping (p2p), checked
+ * here and on the host in the BAR's backing file (BAR_NAME); a short read
+ * into host memory across EOF; a write from a p2pbar dma-buf checked on the
+ * host in the image (IMG_NAME) at the file's extents. 256 commands in
+ * flight on a plain ring, a DEFER_TASKRUN ring and an SQPOLL ring, each
+ * checked. The ring closed, and its task gone, with 256 in flight: bounded,
+ * the buffer unregistered after, the next command good. A stream of reads
+ * while another process truncates the file and writes a canary file into
+ * the blocks it freed: every word read the file's at its offset or zero,
+ * never the canary's, in the BAR (here and on the host).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+
+#include "harness.h"
+#include "libp2p.h"
+
+#define KIB		1024ULL
+#define MIB		(1024 * KIB)
+#define PAT_MAGIC	0x5046ULL
+#define NR_FLIGHT	256
+#define RING_FLAGS	(IORING_SETUP_SQE128 | IORING_SETUP_CQE32)
+#define TSIZE		(1 * MIB)	/* the race's target */
+#define RPIECE		(128 * KIB)	/* one read of the race */
+#define RQD		8		/* the race's reads in flight */
+
+static const char *dir, *node, *bar_path, *bar_name, *img_name, *other;
+static unsigned int idbase;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* ---- the pattern, as p2pfilecmd-test writes it --------------------------- */
+
+static void pat_fill(unsigned char *p, unsigned int id, uint64_t off, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		uint64_t o = off + i;
+		uint64_t w = PAT_MAGIC << 48 | (uint64_t)(id & 0xffff) << 32 | (uint32_t)(o >> 3);
+
+		p[i] = w >> (8 * (o & 7));
+	}
+}
+
+/* the first byte of @p that is not @id's pattern from @off, or -1 */
+static long long pat_diff(const unsigned char *p, unsigned int id, uint64_t off, size_t len)
+{
+	unsigned char b[4096];
+	size_t i, j, n;
+
+	for (i = 0; i < len; i += n) {
+		n = len - i < sizeof(b) ? len - i : sizeof(b);
+		pat_fill(b, id, off + i, n);
+		for (j = 0; j < n; j++)
+			if (p[i + j] != b[j])
+				return i + j;
+	}
+	return -1;
+}
+
+/* @len bytes of @id's pattern from @off written to @fd */
+static int write_pat(int fd, unsigned int id, uint64_t off, size_t len)
+{
+	unsigned char *p;
+	int ok;
+
+	if (posix_memalign((void **)&p, 4096, len))
+		return -1;
+	pat_fill(p, id, off, len);
+	ok = pwrite(fd, p, len, off) == (ssize_t)len;
+	free(p);
+	return ok ? 0 : -1;
+}
+
+/* file @name in @d: @size bytes of @id's pattern, written back and synced */
+static int mkfile(const char *d, const char *name, unsigned int id, size_t size, char *path)
+{
+	int fd, ok;
+
+	sprintf(path, "%s/%s", d, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	ok = (!size || !write_pat(fd, id, 0, size)) && !fsync(fd);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+static struct p2pnvme_uring_file_cmd fcmd(uint32_t op, int fd, uint64_t off, uint64_t len,
+					  uint64_t addr, uint32_t flags, uint32_t id)
+{
+	return (struct p2pnvme_uring_file_cmd){ .op = op, .fd = fd, .offset = off, .len = len,
+						.addr = addr, .flags = flags, .buf_id = id };
+}
+
+static void prep(struct io_uring_sqe *sqe, int nfd, const struct p2pnvme_uring_file_cmd *c,
+		 uint64_t tag)
+{
+	if (!sqe)
+		kt_fail("the submission ring is full");
+	memset(sqe, 0, 2 * sizeof(*sqe));	/* SQE128 */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = nfd;
+	sqe->cmd_op = P2PNVME_URING_CMD_FILE_IO;
+	sqe->user_data = tag;
+	memcpy(sqe->cmd, c, sizeof(*c));
+}
+
+/* Reap @nr completions into res[tag] and res2[tag]; 0 or -errno. */
+static int reap(struct io_uring *ring, unsigned int nr, int *res, uint64_t *res2)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < nr; i++) {
+		ret = io_uring_wait_cqe(ring, &cqe);
+		if (ret)
+			return ret;
+		res[cqe->user_data] = cqe->res;
+		if (res2)
+			res2[cqe->user_data] = cqe->big_cqe[0];
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return 0;
+}
+
+/* One command alone, the byte at @poke of its SQE set (if not -1): its CQE's res. */
+static int one_poked(struct io_uring *ring, int nfd, const struct p2pnvme_uring_file_cmd *c,
+		     ssize_t poke, uint64_t *res2)
+{
+	int res = -EIO;
+	uint64_t r2 = ~0ULL;
+
+	prep(io_uring_get_sqe(ring), nfd, c, 0);
+	if (poke >= 0)
+		((unsigned char *)ring->sq.sqes)[(ring->sq.sqe_tail - 1) % *ring->sq.kring_entries *
+						 2 * sizeof(struct io_uring_sqe) + poke] = 1;
+	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, &r2))
+		return -EIO;
+	if (res2)
+		*res2 = r2;
+	return res;
+}
+
+static int one(struct io_uring *ring, int nfd, const struct p2pnvme_uring_file_cmd *c,
+	       uint64_t *res2)
+{
+	return one_poked(ring, nfd, c, -1, res2);
+}
+
+static int ring_init(struct io_uring *ring, unsigned int entries, unsigned int flags)
+{
+	struct io_uring_params p = { .flags = flags, .sq_thread_idle = 1000 };
+
+	return io_uring_queue_init_params(entries, ring, &p);
+}
+
+/* p2pmem of the provider as a dma-buf, mapped and registered with @nfd */
+struct dbuf {
+	int dfd;
+	unsigned char *p;
+	size_t len;
+	uint32_t id;
+	uint64_t bar_offset;
+};
+
+static int dbuf_get(int nfd, size_t len, struct dbuf *b)
+{
+	struct p2pbar_export e;
+	struct p2pbar_info i;
+	int bfd = p2p_bar_open(bar_path, &i), ret;
+
+	if (bfd < 0)
+		return -bfd;
+	ret = -p2p_bar_export(bfd, len, P2PBAR_EXPORT_F_CLOEXEC, &e);
+	close(bfd);
+	if (ret)
+		return ret;
+	b->dfd = e.fd;
+	b->len = len;
+	b->bar_offset = e.bus_addr - i.bus_addr + i.offset;
+	b->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
+	if (b->p == MAP_FAILED)
+		return errno;
+	return -p2p_nvme_register(nfd, P2PNVME_BUF_F_DMABUF, 0, len, e.fd, &b->id);
+}
+
+static void dbuf_put(int nfd, struct dbuf *b)
+{
+	p2p_nvme_unregister(nfd, b->id);
+	munmap(b->p, b->len);
+	close(b->dfd);
+}
+
+/* ---- the fixture: the controller's node, a patterned file, a ring --------- */
+
+FIXTURE(fu) {
+	int nfd;
+	char path[512];
+	unsigned int id;
+	struct statx st;
+	struct io_uring ring;
+};
+
+FIXTURE_SETUP(fu)
+{
+	int ret;
+
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	self->id = idbase + 0x81;
+	if (mkfile(dir, "udata", self->id, 4 * MIB, self->path))
+		kt_fail("writing %s/udata: %s", dir, strerror(errno));
+	if (statx(AT_FDCWD, self->path, 0, STATX_DIOALIGN, &self->st) ||
+	    !(self->st.stx_mask & STATX_DIOALIGN) || !self->st.stx_dio_offset_align)
+		kt_fail("statx STATX_DIOALIGN of %s: no direct I/O alignment", self->path);
+	ret = ring_init(&self->ring, 2 * NR_FLIGHT, RING_FLAGS);
+	if (ret)
+		kt_fail("io_uring_queue_init: %s", strerror(-ret));
+}
+
+FIXTURE_TEARDOWN(fu)
+{
+	io_uring_queue_exit(&self->ring);
+	close(self->nfd);
+}
+
+/* every refusal in the CQE, before anything is issued */
+TEST_F(fileuring, fu, bad_input, 24, 60)
+{
+	int rfd = open(self->path, O_RDONLY | O_CLOEXEC);
+	int wfd = open(self->path, O_WRONLY | O_CLOEXEC);
+	unsigned int a = self->st.stx_dio_offset_align;
+	unsigned char *host = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				   -1, 0);
+	uint64_t h = (uintptr_t)host;
+	struct p2pnvme_uring_file_cmd c;
+	struct io_uring small, ip;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	char opath[512];
+	struct dbuf b;
+	int dfd, ofd, closed, ret;
+
+	if (rfd < 0 || wfd < 0 || host == MAP_FAILED)
+		kt_fail("setup: %s", strerror(errno));
+	ret = dbuf_get(self->nfd, 64 * KIB, &b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ofd = mkfile(other, "fileuring-other", self->id, 64 * KIB, opath) ? -1 :
+	      open(opath, O_RDONLY | O_CLOEXEC);
+	closed = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	close(closed);
+
+#define REFUSED(want, what, ...) do {						\
+		int want_ = (want);						\
+									\
+		c = fcmd(__VA_ARGS__);						\
+		ret = one(&self->ring, self->nfd, &c, NULL);			\
+		result(ret == -want_, what, want_, -ret);			\
+	} while (0)
+	REFUSED(EINVAL, "an unknown flag: EINVAL", P2PNVME_OP_READ, rfd, 0, 4096, h, 1U << 7, 0);
+	REFUSED(EINVAL, "op flush: EINVAL", P2PNVME_OP_FLUSH, rfd, 0, 4096, h, 0, 0);
+	REFUSED(EINVAL, "length 0: EINVAL", P2PNVME_OP_READ, rfd, 0, 0, h, 0, 0);
+	REFUSED(EINVAL, "length past P2PNVME_FILE_MAX_LEN: EINVAL", P2PNVME_OP_READ, rfd, 0,
+		P2PNVME_FILE_MAX_LEN + 4096ULL, h, 0, 0);
+	REFUSED(EINVAL, "offset 2^64 - 4096 (overflow): EINVAL", P2PNVME_OP_READ, rfd,
+		~4095ULL, 4096, h, 0, 0);
+	REFUSED(EINVAL, "user address 0: EINVAL", P2PNVME_OP_READ, rfd, 0, 4096, 0, 0, 0);
+	REFUSED(EFAULT, "a kernel address: EFAULT", P2PNVME_OP_READ, rfd, 0, 4096,
+		0xffff888000000000ULL, 0, 0);
+	REFUSED(EBADF, "fd -1: EBADF", P2PNVME_OP_READ, -1, 0, 4096, h, 0, 0);
+	REFUSED(EBADF, "a closed fd: EBADF", P2PNVME_OP_READ, closed, 0, 4096, h, 0, 0);
+	REFUSED(EBADF, "a read through a write-only fd: EBADF", P2PNVME_OP_READ, wfd, 0, 4096, h,
+		0, 0);
+	REFUSED(EBADF, "a write through a read-only fd: EBADF", P2PNVME_OP_WRITE, rfd, 0, 4096, h,
+		0, 0);
+	REFUSED(EISDIR, "a directory: EISDIR", P2PNVME_OP_READ, dfd, 0, 4096, h, 0, 0);
+	REFUSED(EXDEV, "a file on another device: EXDEV", P2PNVME_OP_READ, ofd, 0, 4096, h, 0, 0);
+	REFUSED(EINVAL, "an offset off the direct I/O alignment: EINVAL", P2PNVME_OP_READ, rfd,
+		a / 2, a, h, 0, 0);
+	REFUSED(EINVAL, "a length off the direct I/O alignment: EINVAL", P2PNVME_OP_READ, rfd, 0,
+		a + a / 2, h, 0, 0);
+	REFUSED(ENOENT, "a registered buffer id never given: ENOENT", P2PNVME_OP_READ, rfd, 0, 4096,
+		0, P2PNVME_FILE_F_REGISTERED, b.id + 1000);
+	REFUSED(EINVAL, "a range past the registered buffer's end: EINVAL", P2PNVME_OP_READ, rfd,
+		0, 8192, 60 * KIB, P2PNVME_FILE_F_REGISTERED, b.id);
+	REFUSED(EREMOTEIO, "host memory with REQUIRE_P2P: EREMOTEIO", P2PNVME_OP_READ, rfd, 0, 4096,
+		h, P2PNVME_FILE_F_REQUIRE_P2P, 0);
+#undef REFUSED
+	c = fcmd(P2PNVME_OP_READ, rfd, 0, 4096, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	ret = one_poked(&self->ring, self->nfd, &c,
+			offsetof(struct io_uring_sqe, cmd) +
+			offsetof(struct p2pnvme_uring_file_cmd, rsvd) + 39, NULL);
+	result(ret == -EINVAL, "a byte in the reserved area: EINVAL", EINVAL, -ret);
+	ret = one_poked(&self->ring, self->nfd, &c, offsetof(struct io_uring_sqe, len), NULL);
+	result(ret == -EINVAL, "the SQE's len set: EINVAL", EINVAL, -ret);
+	ret = one(&self->ring, self->nfd, &c, NULL);
+	tap(ret == 4096, "the same command untouched: 4096 bytes (%d)", ret);
+
+	/* a misaligned write through host memory: refused, the file untouched */
+	memset(host, 0xa5, MIB);
+	c = fcmd(P2PNVME_OP_WRITE, wfd, a / 2, a, h, 0, 0);
+	ret = one(&self->ring, self->nfd, &c, NULL);
+	tap(ret == -EINVAL && pread(rfd, host, 2 * a, 0) == 2 * (ssize_t)a &&
+	    pat_diff(host, self->id, 0, 2 * a) < 0,
+	    "a misaligned write: EINVAL, the file untouched (%d)", ret);
+
+	/* a ring of 64-byte SQEs */
+	ret = ring_init(&small, 8, IORING_SETUP_CQE32);
+	if (ret)
+		kt_fail("a ring without SQE128: %s", strerror(-ret));
+	sqe = io_uring_get_sqe(&small);
+	if (!sqe)
+		kt_fail("a ring without SQE128: no SQE");
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = self->nfd;
+	sqe->cmd_op = P2PNVME_URING_CMD_FILE_IO;
+	ret = io_uring_submit(&small) == 1 && !io_uring_wait_cqe(&small, &cqe) ? cqe->res : -EIO;
+	result(ret == -EINVAL, "a ring without SQE128: EINVAL", EINVAL, -ret);
+	io_uring_queue_exit(&small);
+
+	/* an IORING_SETUP_IOPOLL ring: refused */
+	ret = ring_init(&ip, 8, RING_FLAGS | IORING_SETUP_IOPOLL);
+	if (ret)
+		kt_fail("an IOPOLL ring: %s", strerror(-ret));
+	c = fcmd(P2PNVME_OP_READ, rfd, 0, 4096, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	ret = one(&ip, self->nfd, &c, NULL);
+	result(ret == -EOPNOTSUPP, "an IORING_SETUP_IOPOLL ring: EOPNOTSUPP", EOPNOTSUPP, -ret);
+	io_uring_queue_exit(&ip);
+
+	dbuf_put(self->nfd, &b);
+	munmap(host, MIB);
+}
+
+/* a read into a registered p2pbar dma-buf: path dmabuf in the CQE */
+TEST_F(fileuring, fu, read_dmabuf, 3, 60)
+{
+	int fd = open(self->path, O_RDONLY | O_CLOEXEC), ret;
+	struct p2pnvme_uring_file_cmd c;
+	uint64_t res2;
+	long long d;
+	struct dbuf b;
+
+	ret = dbuf_get(self->nfd, 2 * MIB, &b);
+	if (fd < 0 || ret)
+		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
+	memset(b.p, 0xee, 2 * MIB);
+	c = fcmd(P2PNVME_OP_READ, fd, 512 * KIB, MIB, 64 * KIB,
+		 P2PNVME_FILE_F_REGISTERED | P2PNVME_FILE_F_REQUIRE_P2P, b.id);
+	ret = one(&self->ring, self->nfd, &c, &res2);
+	tap(ret == (int)MIB, "1 MiB of the file into a registered dma-buf, REQUIRE_P2P: res %d",
+	    ret);
+	tap(res2 == P2PNVME_URING_RES2(P2PNVME_PATH_DMABUF, 0), "res2: path dmabuf (%#llx)",
+	    (unsigned long long)res2);
+	d = pat_diff(b.p + 64 * KIB, self->id, 512 * KIB, MIB);
+	tap(d < 0, "the bytes through the dma-buf's mapping are the file's (first wrong: %lld)", d);
+	hostcheck("pattern %llu %s@%llu %#x %llu", MIB, bar_name,
+		  (unsigned long long)b.bar_offset + 64 * KIB, self->id, 512 * KIB);
+	dbuf_put(self->nfd, &b);
+	close(fd);
+}
+
+/* a read into a /dev/p2pbarN mapping: path p2p */
+TEST_F(fileuring, fu, read_p2pmem, 3, 60)
+{
+	int fd = open(self->path, O_RDONLY | O_CLOEXEC), bfd, ret;
+	struct p2pnvme_uring_file_cmd c;
+	struct p2pbar_info i;
+	struct p2p_mem m;
+	uint64_t res2;
+	long long d;
+
+	bfd = p2p_bar_open(bar_path, &i);
+	if (fd < 0 || bfd < 0 || p2p_mem_get(bfd, 2 * MIB, 0, &m))
+		kt_fail("setup: %s", strerror(errno));
+	c = fcmd(P2PNVME_OP_READ, fd, MIB, MIB, (uintptr_t)m.p, P2PNVME_FILE_F_REQUIRE_P2P, 0);
+	ret = one(&self->ring, self->nfd, &c, &res2);
+	tap(ret == (int)MIB, "1 MiB into a /dev/p2pbar0 mapping, REQUIRE_P2P: res %d", ret);
+	tap(res2 == P2PNVME_URING_RES2(P2PNVME_PATH_P2P, 0), "res2: path p2p (%#llx)",
+	    (unsigned long long)res2);
+	d = pat_diff(m.p, self->id, MIB, MIB);
+	tap(d < 0, "the bytes through the mapping are the file's (first wrong: %lld)", d);
+	hostcheck("pattern %llu %s@%llu %#x %llu", MIB, bar_name,
+		  (unsigned long long)m.bar_offset, self->id, MIB);
+	p2p_mem_put(&m);
+	close(bfd);
+	close(fd);
+}
+
+/* host memory, a read across the end of the file: short */
+TEST_F(fileuring, fu, read_host_eof, 3, 60)
+{
+	unsigned char *host = mmap(NULL, MIB, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const size_t size = 3 * 4096 + 1234;
+	struct p2pnvme_uring_file_cmd c;
+	char path[512];
+	uint64_t res2;
+	int fd, ret;
+
+	if (host == MAP_FAILED || mkfile(dir, "ueof", self->id + 1, size, path))
+		kt_fail("setup: %s", strerror(errno));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	c = fcmd(P2PNVME_OP_READ, fd, 8192, 16384, (uintptr_t)host, 0, 0);
+	ret = one(&self->ring, self->nfd, &c, &res2);
+	tap(ret == (int)(size - 8192), "16 KiB from 8 KiB of a 13522-byte file: short, res %d",
+	    ret);
+	tap(res2 == P2PNVME_URING_RES2(P2PNVME_PATH_HOST, 0), "res2: path host (%#llx)",
+	    (unsigned long long)res2);
+	tap(pat_diff(host, self->id + 1, 8192, size - 8192) < 0, "the bytes are the file's");
+	close(fd);
+	munmap(host, MIB);
+}
+
+/* the file's extents under [@off, @off + @len): each checked by the host in the image */
+static int extents_check(int fd, unsigned int id, uint64_t off, uint64_t len)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent fe[64];
+	} x = { .fm = { .fm_start = off, .fm_length = len, .fm_flags = FIEMAP_FLAG_SYNC,
+			.fm_extent_count = 64 } };
+	unsigned int i;
+	uint64_t n = 0;
+
+	if (ioctl(fd, FS_IOC_FIEMAP, &x))
+		return -1;
+	for (i = 0; i < x.fm.fm_mapped_extents; i++) {
+		struct fiemap_extent *e = &x.fe[i];
+		uint64_t lo = e->fe_logical > off ? e->fe_logical : off;
+		uint64_t hi = e->fe_logical + e->fe_length < off + len ?
+			      e->fe_logical + e->fe_length : off + len;
+
+		if (hi <= lo || (e->fe_flags & (FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_UNKNOWN)))
+			return -1;
+		hostcheck("pattern %llu %s@%llu %#x %llu", (unsigned long long)(hi - lo), img_name,
+			  (unsigned long long)(e->fe_physical + (lo - e->fe_logical)), id,
+			  (unsigned long long)lo);
+		n += hi - lo;
+	}
+	return n == len ? 0 : -1;
+}
+
+/* a write from a registered p2pbar dma-buf: the image holds it */
+TEST_F(fileuring, fu, write_dmabuf, 4, 60)
+{
+	unsigned int id = self->id + 2;
+	struct p2pnvme_uring_file_cmd c;
+	unsigned char *back;
+	char path[512];
+	uint64_t res2;
+	struct dbuf b;
+	int fd, ret;
+
+	sprintf(path, "%s/uwritten", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	back = malloc(MIB);
+	ret = dbuf_get(self->nfd, MIB, &b);
+	if (fd < 0 || !back || ret)
+		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
+	pat_fill(back, id, 128 * KIB, MIB);
+	memcpy(b.p, back, MIB);
+	c = fcmd(P2PNVME_OP_WRITE, fd, 128 * KIB, MIB, 0,
+		 P2PNVME_FILE_F_REGISTERED | P2PNVME_FILE_F_REQUIRE_P2P, b.id);
+	ret = one(&self->ring, self->nfd, &c, &res2);
+	tap(ret == (int)MIB, "1 MiB written from a registered dma-buf at 128 KiB: res %d", ret);
+	tap(res2 == P2PNVME_URING_RES2(P2PNVME_PATH_DMABUF, 0), "res2: path dmabuf (%#llx)",
+	    (unsigned long long)res2);
+	memset(back, 0, MIB);
+	tap(!fsync(fd) && pread(fd, back, MIB, 128 * KIB) == (ssize_t)MIB &&
+	    pat_diff(back, id, 128 * KIB, MIB) < 0, "fsync, read back: the pattern");
+	tap(!extents_check(fd, id, 128 * KIB, MIB),
+	    "FIEMAP: written extents cover the range; the host checks each in %s", img_name);
+	dbuf_put(self->nfd, &b);
+	free(back);
+	close(fd);
+}
+
+/*
+ * 256 reads of 4 KiB in flight on a ring set up with @flags, the file's
+ * blocks in reverse order into a registered dma-buf; each CQE and block
+ * checked.
+ */
+static void flight(struct _kt_fixture_fu *self, unsigned int flags, const char *what)
+{
+	int fd = open(self->path, O_RDONLY | O_CLOEXEC), ret;
+	static int res[NR_FLIGHT];
+	static uint64_t res2[NR_FLIGHT];
+	struct p2pnvme_uring_file_cmd c;
+	unsigned int i, good = 0;
+	struct io_uring ring;
+	struct dbuf b;
+
+	ret = dbuf_get(self->nfd, MIB, &b);
+	if (fd < 0 || ret)
+		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
+	ret = ring_init(&ring, NR_FLIGHT, RING_FLAGS | flags);
+	if (ret)
+		kt_fail("a %s ring: %s", what, strerror(-ret));
+	memset(b.p, 0xee, MIB);
+	for (i = 0; i < NR_FLIGHT; i++) {
+		c = fcmd(P2PNVME_OP_READ, fd, (uint64_t)(NR_FLIGHT - 1 - i) * 4096, 4096,
+			 (uint64_t)i * 4096, P2PNVME_FILE_F_REGISTERED, b.id);
+		prep(io_uring_get_sqe(&ring), self->nfd, &c, i);
+		res[i] = -EIO;
+	}
+	ret = io_uring_submit(&ring);
+	tap(ret == NR_FLIGHT, "%s (%d submitted)", what, ret);
+	ret = reap(&ring, NR_FLIGHT, res, res2);
+	for (i = 0; !ret && i < NR_FLIGHT; i++)
+		good += res[i] == 4096 && res2[i] == P2PNVME_URING_RES2(P2PNVME_PATH_DMABUF, 0) &&
+			pat_diff(b.p + i * 4096, self->id, (uint64_t)(NR_FLIGHT - 1 - i) * 4096,
+				 4096) < 0;
+	tap(good == NR_FLIGHT, "every CQE: res 4096, path dmabuf, its block (%u of %d)", good,
+	    NR_FLIGHT);
+	io_uring_queue_exit(&ring);
+	dbuf_put(self->nfd, &b);
+	close(fd);
+}
+
+TEST_F(fileuring, fu, flight256, 2, 120)
+{
+	flight(self, 0, "256 reads of 4 KiB submitted at once");
+}
+
+TEST_F(fileuring, fu, flight256_defer_taskrun, 2, 120)
+{
+	flight(self, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	       "DEFER_TASKRUN ring: 256 reads of 4 KiB submitted at once");
+}
+
+TEST_F(fileuring, fu, flight256_sqpoll, 2, 120)
+{
+	flight(self, IORING_SETUP_SQPOLL, "SQPOLL ring: 256 reads of 4 KiB submitted at once");
+}
+
+/* 256 reads into @b submitted on a new ring of @nfd; the ring not reaped */
+static int submit_unreaped(struct io_uring *ring, int nfd, int fd, struct dbuf *b)
+{
+	struct p2pnvme_uring_file_cmd c;
+	unsigned int i;
+	int ret = ring_init(ring, NR_FLIGHT, RING_FLAGS);
+
+	if (ret)
+		return ret;
+	for (i = 0; i < NR_FLIGHT; i++) {
+		c = fcmd(P2PNVME_OP_READ, fd, (uint64_t)i * 4096, 4096, (uint64_t)i * 4096,
+			 P2PNVME_FILE_F_REGISTERED, b->id);
+		prep(io_uring_get_sqe(ring), nfd, &c, i);
+	}
+	return io_uring_submit(ring) == NR_FLIGHT ? 0 : -EIO;
+}
+
+/*
+ * The ring closed with 256 in flight, then a task that exits with 256 in
+ * flight on its ring: both bounded; the buffer then unregisters and the
+ * next command reads well.
+ */
+TEST_F(fileuring, fu, teardown, 5, 120)
+{
+	int fd = open(self->path, O_RDONLY | O_CLOEXEC), ret, st = -1;
+	struct p2pnvme_uring_file_cmd c;
+	struct io_uring ring;
+	long long t0;
+	struct dbuf b;
+	pid_t pid;
+
+	ret = dbuf_get(self->nfd, MIB, &b);
+	if (fd < 0 || ret)
+		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
+	ret = submit_unreaped(&ring, self->nfd, fd, &b);
+	if (ret)
+		kt_fail("256 reads: %s", strerror(-ret));
+	t0 = now_ms();
+	io_uring_queue_exit(&ring);
+	tap(now_ms() - t0 < 10000, "the ring closed with 256 in flight: %lld ms", now_ms() - t0);
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		kt_fail("fork: %s", strerror(errno));
+	if (!pid)
+		/* no reap, no close: the exit */
+		_exit(submit_unreaped(&ring, self->nfd, fd, &b) ? 1 : 0);
+	t0 = now_ms();
+	while (now_ms() - t0 < 10000 && waitpid(pid, &st, WNOHANG) == 0)
+		usleep(10000);
+	tap(WIFEXITED(st) && !WEXITSTATUS(st),
+	    "a task exits with 256 in flight on its ring: gone in %lld ms (status %#x)",
+	    now_ms() - t0, st);
+	if (st == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	ret = p2p_nvme_unregister(self->nfd, b.id);
+	result(ret == 0, "the registered buffer unregisters after", 0, -ret);
+	munmap(b.p, b.len);
+	close(b.dfd);
+	ret = dbuf_get(self->nfd, MIB, &b);
+	if (ret)
+		kt_fail("a new registered dma-buf: %s", strerror(ret));
+	c = fcmd(P2PNVME_OP_READ, fd, 0, MIB, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	ret = one(&self->ring, self->nfd, &c, NULL);
+	tap(ret == (int)MIB, "the next command: 1 MiB (%d)", ret);
+	tap(pat_diff(b.p, self->id, 0, MIB) < 0, "its bytes are the file's");
+	dbuf_put(self->nfd, &b);
+	close(fd);
+}
+
+/* ---- truncate racing a stream of reads ------------------------------------ */
+
+/*
+ * The racer (a child): the target truncated to 0, a canary file written
+ * (O_DIRECT, synced: into the blocks just freed), the target written
+ * again; until told to stop. Its exit status: 0, or 1 on a failed step.
+ */
+static void racer(const char *target, const char *canary, unsigned int tid, unsigned int cid,
+		  int *stop, int *ops)
+{
+	int t = open(target, O_RDWR | O_DIRECT | O_CLOEXEC);
+	int k = open(canary, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+
+	if (t < 0 || k < 0)
+		_exit(1);
+	while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+		if (ftruncate(t, 0) || write_pat(k, cid, 0, TSIZE) || fsync(k) ||
+		    ftruncate(k, 0) || write_pat(t, tid, 0, TSIZE))
+			_exit(1);
+		__atomic_add_fetch(ops, 1, __ATOMIC_RELEASE);
+	}
+	_exit(0);
+}
+
+/* each 8-byte word of a read: the target's at its offset, zero, or else */
+struct tally {
+	long long words, zeros, canary, other, reads, failed, bytes;
+	int first_err;
+};
+
+static void classify(struct tally *t, const unsigned char *p, int n, uint64_t off,
+		     unsigned int tid, unsigned int cid)
+{
+	int i;
+
+	for (i = 0; i + 8 <= (int)RPIECE; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, p + i, 8);	/* little endian, as the guest */
+		if (w >> 48 == PAT_MAGIC && ((w >> 32) & 0xffff) == cid)
+			t->canary++;
+		else if (i >= n)
+			continue;	/* not claimed read: whatever was there but the canary */
+		else if (!w)
+			t->zeros++;
+		else if (w == (PAT_MAGIC << 48 | (uint64_t)tid << 32 | (uint32_t)((off + i) >> 3)))
+			t->words++;
+		else
+			t->other++;
+	}
+}
+
+TEST_F(fileuring, fu, truncate_race, 3, 120)
+{
+	unsigned int tid = self->id + 8, cid = self->id + 9, i, inflight = 0;
+	long long t0, scale = getenv("P2P_TIMEOUT_SCALE") ? 4 : 1;
+	static int res[RQD];
+	static uint64_t off[RQD];
+	char target[512], canary[512];
+	struct p2pnvme_uring_file_cmd c;
+	struct io_uring_cqe *cqe;
+	struct tally t = { 0 };
+	int *shared;
+	struct dbuf b;
+	int fd, ret, st = -1;
+	pid_t pid;
+
+	if (mkfile(dir, "utarget", tid, TSIZE, target) || mkfile(dir, "ucanary", cid, 0, canary))
+		kt_fail("setup: %s", strerror(errno));
+	fd = open(target, O_RDONLY | O_CLOEXEC);
+	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ret = dbuf_get(self->nfd, RQD * RPIECE, &b);
+	if (fd < 0 || shared == MAP_FAILED || ret)
+		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
+	memset(b.p, 0xee, RQD * RPIECE);
+	memset(shared, 0, 4096);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		kt_fail("fork: %s", strerror(errno));
+	if (!pid)
+		racer(target, canary, tid, cid, &shared[0], &shared[1]);
+
+	/* RQD reads in flight, each slot filled with 0xee again before its next read */
+	t0 = now_ms();
+	for (i = 0; i < RQD; i++) {
+		off[i] = (uint64_t)(random() % (TSIZE / RPIECE)) * RPIECE;
+		c = fcmd(P2PNVME_OP_READ, fd, off[i], RPIECE, (uint64_t)i * RPIECE,
+			 P2PNVME_FILE_F_REGISTERED, b.id);
+		prep(io_uring_get_sqe(&self->ring), self->nfd, &c, i);
+		inflight++;
+	}
+	if (io_uring_submit(&self->ring) != RQD)
+		kt_fail("the first reads: not submitted");
+	while (inflight) {
+		if (io_uring_wait_cqe(&self->ring, &cqe))
+			kt_fail("io_uring_wait_cqe");
+		i = cqe->user_data;
+		res[i] = cqe->res;
+		io_uring_cqe_seen(&self->ring, cqe);
+		inflight--;
+		t.reads++;
+		if (res[i] < 0) {
+			if (!t.failed++)
+				t.first_err = -res[i];
+		} else {
+			t.bytes += res[i];
+		}
+		classify(&t, b.p + i * RPIECE, res[i] < 0 ? 0 : res[i], off[i], tid, cid);
+		if (now_ms() - t0 > 3000 * scale &&
+		    __atomic_load_n(&shared[1], __ATOMIC_ACQUIRE) >= 20)
+			continue;	/* enough: let the rest drain */
+		memset(b.p + i * RPIECE, 0xee, RPIECE);
+		__sync_synchronize();
+		off[i] = (uint64_t)(random() % (TSIZE / RPIECE)) * RPIECE;
+		c = fcmd(P2PNVME_OP_READ, fd, off[i], RPIECE, (uint64_t)i * RPIECE,
+			 P2PNVME_FILE_F_REGISTERED, b.id);
+		prep(io_uring_get_sqe(&self->ring), self->nfd, &c, i);
+		if (io_uring_submit(&self->ring) != 1)
+			kt_fail("a read: not submitted");
+		inflight++;
+		if (now_ms() - t0 > 30000 * scale)
+			break;	/* the racer is stuck: its case says so */
+	}
+	__atomic_store_n(&shared[0], 1, __ATOMIC_RELEASE);
+	t0 = now_ms();
+	while (now_ms() - t0 < 10000 * scale && waitpid(pid, &st, WNOHANG) == 0)
+		usleep(10000);
+	if (st == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	tap(WIFEXITED(st) && !WEXITSTATUS(st) && shared[1] >= 20,
+	    "the racer: %d truncates, each followed by a canary written into what it freed (status %#x)",
+	    shared[1], st);
+	tap(!t.failed && t.reads >= 40 && t.bytes > 0,
+	    "%lld reads during them (%lld bytes), none failed (%s)", t.reads, t.bytes,
+	    t.failed ? strerror(t.first_err) : "none");
+	tap(!t.canary && !t.other,
+	    "every word read the target's at its offset or zero (%lld and %lld), never the canary's (%lld), nothing else (%lld)",
+	    t.words, t.zeros, t.canary, t.other);
+	hostcheck("nopattern %s %#x", bar_name, cid);
+	dbuf_put(self->nfd, &b);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 9) {
+		fprintf(stderr,
+			"usage: %s SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			argv[0]);
+		return 2;
+	}
+	dir = argv[2];
+	node = argv[3];
+	bar_path = argv[4];
+	bar_name = argv[5];
+	img_name = argv[6];
+	idbase = strtoul(argv[7], NULL, 0);
+	other = argv[8];
+	if ((idbase & 0xff) || idbase > 0xff00) {
+		fprintf(stderr, "ID_BASE: a multiple of 0x100 below 0x10000\n");
+		return 2;
+	}
+	return kt_run_as("fileuring", argv[1]);
+}
