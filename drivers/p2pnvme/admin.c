@@ -302,7 +302,7 @@ int p2pnvme_identify(struct p2pnvme *c)
 
 	/*
 	 * Number of Queues: ask, then take what was granted; twice as many
-	 * for the blk-mq prototype, which gets them only if all are granted
+	 * for the disk, which gets them only if all are granted
 	 */
 	cmd.features.opcode = nvme_admin_set_features;
 	cmd.features.fid = cpu_to_le32(NVME_FEAT_NUM_QUEUES);
@@ -496,8 +496,8 @@ static int set_coalescing(struct p2pnvme *c)
  * binding (a controller that has gone on writing an event index never
  * writes into freed memory); one holds every queue's words. Without them
  * (no support, too many queues for a page, no memory) doorbells are MMIO
- * writes, as before. The blk-mq prototype's queues ring by MMIO only: no
- * shadow doorbells beside it.
+ * writes, as before. The disk's queues (disk.c) ring by MMIO only: no
+ * shadow doorbells beside them.
  */
 void p2pnvme_dbbuf_alloc(struct p2pnvme *c)
 {
@@ -602,7 +602,6 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 	ret = p2pnvme_wait_ready(c, true);
 	if (ret)
 		return ret;
-	c->enables++;	/* every I/O queue of the enable before is gone */
 	/* a reset: the namespace must still be the one served (not at probe) */
 	if (c->nsid) {
 		ret = p2pnvme_ns_recheck(c);

@@ -5,7 +5,7 @@
  * files go through the filesystem's own O_DIRECT (Documentation/files.rst,
  * design 1). Only with the module parameter disk=1 at probe.
  *
- * Its queues are its own, as blkmq.c's prototype has them: probe asks the
+ * Its queues are its own, as issue 22's prototype had them: probe asks the
  * controller for a second set of I/O queue pairs, as many as the
  * engine's (qid nr_ioq + 1 ..), each with its own MSI-X vector from a
  * second interrupt set spread over the CPUs; no command identifier is

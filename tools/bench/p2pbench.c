@@ -24,16 +24,12 @@
  *        p2pnvme's own second set of queues; reported as disk-uring. The
  *        disk's byte counter (bytes_p2p, or bytes_host with --host) must
  *        have grown by every read's bytes
- *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host] [--iopoll] [--blkmq]
+ *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host] [--iopoll]
  *        the engine's io_uring path with a registered buffer: the p2pmem,
  *        exported by p2pbar as a dma-buf (P2PBAR_IOC_EXPORT), or the host
  *        memory, is registered once (P2PNVME_IOC_BUF_REGISTER) and every
  *        read names it (P2PNVME_IO_F_REGISTERED): nothing is pinned or
- *        mapped per I/O. --blkmq: the same reads through p2pnvme's
- *        bench-only blk-mq prototype (p2pnvme loaded with blkmq_proto=1;
- *        its parameter is set to 1 for the run and to 0 after), reported as
- *        engine-uring-reg-blkmq; the prototype's debugfs count must have
- *        grown by every read (and, without --blkmq, by none)
+ *        mapped per I/O
  *
  *   p2pbench regcost NVME SIZE N
  *        what registering costs (P2PNVME_IOC_BUF_REGISTER + _UNREGISTER, N
@@ -66,7 +62,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <linux/aio_abi.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -478,42 +473,6 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 	sqe->user_data = i;
 }
 
-#define BLKMQ_PARAM	"/sys/module/p2pnvme/parameters/blkmq_proto"
-
-/* Route registered io_uring reads through the blk-mq prototype, or not. */
-static int blkmq_set(int on)
-{
-	FILE *f = fopen(BLKMQ_PARAM, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fputs(on ? "1" : "0", f) < 0 ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
-
-/* Reads the prototype has answered (its debugfs file), or -1 without one. */
-static long long blkmq_ios(void)
-{
-	long long n = -1;
-	glob_t g;
-	FILE *f;
-	char line[64];
-
-	if (glob("/sys/kernel/debug/p2pnvme/*/blkmq_proto", 0, NULL, &g))
-		return -1;
-	f = g.gl_pathc == 1 ? fopen(g.gl_pathv[0], "r") : NULL;
-	globfree(&g);
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "ios %lld", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 /*
  * The bytes p2pnvme's disk behind the block device @fd has moved on the
  * P2P path (its counter bytes_p2p, /sys/class/p2pnvme/p2pnvmeN/disk/), or
@@ -584,8 +543,7 @@ static int uring(int argc, char **argv)
 {
 	static const char * const names[] = { "engine-uring", "nvme-pci-uring", "nvme-pci-ng",
 					      "engine-uring-reg", "engine-uring-std", "disk-uring" };
-	long long ios0, ios1, bytes0 = 0, bytes1;
-	int blkmq = 0;
+	long long bytes0, bytes1;
 	int kind = !strcmp(argv[0], "engine") ? U_ENGINE : !strcmp(argv[0], "blk") ? U_BLK :
 		   !strcmp(argv[0], "ng") ? U_NG : !strcmp(argv[0], "engine-reg") ? U_ENGINE_REG :
 		   !strcmp(argv[0], "engine-std") ? U_ENGINE_STD :
@@ -611,8 +569,6 @@ static int uring(int argc, char **argv)
 			iopoll = 1;
 		else if (!strcmp(argv[i], "--defer"))
 			defer = 1;
-		else if (!strcmp(argv[i], "--blkmq"))
-			blkmq = 1;
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
@@ -621,8 +577,6 @@ static int uring(int argc, char **argv)
 		       2;
 	if (kind == U_ENGINE_REG && (flags & P2PNVME_IO_F_BOUNCE))
 		return fprintf(stderr, "engine-reg: registered buffers are never bounced\n"), 2;
-	if (blkmq && (kind != U_ENGINE_REG || iopoll))
-		return fprintf(stderr, "--blkmq: engine-reg on interrupts only\n"), 2;
 	fd = open(argv[1], kind == U_BLK || kind == U_DISK ? O_RDONLY | O_DIRECT : O_RDWR);
 	if (fd < 0)
 		return perror(argv[1]), 1;
@@ -680,9 +634,6 @@ static int uring(int argc, char **argv)
 	bytes0 = kind == U_DISK ? disk_bytes(fd, host) : 0;
 	if (bytes0 < 0)
 		return fprintf(stderr, "%s: not a p2pnvme disk (p2pnvme disk=1)\n", argv[1]), 1;
-	ios0 = blkmq_ios();
-	if (blkmq && (ios0 < 0 || blkmq_set(1)))
-		return fprintf(stderr, "--blkmq: no blk-mq prototype (p2pnvme blkmq_proto=1)\n"), 1;
 	srand(1);
 	mark(0);
 	c0 = cpu_busy();
@@ -735,21 +686,14 @@ static int uring(int argc, char **argv)
 	}
 	c1 = cpu_busy();	/* before the sort: its CPU is not the I/O's */
 	mark(1);
-	if (blkmq && blkmq_set(0))
-		return perror(BLKMQ_PARAM), 1;
-	ios1 = blkmq_ios();
-	/* every read went the way it was meant to */
-	if (kind == U_ENGINE_REG && ios0 >= 0 && ios1 - ios0 != (blkmq ? ops : 0))
-		return fprintf(stderr, "blk-mq prototype answered %lld of %ld reads\n",
-			       ios1 - ios0, ops), 1;
 	/* the disk's reads all went through p2pnvme's disk, on the path meant */
 	bytes1 = kind == U_DISK ? disk_bytes(fd, host) : 0;
 	if (bytes1 - bytes0 != (long long)(kind == U_DISK ? ops * size : 0))
 		return fprintf(stderr, "%s: the disk counted %lld bytes %s for %ld reads of %zu\n",
 			       argv[1], bytes1 - bytes0, host ? "host" : "p2p", ops, size), 1;
 	qsort(lats, nlat, sizeof(*lats), cmp_double);
-	snprintf(name, sizeof(name), "%s%s%s", names[kind],
-		 iopoll ? "-iopoll" : blkmq ? "-blkmq" : "", defer ? "-defer" : "");
+	snprintf(name, sizeof(name), "%s%s%s", names[kind], iopoll ? "-iopoll" : "",
+		 defer ? "-defer" : "");
 	report_p99(name, argv[1], size, qd,
 		   host ? "host" : kind == U_BLK || kind == U_NG || kind == U_DISK ? "p2p" :
 		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" :
