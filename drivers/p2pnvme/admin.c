@@ -308,13 +308,13 @@ int p2pnvme_identify(struct p2pnvme *c)
 	cmd.features.fid = cpu_to_le32(NVME_FEAT_NUM_QUEUES);
 	c->nr_ioq = clamp_t(unsigned int, min(p2pnvme_max_io_queues, num_online_cpus()), 1,
 			    P2PNVME_MAX_IOQ);
-	want = c->nr_ioq * (c->want_protoq ? 2 : 1);
+	want = c->nr_ioq * (c->want_diskq ? 2 : 1);
 	cmd.features.dword11 = cpu_to_le32((want - 1) | (want - 1) << 16);
 	ret = p2pnvme_admin_exec(c, &cmd, &result);
 	if (ret)
 		return ret;
 	granted = min((result & 0xffff) + 1, (result >> 16) + 1);
-	c->nr_protoq = c->want_protoq && granted >= want ? c->nr_ioq : 0;
+	c->nr_diskq = c->want_diskq && granted >= want ? c->nr_ioq : 0;
 	c->nr_ioq = min(c->nr_ioq, granted);
 	return 0;
 }
@@ -504,7 +504,7 @@ void p2pnvme_dbbuf_alloc(struct p2pnvme *c)
 	struct device *dev = &c->pdev->dev;
 	size_t need = (size_t)(c->nr_ioq + 1) * 2 * c->db_stride * sizeof(__le32);
 
-	if (!(c->oacs & NVME_CTRL_OACS_DBBUF_SUPP) || c->want_protoq)
+	if (!(c->oacs & NVME_CTRL_OACS_DBBUF_SUPP) || c->want_diskq)
 		return;
 	if (need > P2PNVME_CTRL_PAGE) {
 		pci_info(c->pdev, "shadow doorbells need %zu bytes, more than a page: doorbells by MMIO\n",

@@ -1098,16 +1098,16 @@ void p2pnvme_disk_init(struct p2pnvme *c)
 	unsigned int i;
 	int ret = -ENOMEM;
 
-	if (!c->nr_protoq) {
+	if (!c->nr_diskq) {
 		pci_warn(c->pdev, "no disk: %s\n", c->polled ?
 			 "no interrupts for its queues (poll=1 or no MSI-X)" :
 			 "the controller or the platform did not grant its queues and vectors");
 		return;
 	}
-	d = kzalloc(struct_size(d, q, c->nr_protoq), GFP_KERNEL);
+	d = kzalloc(struct_size(d, q, c->nr_diskq), GFP_KERNEL);
 	if (!d)
 		goto fail;
-	d->nr = c->nr_protoq;
+	d->nr = c->nr_diskq;
 	d->c = c;
 	mutex_init(&d->lock);
 	INIT_WORK(&d->dead_work, disk_dead_work);

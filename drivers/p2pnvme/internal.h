@@ -584,9 +584,9 @@ struct p2pnvme_upper_ops {
  * @pt_lock: serialises users of @pt_buf (and none uses it while
  *	     @admin_abandoned is not 0)
  * @nr_ioq: I/O queue pairs created
- * @want_protoq: probe asks for a second set of queue pairs: the disk's
- *		 (disk.c)
- * @nr_protoq: the second set's queue pairs: as many as @nr_ioq, after
+ * @want_diskq: probe asks for a second set of queue pairs, the disk's
+ *		(disk.c)
+ * @nr_diskq: the second set's queue pairs: as many as @nr_ioq, after
  *	       them, each with its own vector; 0 without it
  * @disk: the disk, or NULL (set by disk.c at probe, cleared at removal
  *	  once nothing calls it any more)
@@ -694,8 +694,8 @@ struct p2pnvme {
 	dma_addr_t pt_dma;
 	struct mutex pt_lock;	/* see above */
 	unsigned int nr_ioq;
-	bool want_protoq;
-	unsigned int nr_protoq;
+	bool want_diskq;
+	unsigned int nr_diskq;
 	struct p2pnvme_disk *disk;
 	const struct p2pnvme_upper_ops *upper;
 	bool disk_rules;

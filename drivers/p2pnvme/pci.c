@@ -185,14 +185,14 @@ static int setup_irqs(struct p2pnvme *c)
 		return -ENOMEM;
 	c->polled = poll_mode;
 	if (c->polled)
-		c->nr_protoq = 0;
-	if (c->nr_protoq &&
+		c->nr_diskq = 0;
+	if (c->nr_diskq &&
 	    pci_alloc_irq_vectors_affinity(pdev, want, want, PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
 					   &sets) < 0) {
 		pci_info(pdev, "no vectors for a second set of queues (the disk's)\n");
-		c->nr_protoq = 0;
+		c->nr_diskq = 0;
 	}
-	if (!c->polled && !c->nr_protoq) {
+	if (!c->polled && !c->nr_diskq) {
 		nvec = pci_alloc_irq_vectors_affinity(pdev, 2, c->nr_ioq + 1,
 						      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY, &affd);
 		if (nvec < 0) {
@@ -376,7 +376,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	/* admin queue only, to learn how many I/O queues there will be */
 	c->nr_ioq = 0;
 	/* the disk takes the second set of queues */
-	c->want_protoq = !poll_mode && want_disk;
+	c->want_diskq = !poll_mode && want_disk;
 	ret = p2pnvme_ctrl_enable(c);
 	if (!ret)
 		ret = p2pnvme_identify(c);
