@@ -92,13 +92,6 @@ probe HAVE_PCIM_REQUEST_REGION '#include <linux/pci.h>' \
 probe HAVE_PCIM_IOMAP_REGION '#include <linux/pci.h>' \
 	'void __iomem *p = pcim_iomap_region(NULL, 0, "x"); (void)p;'
 
-# 6.9+: a request_queue without a disk (p2pnvme's blk-mq prototype); 7.x:
-# a request's end_io gets the completion batch too
-probe HAVE_BLK_MQ_ALLOC_QUEUE '#include <linux/blk-mq.h>' \
-	'struct request_queue *q = blk_mq_alloc_queue(NULL, NULL, NULL); (void)q;'
-probe HAVE_RQ_END_IO_IOB '#include <linux/blk-mq.h>' \
-	'rq_end_io_fn *f = NULL; enum rq_end_io_ret r = f(NULL, BLK_STS_OK, NULL); (void)r;'
-
 # p2pnvme's disk (drivers/p2pnvme/disk.c). 6.11+: queue features in the
 # limits (BLK_FEAT_*), 6.1's queue flags before; 6.9+: blk_mq_alloc_disk()
 # takes the limits, 6.1 has two arguments and blk_queue_*() setters; 7.x:

@@ -23,7 +23,7 @@ import sys
 # top down; a file not listed is an error (say where a new file belongs)
 LAYERS = [
     ['pci.c', 'cdev.c', 'sysfs.c'],	# the PCI driver, the char device, sysfs
-    ['uring.c', 'blkmq.c', 'disk.c'],	# io_uring passthrough; its blk-mq prototype; the disk
+    ['uring.c', 'disk.c'],		# io_uring passthrough; the disk
     ['io.c', 'file.c'],			# requests; the file command
     ['reg.c', 'dmabuf.c'],		# registered buffers, dma-buf import
     ['ctrl.c'],				# state, I/O guard, reset, recovery

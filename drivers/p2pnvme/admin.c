@@ -302,19 +302,19 @@ int p2pnvme_identify(struct p2pnvme *c)
 
 	/*
 	 * Number of Queues: ask, then take what was granted; twice as many
-	 * for the blk-mq prototype, which gets them only if all are granted
+	 * for the disk, which gets them only if all are granted
 	 */
 	cmd.features.opcode = nvme_admin_set_features;
 	cmd.features.fid = cpu_to_le32(NVME_FEAT_NUM_QUEUES);
 	c->nr_ioq = clamp_t(unsigned int, min(p2pnvme_max_io_queues, num_online_cpus()), 1,
 			    P2PNVME_MAX_IOQ);
-	want = c->nr_ioq * (c->want_protoq ? 2 : 1);
+	want = c->nr_ioq * (c->want_diskq ? 2 : 1);
 	cmd.features.dword11 = cpu_to_le32((want - 1) | (want - 1) << 16);
 	ret = p2pnvme_admin_exec(c, &cmd, &result);
 	if (ret)
 		return ret;
 	granted = min((result & 0xffff) + 1, (result >> 16) + 1);
-	c->nr_protoq = c->want_protoq && granted >= want ? c->nr_ioq : 0;
+	c->nr_diskq = c->want_diskq && granted >= want ? c->nr_ioq : 0;
 	c->nr_ioq = min(c->nr_ioq, granted);
 	return 0;
 }
@@ -496,15 +496,15 @@ static int set_coalescing(struct p2pnvme *c)
  * binding (a controller that has gone on writing an event index never
  * writes into freed memory); one holds every queue's words. Without them
  * (no support, too many queues for a page, no memory) doorbells are MMIO
- * writes, as before. The blk-mq prototype's queues ring by MMIO only: no
- * shadow doorbells beside it.
+ * writes, as before. The disk's queues (disk.c) ring by MMIO only: no
+ * shadow doorbells beside them.
  */
 void p2pnvme_dbbuf_alloc(struct p2pnvme *c)
 {
 	struct device *dev = &c->pdev->dev;
 	size_t need = (size_t)(c->nr_ioq + 1) * 2 * c->db_stride * sizeof(__le32);
 
-	if (!(c->oacs & NVME_CTRL_OACS_DBBUF_SUPP) || c->want_protoq)
+	if (!(c->oacs & NVME_CTRL_OACS_DBBUF_SUPP) || c->want_diskq)
 		return;
 	if (need > P2PNVME_CTRL_PAGE) {
 		pci_info(c->pdev, "shadow doorbells need %zu bytes, more than a page: doorbells by MMIO\n",
@@ -602,7 +602,6 @@ int p2pnvme_ctrl_enable(struct p2pnvme *c)
 	ret = p2pnvme_wait_ready(c, true);
 	if (ret)
 		return ret;
-	c->enables++;	/* every I/O queue of the enable before is gone */
 	/* a reset: the namespace must still be the one served (not at probe) */
 	if (c->nsid) {
 		ret = p2pnvme_ns_recheck(c);

@@ -5,7 +5,7 @@
  * files go through the filesystem's own O_DIRECT (Documentation/files.rst,
  * design 1). Only with the module parameter disk=1 at probe.
  *
- * Its queues are its own, as blkmq.c's prototype has them: probe asks the
+ * Its queues are its own, as issue 22's prototype had them: probe asks the
  * controller for a second set of I/O queue pairs, as many as the
  * engine's (qid nr_ioq + 1 ..), each with its own MSI-X vector from a
  * second interrupt set spread over the CPUs; no command identifier is
@@ -1098,16 +1098,16 @@ void p2pnvme_disk_init(struct p2pnvme *c)
 	unsigned int i;
 	int ret = -ENOMEM;
 
-	if (!c->nr_protoq) {
+	if (!c->nr_diskq) {
 		pci_warn(c->pdev, "no disk: %s\n", c->polled ?
 			 "no interrupts for its queues (poll=1 or no MSI-X)" :
 			 "the controller or the platform did not grant its queues and vectors");
 		return;
 	}
-	d = kzalloc(struct_size(d, q, c->nr_protoq), GFP_KERNEL);
+	d = kzalloc(struct_size(d, q, c->nr_diskq), GFP_KERNEL);
 	if (!d)
 		goto fail;
-	d->nr = c->nr_protoq;
+	d->nr = c->nr_diskq;
 	d->c = c;
 	mutex_init(&d->lock);
 	INIT_WORK(&d->dead_work, disk_dead_work);

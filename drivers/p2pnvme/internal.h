@@ -242,7 +242,6 @@ enum p2pnvme_recovery {
 
 struct p2pnvme_batch;
 struct p2pnvme_file;
-struct p2pnvme_blkmq;
 struct p2pnvme_disk;		/* disk.h */
 struct p2pnvme_reg;		/* reg.h */
 struct p2pnvme_fence;		/* reg.h */
@@ -585,15 +584,10 @@ struct p2pnvme_upper_ops {
  * @pt_lock: serialises users of @pt_buf (and none uses it while
  *	     @admin_abandoned is not 0)
  * @nr_ioq: I/O queue pairs created
- * @want_protoq: probe asks for a second set of queue pairs: the disk's
- *		 (disk.c) or the blk-mq prototype's (blkmq.c, bench only)
- * @nr_protoq: the second set's queue pairs: as many as @nr_ioq, after
+ * @want_diskq: probe asks for a second set of queue pairs, the disk's
+ *		(disk.c)
+ * @nr_diskq: the second set's queue pairs: as many as @nr_ioq, after
  *	       them, each with its own vector; 0 without it
- * @enables: times the controller was enabled (p2pnvme_ctrl_enable(), under
- *	     @reset_lock for write, or probe): the prototype's queues exist in
- *	     the enable that created them only
- * @blkmq: the prototype, or NULL (set and cleared by blkmq.c at probe and
- *	   removal)
  * @disk: the disk, or NULL (set by disk.c at probe, cleared at removal
  *	  once nothing calls it any more)
  * @upper: the disk's hooks (@disk's), or NULL: set at probe before the
@@ -700,10 +694,8 @@ struct p2pnvme {
 	dma_addr_t pt_dma;
 	struct mutex pt_lock;	/* see above */
 	unsigned int nr_ioq;
-	bool want_protoq;
-	unsigned int nr_protoq;
-	u32 enables;
-	struct p2pnvme_blkmq *blkmq;
+	bool want_diskq;
+	unsigned int nr_diskq;
 	struct p2pnvme_disk *disk;
 	const struct p2pnvme_upper_ops *upper;
 	bool disk_rules;

@@ -167,9 +167,8 @@ static void irq_sets(struct irq_affinity *affd, unsigned int nvecs)
  * MSI-X: vector 0 stays with the (polled) admin queue, I/O queue i gets
  * vector i, spread over the CPUs by the IRQ core (managed affinity, as
  * nvme-pci); each CPU submits to the queue whose interrupt it takes. The
- * second set of queues (the disk's, disk.c, or the blk-mq prototype's,
- * blkmq.c) gets a second set of as many vectors after them, spread the
- * same way, or none at all.
+ * second set of queues (the disk's, disk.c) gets a second set of as many
+ * vectors after them, spread the same way, or none at all.
  */
 static int setup_irqs(struct p2pnvme *c)
 {
@@ -186,14 +185,14 @@ static int setup_irqs(struct p2pnvme *c)
 		return -ENOMEM;
 	c->polled = poll_mode;
 	if (c->polled)
-		c->nr_protoq = 0;
-	if (c->nr_protoq &&
+		c->nr_diskq = 0;
+	if (c->nr_diskq &&
 	    pci_alloc_irq_vectors_affinity(pdev, want, want, PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
 					   &sets) < 0) {
-		pci_info(pdev, "no vectors for a second set of queues (the disk's or the prototype's)\n");
-		c->nr_protoq = 0;
+		pci_info(pdev, "no vectors for a second set of queues (the disk's)\n");
+		c->nr_diskq = 0;
 	}
-	if (!c->polled && !c->nr_protoq) {
+	if (!c->polled && !c->nr_diskq) {
 		nvec = pci_alloc_irq_vectors_affinity(pdev, 2, c->nr_ioq + 1,
 						      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY, &affd);
 		if (nvec < 0) {
@@ -376,8 +375,8 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_put;
 	/* admin queue only, to learn how many I/O queues there will be */
 	c->nr_ioq = 0;
-	/* the disk takes the second set of queues; the prototype only without it */
-	c->want_protoq = !poll_mode && (want_disk || p2pnvme_blkmq_wanted());
+	/* the disk takes the second set of queues */
+	c->want_diskq = !poll_mode && want_disk;
 	ret = p2pnvme_ctrl_enable(c);
 	if (!ret)
 		ret = p2pnvme_identify(c);
@@ -418,11 +417,9 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c->debugfs = debugfs_create_dir(pci_name(pdev), p2pnvme_debugfs);
 	p2pnvme_debugfs_add(c);
-	/* without either on failure */
+	/* without it on failure */
 	if (want_disk)
 		p2pnvme_disk_init(c);
-	else
-		p2pnvme_blkmq_init(c);	/* bench only */
 	pci_save_state(pdev);	/* for the slot reset of a PCI error's recovery */
 	p2pnvme_reg_watch(c);	/* static exporters' devices unbound (reg.c) */
 	/* an early opener of the minor saw RESETTING and waited */
@@ -474,7 +471,6 @@ static void p2pnvme_remove(struct pci_dev *pdev)
 	p2pnvme_change_state(c, P2PNVME_DEAD);
 	up_write(&c->reset_lock);
 	/* nobody issues any more and the controller is stopped */
-	p2pnvme_blkmq_exit(c);
 	p2pnvme_disk_free(c);
 	/*
 	 * Every command is over and no submitter is inside the I/O guard any

@@ -576,11 +576,6 @@ static int uring_cmd_queue(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io, b
 		    p2pnvme_io_allowed(ioucmd->file, io);
 	if (ret)
 		return ret;
-#if P2P_HAVE_BLKMQ_PROTO
-	/* bench only: the blk-mq prototype's path (blkmq.c) */
-	if (!std && p2pnvme_blkmq_takes(c, io, issue_flags))
-		return p2pnvme_blkmq_issue(ioucmd, f, io, issue_flags);
-#endif
 	/*
 	 * io_uring's registered buffers (the pages are borrowed, not pinned
 	 * per transfer) are charged at their registration, as p2pnvme's own

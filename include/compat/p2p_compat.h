@@ -290,22 +290,4 @@ static inline int p2p_uring_cmd_import_fixed(u64 ubuf, unsigned long len, int rw
 #define P2P_HAVE_URING_CMD	0
 #endif
 
-/*
- * p2pnvme's bench-only blk-mq prototype (drivers/p2pnvme/blkmq.c): on
- * io_uring passthrough and a request_queue without a disk from
- * blk_mq_alloc_queue() (6.9+); compiled out elsewhere (6.1). 7.x passes
- * the completion batch to a request's end_io.
- */
-#if P2P_HAVE_URING_CMD && defined(HAVE_BLK_MQ_ALLOC_QUEUE)
-#define P2P_HAVE_BLKMQ_PROTO	1
-#ifdef HAVE_RQ_END_IO_IOB
-#define P2P_RQ_END_IO(name)	enum rq_end_io_ret name(struct request *rq, blk_status_t err, \
-							const struct io_comp_batch *iob)
-#else
-#define P2P_RQ_END_IO(name)	enum rq_end_io_ret name(struct request *rq, blk_status_t err)
-#endif
-#else
-#define P2P_HAVE_BLKMQ_PROTO	0
-#endif
-
 #endif /* P2P_COMPAT_H */

@@ -18,16 +18,18 @@
  *        polling (p2pnvme loaded with poll=1, nvme-pci with poll_queues).
  *        --defer: the ring fio sets up (SINGLE_ISSUER | DEFER_TASKRUN |
  *        COOP_TASKRUN: completions' task work runs when the task waits)
- *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host] [--iopoll] [--blkmq]
+ *   p2pbench uring disk DISK SIZE SECONDS QD [--host]
+ *        O_DIRECT IORING_OP_READ on p2pnvme's disk (/dev/p2pnvmeNnM, p2pnvme
+ *        loaded with disk=1), as on nvme-pci's block device: blk-mq on
+ *        p2pnvme's own second set of queues; reported as disk-uring. The
+ *        disk's byte counter (bytes_p2p, or bytes_host with --host) must
+ *        have grown by every read's bytes
+ *   p2pbench uring engine-reg NVME SIZE SECONDS QD [--host] [--iopoll]
  *        the engine's io_uring path with a registered buffer: the p2pmem,
  *        exported by p2pbar as a dma-buf (P2PBAR_IOC_EXPORT), or the host
  *        memory, is registered once (P2PNVME_IOC_BUF_REGISTER) and every
  *        read names it (P2PNVME_IO_F_REGISTERED): nothing is pinned or
- *        mapped per I/O. --blkmq: the same reads through p2pnvme's
- *        bench-only blk-mq prototype (p2pnvme loaded with blkmq_proto=1;
- *        its parameter is set to 1 for the run and to 0 after), reported as
- *        engine-uring-reg-blkmq; the prototype's debugfs count must have
- *        grown by every read (and, without --blkmq, by none)
+ *        mapped per I/O
  *
  *   p2pbench regcost NVME SIZE N
  *        what registering costs (P2PNVME_IOC_BUF_REGISTER + _UNREGISTER, N
@@ -60,7 +62,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <linux/aio_abi.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -69,6 +70,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -422,7 +425,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum { U_ENGINE, U_BLK, U_NG, U_ENGINE_REG, U_ENGINE_STD };
+enum { U_ENGINE, U_BLK, U_NG, U_ENGINE_REG, U_ENGINE_STD, U_DISK };
 
 /*
  * One read at a random 4 KiB-aligned offset into slot @i of @buf (for
@@ -434,7 +437,7 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 {
 	uint64_t off = ((uint64_t)rand() % blocks) * 4096;
 
-	if (kind == U_BLK) {
+	if (kind == U_BLK || kind == U_DISK) {
 		io_uring_prep_read(sqe, fd, buf + i * size, size, off);
 	} else if (kind == U_NG || kind == U_ENGINE_STD) {
 		struct nvme_uring_cmd *cmd = (struct nvme_uring_cmd *)sqe->cmd;
@@ -470,39 +473,29 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 	sqe->user_data = i;
 }
 
-#define BLKMQ_PARAM	"/sys/module/p2pnvme/parameters/blkmq_proto"
-
-/* Route registered io_uring reads through the blk-mq prototype, or not. */
-static int blkmq_set(int on)
-{
-	FILE *f = fopen(BLKMQ_PARAM, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fputs(on ? "1" : "0", f) < 0 ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
-
-/* Reads the prototype has answered (its debugfs file), or -1 without one. */
-static long long blkmq_ios(void)
+/*
+ * The bytes p2pnvme's disk behind the block device @fd has moved on the
+ * P2P path (its counter bytes_p2p, /sys/class/p2pnvme/p2pnvmeN/disk/), or
+ * on the host path with @host; -1 if @fd is not a p2pnvme disk.
+ */
+static long long disk_bytes(int fd, int host)
 {
 	long long n = -1;
-	glob_t g;
+	char path[96];
+	struct stat st;
 	FILE *f;
-	char line[64];
 
-	if (glob("/sys/kernel/debug/p2pnvme/*/blkmq_proto", 0, NULL, &g))
+	if (fstat(fd, &st) || !S_ISBLK(st.st_mode))
 		return -1;
-	f = g.gl_pathc == 1 ? fopen(g.gl_pathv[0], "r") : NULL;
-	globfree(&g);
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "ios %lld", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
+	/* the disk's parent device is the controller's class device */
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/device/disk/bytes_%s",
+		 major(st.st_rdev), minor(st.st_rdev), host ? "host" : "p2p");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
 	return n;
 }
 
@@ -549,13 +542,12 @@ static long register_buffer(int fd, size_t len, int host)
 static int uring(int argc, char **argv)
 {
 	static const char * const names[] = { "engine-uring", "nvme-pci-uring", "nvme-pci-ng",
-					      "engine-uring-reg", "engine-uring-std" };
-	long long ios0, ios1;
-	int blkmq = 0;
+					      "engine-uring-reg", "engine-uring-std", "disk-uring" };
+	long long bytes0, bytes1;
 	int kind = !strcmp(argv[0], "engine") ? U_ENGINE : !strcmp(argv[0], "blk") ? U_BLK :
 		   !strcmp(argv[0], "ng") ? U_NG : !strcmp(argv[0], "engine-reg") ? U_ENGINE_REG :
 		   !strcmp(argv[0], "engine-std") ? U_ENGINE_STD :
-		   -1;
+		   !strcmp(argv[0], "disk") ? U_DISK : -1;
 	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22;
 	double secs = atof(argv[3]), t0, t1, c0, c1, lat = 0, *start, *lats;
 	int qd = atoi(argv[4]), host = 0, flags = 0, iopoll = 0, defer = 0, fd, i, ret;
@@ -577,19 +569,15 @@ static int uring(int argc, char **argv)
 			iopoll = 1;
 		else if (!strcmp(argv[i], "--defer"))
 			defer = 1;
-		else if (!strcmp(argv[i], "--blkmq"))
-			blkmq = 1;
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
 	if (kind < 0 || qd < 1 || qd > 256)
-		return fprintf(stderr, "uring engine|engine-reg|engine-std|blk|ng DEV SIZE SECONDS QD (1..256)\n"),
+		return fprintf(stderr, "uring engine|engine-reg|engine-std|blk|ng|disk DEV SIZE SECONDS QD (1..256)\n"),
 		       2;
 	if (kind == U_ENGINE_REG && (flags & P2PNVME_IO_F_BOUNCE))
 		return fprintf(stderr, "engine-reg: registered buffers are never bounced\n"), 2;
-	if (blkmq && (kind != U_ENGINE_REG || iopoll))
-		return fprintf(stderr, "--blkmq: engine-reg on interrupts only\n"), 2;
-	fd = open(argv[1], kind == U_BLK ? O_RDONLY | O_DIRECT : O_RDWR);
+	fd = open(argv[1], kind == U_BLK || kind == U_DISK ? O_RDONLY | O_DIRECT : O_RDWR);
 	if (fd < 0)
 		return perror(argv[1]), 1;
 	if (kind == U_ENGINE || kind == U_ENGINE_REG || kind == U_ENGINE_STD) {
@@ -643,9 +631,9 @@ static int uring(int argc, char **argv)
 		return perror("setup"), 1;
 	/* fault the latency array in now: its page faults are not the I/O's CPU */
 	memset(lats, 0, maxlat * sizeof(*lats));
-	ios0 = blkmq_ios();
-	if (blkmq && (ios0 < 0 || blkmq_set(1)))
-		return fprintf(stderr, "--blkmq: no blk-mq prototype (p2pnvme blkmq_proto=1)\n"), 1;
+	bytes0 = kind == U_DISK ? disk_bytes(fd, host) : 0;
+	if (bytes0 < 0)
+		return fprintf(stderr, "%s: not a p2pnvme disk (p2pnvme disk=1)\n", argv[1]), 1;
 	srand(1);
 	mark(0);
 	c0 = cpu_busy();
@@ -671,7 +659,7 @@ static int uring(int argc, char **argv)
 			int slot = cqe->user_data;
 			double l = t1 - start[slot];
 
-			if (cqe->res < 0 || (kind == U_BLK && cqe->res != (int)size))
+			if (cqe->res < 0 || ((kind == U_BLK || kind == U_DISK) && cqe->res != (int)size))
 				return fprintf(stderr, "read failed: %s\n", strerror(-cqe->res)), 1;
 			if (kind == U_ENGINE || kind == U_ENGINE_REG)
 				path = cqe->big_cqe[0] & 0xffff;
@@ -698,18 +686,16 @@ static int uring(int argc, char **argv)
 	}
 	c1 = cpu_busy();	/* before the sort: its CPU is not the I/O's */
 	mark(1);
-	if (blkmq && blkmq_set(0))
-		return perror(BLKMQ_PARAM), 1;
-	ios1 = blkmq_ios();
-	/* every read went the way it was meant to */
-	if (kind == U_ENGINE_REG && ios0 >= 0 && ios1 - ios0 != (blkmq ? ops : 0))
-		return fprintf(stderr, "blk-mq prototype answered %lld of %ld reads\n",
-			       ios1 - ios0, ops), 1;
+	/* the disk's reads all went through p2pnvme's disk, on the path meant */
+	bytes1 = kind == U_DISK ? disk_bytes(fd, host) : 0;
+	if (bytes1 - bytes0 != (long long)(kind == U_DISK ? ops * size : 0))
+		return fprintf(stderr, "%s: the disk counted %lld bytes %s for %ld reads of %zu\n",
+			       argv[1], bytes1 - bytes0, host ? "host" : "p2p", ops, size), 1;
 	qsort(lats, nlat, sizeof(*lats), cmp_double);
-	snprintf(name, sizeof(name), "%s%s%s", names[kind],
-		 iopoll ? "-iopoll" : blkmq ? "-blkmq" : "", defer ? "-defer" : "");
+	snprintf(name, sizeof(name), "%s%s%s", names[kind], iopoll ? "-iopoll" : "",
+		 defer ? "-defer" : "");
 	report_p99(name, argv[1], size, qd,
-		   host ? "host" : kind == U_BLK || kind == U_NG ? "p2p" :
+		   host ? "host" : kind == U_BLK || kind == U_NG || kind == U_DISK ? "p2p" :
 		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" :
 		   path == P2PNVME_PATH_DMABUF ? "dmabuf" : "host",
 		   ops, t1 - t0, lat, c1 - c0, nlat ? lats[nlat * 99 / 100] : 0);
@@ -857,7 +843,7 @@ int main(int argc, char **argv)
 		return allocflat(argv + 2);
 	fprintf(stderr, "usage: p2pbench engine NVME SIZE SECONDS [--qd N] [--threads T] [--bounce|--host]\n"
 		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n"
-		"       p2pbench uring engine|blk|ng DEV SIZE SECONDS QD [--bounce|--host]\n"
+		"       p2pbench uring engine|blk|ng|disk DEV SIZE SECONDS QD [--bounce|--host]\n"
 		"       p2pbench uring engine-reg NVME SIZE SECONDS QD [--host]\n"
 		"       p2pbench regcost NVME SIZE N\n"
 		"       p2pbench allocflat BAR N\n"
