@@ -42,13 +42,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <linux/types.h>
 #include <qemu-plugin.h>
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
-
-typedef uint64_t u64;
-typedef int64_t s64;
-typedef uint8_t u8;
 
 #define INSN_FORMAT	1
 #define MARK_MAGIC	0x7032
@@ -61,32 +58,33 @@ typedef uint8_t u8;
  * sees a whole value), read by any thread. A cache line each.
  */
 struct vcpu_count {
-	_Alignas(64) u64 insn[2];
+	__u64 insn[2];
+	__u64 pad[6];	/* to 64 bytes: allocated on a cache line (aligned_alloc) */
 };
 
 static struct vcpu_count *counts;
 static unsigned int nvcpus;
-static u64 lost;	/* blocks of a vCPU index beyond nvcpus: must stay 0 */
+static __u64 lost;	/* blocks of a vCPU index beyond nvcpus: must stay 0 */
 
 /* out, and the order of its lines, under out_lock */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
 
-static s64 (*vclock)(int type);
+static __s64 (*vclock)(int type);
 
-static u64 host_ns(void)
+static __u64 host_ns(void)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (u64)t.tv_sec * 1000000000ULL + t.tv_nsec;
+	return (__u64)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
 /* udata: the block's instruction count << 1 | 1 if it is the kernel's */
 static void tb_exec(unsigned int vcpu, void *udata)
 {
 	uintptr_t v = (uintptr_t)udata;
-	u64 *c;
+	__u64 *c;
 
 	if (vcpu >= nvcpus) {
 		__atomic_fetch_add(&lost, 1, __ATOMIC_RELAXED);
@@ -113,8 +111,8 @@ static void write_counts(void)
 
 static void mark_exec(unsigned int vcpu, void *udata)
 {
-	s64 vns = vclock ? vclock(QEMU_CLOCK_VIRTUAL) : -1;
-	u64 ns = host_ns();
+	__s64 vns = vclock ? vclock(QEMU_CLOCK_VIRTUAL) : -1;
+	__u64 ns = host_ns();
 
 	pthread_mutex_lock(&out_lock);
 	if (!out) {
@@ -132,7 +130,7 @@ static void mark_exec(unsigned int vcpu, void *udata)
 /* the marker's id, or -1 if @insn is not one */
 static int mark_id(struct qemu_plugin_insn *insn)
 {
-	const u8 *b;
+	const __u8 *b;
 
 	if (qemu_plugin_insn_size(insn) != 7)
 		return -1;
@@ -198,7 +196,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		return -1;
 	}
 	nvcpus = info->system.max_vcpus;
-	counts = calloc(nvcpus ? nvcpus : 1, sizeof(*counts));
+	counts = aligned_alloc(64, (nvcpus ? nvcpus : 1) * sizeof(*counts));
+	if (counts)
+		memset(counts, 0, (nvcpus ? nvcpus : 1) * sizeof(*counts));
 	out = fopen(path, "w");
 	if (!counts || !out) {
 		perror(path);
