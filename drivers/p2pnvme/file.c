@@ -716,7 +716,7 @@ long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg)
 	}
 	ret = file_inflight_get(f, ios, sub.nr, &bytes);
 	if (ret)
-		goto out_release;
+		goto out_failed;	/* the whole batch: @failed is nr */
 
 	atomic_add(sub.nr, &fb.pending);
 	blk_start_plug(&plug);
@@ -740,7 +740,6 @@ long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg)
 out_failed:
 	if (put_user(sub.failed, &usub->failed))
 		ret = -EFAULT;
-out_release:
 	for (i = 0; i < prepared; i++)
 		file_release(&fb, &xs[i]);
 	file_put_p2pbar(&fb);

@@ -335,7 +335,7 @@ struct p2pnvme_file_io {
  * read-only fd), -ENODEV (revoked), -EOPNOTSUPP (a dma-buf that is not
  * p2pbar's: GPU memory has no pages the block layer can take yet). Bytes
  * at user addresses count against max_inflight_mb as the LBA transfers'
- * (-E2BIG, -EAGAIN).
+ * (-E2BIG, -EAGAIN; @failed is then @nr: the batch as a whole).
  *
  * Then each entry is one asynchronous direct I/O of the file (its
  * filesystem's: dirty page cache written back first, the blocks the
