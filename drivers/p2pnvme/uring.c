@@ -829,13 +829,11 @@ static void uring_file_end(void *priv)
 /*
  * P2PNVME_URING_CMD_FILE_IO: one transfer of the file command, checked by
  * file.c as an ioctl's entry, then one asynchronous direct I/O of the file.
- * Where io_uring issues a command again from its own copy of the SQE (7.x)
- * an inline issue passes IOCB_NOWAIT, and the filesystem's -EAGAIN (a lock
- * or an allocation it would wait for, a file without FMODE_NOWAIT) goes to
- * io_uring's workers, which issue it again, blocking, bound to the
- * registration its buffer id named (struct p2pnvme_pdu). 6.12 would issue
- * it again from the SQ ring: the issue blocks in the submitter, as its
- * other commands wait for room there. Not cancellable (no
+ The issue blocks in the submitter on every kernel (an inline
+ * IOCB_NOWAIT issue, which 7.x could hand to io_uring's workers bound to
+ * the registration its buffer id named, is left out until an -EAGAIN at
+ * the I/O's end is issued again too; 6.12 would issue it again from the
+ * SQ ring). Not cancellable (no
  * io_uring_cmd_mark_cancelable()): the direct I/O ends within the disk's
  * timeouts, or at its removal. IOPOLL rings: -EOPNOTSUPP, nothing would
  * poll the filesystem's bios for it.
@@ -844,7 +842,14 @@ static int uring_file_io(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct p2pnvme_file *f = ioucmd->file->private_data;
 	struct p2pnvme_pdu *pdu = pdu_of(ioucmd);
-	bool nowait = P2P_URING_REISSUE_SAFE && (issue_flags & IO_URING_F_NONBLOCK);
+	/*
+	 * Never IOCB_NOWAIT, for now: a direct I/O may also end in -EAGAIN
+	 * after some of its bios were submitted (iomap's next extent under
+	 * IOMAP_NOWAIT), which only a reissue from uring_file_end() could
+	 * hide; until it does, the issue blocks in the submitter on every
+	 * kernel, as on 6.12.
+	 */
+	bool nowait = false;
 	struct p2pnvme_uring_file_cmd uc;
 	struct p2pnvme_file_cmd *fc;
 	struct p2pnvme_file_io io;
