@@ -50,9 +50,11 @@ build_suite() {
 	rm -rf "$run"; mkdir -p "$run/ktap"
 	: > "$run/serial.log"
 	t() {	# t DESCRIPTION COMMAND...
+		local t0=$SECONDS
 		n=$((n + 1))
 		if "${@:2}" >>"$run/build.log" 2>&1; then results+=("    ok $n $1")
 		else results+=("    not ok $n $1"); say "FAILED: $1 (see $run/build.log)"; fi
+		echo "$((SECONDS - t0)) $n $1" >> "$run/steps"
 	}
 	for s in $P2P_COMPILE_SERIES; do
 		if [ "$s" = "$P2P_RUNTIME_SERIES" ]; then
@@ -189,6 +191,7 @@ build_suite() {
 		"$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py" \
 		"$run" > "$run/judge.log" && echo pass > "$run/status"
 	say "build: $(cat "$run/status"), $(cat "$run/summary")"
+	say "build: slowest steps: $(sort -rn "$run/steps" | head -n 5 | awk '{printf "%s %ss, ", $2, $1}' | sed 's/, $//') (the rest in $run/steps)"
 }
 
 checkpatch() {
