@@ -108,6 +108,8 @@ for fs in $FSES; do
 	out=$(p2pctl -o json read-file $MNT/tool --length 1M --to host)
 	check_eq "read back into host memory: path" "$(js path "$out")" host
 	check_eq "read back: the bytes written (sha256)" "$(js sha256 "$out")" "$want"
+	check_eq "read back by an ordinary read, not the file command (sha256sum)" \
+		"$(sha256sum < $MNT/tool | cut -d' ' -f1)" "$want"
 	jsoncheck read-file command,file,device,offset,length,bytes,entries,memory,path,bar_offset,fnv1a,sha256 \
 		read-file $MNT/data --length 64k
 	p2pctl read-file $MNT/data --length 4k --to host --require-p2p 2>/dev/null
