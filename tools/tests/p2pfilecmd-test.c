@@ -46,45 +46,17 @@
 
 #include "harness.h"
 #include "libp2p.h"
+#include "p2pfile-common.h"
 #include "unpriv.h"
 
 #define KIB		1024ULL
 #define MIB		(1024 * KIB)
-#define PAT_MAGIC	0x5046ULL
 #define NR_MAX		P2PNVME_SUBMIT_MAX
 
 static const char *dir, *node, *bar_path, *bar_name, *img_name, *other;
 static unsigned int idbase;
 
 /* ---- the pattern, as p2pfile-test writes it ------------------------------ */
-
-static void pat_fill(unsigned char *p, unsigned int id, uint64_t off, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		uint64_t o = off + i;
-		uint64_t w = PAT_MAGIC << 48 | (uint64_t)(id & 0xffff) << 32 | (uint32_t)(o >> 3);
-
-		p[i] = w >> (8 * (o & 7));
-	}
-}
-
-/* the first byte of @p that is not @id's pattern from @off, or -1 */
-static long long pat_diff(const unsigned char *p, unsigned int id, uint64_t off, size_t len)
-{
-	unsigned char b[4096];
-	size_t i, j, n;
-
-	for (i = 0; i < len; i += n) {
-		n = len - i < sizeof(b) ? len - i : sizeof(b);
-		pat_fill(b, id, off + i, n);
-		for (j = 0; j < n; j++)
-			if (p[i + j] != b[j])
-				return i + j;
-	}
-	return -1;
-}
 
 /* file @name in @d: @size bytes of @id's pattern, written back and synced */
 static int mkfile(const char *d, const char *name, unsigned int id, size_t size, char *path)
@@ -130,43 +102,6 @@ static int submit(int nfd, struct p2pnvme_file_io *ios, unsigned int nr, unsigne
 static int submit1(int nfd, struct p2pnvme_file_io *io)
 {
 	return submit(nfd, io, 1, NULL);
-}
-
-/* p2pmem of the provider as a dma-buf, mapped and registered with @nfd */
-struct dbuf {
-	int dfd;
-	unsigned char *p;
-	size_t len;
-	uint32_t id;
-	uint64_t bar_offset;
-};
-
-static int dbuf_get(int nfd, size_t len, struct dbuf *b)
-{
-	struct p2pbar_export e;
-	struct p2pbar_info i;
-	int bfd = p2p_bar_open(bar_path, &i), ret;
-
-	if (bfd < 0)
-		return -bfd;
-	ret = -p2p_bar_export(bfd, len, P2PBAR_EXPORT_F_CLOEXEC, &e);
-	close(bfd);
-	if (ret)
-		return ret;
-	b->dfd = e.fd;
-	b->len = len;
-	b->bar_offset = e.bus_addr - i.bus_addr + i.offset;
-	b->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
-	if (b->p == MAP_FAILED)
-		return errno;
-	return -p2p_nvme_register(nfd, P2PNVME_BUF_F_DMABUF, 0, len, e.fd, &b->id);
-}
-
-static void dbuf_put(int nfd, struct dbuf *b)
-{
-	p2p_nvme_unregister(nfd, b->id);
-	munmap(b->p, b->len);
-	close(b->dfd);
 }
 
 static const char *err_str(int e)
@@ -217,7 +152,7 @@ TEST_F(filecmd, fc, bad_input, 24, 60)
 
 	if (rfd < 0 || wfd < 0 || host == MAP_FAILED)
 		kt_fail("setup: %s", strerror(errno));
-	ret = dbuf_get(self->nfd, 64 * KIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
 	if (ret)
 		kt_fail("a registered dma-buf: %s", strerror(ret));
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -298,7 +233,7 @@ TEST_F(filecmd, fc, read_dmabuf, 4, 60)
 	long long d;
 	struct dbuf b;
 
-	ret = dbuf_get(self->nfd, 2 * MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
 	if (fd < 0 || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	io = fio(P2PNVME_OP_READ, fd, 512 * KIB, MIB, 64 * KIB, P2PNVME_FILE_F_REGISTERED |
@@ -410,7 +345,7 @@ TEST_F(filecmd, fc, write_dmabuf, 5, 60)
 	sprintf(path, "%s/written", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	back = malloc(MIB);
-	ret = dbuf_get(self->nfd, MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
 	if (fd < 0 || !back || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	/* what the file will hold from 256 KiB on, through the dma-buf's CPU mapping */
@@ -441,7 +376,7 @@ TEST_F(filecmd, fc, batch256, 3, 120)
 	unsigned int i, good = 0, failed;
 	struct dbuf b;
 
-	ret = dbuf_get(self->nfd, MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
 	if (fd < 0 || !ios || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret ?: ENOMEM));
 	/* the file's 4 KiB blocks in reverse order into the buffer */
@@ -501,7 +436,7 @@ TEST_F(filecmd, fc, two_threads, 3, 120)
 	struct dbuf b;
 	int k;
 
-	ret = dbuf_get(self->nfd, 2 * MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
 	if (fd < 0 || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	for (k = 0; k < 2; k++) {
@@ -539,7 +474,7 @@ TEST_F(filecmd, fc, fd_closed, 2, 60)
 	struct dbuf b;
 	int ret;
 
-	ret = dbuf_get(self->nfd, 2 * MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
 	t.fd = open(self->path, O_RDONLY | O_CLOEXEC);
 	if (t.fd < 0 || ret)
 		kt_fail("setup: %s", strerror(t.fd < 0 ? errno : ret));
@@ -576,7 +511,7 @@ static int u_own(void *arg)
 
 	if (nfd < 0 || fd < 0)
 		return errno;
-	ret = dbuf_get(nfd, 64 * KIB, &b);
+	ret = dbuf_get(bar_path, nfd, 64 * KIB, &b);
 	if (ret)
 		return ret;
 	io = fio(P2PNVME_OP_READ, fd, 0, 64 * KIB, 0, P2PNVME_FILE_F_REGISTERED, b.id);

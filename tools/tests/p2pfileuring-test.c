@@ -48,10 +48,10 @@
 
 #include "harness.h"
 #include "libp2p.h"
+#include "p2pfile-common.h"
 
 #define KIB		1024ULL
 #define MIB		(1024 * KIB)
-#define PAT_MAGIC	0x5046ULL
 #define NR_FLIGHT	256
 #define RING_FLAGS	(IORING_SETUP_SQE128 | IORING_SETUP_CQE32)
 #define TSIZE		(1 * MIB)	/* the race's target */
@@ -70,34 +70,6 @@ static long long now_ms(void)
 }
 
 /* ---- the pattern, as p2pfilecmd-test writes it --------------------------- */
-
-static void pat_fill(unsigned char *p, unsigned int id, uint64_t off, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		uint64_t o = off + i;
-		uint64_t w = PAT_MAGIC << 48 | (uint64_t)(id & 0xffff) << 32 | (uint32_t)(o >> 3);
-
-		p[i] = w >> (8 * (o & 7));
-	}
-}
-
-/* the first byte of @p that is not @id's pattern from @off, or -1 */
-static long long pat_diff(const unsigned char *p, unsigned int id, uint64_t off, size_t len)
-{
-	unsigned char b[4096];
-	size_t i, j, n;
-
-	for (i = 0; i < len; i += n) {
-		n = len - i < sizeof(b) ? len - i : sizeof(b);
-		pat_fill(b, id, off + i, n);
-		for (j = 0; j < n; j++)
-			if (p[i + j] != b[j])
-				return i + j;
-	}
-	return -1;
-}
 
 /* @len bytes of @id's pattern from @off written to @fd */
 static int write_pat(int fd, unsigned int id, uint64_t off, size_t len)
@@ -199,43 +171,6 @@ static int ring_init(struct io_uring *ring, unsigned int entries, unsigned int f
 	return io_uring_queue_init_params(entries, ring, &p);
 }
 
-/* p2pmem of the provider as a dma-buf, mapped and registered with @nfd */
-struct dbuf {
-	int dfd;
-	unsigned char *p;
-	size_t len;
-	uint32_t id;
-	uint64_t bar_offset;
-};
-
-static int dbuf_get(int nfd, size_t len, struct dbuf *b)
-{
-	struct p2pbar_export e;
-	struct p2pbar_info i;
-	int bfd = p2p_bar_open(bar_path, &i), ret;
-
-	if (bfd < 0)
-		return -bfd;
-	ret = -p2p_bar_export(bfd, len, P2PBAR_EXPORT_F_CLOEXEC, &e);
-	close(bfd);
-	if (ret)
-		return ret;
-	b->dfd = e.fd;
-	b->len = len;
-	b->bar_offset = e.bus_addr - i.bus_addr + i.offset;
-	b->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
-	if (b->p == MAP_FAILED)
-		return errno;
-	return -p2p_nvme_register(nfd, P2PNVME_BUF_F_DMABUF, 0, len, e.fd, &b->id);
-}
-
-static void dbuf_put(int nfd, struct dbuf *b)
-{
-	p2p_nvme_unregister(nfd, b->id);
-	munmap(b->p, b->len);
-	close(b->dfd);
-}
-
 /* ---- the fixture: the controller's node, a patterned file, a ring --------- */
 
 FIXTURE(fu) {
@@ -289,7 +224,7 @@ TEST_F(fileuring, fu, bad_input, 24, 60)
 
 	if (rfd < 0 || wfd < 0 || host == MAP_FAILED)
 		kt_fail("setup: %s", strerror(errno));
-	ret = dbuf_get(self->nfd, 64 * KIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
 	if (ret)
 		kt_fail("a registered dma-buf: %s", strerror(ret));
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -389,7 +324,7 @@ TEST_F(fileuring, fu, read_dmabuf, 3, 60)
 	long long d;
 	struct dbuf b;
 
-	ret = dbuf_get(self->nfd, 2 * MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
 	if (fd < 0 || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	memset(b.p, 0xee, 2 * MIB);
@@ -503,7 +438,7 @@ TEST_F(fileuring, fu, write_dmabuf, 4, 60)
 	sprintf(path, "%s/uwritten", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	back = malloc(MIB);
-	ret = dbuf_get(self->nfd, MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
 	if (fd < 0 || !back || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	pat_fill(back, id, 128 * KIB, MIB);
@@ -539,7 +474,7 @@ static void flight(struct _kt_fixture_fu *self, unsigned int flags, const char *
 	struct io_uring ring;
 	struct dbuf b;
 
-	ret = dbuf_get(self->nfd, MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
 	if (fd < 0 || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	ret = ring_init(&ring, NR_FLIGHT, RING_FLAGS | flags);
@@ -613,7 +548,7 @@ TEST_F(fileuring, fu, teardown, 5, 120)
 	struct dbuf b;
 	pid_t pid;
 
-	ret = dbuf_get(self->nfd, MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
 	if (fd < 0 || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	ret = submit_unreaped(&ring, self->nfd, fd, &b);
@@ -644,7 +579,7 @@ TEST_F(fileuring, fu, teardown, 5, 120)
 	result(ret == 0, "the registered buffer unregisters after", 0, -ret);
 	munmap(b.p, b.len);
 	close(b.dfd);
-	ret = dbuf_get(self->nfd, MIB, &b);
+	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
 	if (ret)
 		kt_fail("a new registered dma-buf: %s", strerror(ret));
 	c = fcmd(P2PNVME_OP_READ, fd, 0, MIB, 0, P2PNVME_FILE_F_REGISTERED, b.id);
@@ -726,7 +661,7 @@ TEST_F(fileuring, fu, truncate_race, 3, 120)
 		kt_fail("setup: %s", strerror(errno));
 	fd = open(target, O_RDONLY | O_CLOEXEC);
 	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ret = dbuf_get(self->nfd, RQD * RPIECE, &b);
+	ret = dbuf_get(bar_path, self->nfd, RQD * RPIECE, &b);
 	if (fd < 0 || shared == MAP_FAILED || ret)
 		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
 	memset(b.p, 0xee, RQD * RPIECE);
