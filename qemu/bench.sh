@@ -36,6 +36,22 @@ kernels() {
 	need_pkgs dpkg-dev debhelper dh-dkms pkgconf lintian rpm rpmlint
 }
 
+# A check needs about 1.5 GiB under out/ (passing runs give their images
+# back, qemu/run.sh) and, cold, 9 GiB in the cache: say so before an hour's
+# work ends in ENOSPC.
+disk_room() {
+	local out cache
+	out=$(df -Pk "$OUT" | awk 'NR == 2 { print int($4 / 1048576) }')
+	mkdir -p "$P2P_CACHE"
+	cache=$(df -Pk "$P2P_CACHE" | awk 'NR == 2 { print int($4 / 1048576) }')
+	say "disk: ${out} GiB free under $OUT, ${cache} GiB under $P2P_CACHE"
+	if [ "$out" -lt 2 ]; then
+		echo "bench: ${out} GiB free under $OUT, a check needs 2: free some space" >&2
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+}
+
 # Debian's own headers package of this machine's release (no KUnit, no
 # P2PDMA): the newest installed.
 stock_headers() {
@@ -287,6 +303,7 @@ check)
 	shift
 	rm -rf "$OUT/runs" "$OUT/initrd" "$OUT/selected" "$OUT/results.ktap" "$OUT/results.json"
 	mkdir -p "$OUT"
+	disk_room
 	# the boots of this check share each kernel's modules and initramfs
 	export P2P_INITRD_DIR=$OUT/initrd
 	mkdir -p "$P2P_INITRD_DIR"

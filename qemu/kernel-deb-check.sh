@@ -65,7 +65,8 @@ seeded)
 		echo "kernel-deb.sh --seed: the packages of $key, made before (cached)"
 	else
 		fake_mokutil
-		rm -rf "$cache"; mkdir -p "$cache"
+		# one packaging per seed is kept: an older script's (400 MB) goes
+		rm -rf "$cache" "${cache%-*}"-*; mkdir -p "$cache"
 		start=$(date +%s)
 		if ! PATH=$dir/bin:$PATH SB_STATE='SecureBoot disabled' nice -n 19 "$kdeb" --config "$k/.config" \
 			--seed "$k" --out "$cache/pkg" > "$cache/out.log" 2>&1; then

@@ -185,5 +185,13 @@ trap - ERR
 # QEMU's own failure fails the run, each with its reason in $RUN/reasons.
 kunit_py=$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py
 "$P2P_TOP/qemu/judge.sh" "$RUN" "$qrc" "$kunit_py" || true
+# A passing run keeps what a reader needs (logs, KTAP, host results) and
+# gives its disk back: the namespace images, the BAR backing file, the
+# initramfs copy and the DMA trace are ~230 MB a run, 12 GB over a full check
+# (a CI machine ran out of space at its 44th run). A failing run keeps them
+# as evidence; P2P_KEEP=1 keeps them always.
+if [ "$(cat "$RUN/status")" = pass ] && [ -z "${P2P_KEEP:-}" ]; then
+	rm -f "$RUN"/*.img "$RUN"/*.mem "$RUN/initramfs.cpio" "$RUN/nvme-dma.log"
+fi
 [ -n "$quiet" ] || say "done: $profile.$test.$tag in ${secs}s: $(cat "$RUN/status"), $(cat "$RUN/summary" 2>/dev/null) (qemu exit $qrc, log $RUN/serial.log)"
 [ "$(cat "$RUN/status")" = pass ]
