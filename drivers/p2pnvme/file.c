@@ -11,7 +11,8 @@
  * Each batch of up to P2PNVME_SUBMIT_MAX transfers is checked whole before
  * the first is issued: the fields; the file, by the caller's own open file
  * (its mode, a regular file on this disk or one of its partitions, not an
- * xfs realtime file, FMODE_CAN_ODIRECT, the statx() direct I/O alignment);
+ * xfs realtime file, not an active swap file for a write, FMODE_CAN_ODIRECT,
+ * the statx() direct I/O alignment);
  * the memory, with the P2P rules (the kernel's P2PDMA verdict for p2pmem,
  * host memory refused under P2PNVME_FILE_F_REQUIRE_P2P). Then every
  * transfer is an asynchronous kiocb with IOCB_DIRECT, all in flight at
@@ -516,6 +517,15 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	ret = file_check_file(fb->c, x->file);
 	if (ret)
 		return ret;
+	/*
+	 * An active swap file belongs to the swap code, which writes its
+	 * blocks behind the filesystem: a write is -ETXTBSY, as
+	 * generic_write_checks_count() answers at the issue, but here for the
+	 * whole batch before any entry is issued. A read goes on, as pread()'s.
+	 * A swapon after this check meets the filesystem's own check.
+	 */
+	if (io->op == P2PNVME_OP_WRITE && IS_SWAPFILE(file_inode(x->file)))
+		return -ETXTBSY;
 	ret = registered ? file_reg_mem(fb, f, x, &mem) : file_user_mem(fb, x);
 	if (ret)
 		return ret;

@@ -275,7 +275,8 @@ struct p2pnvme_buf_unreg {
  *	this controller's disk (/dev/p2pnvmeNn1 or one of its partitions;
  *	module parameter disk=1), else -EXDEV. Its own open mode and flags
  *	decide, as for pread()/pwrite() with O_DIRECT: O_APPEND appends
- *	whatever @offset says, O_DSYNC makes the write durable
+ *	whatever @offset says, O_DSYNC makes the write durable; a write to
+ *	an active swap file is -ETXTBSY (a read goes on, as pread()'s)
  * @offset: file offset; with @len a multiple of the file's direct I/O
  *	    offset alignment (statx() STATX_DIOALIGN: stx_dio_offset_align,
  *	    for reads stx_dio_read_offset_align where the kernel reports one),
@@ -326,8 +327,8 @@ struct p2pnvme_file_io {
  * Every entry is checked before the first is issued (an error there: the
  * ioctl returns it with @failed its index, nothing moved, nothing written
  * back but @failed): the fields, the file (open mode, a regular file on
- * this controller's disk, not an xfs realtime file, direct I/O and its
- * alignment), the memory, and the P2P rules: p2pmem the controller cannot
+ * this controller's disk, not an xfs realtime file, not an active swap
+ * file for a write (-ETXTBSY), direct I/O and its alignment), the memory, and the P2P rules: p2pmem the controller cannot
  * reach (the kernel's P2PDMA verdict) is -EREMOTEIO, and so is host memory
  * with P2PNVME_FILE_F_REQUIRE_P2P; a buffer of host memory and p2pmem
  * together is -EINVAL. A registered buffer: -ENOENT (no such id), -EINVAL
