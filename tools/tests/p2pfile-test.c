@@ -67,6 +67,7 @@
 
 #include "harness.h"
 #include "libp2p.h"
+#include "p2pfile-common.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define KIB		1024ULL
@@ -74,34 +75,6 @@
 #define BLK		4096		/* both filesystems are made with 4 KiB blocks */
 #define CHUNK		(2 * MIB)	/* the p2pmem each test maps: the BAR chunk */
 #define HOSTBUF		(8 * MIB)
-#define PAT_MAGIC	0x5046ULL
-#define EXT4_MAGIC	0xEF53
-#define XFS_MAGIC	0x58465342
-
-/* ext4's EXT4_IOC_MOVE_EXT (fs/ext4/ext4.h, what e4defrag calls) */
-struct move_extent {
-	__u32 reserved;
-	__u32 donor_fd;
-	__u64 orig_start;	/* in blocks */
-	__u64 donor_start;
-	__u64 len;
-	__u64 moved_len;
-};
-
-#define EXT4_IOC_MOVE_EXT	_IOWR('f', 15, struct move_extent)
-
-/* xfs's XFS_IOC_EXCHANGE_RANGE (fs/xfs/libxfs/xfs_fs.h, 6.10+) */
-struct xfs_exchange_range {
-	__s32 file1_fd;
-	__u32 pad;
-	__u64 file1_offset;
-	__u64 file2_offset;
-	__u64 length;
-	__u64 flags;
-};
-
-#define XFS_EXCHANGE_RANGE_DRY_RUN	0x4ULL		/* bit 2 */
-#define XFS_IOC_EXCHANGE_RANGE		_IOW('X', 129, struct xfs_exchange_range)
 
 /* file numbers, added to ID_BASE */
 enum {
@@ -115,43 +88,9 @@ static int race_ms = 1500;
 
 /* ---- the pattern ---------------------------------------------------------- */
 
-static __u64 pat_word(unsigned int id, __u64 off)
-{
-	return PAT_MAGIC << 48 | (__u64)(id & 0xffff) << 32 | (uint32_t)(off >> 3);
-}
-
 static unsigned char pat_byte(unsigned int id, __u64 off)
 {
 	return pat_word(id, off) >> (8 * (off & 7));
-}
-
-static __u64 get_le64(const unsigned char *p)
-{
-	__u64 w = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		w = w << 8 | p[i];
-	return w;
-}
-
-/* @len bytes of file @id's pattern from file offset @off into @p */
-static void pat_fill(unsigned char *p, unsigned int id, __u64 off, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		if (!((off + i) & 7) && i + 8 <= len) {
-			__u64 w = pat_word(id, off + i);
-			int b;
-
-			for (b = 0; b < 8; b++)
-				p[i + b] = w >> (8 * b);
-			i += 7;
-		} else {
-			p[i] = pat_byte(id, off + i);
-		}
-	}
 }
 
 /* ranges of a file that read as zeros: [a, b) */
@@ -196,43 +135,10 @@ static int fopen_at(const char *name, int flags)
 	return openat(dirfd_g, name, flags | O_CLOEXEC, 0644);
 }
 
-/* @id's pattern written at [@off, @off + @len); a direct write if @fd is O_DIRECT */
-static int write_pat(int fd, unsigned int id, __u64 off, size_t len)
-{
-	size_t piece = len < MIB ? len : MIB, done = 0;
-	unsigned char *b;
-	int ret = 0;
-
-	if (posix_memalign((void **)&b, BLK, piece ? piece : BLK))
-		return -ENOMEM;
-	while (done < len) {
-		size_t n = len - done < piece ? len - done : piece;
-		ssize_t w;
-
-		pat_fill(b, id, off + done, n);
-		w = pwrite(fd, b, n, off + done);
-		if (w != (ssize_t)n) {
-			ret = w < 0 ? -errno : -EIO;
-			break;
-		}
-		done += n;
-	}
-	free(b);
-	return ret;
-}
-
 /* a new file of @size bytes of @id's pattern, written directly and synced */
 static int make_file(const char *name, unsigned int id, __u64 size)
 {
-	int fd = fopen_at(name, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write_pat(fd, id, 0, size);
-	if (!ret && fsync(fd))
-		ret = -errno;
-	close(fd);
-	return ret;
+	return make_file_at(dirfd_g, name, id, size);
 }
 
 /* ---- FIEMAP and the manifest ---------------------------------------------- */
@@ -918,403 +824,90 @@ TEST_F(files, ft, eof, 2 * 2 + 2 + 1, 60)
 
 /* ---- races ---------------------------------------------------------------- */
 
-enum race {
-	R_TRUNCATE, R_PUNCH, R_COLLAPSE, R_INSERT, R_WRITE, R_REFLINK, R_EXCHANGE, R_DEFRAG,
-};
-
-static const char *const race_name[] = {
-	"truncate", "punch hole", "collapse range", "insert range",
-	"overlapping and reallocating writes", "reflink (FICLONE)",
-	"exchange range (XFS_IOC_EXCHANGE_RANGE)", "move extents (EXT4_IOC_MOVE_EXT, e4defrag's)",
-};
-
-#define TSIZE		MIB
-#define SLOT		(128 * KIB)
 #define RPIECE		(32 * KIB)	/* an io_uring read's pieces */
-#define MIN_OPS		8
-#define MIN_READS	24
 
-/* what the racer and the reader share (MAP_SHARED) */
-struct race_state {
-	int stop;		/* the racer is done */
-	int quit;		/* the reader gave up waiting */
-	long long reads;	/* these three: __atomic */
-	int ops, err;
-	char what[96];
+/* the stream's reads (race_run()): pread and io_uring in turn, into p2pmem and host memory */
+struct files_reader {
+	struct race_reader r;
+	struct _kt_fixture_ft *self;
 };
 
-static long long now_ms(void)
+/* eight slots of p2pmem, then eight of host memory, two reads each in turn */
+static unsigned char *files_slot(struct race_reader *r, long long n)
 {
-	struct timespec t;
+	struct files_reader *fr = (struct files_reader *)r;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+	return fr->self->d[(n >> 1) & 1].p + (n % 8) * RACE_SLOT;
 }
 
-/* the canary: written into whatever was freed, synced, freed again */
-static int canary(int c, unsigned int cid)
+static ssize_t files_read(struct race_reader *r, long long n, int fd, unsigned char *p,
+			  uint64_t off, ssize_t *res, unsigned int *np)
 {
-	int ret = write_pat(c, cid, 0, 256 * KIB);
+	struct files_reader *fr = (struct files_reader *)r;
 
-	if (!ret && (fdatasync(c) || ftruncate(c, 0)))
-		ret = -errno;
-	return ret;
-}
-
-/* the racer's files: the target directly and through the page cache, the canary */
-struct racer_fds {
-	int t, tb, c;
-};
-
-/*
- * One operation of @kind on the target at @off, then the canary into what
- * it freed, then the target whole again where the operation changed its
- * size or bytes. NULL, or the step that failed (errno says why).
- */
-static const char *race_step(enum race kind, struct racer_fds *f, __u64 off, int n,
-			     unsigned int tid, unsigned int cid)
-{
-	struct xfs_exchange_range xr;
-	struct move_extent me;
-	const char *what = NULL;
-	int aux = -1;
-
-	switch (kind) {
-	case R_TRUNCATE:
-		if (ftruncate(f->tb, off))
-			return "ftruncate";
-		break;
-	case R_PUNCH:
-		if (fallocate(f->tb, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, 128 * KIB))
-			return "punch hole";
-		break;
-	case R_COLLAPSE:
-		if (fallocate(f->tb, FALLOC_FL_COLLAPSE_RANGE, off, 64 * KIB))
-			return "collapse range";
-		break;
-	case R_INSERT:
-		if (fallocate(f->tb, FALLOC_FL_INSERT_RANGE, off, 64 * KIB))
-			return "insert range";
-		break;
-	case R_WRITE:
-		/* in place (direct, buffered); every third time out of place too */
-		if (write_pat(n & 1 ? f->tb : f->t, tid + 1, off, 128 * KIB))
-			return "overlapping write";
-		if (n % 3 != 2)
-			break;
-		aux = fopen_at("clone", O_RDWR | O_CREAT | O_TRUNC);
-		if (aux >= 0 && !ioctl(aux, FICLONE, f->t)) {
-			/* xfs: the write moves the target to new blocks (CoW) */
-			if (write_pat(f->t, tid + 1, off, 128 * KIB))
-				what = "write to a shared extent";
-		} else if (aux >= 0 && errno == EOPNOTSUPP) {
-			/* ext4: a hole punched and written again (new blocks) */
-			if (fallocate(f->t, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
-				      128 * KIB) || write_pat(f->t, tid + 1, off, 128 * KIB))
-				what = "punch and write";
-		} else {
-			what = "FICLONE of the target";
-		}
-		break;
-	case R_REFLINK:
-		/*
-		 * The target's blocks shared with a clone, the clone written
-		 * (its own blocks) and cloned onto the target, whose old blocks
-		 * are freed: the canary; then the same back.
-		 */
-		aux = fopen_at("clone", O_RDWR | O_CREAT | O_TRUNC | O_DIRECT);
-		if (aux < 0 || ioctl(aux, FICLONE, f->t))
-			what = "FICLONE from the target";
-		else if (write_pat(aux, tid + 1, 0, TSIZE) || ioctl(f->t, FICLONE, aux))
-			what = "FICLONE onto the target";
-		else if (canary(f->c, cid))
-			what = "the canary";
-		else if (write_pat(aux, tid, 0, TSIZE) || ioctl(f->t, FICLONE, aux))
-			what = "FICLONE of the target's pattern onto it";
-		break;
-	case R_EXCHANGE:
-		/* a copy of the target's pattern exchanged in; the old blocks freed */
-		aux = fopen_at("swap", O_RDWR | O_CREAT | O_TRUNC | O_DIRECT);
-		xr = (struct xfs_exchange_range){ .file1_fd = aux, .length = TSIZE };
-		if (aux < 0 || write_pat(aux, tid, 0, TSIZE) || fsync(aux))
-			what = "the exchange's file";
-		else if (ioctl(f->t, XFS_IOC_EXCHANGE_RANGE, &xr))
-			what = "XFS_IOC_EXCHANGE_RANGE";
-		break;
-	case R_DEFRAG:
-		/* the target's data moved to a donor's blocks; the old freed */
-		aux = fopen_at("donor", O_RDWR | O_CREAT | O_TRUNC);
-		me = (struct move_extent){ .donor_fd = aux, .len = TSIZE / BLK };
-		if (aux < 0 || fallocate(aux, 0, 0, TSIZE))
-			what = "the donor";
-		else if (ioctl(f->tb, EXT4_IOC_MOVE_EXT, &me) || me.moved_len != TSIZE / BLK)
-			what = "EXT4_IOC_MOVE_EXT";
-		break;
-	}
-	if (aux >= 0) {
-		int err = errno;
-
-		close(aux);
-		unlinkat(dirfd_g, "clone", 0);
-		unlinkat(dirfd_g, "swap", 0);
-		unlinkat(dirfd_g, "donor", 0);
-		errno = err;
-	}
-	if (what)
-		return what;
-	if (canary(f->c, cid))
-		return "the canary";
-	if ((kind == R_TRUNCATE || kind == R_PUNCH || kind == R_COLLAPSE || kind == R_INSERT) &&
-	    (ftruncate(f->tb, TSIZE) || write_pat(f->t, tid, 0, TSIZE)))
-		return "the target written again";
-	return NULL;
-}
-
-/*
- * The racer (a child): @kind's operation on the target again and again
- * (race_step()), for race_ms and until both sides did enough; the target
- * restored to its first pattern at the end.
- */
-static void racer(enum race kind, struct race_state *st, unsigned int tid, unsigned int cid)
-{
-	struct racer_fds f = {
-		.t = fopen_at("target", O_RDWR | O_DIRECT),
-		.tb = fopen_at("target", O_RDWR),
-		.c = fopen_at("canary", O_RDWR | O_CREAT | O_TRUNC | O_DIRECT),
-	};
-	long long end = now_ms() + race_ms;
-	const char *what = NULL;
-
-	srandom(tid);
-	if (f.t < 0 || f.tb < 0 || f.c < 0)
-		what = "open";
-	while (!what && !__atomic_load_n(&st->quit, __ATOMIC_ACQUIRE) &&
-	       (now_ms() < end || st->ops < MIN_OPS ||
-		__atomic_load_n(&st->reads, __ATOMIC_ACQUIRE) < MIN_READS)) {
-		errno = 0;
-		what = race_step(kind, &f, (random() % 14) * 64 * KIB, st->ops, tid, cid);
-		if (!what)
-			st->ops++;
-	}
-	errno = 0;
-	if (!what && (ftruncate(f.tb, TSIZE) || write_pat(f.t, tid, 0, TSIZE) || fsync(f.t)))
-		what = "the target restored";
-	if (what) {
-		st->err = errno ? errno : EIO;
-		snprintf(st->what, sizeof(st->what), "%s", what);
-	}
-	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
-	_exit(0);
-}
-
-/* a read's words: what may be there, what was */
-struct tally {
-	long long reads, shorts, zeros, elsewhere, canary, other, failed;
-	long long bad_off;
-	__u64 bad_word;
-	int first_err;
-};
-
-/*
- * Each word of @p (@n bytes read at file offset @off): the target's (@tid,
- * or @tid2 when set) at that offset; at another offset if @moved; zero if
- * @zeros; then the rest of the slot (@slot bytes) never holds the canary.
- */
-static void classify(struct tally *t, const unsigned char *p, size_t n, size_t slot, __u64 off,
-		     unsigned int tid, unsigned int tid2, unsigned int cid, int moved, int zeros)
-{
-	size_t i;
-
-	for (i = 0; i + 8 <= slot; i += 8) {
-		__u64 w = get_le64(p + i);
-		unsigned int id = (w >> 32) & 0xffff;
-		int ours = w >> 48 == PAT_MAGIC && (id == tid || (tid2 && id == tid2));
-
-		if (w >> 48 == PAT_MAGIC && id == cid) {
-			t->canary++;
-		} else if (i >= n) {
-			continue;
-		} else if (!w && zeros) {
-			t->zeros++;
-		} else if (ours && (uint32_t)w == (uint32_t)((off + i) >> 3)) {
-			continue;
-		} else if (ours && moved) {
-			t->elsewhere++;
-		} else {
-			if (!t->other++) {
-				t->bad_off = off + i;
-				t->bad_word = w;
-			}
-		}
-	}
+	return rd_pieces(&fr->self->ring, n & 1 ? BY_URING : BY_PREAD, fd, p, RACE_SLOT, off,
+			 RPIECE, res, np);
 }
 
 /*
  * A stream of reads of the target (1 MiB: 128 KiB at random offsets into
- * eight p2pmem slots and host memory, pread and io_uring in turn) while the
- * racer does @kind. Cases: the racer's operations succeeded; every word
- * read was the target's (or its second pattern, the writes' and the
- * reflinks'); no canary word; the target read whole after.
+ * eight p2pmem slots and host memory, pread and io_uring in turn) while
+ * the racer does @kind (race_run(): three cases); then the target read
+ * whole.
  */
 static void race(struct _kt_fixture_ft *self, enum race kind)
 {
-	unsigned int tid = idbase + F_RACE + 4 * kind, cid = tid + 3;
-	int moved = kind == R_COLLAPSE || kind == R_INSERT;
-	/* ext4's reallocating write is a punched hole written again */
-	int zeros = kind == R_TRUNCATE || kind == R_PUNCH || moved ||
-		    (kind == R_WRITE && self->fstype == EXT4_MAGIC);
-	unsigned int tid2 = kind == R_WRITE || kind == R_REFLINK ? tid + 1 : 0;
-	struct race_state *st;
-	struct tally t = { .bad_off = -1 };
-	long long t0 = now_ms(), scale = getenv("P2P_TIMEOUT_SCALE") ? 5 : 1;
-	pid_t pid;
-	int fd;
+	struct race_ctx rc = { .dirfd = dirfd_g, .fstype = self->fstype, .ms = race_ms,
+			       .bar_name = bar_name };
+	struct files_reader fr = { { "p2pmem or host memory", files_slot, files_read }, self };
+	unsigned int tid = idbase + F_RACE + 4 * kind;
 
-	if (make_file("target", tid, TSIZE))
-		kt_fail("target: %s", strerror(errno));
-	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	fd = fopen_at("target", O_RDONLY | O_DIRECT);
-	if (st == MAP_FAILED || fd < 0)
-		kt_fail("target: %s", strerror(errno));
-	memset(st, 0, sizeof(*st));
-	memset(self->m.p, 0, 8 * SLOT);
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		kt_fail("fork: %s", strerror(errno));
-	if (!pid)
-		racer(kind, st, tid, cid);
-	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
-		struct dst *d = &self->d[(t.reads >> 1) & 1];
-		__u64 off = (random() % 8) * SLOT;
-		size_t doff = (t.reads % 8) * SLOT;
-		ssize_t r, res[MAX_PIECES];
-		unsigned int np, i;
-		size_t piece;
-
-		/*
-		 * The slot filled first: an earlier read's bytes left there
-		 * would pass for this one's, and a byte claimed read but never
-		 * written is not the pattern, nor zero. The barrier: these
-		 * stores reach the BAR before the device's writes.
-		 */
-		memset(d->p + doff, 0xee, SLOT);
-		__sync_synchronize();
-		r = rd_pieces(&self->ring, t.reads & 1 ? BY_URING : BY_PREAD, fd, d->p + doff, SLOT,
-			      off, RPIECE, res, &np);
-		__atomic_store_n(&st->reads, ++t.reads, __ATOMIC_RELEASE);
-		if (now_ms() - t0 > 60000 * scale)
-			__atomic_store_n(&st->quit, 1, __ATOMIC_RELEASE);
-		if (r < 0) {
-			if (!t.failed++)
-				t.first_err = -r;
-			continue;
-		}
-		t.shorts += r < (ssize_t)SLOT;
-		/* each piece checked for the bytes it read, at its own offset */
-		piece = SLOT / np;
-		for (i = 0; i < np; i++)
-			classify(&t, d->p + doff + i * piece, res[i], piece, off + i * piece, tid,
-				 tid2, cid, moved, zeros);
-	}
-	waitpid(pid, NULL, 0);
-	close(fd);
-	tap(!st->err && st->ops >= MIN_OPS,
-	    "%s: %d operations on the target, each followed by a canary written into what it freed%s%s%s%s",
-	    race_name[kind], st->ops, st->err ? ": " : "", st->what, st->err ? ": " : "",
-	    st->err ? strerror(st->err) : "");
-	tap(!t.failed && !t.other && t.reads >= MIN_READS,
-	    "%s: %lld reads during them (%lld short, %lld failed%s%s), every word the target's at its offset%s%s (%lld zero words, %lld moved)",
-	    race_name[kind], t.reads, t.shorts, t.failed, t.failed ? ": " : "",
-	    t.failed ? strerror(t.first_err) : "", moved ? " or moved" : "",
-	    zeros ? " or zero" : "", t.zeros, t.elsewhere);
-	if (t.other)
-		printf("    # %lld unexpected words; the first at file offset %lld: %#018llx\n",
-		       t.other, t.bad_off, t.bad_word);
-	tap(!t.canary,
-	    "%s: no canary word (file id %#x) in p2pmem or host memory after any read (%lld found)",
-	    race_name[kind], cid, t.canary);
-	hostcheck("nopattern %s %#x", bar_name, cid);
-	read_case(self, &self->d[0], BY_PREAD, "target", tid, 0, TSIZE, 0, 0, TSIZE, NULL, 0);
-	munmap(st, sizeof(*st));
-	unlinkat(dirfd_g, "target", 0);
-	unlinkat(dirfd_g, "canary", 0);
-}
-
-/*
- * The operations a filesystem does not have: reflink and exchange range on
- * ext4, move extents on xfs, exchange range on an xfs made without it
- * (mkfs.xfs before xfsprogs 6.10 cannot ask for it).
- */
-static void race_if(struct _kt_fixture_ft *self, enum race kind)
-{
-	struct xfs_exchange_range xr = { .length = BLK, .flags = XFS_EXCHANGE_RANGE_DRY_RUN };
-	int a, b;
-
-	if (kind == R_REFLINK && self->fstype == EXT4_MAGIC)
-		kt_skip("ext4 has no reflink");
-	if (kind == R_DEFRAG && self->fstype != EXT4_MAGIC)
-		kt_skip("EXT4_IOC_MOVE_EXT is ext4's; xfs moves extents by exchange range");
-	if (kind == R_EXCHANGE) {
-		if (self->fstype != XFS_MAGIC)
-			kt_skip("exchange range is xfs's (XFS_IOC_EXCHANGE_RANGE)");
-		if (make_file("xa", idbase, BLK) || make_file("xb", idbase, BLK))
-			kt_fail("exchange range's probe files: %s", strerror(errno));
-		a = fopen_at("xa", O_RDWR);
-		b = fopen_at("xb", O_RDWR);
-		xr.file1_fd = a;
-		if (ioctl(b, XFS_IOC_EXCHANGE_RANGE, &xr) && errno == EOPNOTSUPP) {
-			unlinkat(dirfd_g, "xa", 0);
-			unlinkat(dirfd_g, "xb", 0);
-			kt_skip("%s",
-				"this xfs lacks exchange range (EOPNOTSUPP: mkfs.xfs older than xfsprogs 6.10 cannot set the feature)");
-		}
-		close(a);
-		close(b);
-		unlinkat(dirfd_g, "xa", 0);
-		unlinkat(dirfd_g, "xb", 0);
-	}
-	race(self, kind);
+	race_skip_absent(&rc, kind);
+	memset(self->m.p, 0, 8 * RACE_SLOT);
+	race_run(&rc, kind, tid, &fr.r);
+	read_case(self, &self->d[0], BY_PREAD, "target", tid, 0, RACE_TSIZE, 0, 0, RACE_TSIZE,
+		  NULL, 0);
+	race_end(&rc);
 }
 
 TEST_F(files, ft, race_truncate, 4, 120)
 {
-	race_if(self, R_TRUNCATE);
+	race(self, R_TRUNCATE);
 }
 
 TEST_F(files, ft, race_punch, 4, 120)
 {
-	race_if(self, R_PUNCH);
+	race(self, R_PUNCH);
 }
 
 TEST_F(files, ft, race_collapse, 4, 120)
 {
-	race_if(self, R_COLLAPSE);
+	race(self, R_COLLAPSE);
 }
 
 TEST_F(files, ft, race_insert, 4, 120)
 {
-	race_if(self, R_INSERT);
+	race(self, R_INSERT);
 }
 
 TEST_F(files, ft, race_write, 4, 120)
 {
-	race_if(self, R_WRITE);
+	race(self, R_WRITE);
 }
 
 TEST_F(files, ft, race_reflink, 4, 120)
 {
-	race_if(self, R_REFLINK);
+	race(self, R_REFLINK);
 }
 
 TEST_F(files, ft, race_exchange, 4, 120)
 {
-	race_if(self, R_EXCHANGE);
+	race(self, R_EXCHANGE);
 }
 
 TEST_F(files, ft, race_defrag, 4, 120)
 {
-	race_if(self, R_DEFRAG);
+	race(self, R_DEFRAG);
 }
 
 int main(int argc, char **argv)

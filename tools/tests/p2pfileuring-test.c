@@ -61,29 +61,7 @@
 static const char *dir, *node, *bar_path, *bar_name, *img_name, *other;
 static unsigned int idbase;
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* ---- the pattern, as p2pfilecmd-test writes it --------------------------- */
-
-/* @len bytes of @id's pattern from @off written to @fd */
-static int write_pat(int fd, unsigned int id, uint64_t off, size_t len)
-{
-	unsigned char *p;
-	int ok;
-
-	if (posix_memalign((void **)&p, 4096, len))
-		return -1;
-	pat_fill(p, id, off, len);
-	ok = pwrite(fd, p, len, off) == (ssize_t)len;
-	free(p);
-	return ok ? 0 : -1;
-}
 
 /* file @name in @d: @size bytes of @id's pattern, written back and synced */
 static int mkfile(const char *d, const char *name, unsigned int id, size_t size, char *path)
