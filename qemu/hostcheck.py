@@ -15,6 +15,9 @@ memory):
                                           inside [ADDR, ADDR+LEN) (bus addresses);
                                           io: of I/O commands only (a tool's
                                           Identify at its start left out)
+    dma-notin LEN ADDR                    no NVMe data DMA since the mark touched
+                                          [ADDR, ADDR+LEN) (bus addresses: a BAR
+                                          that must hear nothing more)
     dma-none                              no NVMe data DMA at all since the mark
     io-none                               no NVMe I/O command at all since the mark
                                           (admin commands may have run)
@@ -440,6 +443,16 @@ def check_one(run, words):
         desc = f'QEMU nvme DMA addresses all inside [{lo:#x}, +{length:#x})'
         note = f'{len(maps)} mappings' + (f', first outside {outside[0][0]:#x}' if outside else '')
         return ('ok' if maps and not outside else 'not ok'), desc, note
+    if words and words[0] == 'dma-notin':
+        length, lo = int(words[1], 0), int(words[2], 0)
+        if length <= 0:
+            raise ValueError(f'length {length}')
+        maps = [(int(a, 16), int(n)) for a, n in DMA_RE.findall(trace_since_mark(run))]
+        inside = [(a, n) for a, n in maps if a < lo + length and a + n > lo]
+        desc = f'QEMU nvme DMA addresses none inside [{lo:#x}, +{length:#x})'
+        note = f'{len(maps)} mappings' + (f', {len(inside)} inside, the first {inside[0][0]:#x}'
+                                          if inside else '')
+        return ('ok' if not inside else 'not ok'), desc, note
     if words and words[0] in ('fsmap', 'fsdata', 'fsck'):
         return fs_check(run, words)
     if words and words[0] == 'nopattern':

@@ -252,6 +252,13 @@ cp "$R/old.log" "$R/nvme-dma.log"
 must_fail "F10: dma-none on a trace replaced since the mark fails" hc "$R" dma-none
 hc "$R" dma-mark >/dev/null
 must_pass "F10: dma-none on a live trace with no DMA since the mark passes" hc "$R" dma-none
+must_pass "F10: dma-notin with no DMA since the mark passes" hc "$R" dma-notin 0x10000 0x80000000
+echo "pci_nvme_map_addr addr 0x7fffff00 len 4096" >> "$R/nvme-dma.log"
+must_fail "F10: dma-notin, a mapping that overlaps the range's start, fails" hc "$R" dma-notin 0x10000 0x80000000
+hc "$R" dma-mark >/dev/null
+echo "pci_nvme_map_addr addr 0x80010000 len 4096" >> "$R/nvme-dma.log"
+must_pass "F10: dma-notin, a mapping just past the range, passes" hc "$R" dma-notin 0x10000 0x80000000
+must_fail "F10: dma-notin of 0 bytes fails" hc "$R" dma-notin 0 0x80000000
 rm -f "$R/dma.mark"
 must_fail "F7: a check with no mark answers not ok (hostd does not die)" hc "$R" dma-in 4096 0x1000
 
