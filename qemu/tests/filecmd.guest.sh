@@ -11,15 +11,25 @@
 # each errno in the CQE, reads checked on the host, a write in the image,
 # 256 in flight on plain, DEFER_TASKRUN and SQPOLL rings, an IOPOLL ring
 # refused, the ring closed and its task gone with 256 in flight, truncate
-# racing a stream of reads). Then p2pctl read-file and write-file (bytes on
-# the host, JSON, EREMOTEIO, EXDEV); a stream of file commands on an open
-# fd while the filesystem is lazily unmounted (it goes on, then the mount
-# is gone); a stream while p2pnvme is unbound (bounded, it fails, no splat,
-# umount works).
+# racing a stream of reads). p2pfilecmd-test also runs step 3's races
+# through the command (truncate, punch, collapse, insert, reallocating
+# writes, reflink, exchange range, move extents, each against a stream of
+# file commands, a canary that never reaches the BAR), a swap file (writes
+# ETXTBSY) and max_inflight_mb (E2BIG; EAGAIN in p2pfileuring-test). Then
+# p2pctl read-file and write-file (bytes on the host, JSON, EREMOTEIO,
+# EXDEV); a stream of file commands on an open fd while the filesystem is
+# lazily unmounted (it goes on, then the mount is gone). Once: an xfs
+# realtime file (its data on nvme-pci's namespace of the second
+# controller: EXDEV; SKIP on a kernel without CONFIG_XFS_RT); p2pbar
+# unbound while file commands read into its dma-buf and a mapping
+# (p2pfilecmd-test --bar-unbind: bounded, ENODEV or EFAULT, no DMA into the
+# BAR once the unbind returned, by QEMU's trace); a stream while p2pnvme is
+# unbound (bounded, it fails, no splat, umount works).
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
 NVME0=$(find_pci 1b36 0010)
+NVME1=$(find_pci 1b36 0010 2)	# nvme-pci's: the xfs realtime device
 N=/dev/p2pnvme0
 B=/dev/p2pnvme0n1
 MNT=/mnt/filecmd
@@ -36,7 +46,8 @@ fs_suites() {
 		echo "guest.filecmd_${_fs}_p2pctl guest.filecmd_${_fs}_lazy"
 	done
 }
-expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_unbind
+expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_xfs_rt guest.filecmd_bar_setup \
+	guest.filecmd_bar_unbind guest.filecmd_bar_after guest.filecmd_unbind
 
 mkfs_on() {
 	case "$1" in
@@ -143,6 +154,78 @@ for fs in $FSES; do
 		sh -c "for i in \$(seq 50); do /usr/sbin/mke2fs -q -F -t ext4 $B 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
 	suite_end
 done
+
+# An xfs realtime file: its data is on the realtime device, nvme-pci's
+# namespace of the second controller, where the command's checks on the
+# data device would say nothing: EXDEV before anything moves
+# (FS_XFLAG_REALTIME, drivers/p2pnvme/file.c). A file of the same
+# filesystem on the data device reads.
+suite_begin filecmd_xfs_rt
+RT=$(nvme_blk "$NVME1")
+if ! has_fs xfs; then
+	fail "the kernel has no xfs"
+elif [ ! -b "$RT" ]; then
+	fail "no realtime device: nvme-pci has no namespace of $NVME1 ('$RT')"
+elif ! TEST_DIR=$MNT TEST_DEV=$B QA_CHECK_FS=1 \
+	mkfs.xfs -q -f -b size=4096 -m reflink=0 -r rtdev="$RT" $B; then
+	fail "mkfs.xfs with the realtime device $RT on $B"
+else
+	rt_n0=$(dmesg | grep -c "Not built with CONFIG_XFS_RT")
+	if mount -t xfs -o rtdev="$RT" $B $MNT; then
+		pass "mount xfs from $B with the realtime device $RT"
+		: > $MNT/rt
+		check "an empty file made realtime (xfs_io chattr +r)" xfs_io -c "chattr +r" $MNT/rt
+		check "its flags say so (xfs_io lsattr -v: realtime)" \
+			sh -c "xfs_io -c 'lsattr -v' $MNT/rt | grep -q realtime"
+		check "64 KiB written to it (xfs_io pwrite, fsync)" \
+			sh -c "xfs_io -c 'pwrite -S 0x5a 0 64k' -c fsync $MNT/rt >/dev/null"
+		check "64 KiB written to a file on the data device" \
+			dd if=/dev/urandom of=$MNT/plain bs=64k count=1 conv=fsync status=none
+		rt_sum=$(sha256sum < $MNT/rt | cut -d' ' -f1)
+		p2pctl read-file $MNT/plain --length 64k --to host >/dev/null 2>&1
+		check_eq "the file on the data device: read-file reads it (exit 0)" $? 0
+		p2pctl read-file $MNT/rt --length 64k --to host >/dev/null 2>&1
+		check_eq "the realtime file: read-file refused, exit 18 (EXDEV)" $? 18
+		p2pctl write-file $MNT/rt 0x77 --length 64k --from host >/dev/null 2>&1
+		check_eq "the realtime file: write-file refused, exit 18 (EXDEV)" $? 18
+		check_same "the realtime file's bytes are as before (sha256sum)" \
+			"$(sha256sum < $MNT/rt | cut -d' ' -f1)" "$rt_sum"
+		check "umount" umount $MNT
+	elif [ "$(dmesg | grep -c "Not built with CONFIG_XFS_RT")" -gt "$rt_n0" ]; then
+		skip "an xfs realtime file refused by the command (EXDEV)" \
+			"the kernel lacks CONFIG_XFS_RT (xfs: 'Not built with CONFIG_XFS_RT'; qemu/configs/base.config does not set it)"
+	else
+		fail "mount -t xfs -o rtdev=$RT $B $MNT"
+	fi
+fi
+suite_end
+
+# p2pbar unbound while file commands read into its dma-buf and a mapping
+# (p2pfilecmd-test --bar-unbind); bound again after
+suite_begin filecmd_bar_setup
+bar_mounted=
+if has_fs ext4 && mke2fs -q -t ext4 -b 4096 -F $B && mount -t ext4 $B $MNT; then
+	bar_mounted=1
+	pass "mkfs and mount ext4 on $B"
+else
+	fail "mkfs and mount ext4 on $B"
+fi
+suite_end
+if [ -n "$bar_mounted" ]; then
+	echo "<<<KTAP-BEGIN guest.filecmd_bar_unbind>>>"
+	p2pfilecmd-test --bar-unbind "$IVSHMEM" filecmd_bar_unbind $MNT $N /dev/p2pbar0 bar0 nvme0 \
+		0x1f00 $OTHER || _any_failed=1
+	echo "<<<KTAP-END>>>"
+else
+	suite_begin filecmd_bar_unbind
+	fail "not run: ext4 is not mounted"
+	suite_end
+fi
+suite_begin filecmd_bar_after
+check "p2pbar binds to $IVSHMEM again" bind p2pbar "$IVSHMEM"
+check "/dev/p2pbar0 is back" test -c /dev/p2pbar0
+[ -z "$bar_mounted" ] || check "umount" umount $MNT
+suite_end
 
 # p2pnvme unbound under a stream of file commands: bounded, errors, umount works
 suite_begin filecmd_unbind

@@ -4,7 +4,8 @@
  * Documentation/files.rst step 4) on a filesystem mounted from p2pnvme's
  * disk, with KTAP output (qemu/tests/filecmd.guest.sh).
  *
- *   p2pfilecmd-test SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER
+ *   p2pfilecmd-test [--bar-unbind BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME
+ *		     ID_BASE OTHER
  *
  * DIR: a directory of the filesystem on /dev/p2pnvmeNn1 (the whole disk:
  * FIEMAP's physical offsets are the image's); OTHER: a directory on any
@@ -26,8 +27,25 @@
  * thread mid-batch. As uid 65534 (the script makes the nodes 0666): a file
  * it owns into a registered dma-buf, a file it cannot open, a read-only
  * fd written (EBADF), an fd of root's received by SCM_RIGHTS, O_APPEND.
+ * An active swap file: writes ETXTBSY before the batch is issued, reads as
+ * pread's (SKIP without CONFIG_SWAP). max_inflight_mb at 1: a batch of 2
+ * MiB at user addresses E2BIG as a whole, registered memory not counted.
+ * Step 3's races (p2pfile-common.h): truncate, punch hole, collapse and
+ * insert range, reallocating writes, reflink, exchange range and move
+ * extents where the filesystem has them, each against a stream of file
+ * commands into a registered dma-buf and a /dev/p2pbarN mapping, single
+ * entries and batches; a canary file written into what each operation
+ * freed never reaches them (here and on the host); P2P_FILES_RACE_MS
+ * (default 300) how long each racer goes on at least.
+ *
+ * --bar-unbind BDF: the suite of one test, p2pbar unbound from BDF while a
+ * thread keeps batches reading into a registered p2pbar dma-buf and a
+ * mapping: bounded, each batch moved or ENODEV/EFAULT, none issued after
+ * the unbind returned moved, and QEMU's trace shows no DMA into the BAR
+ * from then on; p2pbar is left unbound.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,6 +57,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/swap.h>
 #include <unistd.h>
 
 #include <linux/fiemap.h>
@@ -53,8 +73,9 @@
 #define MIB		(1024 * KIB)
 #define NR_MAX		P2PNVME_SUBMIT_MAX
 
-static const char *dir, *node, *bar_path, *bar_name, *img_name, *other;
+static const char *dir, *node, *bar_path, *bar_name, *img_name, *other, *bar_bdf;
 static unsigned int idbase;
+static int race_ms = 300;
 
 /* ---- the pattern, as p2pfile-test writes it ------------------------------ */
 
@@ -643,11 +664,513 @@ TEST_F(filecmd, fc, unprivileged, 5, 120)
 	close(sv[1]);
 }
 
+/* ---- a swap file ------------------------------------------------------------- */
+
+/* a swap area of @size bytes at @path as mkswap makes one: version 1, last page, signature */
+static int mkswapfile(const char *path, size_t size)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned char *p = calloc(1, size);
+	uint32_t v[2] = { 1, size / pg - 1 };
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), ok;
+
+	if (fd < 0 || !p) {
+		free(p);
+		return -1;
+	}
+	memcpy(p + 1024, v, sizeof(v));
+	memcpy(p + pg - 10, "SWAPSPACE2", 10);
+	ok = pwrite(fd, p, size, 0) == (ssize_t)size && !fsync(fd);
+	free(p);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * An active swap file (swapon(2)): a write is ETXTBSY, alone and as the
+ * second entry of a batch, whose first write (to another file) then never
+ * happens; the header page the swap code keeps stays as it was. A read
+ * goes on, as pread()'s. After swapoff the same write goes through.
+ */
+TEST_F(filecmd, fc, swapfile, 5, 60)
+{
+	unsigned char *h = mmap(NULL, 64 * KIB, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char ref[4096], now[4096], nb[4096];
+	unsigned int nid = self->id + 0x10, failed = 0;
+	struct p2pnvme_file_io io, ios[2];
+	int sfd = -1, nfd2 = -1, on, off = -1, err;
+	int r1 = -1, r2 = -1, r3 = -1, r4 = -1;
+	char swp[512], next[512];
+	uint64_t b3 = 0, b4 = 0;
+
+	/* /proc/swaps is mm/swapfile.c's: without it swapon(2) is not there either */
+	if (access("/proc/swaps", F_OK))
+		kt_skip("%s",
+			"the kernel has no swap (no /proc/swaps): CONFIG_SWAP is not set (qemu/configs/base.config)");
+	sprintf(swp, "%s/swapfile", dir);
+	if (h == MAP_FAILED || mkswapfile(swp, MIB) || mkfile(dir, "swapnext", nid, 64 * KIB, next))
+		kt_fail("setup: %s", strerror(errno));
+	on = !swapon(swp, 0);
+	err = errno;
+	if (!on) {
+		unlink(swp);
+		unlink(next);
+		kt_fail("swapon %s: %s", swp, strerror(err));
+	}
+	/* from here until swapoff nothing ends the test early */
+	sfd = open(swp, O_RDWR | O_CLOEXEC);
+	nfd2 = open(next, O_RDWR | O_CLOEXEC);
+	if (sfd < 0 || pread(sfd, ref, sizeof(ref), 0) != (ssize_t)sizeof(ref))
+		memset(ref, 0, sizeof(ref));
+	memset(h, 0x5a, 64 * KIB);
+	if (sfd >= 0 && nfd2 >= 0) {
+		io = fio(P2PNVME_OP_WRITE, sfd, 0, 4096, (uintptr_t)h, 0, 0);
+		r1 = submit1(self->nfd, &io);
+		ios[0] = fio(P2PNVME_OP_WRITE, nfd2, 0, 4096, (uintptr_t)h, 0, 0);
+		ios[1] = fio(P2PNVME_OP_WRITE, sfd, 0, 4096, (uintptr_t)h, 0, 0);
+		r2 = submit(self->nfd, ios, 2, &failed);
+		io = fio(P2PNVME_OP_READ, sfd, 0, 4096, (uintptr_t)h + 32 * KIB, 0, 0);
+		r3 = submit1(self->nfd, &io);
+		b3 = io.bytes;
+	}
+	if (sfd < 0 || pread(sfd, now, sizeof(now), 0) != (ssize_t)sizeof(now))
+		memset(now, 0xff, sizeof(now));
+	if (pread(nfd2, nb, sizeof(nb), 0) != (ssize_t)sizeof(nb))
+		memset(nb, 0xff, sizeof(nb));
+	off = swapoff(swp) ? errno : 0;
+	if (!off && sfd >= 0) {
+		io = fio(P2PNVME_OP_WRITE, sfd, 0, 4096, (uintptr_t)h, 0, 0);
+		r4 = submit1(self->nfd, &io);
+		b4 = io.bytes;
+	}
+
+	tap(sfd >= 0 && nfd2 >= 0 && !memcmp(ref + 4086, "SWAPSPACE2", 10),
+	    "swapon of a 1 MiB swap file on the disk's filesystem; its header page read by pread");
+	tap(r1 == ETXTBSY && !memcmp(now, ref, sizeof(ref)),
+	    "a write to the active swap file: ETXTBSY, its header page untouched (%s)",
+	    err_str(r1));
+	tap(r2 == ETXTBSY && failed == 1 && pat_diff(nb, nid, 0, sizeof(nb)) < 0,
+	    "a batch of a write to another file and one to the swap file: ETXTBSY, failed 1, the other file untouched (%s, failed %u)",
+	    err_str(r2), failed);
+	tap(r3 == 0 && b3 == 4096 && !memcmp(h + 32 * KIB, ref, sizeof(ref)),
+	    "a read of the active swap file: its header page, as pread's (%s, %llu bytes)",
+	    err_str(r3), (unsigned long long)b3);
+	tap(!off && r4 == 0 && b4 == 4096,
+	    "swapoff (%s), then the same write: 4096 bytes (%s, %llu)", err_str(off), err_str(r4),
+	    (unsigned long long)b4);
+	if (sfd >= 0)
+		close(sfd);
+	if (nfd2 >= 0)
+		close(nfd2);
+	unlink(swp);
+	unlink(next);
+	munmap(h, 64 * KIB);
+}
+
+/* ---- max_inflight_mb ------------------------------------------------------- */
+
+#define INFLIGHT_PARAM	"/sys/module/p2pnvme/parameters/max_inflight_mb"
+
+/*
+ * Bytes at user addresses count against max_inflight_mb as the LBA
+ * transfers' do: with 1 MiB, a batch of two 1 MiB reads into host memory
+ * is E2BIG for the whole batch (failed is nr, nothing moved); the same two
+ * into a registered dma-buf pin nothing per transfer and pass; one 1 MiB
+ * read at a user address fits. The parameter is put back.
+ */
+TEST_F(filecmd, fc, inflight, 5, 60)
+{
+	int fd = open(self->path, O_RDONLY | O_CLOEXEC), set, back, r1, r2, r3, k, untouched = 1;
+	unsigned char *host = mmap(NULL, 2 * MIB, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long long was = p2p_sysfs_num(INFLIGHT_PARAM);
+	struct p2pnvme_file_io ios[2];
+	unsigned int failed = 0, good = 0;
+	struct dbuf b;
+	char old[32];
+
+	r1 = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
+	if (fd < 0 || host == MAP_FAILED || r1 || was <= 0)
+		kt_fail("setup: %s (max_inflight_mb %lld)", strerror(fd < 0 ? errno : r1), was);
+	snprintf(old, sizeof(old), "%lld", was);
+	memset(host, 0xee, 2 * MIB);
+	memset(b.p, 0xee, 2 * MIB);
+	set = p2p_sysfs_write(INFLIGHT_PARAM, "1");
+	for (k = 0; k < 2; k++)
+		ios[k] = fio(P2PNVME_OP_READ, fd, k * MIB, MIB, (uintptr_t)host + k * MIB, 0, 0);
+	r1 = submit(self->nfd, ios, 2, &failed);
+	for (k = 0; k < (int)(2 * MIB); k++)
+		untouched &= host[k] == 0xee;
+	for (k = 0; k < 2; k++)
+		ios[k] = fio(P2PNVME_OP_READ, fd, k * MIB, MIB, k * MIB, P2PNVME_FILE_F_REGISTERED,
+			     b.id);
+	r2 = submit(self->nfd, ios, 2, NULL);
+	for (k = 0; k < 2; k++)
+		good += !ios[k].status && ios[k].bytes == MIB;
+	ios[0] = fio(P2PNVME_OP_READ, fd, MIB, MIB, (uintptr_t)host, 0, 0);
+	r3 = submit1(self->nfd, &ios[0]);
+	back = p2p_sysfs_write(INFLIGHT_PARAM, old);
+
+	tap(!set, "max_inflight_mb %lld -> 1 (%s)", was, strerror(-set));
+	tap(r1 == E2BIG && failed == 2 && untouched,
+	    "two 1 MiB reads at user addresses in one batch: E2BIG, failed 2 (nr), nothing moved (%s, failed %u)",
+	    err_str(r1), failed);
+	tap(!r2 && good == 2 && pat_diff(b.p, self->id, 0, 2 * MIB) < 0,
+	    "the same two into a registered dma-buf: not counted, both moved, the file's bytes (%s, %u good)",
+	    err_str(r2), good);
+	hostcheck("pattern %llu %s@%llu %#x %llu", 2 * MIB, bar_name,
+		  (unsigned long long)b.bar_offset, self->id, 0ULL);
+	tap(!r3 && ios[0].bytes == MIB && pat_diff(host, self->id, MIB, MIB) < 0,
+	    "one 1 MiB read at a user address fits: moved, the file's bytes (%s)", err_str(r3));
+	tap(!back && p2p_sysfs_num(INFLIGHT_PARAM) == was, "max_inflight_mb back to %lld (%s)", was,
+	    strerror(-back));
+	dbuf_put(self->nfd, &b);
+	munmap(host, 2 * MIB);
+	close(fd);
+}
+
+/* ---- step 3's races through the command ------------------------------------ */
+
+/* a registered dma-buf and a /dev/p2pbarN mapping: eight 128 KiB slots each */
+FIXTURE(fr) {
+	int nfd, dirfd, fstype, bfd;
+	struct dbuf b;
+	struct p2p_mem m;
+};
+
+FIXTURE_SETUP(fr)
+{
+	struct p2pbar_info i;
+	struct statfs sf;
+	int ret;
+
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	self->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (self->nfd < 0 || self->dirfd < 0 || fstatfs(self->dirfd, &sf))
+		kt_fail("open %s, %s: %s", node, dir, strerror(errno));
+	self->fstype = sf.f_type;
+	ret = dbuf_get(bar_path, self->nfd, RACE_TSIZE, &self->b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	self->bfd = p2p_bar_open(bar_path, &i);
+	if (self->bfd < 0 || p2p_mem_get(self->bfd, RACE_TSIZE, 0, &self->m))
+		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(fr)
+{
+	p2p_mem_put(&self->m);
+	close(self->bfd);
+	dbuf_put(self->nfd, &self->b);
+	close(self->dirfd);
+	close(self->nfd);
+}
+
+/*
+ * The stream's reads (race_run()): into the registered dma-buf, then into
+ * the mapping, two reads each in turn; one entry of 128 KiB, then a batch
+ * of four of 32 KiB, in turn.
+ */
+struct cmd_reader {
+	struct race_reader r;
+	struct _kt_fixture_fr *self;
+};
+
+static unsigned char *cmd_slot(struct race_reader *r, long long n)
+{
+	struct _kt_fixture_fr *self = ((struct cmd_reader *)r)->self;
+
+	return ((n >> 1) & 1 ? self->m.p : self->b.p) + (n % 8) * RACE_SLOT;
+}
+
+static ssize_t cmd_read(struct race_reader *r, long long n, int fd, unsigned char *p,
+			uint64_t off, ssize_t *res, unsigned int *np)
+{
+	struct _kt_fixture_fr *self = ((struct cmd_reader *)r)->self;
+	unsigned int k = n & 1 ? 4 : 1, i;
+	size_t piece = RACE_SLOT / k;
+	struct p2pnvme_file_io ios[4];
+	int dmabuf = !((n >> 1) & 1), ret;
+	ssize_t total = 0;
+
+	for (i = 0; i < k; i++)
+		ios[i] = dmabuf ? fio(P2PNVME_OP_READ, fd, off + i * piece, piece,
+				      (n % 8) * RACE_SLOT + i * piece, P2PNVME_FILE_F_REGISTERED,
+				      self->b.id) :
+				  fio(P2PNVME_OP_READ, fd, off + i * piece, piece,
+				      (uintptr_t)(p + i * piece), 0, 0);
+	ret = submit(self->nfd, ios, k, NULL);
+	for (i = 0; i < k; i++) {
+		res[i] = ios[i].status ? ios[i].status : (ssize_t)ios[i].bytes;
+		total += ios[i].bytes;
+	}
+	*np = k;
+	return ret ? -ret : total;
+}
+
+/*
+ * A stream of file commands reading the target while the racer does @kind
+ * (race_run(): three cases), then the target read whole by the command into
+ * the dma-buf: the pattern, here and on the host.
+ */
+static void cmd_race(struct _kt_fixture_fr *self, enum race kind)
+{
+	struct race_ctx rc = { .dirfd = self->dirfd, .fstype = self->fstype, .ms = race_ms,
+			       .bar_name = bar_name };
+	struct cmd_reader cr = { { "the dma-buf or the mapping", cmd_slot, cmd_read }, self };
+	unsigned int tid = idbase + 0x20 + 4 * kind;
+	struct p2pnvme_file_io io;
+	long long d = 0;
+	int fd, ret;
+
+	race_skip_absent(&rc, kind);
+	memset(self->b.p, 0, RACE_TSIZE);
+	memset(self->m.p, 0, RACE_TSIZE);
+	race_run(&rc, kind, tid, &cr.r);
+	fd = race_open(&rc, "target", O_RDONLY);
+	memset(self->b.p, 0xee, RACE_TSIZE);
+	io = fio(P2PNVME_OP_READ, fd, 0, RACE_TSIZE, 0,
+		 P2PNVME_FILE_F_REGISTERED | P2PNVME_FILE_F_REQUIRE_P2P, self->b.id);
+	ret = fd < 0 ? errno : submit1(self->nfd, &io);
+	if (!ret)
+		d = pat_diff(self->b.p, tid, 0, RACE_TSIZE);
+	tap(!ret && io.bytes == RACE_TSIZE && d < 0,
+	    "%s: the target after, whole by the command into the dma-buf: its pattern (%s, first wrong %lld)",
+	    race_name(kind), err_str(ret), d);
+	if (!ret)
+		hostcheck("pattern %llu %s@%llu %#x 0", RACE_TSIZE, bar_name,
+			  (unsigned long long)self->b.bar_offset, tid);
+	if (fd >= 0)
+		close(fd);
+	race_end(&rc);
+}
+
+TEST_F(filecmd, fr, race_truncate, 4, 120)
+{
+	cmd_race(self, R_TRUNCATE);
+}
+
+TEST_F(filecmd, fr, race_punch, 4, 120)
+{
+	cmd_race(self, R_PUNCH);
+}
+
+TEST_F(filecmd, fr, race_collapse, 4, 120)
+{
+	cmd_race(self, R_COLLAPSE);
+}
+
+TEST_F(filecmd, fr, race_insert, 4, 120)
+{
+	cmd_race(self, R_INSERT);
+}
+
+TEST_F(filecmd, fr, race_write, 4, 120)
+{
+	cmd_race(self, R_WRITE);
+}
+
+TEST_F(filecmd, fr, race_reflink, 4, 120)
+{
+	cmd_race(self, R_REFLINK);
+}
+
+TEST_F(filecmd, fr, race_exchange, 4, 120)
+{
+	cmd_race(self, R_EXCHANGE);
+}
+
+TEST_F(filecmd, fr, race_defrag, 4, 120)
+{
+	cmd_race(self, R_DEFRAG);
+}
+
+/* ---- p2pbar unbound mid-stream (--bar-unbind) ------------------------------ */
+
+#define UB_ENTRIES	8
+#define UB_PIECE	(64 * KIB)
+
+/* the stream: batches into the registered dma-buf and the mapping in turn */
+struct ub_stream {
+	int nfd, fd;
+	uint32_t id;
+	unsigned char *map;		/* never touched by the CPU: SIGBUS after the unbind */
+	int stop, unbound, done;	/* __atomic */
+	long long ok, gone, other, after, late_ok;	/* __atomic: ok and after */
+	int other_err;
+};
+
+static void *ub_stream_fn(void *arg)
+{
+	struct ub_stream *s = arg;
+	struct p2pnvme_file_io ios[UB_ENTRIES];
+	long long k;
+	int i, ret;
+
+	for (k = 0; !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE); k++) {
+		/* whether the unbind had returned before this batch was issued */
+		int after = __atomic_load_n(&s->unbound, __ATOMIC_ACQUIRE);
+
+		for (i = 0; i < UB_ENTRIES; i++) {
+			uint64_t off = ((k * UB_ENTRIES + i) % 64) * UB_PIECE;
+
+			ios[i] = k & 1 ? fio(P2PNVME_OP_READ, s->fd, off, UB_PIECE,
+					     (uintptr_t)s->map + i * UB_PIECE, 0, 0) :
+					 fio(P2PNVME_OP_READ, s->fd, off, UB_PIECE, i * UB_PIECE,
+					     P2PNVME_FILE_F_REGISTERED, s->id);
+		}
+		ret = submit(s->nfd, ios, UB_ENTRIES, NULL);
+		if (!ret) {
+			__atomic_add_fetch(&s->ok, 1, __ATOMIC_RELEASE);
+			s->late_ok += after;
+		} else if (ret == ENODEV || ret == EFAULT) {
+			s->gone++;	/* the registration revoked; the mapping zapped */
+		} else if (!s->other++) {
+			s->other_err = ret;
+		}
+		if (after)
+			__atomic_add_fetch(&s->after, 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	return now_ms() / 1000.0;
+}
+
+/* an IOMMU translates the controller's DMA: QEMU's trace shows IOVAs, not bus addresses */
+static int have_iommu(void)
+{
+	DIR *d = opendir("/sys/class/iommu");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n > 0;
+}
+
+/*
+ * p2pbar unbound from @bar_bdf while a thread keeps batches of file
+ * commands reading into a registered p2pbar dma-buf and a /dev/p2pbarN
+ * mapping: the unbind returns in bounded time; each batch before it
+ * moved, or failed ENODEV (the registration revoked) or EFAULT (the
+ * mapping zapped), and nothing else; no batch issued after it returned
+ * moved a byte, and QEMU's nvme did no DMA into the BAR from then on
+ * (the host's trace); after, both refusals again, and the buffer
+ * unregisters. It leaves p2pbar unbound: the guest test binds it again.
+ */
+TEST_F(filecmd_bar_unbind, fc, unbind_mid_stream, 7, 120)
+{
+	long long scale = getenv("P2P_TIMEOUT_SCALE") ? atoll(getenv("P2P_TIMEOUT_SCALE")) : 1;
+	struct ub_stream s = { .nfd = self->nfd };
+	struct p2pnvme_file_io io;
+	struct p2pbar_info info;
+	struct p2p_mem m;
+	double t0, took = -1;
+	int bfd, ret, r1, r2, r3, r4, r5, uerr, k;
+	pthread_t th;
+	struct dbuf b;
+	long long d1, d2;
+
+	s.fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	ret = dbuf_get(bar_path, self->nfd, UB_ENTRIES * UB_PIECE, &b);
+	bfd = p2p_bar_open(bar_path, &info);
+	if (s.fd < 0 || ret || bfd < 0 || p2p_mem_get(bfd, UB_ENTRIES * UB_PIECE, 0, &m))
+		kt_fail("setup: %s", strerror(s.fd < 0 ? errno : ret ?: EIO));
+	s.id = b.id;
+	s.map = m.p;
+
+	/* the stream's two destinations work, before */
+	memset(b.p, 0xee, UB_PIECE);
+	memset(m.p, 0xee, UB_PIECE);
+	io = fio(P2PNVME_OP_READ, s.fd, 0, UB_PIECE, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	r1 = submit1(self->nfd, &io);
+	io = fio(P2PNVME_OP_READ, s.fd, 0, UB_PIECE, (uintptr_t)m.p, 0, 0);
+	r2 = r1 ? r1 : submit1(self->nfd, &io);
+	d1 = pat_diff(b.p, self->id, 0, UB_PIECE);
+	d2 = pat_diff(m.p, self->id, 0, UB_PIECE);
+	tap(!r1 && !r2 && d1 < 0 && d2 < 0,
+	    "before: 64 KiB into the registered dma-buf and into the mapping, the file's bytes (%s)",
+	    err_str(r1 ?: r2));
+	hostcheck("pattern %llu %s@%llu %#x 0", UB_PIECE, bar_name,
+		  (unsigned long long)b.bar_offset, self->id);
+	hostcheck("pattern %llu %s@%llu %#x 0", UB_PIECE, bar_name,
+		  (unsigned long long)m.bar_offset, self->id);
+
+	if (pthread_create(&th, NULL, ub_stream_fn, &s))
+		kt_fail("pthread_create");
+	for (k = 0; k < 1000 * scale && __atomic_load_n(&s.ok, __ATOMIC_ACQUIRE) < 10; k++)
+		usleep(10000);
+	t0 = now_s();
+	ret = p2p_sysfs_write("/sys/bus/pci/drivers/p2pbar/unbind", bar_bdf);
+	took = now_s() - t0;
+	uerr = -ret;
+	__atomic_store_n(&s.unbound, 1, __ATOMIC_RELEASE);
+	/* from here on no byte may reach the BAR */
+	hostcheck("dma-mark");
+	/* the stream goes on, refused, for 16 batches issued after the unbind */
+	for (k = 0; k < 500 * scale && __atomic_load_n(&s.after, __ATOMIC_ACQUIRE) < 16; k++)
+		usleep(10000);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	for (k = 0; k < 3000 * scale && !__atomic_load_n(&s.done, __ATOMIC_ACQUIRE); k++)
+		usleep(10000);
+	if (!__atomic_load_n(&s.done, __ATOMIC_ACQUIRE))
+		kt_fail("the stream did not end within %lld s of being told", 30 * scale);
+	pthread_join(th, NULL);
+	/* after: the registration revoked, the mapping zapped */
+	io = fio(P2PNVME_OP_READ, s.fd, 0, UB_PIECE, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	r3 = submit1(self->nfd, &io);
+	io = fio(P2PNVME_OP_READ, s.fd, 0, UB_PIECE, (uintptr_t)m.p, 0, 0);
+	r4 = submit1(self->nfd, &io);
+	r5 = -p2p_nvme_unregister(self->nfd, b.id);
+	if (have_iommu())
+		printf("%s\n",
+		       "    # an IOMMU: QEMU's trace has IOVAs, not the BAR's bus addresses; no trace check");
+	else
+		hostcheck("dma-notin %#llx %#llx", (unsigned long long)info.size,
+			  (unsigned long long)info.bus_addr);
+
+	printf("    # stream: %lld batches moved, %lld refused (ENODEV, EFAULT), %lld other (%s); ",
+	       s.ok, s.gone, s.other, err_str(s.other_err));
+	printf("%lld issued after the unbind returned\n", s.after);
+	tap(!uerr && took < 10 * scale, "p2pbar unbinds from %s under the stream in %.2f s (%s)",
+	    bar_bdf, took, err_str(uerr));
+	tap(s.ok >= 10 && s.gone >= 1 && !s.other,
+	    "each batch moved or was refused ENODEV or EFAULT (%lld, %lld, %lld other: %s)", s.ok,
+	    s.gone, s.other, err_str(s.other_err));
+	tap(s.after >= 16 && !s.late_ok,
+	    "none of the %lld batches issued after the unbind returned moved a byte (%lld did)",
+	    s.after, s.late_ok);
+	result(r3 == ENODEV, "after: a read into the revoked registered dma-buf", ENODEV, r3);
+	result(r4 == EFAULT, "after: a read into the zapped /dev/p2pbar0 mapping", EFAULT, r4);
+	result(r5 == 0, "after: the revoked buffer unregisters", 0, r5);
+	munmap(b.p, b.len);
+	close(b.dfd);
+	munmap(m.p, m.len);
+	close(bfd);
+	close(s.fd);
+}
+
 int main(int argc, char **argv)
 {
+	const char *ms = getenv("P2P_FILES_RACE_MS");
+	int unbind = argc > 2 && !strcmp(argv[1], "--bar-unbind");
+
+	if (unbind) {
+		bar_bdf = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc != 9) {
 		fprintf(stderr,
-			"usage: %s SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			"usage: %s [--bar-unbind BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
 			argv[0]);
 		return 2;
 	}
@@ -658,9 +1181,12 @@ int main(int argc, char **argv)
 	img_name = argv[6];
 	idbase = strtoul(argv[7], NULL, 0);
 	other = argv[8];
+	if (ms && atoi(ms) > 0)
+		race_ms = atoi(ms);
 	if ((idbase & 0xff) || idbase > 0xff00) {
 		fprintf(stderr, "ID_BASE: a multiple of 0x100 below 0x10000\n");
 		return 2;
 	}
-	return kt_run_as("filecmd", argv[1]);
+	/* --bar-unbind: p2pbar unbound mid-stream, alone (it leaves p2pbar unbound) */
+	return kt_run_as(unbind ? "filecmd_bar_unbind" : "filecmd", argv[1]);
 }
