@@ -373,6 +373,40 @@ static void reg_arm_placement(struct kunit *test)
 }
 
 /*
+ * A registered dma-buf in device memory the CPU reaches coherently (GH200's
+ * HBM, a NUMA node without CPUs: p2pnvme_dmabuf_in_host() says host and
+ * coherent) has a path of its own, dmabuf-coherent, not host memory's, and
+ * P2P required refuses it at arming as it refuses host memory.
+ */
+static void reg_arm_coherent(struct kunit *test)
+{
+	struct p2pnvme_req *r;
+
+	r = armed_req(test, false, false, false);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_path(r->reg), P2PNVME_PATH_DMABUF);
+	r = armed_req(test, false, false, true);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_path(r->reg), P2PNVME_PATH_DMABUF_HOST);
+
+	r = armed_req(test, false, false, true);
+	r->reg->coherent = true;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_path(r->reg), P2PNVME_PATH_DMABUF_COHERENT);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 1);
+	KUNIT_EXPECT_STREQ(test, r->dmabuf_owner, "");
+
+	r = armed_req(test, true, false, true);
+	r->reg->coherent = true;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), -EREMOTEIO);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 0);
+	KUNIT_EXPECT_FALSE(test, r->reg_busy);
+
+	r = armed_req(test, false, true, true);
+	r->reg->coherent = true;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), -EREMOTEIO);
+	KUNIT_EXPECT_EQ(test, atomic_read(&r->reg->busy), 0);
+}
+
+/*
  * An invalidation (the exporter's reservation lock held, maybe from a
  * shrinker in direct reclaim) never waits for a request busy on the
  * buffer: it returns at once saying the mapping must stay (the request's
@@ -601,6 +635,7 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(ns_format_table, fmt_gen_params),
 	KUNIT_CASE(std_io_data_len),
 	KUNIT_CASE(reg_arm_placement),
+	KUNIT_CASE(reg_arm_coherent),
 	KUNIT_CASE(reg_invalidate_busy),
 	{}
 };

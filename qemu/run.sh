@@ -88,7 +88,7 @@ bar_dev() {	# bar_dev ID BUS [extra]: ivshmem-plain, 64 MiB RAM the host can rea
 	echo "-object memory-backend-file,id=mem-$1,size=64M,mem-path=$RUN/$1.mem,share=on"
 	echo "-device ivshmem-plain,memdev=mem-$1,id=$1,bus=$2${3:+,$3}"
 }
-P_APPEND= P_LIMIT= P_DISTANCE=-2
+P_APPEND= P_LIMIT= P_DISTANCE=-2 P_MEMNODE=
 . "$P2P_TOP/qemu/profiles/$profile.sh"
 
 append="console=ttyS0 loglevel=3 log_buf_len=16M panic=-1 oops=panic kunit.enable=1 kunit.autorun=1 p2ptest=$test p2pprofile=$profile"
@@ -114,6 +114,29 @@ if [ "${P2P_INSN:-0}" = 1 ]; then
 fi
 mem=1G
 [ "$flavour" = debug ] && mem=${P2P_DEBUG_MEM:-1536M}
+# A NUMA node with memory and no CPUs, P_MEMNODE (M or G) of the guest's
+# memory, which stays the size it is: what a GH200's or GB200's HBM is to
+# the kernel, for p2pgpu's nvidia coherent exports (the gpuexp test, whose
+# boots have 256M unless their profile says otherwise; the other boots keep
+# one node). The guest sees it only with CONFIG_NUMA (qemu/configs).
+[[ "+$test+" == *+gpuexp+* ]] && P_MEMNODE=${P_MEMNODE:-256M}
+mib() {	# mib SIZE: a size with QEMU's M or G suffix, in MiB
+	case "$1" in
+	*G) echo $((${1%G} * 1024)) ;;
+	*M) echo "${1%M}" ;;
+	*) die "memory size $1: give it in M or G" ;;
+	esac
+}
+memory=(-m "$mem")
+if [ -n "$P_MEMNODE" ]; then
+	node1=$(mib "$P_MEMNODE")
+	node0=$(($(mib "$mem") - node1))
+	[ "$node0" -ge 512 ] || die "P_MEMNODE=$P_MEMNODE leaves the CPUs' node $node0 MiB of $mem"
+	memory+=(-object "memory-backend-ram,id=ram-node0,size=${node0}M"
+		-numa "node,nodeid=0,cpus=0-1,memdev=ram-node0"
+		-object "memory-backend-ram,id=ram-node1,size=${node1}M"
+		-numa "node,nodeid=1,memdev=ram-node1")
+fi
 # KASAN + lockdep under TCG run a test 10-20 times slower
 [ -n "$timeout" ] || { [ "$flavour" = debug ] && timeout=1800 || timeout=600; }
 # QEMU's nvme trace, the host's view of the controllers: data DMA addresses,
@@ -127,7 +150,7 @@ printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_admin_cmd pci_nvme_enqu
 	pci_nvme_create_sq pci_nvme_del_sq pci_nvme_mmio_stopped pci_nvme_mmio_start_success \
 	> "$RUN/trace-events"
 [ "${P2P_NVME_TRACE:-1}" != 0 ] || trace=()
-cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 -m "$mem"
+cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 "${memory[@]}"
 	-nodefaults -display none -no-reboot
 	-serial "file:$RUN/serial.log"
 	-serial "unix:$RUN/hostd.sock,server=on,wait=off"

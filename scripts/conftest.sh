@@ -31,6 +31,9 @@ probe HAVE_PGMAP_FOLIO_FREE '#include <linux/memremap.h>' \
 	'struct dev_pagemap_ops o = { .folio_free = NULL }; (void)o;'
 probe HAVE_FOLL_PCI_P2PDMA '#include <linux/mm.h>' \
 	'int f = FOLL_PCI_P2PDMA; (void)f;'
+# 7.x: get_dev_pagemap() takes the page frame alone (no pgmap to reuse)
+probe HAVE_GET_DEV_PAGEMAP_PFN '#include <linux/memremap.h>' \
+	'struct dev_pagemap *m = get_dev_pagemap(0); (void)m;'
 
 probe HAVE_DMA_BUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>' \
 	'dma_buf_invalidate_mappings(NULL);'

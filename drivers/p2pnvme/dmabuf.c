@@ -9,10 +9,14 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/dma-buf.h>
+#include <linux/dma-direct.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-resv.h>
 #include <linux/iommu.h>
+#include <linux/memory_hotplug.h>
+#include <linux/memremap.h>
 #include <linux/module.h>
+#include <linux/nodemask.h>
 #include <linux/pci.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
@@ -221,12 +225,45 @@ void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner)
 			     owner, owner, pci_name(c->pdev));
 }
 
+/*
+ * Is the memory at CPU physical address @phys device memory the CPU reaches
+ * coherently: system RAM on a NUMA node without CPUs (GH200's and GB200's
+ * HBM, which NVIDIA's driver onlines as such nodes; CXL memory expanders and
+ * persistent memory onlined as RAM are such nodes too), or a
+ * MEMORY_DEVICE_COHERENT page (amdgpu's VRAM where the CPU's link to it is
+ * coherent)? Looked up by page frame: an importer may not read sg_page()
+ * (the dma-buf core hides it from importers under CONFIG_DMABUF_DEBUG), and
+ * exporters such as NVIDIA's (nv_dma_buf_map_pages()) map these pages with
+ * dma_map_sg_attrs(), so that only the DMA address says where they are.
+ * Other ZONE_DEVICE pages (P2PDMA's) are not coherent device memory.
+ */
+static bool coherent_mem(phys_addr_t phys)
+{
+	unsigned long pfn = PHYS_PFN(phys);
+	struct dev_pagemap *pgmap;
+	struct page *page;
+	bool coherent;
+
+	page = pfn_to_online_page(pfn);
+	if (page)
+		return !node_state(page_to_nid(page), N_CPU);
+	/* ZONE_DEVICE memory is never online: its pgmap keeps the page while we look */
+	pgmap = p2p_get_dev_pagemap(pfn);
+	if (!pgmap)
+		return false;
+	coherent = is_device_coherent_page(pfn_to_page(pfn));
+	put_dev_pagemap(pgmap);
+	return coherent;
+}
+
 /**
  * p2pnvme_dmabuf_in_host - is a dma-buf mapping for the controller host
  *	memory rather than a PCI device's memory?
  * @c: the controller
  * @sgt: the exporter's mapping
  * @owner: out: P2PNVME_OWNER_LEN bytes, the owning function's PCI name
+ * @coherent: out: of what is not in that function's BAR, some is device
+ *	      memory the CPU reaches coherently (false for a BAR)
  * @orphan: out: that function has no driver bound
  * @unreachable: out: the kernel's P2PDMA verdict refuses P2P between that
  *		 function and the controller (false for host memory)
@@ -241,6 +278,12 @@ void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner)
  * against the memory BARs of every PCI function. All in one function's
  * BARs is device memory; anything else counts as host memory.
  *
+ * Of host memory, a segment whose first page is device memory the CPU
+ * reaches coherently (coherent_mem(): a NUMA node without CPUs, or
+ * MEMORY_DEVICE_COHERENT) makes @coherent: the controller's DMA goes
+ * through the CPU's memory system to it (GH200's C2C link), not peer to
+ * peer, which is what P2P required refuses, as it refuses host memory.
+ *
  * The function is named in @owner ("" for host memory). @orphan says
  * whether it has no driver bound: memory of a device whose driver let go
  * of it (unbound), which no transfer may use any more. @unreachable is
@@ -250,10 +293,10 @@ void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner)
  * the fabric may not carry (completion errors, lost posted writes) however
  * the mapping was made. Host memory is never checked.
  *
- * Return: true for host memory.
+ * Return: true for host memory (CPU-coherent device memory included).
  */
 bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
-			    bool *orphan, bool *unreachable)
+			    bool *coherent, bool *orphan, bool *unreachable)
 {
 	struct iommu_domain *dom = iommu_get_domain_for_dev(&c->pdev->dev);
 	struct pci_dev *pdev = NULL;
@@ -261,22 +304,24 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner
 	unsigned int i;
 	bool host = false;
 
+	*coherent = false;
 	for_each_sgtable_dma_sg(sgt, sg, i) {
 		dma_addr_t a = sg_dma_address(sg);
 		phys_addr_t phys = dom ? iommu_iova_to_phys(dom, a) : 0;
 
-		if (pdev) {
-			if (phys ? in_bar(pdev, phys, false) :
-				   in_bar(pdev, a, true) || in_bar(pdev, a, false))
-				continue;
-			host = true;
+		if (!i)
+			pdev = phys ? bar_owner(phys, false) :
+				      bar_owner(a, true) ?: bar_owner(a, false);
+		if (pdev && (phys ? in_bar(pdev, phys, false) :
+				    in_bar(pdev, a, true) || in_bar(pdev, a, false)))
+			continue;
+		host = true;
+		/* no IOMMU translation: the DMA layer's own (dma-direct) undone */
+		if (!dom)
+			phys = dma_to_phys(&c->pdev->dev, a);
+		*coherent = phys && coherent_mem(phys);
+		if (*coherent)
 			break;
-		}
-		pdev = phys ? bar_owner(phys, false) : bar_owner(a, true) ?: bar_owner(a, false);
-		if (!pdev) {
-			host = true;
-			break;
-		}
 	}
 	host = host || !pdev;
 	strscpy(owner, host ? "" : pci_name(pdev), P2PNVME_OWNER_LEN);
@@ -284,10 +329,26 @@ bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner
 	*orphan = !host && !READ_ONCE(pdev->dev.driver);
 	*unreachable = !host && !dmabuf_reachable(c, pdev);
 	dev_dbg(&c->pdev->dev, "dma-buf mapping of %u segments: %s%s%s%s\n", sgt->nents,
-		host ? "host memory" : "memory of ", owner, *orphan ? ", no driver bound" : "",
+		*coherent ? "CPU-coherent device memory" : host ? "host memory" : "memory of ",
+		owner, *orphan ? ", no driver bound" : "",
 		*unreachable ? ", P2PDMA refuses it" : "");
 	pci_dev_put(pdev);
 	return host;
+}
+
+/**
+ * p2pnvme_dmabuf_coherent_refused - say why P2P required refuses a dma-buf
+ *	in CPU-coherent device memory
+ * @c: the controller
+ *
+ * GPU memory all the same, which a user may not expect to be refused: the
+ * log says which path it is and why. Rate limited: the application sees
+ * -EREMOTEIO for each transfer, the refused counter counts them.
+ */
+void p2pnvme_dmabuf_coherent_refused(struct p2pnvme *c)
+{
+	dev_notice_ratelimited(&c->pdev->dev,
+			       "dma-buf in CPU-coherent device memory (path dmabuf-coherent: a NUMA node without CPUs, as GH200's HBM, or MEMORY_DEVICE_COHERENT) refused (-EREMOTEIO): P2P required, and the controller reaches this memory through the CPU's memory system, not peer to peer\n");
 }
 
 /**
@@ -359,8 +420,8 @@ int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r)
 	}
 	r->dsgt = sgt;
 	/* where it is, first: P2P required refuses host memory before all else */
-	r->dmabuf_host = p2pnvme_dmabuf_in_host(c, sgt, r->dmabuf_owner, &orphan,
-						&r->dmabuf_unreachable);
+	r->dmabuf_host = p2pnvme_dmabuf_in_host(c, sgt, r->dmabuf_owner, &r->dmabuf_coherent,
+						&orphan, &r->dmabuf_unreachable);
 	/* the exporter's device is unbound: its memory is not its to give */
 	if (orphan) {
 		ret = -ENODEV;

@@ -141,6 +141,7 @@ enum p2pnvme_why {
 	P2PNVME_WHY_DMABUF,	/* an imported dma-buf: the exporter maps */
 	P2PNVME_WHY_REQUIRED,	/* host memory, and P2P required (_F_REQUIRE_P2P) */
 	P2PNVME_WHY_UNREACHABLE,	/* a dma-buf in a BAR P2PDMA refuses */
+	P2PNVME_WHY_COHERENT,	/* CPU-coherent device memory, and P2P required */
 };
 
 /* a PCI function's name, as struct p2pnvme_buf_reg.owner holds it */
@@ -292,6 +293,8 @@ struct p2pnvme_cmd;		/* queue.h */
  *		 its invalidation callback, under the dma-buf's resv lock)
  * @dmabuf_host: @dsgt is host memory, not a PCI device's BAR
  *		 (p2pnvme_dmabuf_in_host())
+ * @dmabuf_coherent: with @dmabuf_host, that memory is device memory the
+ *		     CPU reaches coherently (p2pnvme_dmabuf_in_host())
  * @dmabuf_owner: the function whose BAR the data goes to or comes from
  *		  (dma-bufs, registered ones too), or "": the trace's
  * @dmabuf_unreachable: the mapping is in @dmabuf_owner's BAR and the
@@ -347,6 +350,7 @@ struct p2pnvme_req {
 	bool cookie;
 	bool invalidated;
 	bool dmabuf_host;
+	bool dmabuf_coherent;
 	char dmabuf_owner[P2PNVME_OWNER_LEN];
 	bool dmabuf_unreachable;
 	enum dma_data_direction dir;

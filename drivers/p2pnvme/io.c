@@ -47,6 +47,7 @@ static const char *p2pnvme_path_name(unsigned int path)
 		[P2PNVME_PATH_NONE] = "none", [P2PNVME_PATH_P2P] = "p2p",
 		[P2PNVME_PATH_BOUNCE] = "bounce", [P2PNVME_PATH_HOST] = "host",
 		[P2PNVME_PATH_DMABUF] = "dmabuf", [P2PNVME_PATH_DMABUF_HOST] = "dmabuf-host",
+		[P2PNVME_PATH_DMABUF_COHERENT] = "dmabuf-coherent",
 	};
 
 	return path < ARRAY_SIZE(names) && names[path] ? names[path] : "?";
@@ -64,6 +65,7 @@ static const char *p2pnvme_why_name(unsigned int why)
 		[P2PNVME_WHY_REQUIRED] = "host memory, and P2P required",
 		[P2PNVME_WHY_UNREACHABLE] =
 			"the kernel's P2PDMA verdict refuses the dma-buf's function and the controller",
+		[P2PNVME_WHY_COHERENT] = "CPU-coherent device memory, and P2P required",
 	};
 
 	return why < ARRAY_SIZE(names) && names[why] ? names[why] : "?";
@@ -237,6 +239,24 @@ static void path_refused(struct p2pnvme *c, struct p2pnvme_req *r, enum p2pnvme_
 		p2pnvme_why_name(why));
 }
 
+/*
+ * P2P required, and the buffer is host memory, or device memory the CPU
+ * reaches coherently (@coherent), which the log names: GPU memory a user
+ * may not expect to be refused.
+ */
+static void required_refused(struct p2pnvme *c, struct p2pnvme_req *r, bool coherent)
+{
+	path_refused(c, r, coherent ? P2PNVME_WHY_COHERENT : P2PNVME_WHY_REQUIRED);
+	if (coherent)
+		p2pnvme_dmabuf_coherent_refused(c);
+}
+
+/* a registered buffer's: CPU-coherent device memory? */
+static bool reg_coherent(const struct p2pnvme_reg *b)
+{
+	return b->kind == P2PNVME_REG_DMABUF && READ_ONCE(b->coherent);
+}
+
 /* CPU copy between the bounce pages and the (p2pmem) user pages. */
 static void bounce_copy(struct p2pnvme *c, struct p2pnvme_req *r, bool to_user)
 {
@@ -339,7 +359,7 @@ static int req_pin(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req
 								      P2PNVME_WHY_HOST;
 		/* a move to host memory it cannot use either (-EOPNOTSUPP): said as such */
 		if ((!ret || ret == -EOPNOTSUPP) && r->reg && p2pnvme_reg_refuses(r)) {
-			path_refused(c, r, P2PNVME_WHY_REQUIRED);
+			required_refused(c, r, reg_coherent(r->reg));
 			ret = -EREMOTEIO;
 		} else if (ret == -EREMOTEIO && r->dmabuf_unreachable) {
 			/* a move into a BAR the kernel's P2PDMA verdict refuses */
@@ -493,7 +513,7 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 		 */
 		if (r->owner->dsgt && r->owner->dmabuf_host &&
 		    (r->io->flags & P2PNVME_IO_F_REQUIRE_P2P)) {
-			path_refused(c, r, P2PNVME_WHY_REQUIRED);
+			required_refused(c, r, r->owner->dmabuf_coherent);
 			return -EREMOTEIO;
 		}
 		/* device memory the kernel's P2PDMA verdict keeps from the controller */
@@ -541,7 +561,7 @@ static int req_arm(struct p2pnvme *c, struct p2pnvme_req *r)
 	int ret = p2pnvme_reg_arm(r);
 
 	if (ret == -EREMOTEIO)
-		path_refused(c, r, P2PNVME_WHY_REQUIRED);
+		required_refused(c, r, reg_coherent(r->reg));
 	return ret;
 }
 
@@ -727,6 +747,7 @@ static void lat_add(struct p2pnvme *c, bool write, unsigned int path, u64 ns)
 		[P2PNVME_PATH_P2P] = LAT_P2P, [P2PNVME_PATH_BOUNCE] = LAT_BOUNCE,
 		[P2PNVME_PATH_HOST] = LAT_HOST, [P2PNVME_PATH_DMABUF] = LAT_DMABUF,
 		[P2PNVME_PATH_DMABUF_HOST] = LAT_DMABUF,
+		[P2PNVME_PATH_DMABUF_COHERENT] = LAT_DMABUF,
 	};
 	u64 us = div_u64(ns, NSEC_PER_USEC), max;
 	struct p2pnvme_pcpu *pc;
@@ -769,10 +790,15 @@ static void req_complete(struct p2pnvme *c, struct p2pnvme_req *r, u64 ns)
 			io->path = P2PNVME_PATH_HOST;
 			p2pnvme_stat_add(c, write ? ST_WRITES_HOST : ST_READS_HOST, 1);
 			p2pnvme_stat_add(c, ST_BYTES_HOST, io->len);
-		} else if (r->dmabuf || r->reg) {
+		} else if (r->reg) {
 			/* where the mapping's bytes are (p2pnvme_dmabuf_in_host()) */
-			io->path = (r->reg ? r->reg->host : r->owner->dmabuf_host) ?
-				   P2PNVME_PATH_DMABUF_HOST : P2PNVME_PATH_DMABUF;
+			io->path = p2pnvme_reg_path(r->reg);
+			p2pnvme_stat_add(c, write ? ST_WRITES_DMABUF : ST_READS_DMABUF, 1);
+			p2pnvme_stat_add(c, ST_BYTES_DMABUF, io->len);
+		} else if (r->dmabuf) {
+			io->path = !r->owner->dmabuf_host ? P2PNVME_PATH_DMABUF :
+				   r->owner->dmabuf_coherent ? P2PNVME_PATH_DMABUF_COHERENT :
+				   P2PNVME_PATH_DMABUF_HOST;
 			p2pnvme_stat_add(c, write ? ST_WRITES_DMABUF : ST_READS_DMABUF, 1);
 			p2pnvme_stat_add(c, ST_BYTES_DMABUF, io->len);
 		} else if (!r->p2p) {

@@ -36,10 +36,12 @@
  * each registration that the callback may run in reclaim
  * (reg_prime_reclaim()).
  *
- * Where a dma-buf's mapping is (a PCI function's BAR, and whose, or host
- * memory: p2pnvme_dmabuf_in_host()) is worked out at each mapping; a buffer
+ * Where a dma-buf's mapping is (a PCI function's BAR, and whose, host
+ * memory, or device memory the CPU reaches coherently:
+ * p2pnvme_dmabuf_in_host()) is worked out at each mapping; a buffer
  * registered with P2PNVME_BUF_F_REQUIRE_P2P (or a transfer with
- * P2PNVME_IO_F_REQUIRE_P2P) refuses host memory (p2pnvme_reg_refuses()).
+ * P2PNVME_IO_F_REQUIRE_P2P) refuses host memory, and CPU-coherent device
+ * memory as such (p2pnvme_reg_refuses()).
  * Every buffer, whatever its flags, refuses a mapping in the BAR of a
  * function that the kernel's P2PDMA verdict keeps from the controller
  * (-EREMOTEIO, at registration and at each mapping again): such a mapping
@@ -124,6 +126,22 @@ bool p2pnvme_reg_refuses(struct p2pnvme_req *r)
 		return false;
 	return b->kind == P2PNVME_REG_HOST || READ_ONCE(b->host);
 }
+
+/**
+ * p2pnvme_reg_path - where a registered dma-buf's current mapping is, as a
+ *	transfer's path says it
+ * @b: the registered dma-buf
+ *
+ * Return: P2PNVME_PATH_DMABUF (a PCI function's BAR),
+ * P2PNVME_PATH_DMABUF_HOST or P2PNVME_PATH_DMABUF_COHERENT.
+ */
+u32 p2pnvme_reg_path(const struct p2pnvme_reg *b)
+{
+	if (!READ_ONCE(b->host))
+		return P2PNVME_PATH_DMABUF;
+	return READ_ONCE(b->coherent) ? P2PNVME_PATH_DMABUF_COHERENT : P2PNVME_PATH_DMABUF_HOST;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_path);
 
 /*
  * Index the mapping's DMA segments. Inside the registered range every
@@ -736,7 +754,7 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 	/* an invalidation before this mapping was about none: nothing was busy */
 	WRITE_ONCE(b->stale, false);
 	/* where it is, first: P2P required refuses host memory before all else */
-	b->host = p2pnvme_dmabuf_in_host(c, sgt, b->owner, &orphan, &unreachable);
+	b->host = p2pnvme_dmabuf_in_host(c, sgt, b->owner, &b->coherent, &orphan, &unreachable);
 	if (orphan) {
 		ret = -ENODEV;		/* its device is unbound already */
 		goto out_unlock;
@@ -749,7 +767,10 @@ static int reg_dmabuf(struct p2pnvme *c, struct p2pnvme_reg *b, int fd, u64 off)
 		goto out_unlock;
 	}
 	if (b->host && b->require_p2p) {
-		pci_dbg(c->pdev, "dma-buf registration refused: host memory, P2P required\n");
+		if (b->coherent)
+			p2pnvme_dmabuf_coherent_refused(c);
+		else
+			pci_dbg(c->pdev, "dma-buf registration refused: host memory, P2P required\n");
 		p2pnvme_stat_add(c, ST_REFUSED, 1);
 		ret = -EREMOTEIO;
 		goto out_unlock;
@@ -798,7 +819,7 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 	struct dma_resv *resv;
 	struct sg_table *sgt;
 	char owner[P2PNVME_OWNER_LEN];
-	bool host, orphan, unreachable;
+	bool host, coherent, orphan, unreachable;
 	long left;
 	int ret = 0;
 
@@ -834,8 +855,9 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 	}
 	left = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false, p2pnvme_io_timeout());
 	ret = left > 0 ? 0 : left ?: -ETIMEDOUT;
-	host = p2pnvme_dmabuf_in_host(c, sgt, owner, &orphan, &unreachable);
+	host = p2pnvme_dmabuf_in_host(c, sgt, owner, &coherent, &orphan, &unreachable);
 	/* where it went, for p2pnvme_reg_refuses(), even if it cannot be used */
+	WRITE_ONCE(b->coherent, coherent);
 	WRITE_ONCE(b->host, host);
 	if (!ret && orphan)
 		ret = -ENODEV;
@@ -949,8 +971,7 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	if (!ret) {
 		/* what an older, shorter structure has room for (argsz) */
 		reg.id = id;
-		reg.path = !dmabuf ? P2PNVME_PATH_HOST :
-			   b->host ? P2PNVME_PATH_DMABUF_HOST : P2PNVME_PATH_DMABUF;
+		reg.path = !dmabuf ? P2PNVME_PATH_HOST : p2pnvme_reg_path(b);
 		memcpy(reg.owner, b->owner, sizeof(reg.owner));
 		ret = p2p_ioctl_copy_out(uarg, &reg, sizeof(reg));
 	}
@@ -1027,17 +1048,18 @@ int p2pnvme_reg_show(struct seq_file *s, void *unused)
 	struct p2pnvme *c = s->private;
 	struct p2pnvme_reg *b;
 
-	seq_puts(s, "kind    bytes       start       segments busy revoked mapped where       owner\n");
+	seq_puts(s, "kind    bytes       start       segments busy revoked mapped where           owner\n");
 	mutex_lock(&c->reg_lock);
 	list_for_each_entry(b, &c->reg_list, node) {
 		bool dmabuf = b->kind == P2PNVME_REG_DMABUF;
 
 		/* where the last mapping was ("moved": not mapped again yet) */
-		seq_printf(s, "%-7s %-11llu %-11llu %-8u %-4d %-7d %-6d %-11s %s%s\n",
+		seq_printf(s, "%-7s %-11llu %-11llu %-8u %-4d %-7d %-6d %-15s %s%s\n",
 			   dmabuf ? "dmabuf" : "host", b->len, b->start, b->nseg,
 			   atomic_read(&b->busy), READ_ONCE(b->revoked), b->mapped || b->attach,
 			   !dmabuf ? "host" : READ_ONCE(b->stale) ? "moved" :
-			   b->host ? "dmabuf-host" : "dmabuf-p2p", b->owner[0] ? b->owner : "-",
+			   b->coherent ? "dmabuf-coherent" : b->host ? "dmabuf-host" : "dmabuf-p2p",
+			   b->owner[0] ? b->owner : "-",
 			   b->require_p2p ? " require-p2p" : "");
 	}
 	mutex_unlock(&c->reg_lock);

@@ -63,6 +63,8 @@ enum p2pnvme_reg_kind {
  * @host: dma-buf: @dsgt is host memory, not a PCI device's BAR
  *	  (p2pnvme_dmabuf_in_host(), at each mapping; never a BAR the kernel's
  *	  P2PDMA verdict refuses: such a mapping is refused and undone)
+ * @coherent: dma-buf: with @host, @dsgt is device memory the CPU reaches
+ *	      coherently (p2pnvme_dmabuf_in_host(); written with @host)
  * @owner: dma-buf: the PCI name of the function whose BAR @dsgt is in, or
  *	   "" (written with @host; read by armed requests, debugfs under
  *	   @c->reg_lock)
@@ -110,6 +112,7 @@ struct p2pnvme_reg {
 	struct dma_buf_attachment *attach;
 	struct sg_table *dsgt;
 	bool host;
+	bool coherent;
 	char owner[P2PNVME_OWNER_LEN];
 	bool require_p2p;
 	unsigned int nseg;
@@ -164,6 +167,7 @@ void p2pnvme_reg_remove(struct p2pnvme *c);
 void p2pnvme_reg_watch(struct p2pnvme *c);
 void p2pnvme_reg_unwatch(struct p2pnvme *c);
 bool p2pnvme_reg_refuses(struct p2pnvme_req *r);
+u32 p2pnvme_reg_path(const struct p2pnvme_reg *b);
 struct seq_file;
 int p2pnvme_reg_show(struct seq_file *s, void *unused);
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r);
@@ -193,8 +197,9 @@ int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned 
 int p2pnvme_dmabuf_map(struct p2pnvme *c, struct p2pnvme_req *r);
 int p2pnvme_dmabuf_map_error(struct p2pnvme *c, int ret, bool registered);
 bool p2pnvme_dmabuf_in_host(struct p2pnvme *c, struct sg_table *sgt, char *owner,
-			    bool *orphan, bool *unreachable);
+			    bool *coherent, bool *orphan, bool *unreachable);
 void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner);
+void p2pnvme_dmabuf_coherent_refused(struct p2pnvme *c);
 void p2pnvme_dmabuf_forget(struct p2pnvme *c);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
 bool p2pnvme_dmabuf_signalling(void);
@@ -206,6 +211,7 @@ void p2pnvme_dmabuf_unmap(struct p2pnvme_req *r);
 void p2pnvme_dmabuf_release(struct p2pnvme_req *r);
 #else
 static inline void p2pnvme_dmabuf_note(void) {}
+static inline void p2pnvme_dmabuf_coherent_refused(struct p2pnvme *c) {}
 
 static inline int p2pnvme_dmabuf_attach(struct p2pnvme *c, struct p2pnvme_req *reqs,
 					unsigned int i)

@@ -66,6 +66,7 @@ TRACE_DEFINE_ENUM(P2PNVME_PATH_BOUNCE);
 TRACE_DEFINE_ENUM(P2PNVME_PATH_HOST);
 TRACE_DEFINE_ENUM(P2PNVME_PATH_DMABUF);
 TRACE_DEFINE_ENUM(P2PNVME_PATH_DMABUF_HOST);
+TRACE_DEFINE_ENUM(P2PNVME_PATH_DMABUF_COHERENT);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_HOST);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_REACHABLE);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_FORCED);
@@ -74,6 +75,7 @@ TRACE_DEFINE_ENUM(P2PNVME_WHY_POLICY);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_DMABUF);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_REQUIRED);
 TRACE_DEFINE_ENUM(P2PNVME_WHY_UNREACHABLE);
+TRACE_DEFINE_ENUM(P2PNVME_WHY_COHERENT);
 
 /*
  * The path a transfer took (enum p2pnvme_path; NONE: refused), why (enum
@@ -112,7 +114,8 @@ TRACE_EVENT(p2pnvme_path,
 				       { P2PNVME_PATH_BOUNCE, "bounce" },
 				       { P2PNVME_PATH_HOST, "host" },
 				       { P2PNVME_PATH_DMABUF, "dmabuf" },
-				       { P2PNVME_PATH_DMABUF_HOST, "dmabuf-host" }),
+				       { P2PNVME_PATH_DMABUF_HOST, "dmabuf-host" },
+				       { P2PNVME_PATH_DMABUF_COHERENT, "dmabuf-coherent" }),
 		      __print_symbolic(__entry->why,
 				       { P2PNVME_WHY_HOST, "host memory" },
 				       { P2PNVME_WHY_REACHABLE, "controller reaches the provider" },
@@ -122,7 +125,9 @@ TRACE_EVENT(p2pnvme_path,
 				       { P2PNVME_WHY_DMABUF, "dma-buf, the exporter maps" },
 				       { P2PNVME_WHY_REQUIRED, "host memory, P2P required" },
 				       { P2PNVME_WHY_UNREACHABLE,
-					 "P2PDMA verdict refuses the owner" }),
+					 "P2PDMA verdict refuses the owner" },
+				       { P2PNVME_WHY_COHERENT,
+					 "CPU-coherent device memory, P2P required" }),
 		      __entry->owner)
 );
 

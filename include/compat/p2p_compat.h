@@ -43,6 +43,13 @@ static inline struct dev_pagemap *page_pgmap(const struct page *page)
 }
 #endif
 
+/* get_dev_pagemap() took a pgmap to reuse as its second argument before 7.x. */
+#ifdef HAVE_GET_DEV_PAGEMAP_PFN
+#define p2p_get_dev_pagemap(pfn)	get_dev_pagemap(pfn)
+#else
+#define p2p_get_dev_pagemap(pfn)	get_dev_pagemap(pfn, NULL)
+#endif
+
 /*
  * P2P pages carry a page_free()/folio_free() callback and may be mapped to
  * userspace (and pinned by GUP with FOLL_PCI_P2PDMA) since 6.2. Before that

@@ -24,7 +24,11 @@
 # -ERESTARTSYS); amdgpu's attach takes the reservation lock (p2pnvme never
 # attaches under it: lockdep on the debug kernel, the test's timeout
 # elsewhere); amdgpu's remove leaves VRAM where it is (p2pnvme refuses a
-# buffer in the BAR of a function without a driver, -ENODEV).
+# buffer in the BAR of a function without a driver, -ENODEV). NVIDIA's
+# coherent memory (GH200's HBM: a NUMA node with memory and no CPUs, which
+# qemu/run.sh gives these boots, P_MEMNODE) is its own path,
+# dmabuf-coherent, refused where P2P is required; a guest kernel without
+# CONFIG_NUMA sees no such node, and that test SKIPs saying so.
 # The test ends by unbinding p2pgpu's function mid-stream and binding it
 # again. NVIDIA's remove waits until every dma-buf of the GPU is released
 # (p2pgpu's nvidia personality for 15 s, then says it gave up): an nvidia
@@ -76,6 +80,12 @@ PROV=
 if [ "$nbar" -ge 2 ]; then
 	PROV=$(find_pci 1af4 1110 1)
 	check "p2pbar binds to ivshmem $PROV (its exports, imported by the GPU)" bind p2pbar "$PROV"
+fi
+# where NVIDIA's coherent memory would be (nvidia_coherent SKIPs without it)
+if [ -e /sys/devices/system/node/has_cpu ]; then
+	diag "NUMA nodes: with CPUs $(cat /sys/devices/system/node/has_cpu), with memory $(cat /sys/devices/system/node/has_memory)"
+else
+	diag "NUMA nodes: none listed (the kernel has no CONFIG_NUMA)"
 fi
 suite_end
 
@@ -133,7 +143,7 @@ elif [ -d $T/events ]; then
 else
 	skip "p2pnvme_path names the owner" "no tracefs events on this kernel"
 fi
-dmesg | grep -E 'p2pgpu|nvidia:|p2pbar .*dma-buf|registered dma-buf|P2PDMA verdict|peer-to-peer DMA|refused by its exporter' |
+dmesg | grep -E 'p2pgpu|nvidia:|p2pbar .*dma-buf|registered dma-buf|P2PDMA verdict|peer-to-peer DMA|refused by its exporter|CPU-coherent' |
 	sed 's/^\[[^]]*\] //' | tail -n 80 | while read -r l; do diag "$l"; done
 # p2pbar refuses a static importer on every kernel, first, with its own
 # line; on the nomove flavour it refuses every dynamic importer too (no

@@ -109,7 +109,7 @@ static const struct cmd {
 	  "counters by path, latency, bytes/s, queue depth; --reset zeroes them",
 	  cmd_nvme_stats, OPT(O_INTERVAL) | OPT(O_RESET), 0, 1 },
 	{ "nvme-buffers", "[NVME]",
-	  "registered buffers: where each is (dmabuf-p2p and whose BAR, dmabuf-host)",
+	  "registered buffers: where each is (dmabuf-p2p and whose BAR, dmabuf-host, dmabuf-coherent)",
 	  cmd_nvme_buffers, 0, 0, 1 },
 	{ "nvme-id-ctrl", "[NVME]", "Identify Controller, as nvme id-ctrl",
 	  cmd_nvme_id_ctrl, 0, 0, 1 },

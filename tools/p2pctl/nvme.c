@@ -20,7 +20,8 @@ const char *path_name(uint32_t p)
 {
 	return p == P2PNVME_PATH_P2P ? "p2p" : p == P2PNVME_PATH_BOUNCE ? "bounce" :
 	       p == P2PNVME_PATH_HOST ? "host" : p == P2PNVME_PATH_DMABUF ? "dmabuf" :
-	       p == P2PNVME_PATH_DMABUF_HOST ? "dmabuf-host" : "none";
+	       p == P2PNVME_PATH_DMABUF_HOST ? "dmabuf-host" :
+	       p == P2PNVME_PATH_DMABUF_COHERENT ? "dmabuf-coherent" : "none";
 }
 
 /* p2pctl nvme-info [NVME] */
@@ -45,7 +46,8 @@ int cmd_nvme_info(struct p2pctl *c, int argc, char **argv)
 /*
  * p2pctl nvme-buffers [NVME]: every buffer registered on the controller,
  * by any process, from debugfs's "buffers" (root): where each one is now
- * (host, dmabuf-p2p with the function whose BAR it is, dmabuf-host, moved)
+ * (host, dmabuf-p2p with the function whose BAR it is, dmabuf-host,
+ * dmabuf-coherent, moved)
  */
 int cmd_nvme_buffers(struct p2pctl *c, int argc, char **argv)
 {

@@ -65,16 +65,21 @@
  * (fragmented()); xe's refusal to map VRAM the CPU cannot see
  * (xe_invisible()); xe's interruptible maps (xe_interrupted()); amdgpu's
  * attach under the reservation lock (attach_lock()); amdgpu's remove
- * leaving VRAM where it is (unbind_midstream()).
+ * leaving VRAM where it is (unbind_midstream()); NVIDIA's coherent memory
+ * (GH200's HBM: pages of a NUMA node without CPUs), its own path,
+ * dmabuf-coherent, refused where P2P is required (nvidia_coherent(); SKIP
+ * on a machine without such a node).
  *
  * Namespace: the bench's 64 MiB image of 512-byte LBAs, each sector headed
  * "<seed> LBA <lba>"; each personality reads its own 8 MiB from LBA
  * 16384 * personality and writes 64 KiB at LBA 110000 + 256 * personality;
  * the shrinker streams write 4 MiB at LBA 80000 (amdgpu) and 90000 (xe);
  * the fragmented buffers' writes go to LBA 113000 to 119015, xe's
- * invisible VRAM would write at 112768.
+ * invisible VRAM would write at 112768, nvidia's coherent memory writes 64
+ * KiB at LBA 121000.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -272,7 +277,11 @@ static const char *place(const struct p2pgpu_buf *b)
 
 	if (b->where == P2PGPU_WHERE_HOST)
 		return "host";
-	snprintf(s, sizeof(s), "BAR+%#llx", (unsigned long long)b->bar_off);
+	if (b->where == P2PGPU_WHERE_COHERENT)
+		snprintf(s, sizeof(s), "coherent memory, node %llu",
+			 (unsigned long long)b->bar_off);
+	else
+		snprintf(s, sizeof(s), "BAR+%#llx", (unsigned long long)b->bar_off);
 	return s;
 }
 
@@ -2940,6 +2949,259 @@ static void fragmented(uint32_t p)
 	frag_one(p, 64 * MIB, 1);
 }
 
+/* ---- NVIDIA's coherent memory: GH200's HBM, a NUMA node without CPUs ---- */
+
+/* a sysfs file's first line, trailing newline cut; "" and -errno if unread */
+static int sysfs_read(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	int ret = 0;
+
+	buf[0] = 0;
+	if (!f)
+		return -errno;
+	if (!fgets(buf, len, f))
+		ret = -EIO;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return ret;
+}
+
+/* a node list as sysfs writes it ("0-1,3"), as a mask of the first 64 nodes */
+static uint64_t node_mask(const char *list)
+{
+	uint64_t mask = 0;
+	const char *p = list;
+
+	while (*p) {
+		char *end;
+		unsigned long a = strtoul(p, &end, 10), b = a;
+
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtoul(end + 1, &end, 10);
+		for (; a <= b && a < 64; a++)
+			mask |= 1ULL << a;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return mask;
+}
+
+/*
+ * The first NUMA node with memory and no CPUs, as sysfs lists them (what
+ * a GH200's HBM is to the kernel), and the physical range of its memory
+ * blocks in *@start, *@len (0 when memory blocks are not listed); -1 if
+ * there is none, @why saying what the machine lacks.
+ */
+static int memory_only_node(uint64_t *start, uint64_t *len, char *why, size_t size)
+{
+	char mem[128], cpu[128], path[128], bs[32];
+	uint64_t only, lo = UINT64_MAX, hi = 0, block;
+	struct dirent *e;
+	int nid;
+	DIR *d;
+
+	*start = *len = 0;
+	if (sysfs_read("/sys/devices/system/node/has_cpu", cpu, sizeof(cpu)) ||
+	    sysfs_read("/sys/devices/system/node/has_memory", mem, sizeof(mem))) {
+		snprintf(why, size, "the guest's kernel has no NUMA (no /sys/devices/system/node: CONFIG_NUMA is off), so no node with memory and no CPUs to export from");
+		return -1;
+	}
+	only = node_mask(mem) & ~node_mask(cpu);
+	if (!only) {
+		snprintf(why, size, "the machine has no NUMA node with memory and no CPUs (has_memory %.32s, has_cpu %.32s): its boot had no P_MEMNODE (qemu/run.sh)",
+			 mem, cpu);
+		return -1;
+	}
+	for (nid = 0; !(only & 1ULL << nid); nid++)
+		;
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", nid);
+	d = opendir(path);
+	if (sysfs_read("/sys/devices/system/memory/block_size_bytes", bs, sizeof(bs)) || !d) {
+		if (d)
+			closedir(d);
+		return nid;
+	}
+	block = strtoull(bs, NULL, 16);
+	while ((e = readdir(d))) {
+		uint64_t k;
+
+		if (strncmp(e->d_name, "memory", 6) || !isdigit((unsigned char)e->d_name[6]))
+			continue;
+		k = strtoull(e->d_name + 6, NULL, 10);
+		lo = k < lo ? k : lo;
+		hi = k > hi ? k : hi;
+	}
+	closedir(d);
+	if (block && lo != UINT64_MAX) {
+		*start = lo * block;
+		*len = (hi - lo + 1) * block;
+	}
+	return nid;
+}
+
+/*
+ * The controller is behind an IOMMU (sysfs gives it a group): its DMA
+ * addresses are IOVAs, not the physical addresses of the memory.
+ */
+static int iommu_on(void)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group", nvme_name);
+	return !access(path, F_OK);
+}
+
+/* one counter of the controller's stats/, or -1 */
+static long long nvme_stat(const char *name)
+{
+	char path[160], v[32];
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/%s", nvme_dev, name);
+	return sysfs_read(path, v, sizeof(v)) || !v[0] ? -1 : strtoll(v, NULL, 10);
+}
+
+/* what p2pnvme says when P2P required refuses coherent memory */
+#define COHERENT_REFUSED "dma-buf in CPU-coherent device memory (path dmabuf-coherent"
+
+/*
+ * NVIDIA's coherent memory (P2PGPU_EXPORT_F_NV_COHERENT): on a GH200 or
+ * GB200 the GPU's HBM is a NUMA node with memory and no CPUs, reached by
+ * the CPU (and by the controller, through the CPU's memory system) over
+ * NVLink-C2C, and NVIDIA's exports of it are struct pages mapped with
+ * dma_map_sg_attrs(..., DMA_ATTR_SKIP_CPU_SYNC). p2pnvme must not call it
+ * host memory (path 5) nor a BAR (path 4): its transfers report
+ * dmabuf-coherent (6), per I/O and registered, in both directions, the
+ * bytes land (the CPU's view; the host sees the controller's DMA go to
+ * that node's memory, where no IOMMU translates, and the written bytes in
+ * the image), counted in the dma-buf counters. P2P required refuses it as
+ * it refuses host memory (-EREMOTEIO, counted as refused, no byte moved),
+ * with a log line naming the path. p2pnvme before this called the memory
+ * dmabuf-host. The export answers -ENODEV where the machine has no such
+ * node (the one case then, the others SKIP with what the machine lacks).
+ * Under swiotlb=force the pages are bounced (host memory for p2pnvme):
+ * refused, -EOPNOTSUPP (or NVIDIA's map fails, -ENOMEM, for a segment
+ * larger than swiotlb bounces), the rest SKIP.
+ */
+static void nvidia_coherent(void)
+{
+	const uint32_t p = P2PGPU_NVIDIA;
+	const uint64_t base = 16384ULL * p + 13312, w = 121000;
+	struct p2pgpu_buf b = { .off = 512 * KIB, .len = 64 * KIB, .arg = 0x6c };
+	struct p2pnvme_buf_reg r = { 0 };
+	unsigned char *before = xalloc(BUF);
+	long long rd0, by0, wr0, n0, n1;
+	uint64_t start, len, node = ~0ULL;
+	uint32_t path = 0, id = 0;
+	char why[256], what[96];
+	int nid, fd, ret, dbg, dma_check;
+
+	nid = memory_only_node(&start, &len, why, sizeof(why));
+	fd = export(p, P2PGPU_EXPORT_F_NV_COHERENT, BUF, &node);
+	if (nid < 0) {
+		tap(fd == -ENODEV,
+		    "nvidia, coherent: no node with memory and no CPUs, the export says so (%s)",
+		    strerror(fd < 0 ? -fd : 0));
+		if (fd >= 0)
+			close(fd);
+		kt_skip("%s", why);
+	}
+	tap(fd >= 0 && where(fd).where == P2PGPU_WHERE_COHERENT && node == (uint64_t)nid,
+	    "nvidia, coherent: exports 1 MiB of node %d, the node with memory and no CPUs (%s, node %lld)",
+	    nid, strerror(fd < 0 ? -fd : 0), (long long)node);
+	if (fd < 0)
+		kt_fail("nvidia, coherent: no export to go on with");
+	printf("    # node %d: memory blocks at %#llx, %llu MiB\n", nid, (unsigned long long)start,
+	       (unsigned long long)(len >> 20));
+
+	/* a per-I/O read: path 6, the bytes, the counters, the host's view of the DMA */
+	rd0 = nvme_stat("reads_dmabuf");
+	by0 = nvme_stat("bytes_dmabuf");
+	dma_check = len && !swiotlb && !iommu_on();
+	if (dma_check)
+		hostcheck("dma-mark");
+	snprintf(what, sizeof(what), "nvidia, coherent: per-I/O read");
+	ret = dmabuf_io(P2PNVME_OP_READ, fd, 0, base, QLEN, &path);
+	if (swiotlb) {
+		/* NVIDIA's map fails (a NULL table) for a segment swiotlb cannot bounce */
+		tap(ret == -EOPNOTSUPP || ret == -ENOMEM,
+		    "%s under swiotlb=force refused (%s): bounced pages p2pnvme cannot sync (EOPNOTSUPP), or a segment past swiotlb's largest mapping (ENOMEM, the exporter's map)",
+		    what, strerror(-ret));
+		kt_skip("swiotlb=force: the coherent pages are bounced through host memory, refused");
+	}
+	tap(!ret && path == P2PNVME_PATH_DMABUF_COHERENT,
+	    "%s of 256 KiB reports dmabuf-coherent (%s, path %u; dmabuf-host is %u)", what,
+	    strerror(-ret), path, P2PNVME_PATH_DMABUF_HOST);
+	if (ret)
+		kt_fail("nvidia, coherent: no transfer to go on with");
+	/* before any other transfer (landed()'s reference read goes to host memory) */
+	if (dma_check)
+		hostcheck("dma-in %llu %#llx io", (unsigned long long)len,
+			  (unsigned long long)start);
+	else if (!len)
+		printf("    # node %d lists no memory blocks: the host does not check where the DMA went\n",
+		       nid);
+	else
+		printf("    # IOMMU on: the controller's DMA addresses are IOVAs, the host does not check them\n");
+	tap(nvme_stat("reads_dmabuf") == rd0 + 1 &&
+	    nvme_stat("bytes_dmabuf") == by0 + (long long)QLEN,
+	    "%s: counted in stats/reads_dmabuf (%lld -> %lld) and bytes_dmabuf (+%lld)", what, rd0,
+	    nvme_stat("reads_dmabuf"), nvme_stat("bytes_dmabuf") - by0);
+	landed(fd, 0, base, QLEN, what);
+
+	/* a write from it: the host finds the fill in the image */
+	wr0 = nvme_stat("writes_dmabuf");
+	ret = buf_op(P2PGPU_IOC_FILL, fd, &b);
+	ret = ret ?: dmabuf_io(P2PNVME_OP_WRITE, fd, 512 * KIB, w, 64 * KIB, &path);
+	tap(!ret && path == P2PNVME_PATH_DMABUF_COHERENT && nvme_stat("writes_dmabuf") == wr0 + 1,
+	    "nvidia, coherent: per-I/O write of 64 KiB from it reports dmabuf-coherent, counted in writes_dmabuf (%s, path %u)",
+	    strerror(-ret), path);
+	hostcheck("fill 65536 nvme0@%llu %#x", (unsigned long long)(w * LBA), 0x6c);
+
+	/* P2P required: refused as host memory is, nothing moves, the log names the path */
+	cpu_read(fd, 0, before, BUF);
+	n0 = refused_count();
+	ret = dmabuf_io_f(P2PNVME_OP_READ, fd, 0, base + 512, QLEN, P2PNVME_IO_F_REQUIRE_P2P,
+			  &path);
+	tap(ret == -EREMOTEIO && untouched(fd, before, BUF),
+	    "nvidia, coherent: per-I/O read requiring P2P refused (%s), the buffer untouched",
+	    strerror(-ret));
+	ret = reg_dmabuf_ex(fd, BUF, P2PNVME_BUF_F_REQUIRE_P2P, &id, NULL);
+	tap(ret == -EREMOTEIO, "nvidia, coherent: registration requiring P2P refused (%s)",
+	    strerror(-ret));
+	if (!ret)
+		unreg(id);
+	n1 = refused_count();
+	tap(n0 >= 0 && n1 - n0 == 2,
+	    "nvidia, coherent: stats/refused counted both once (%lld -> %lld)", n0, n1);
+	tap(klog_has(COHERENT_REFUSED), "nvidia, coherent: p2pnvme's log says \"%s ...\"",
+	    COHERENT_REFUSED);
+
+	/* registered: its path, debugfs, its reads */
+	ret = reg_dmabuf_ex(fd, BUF, 0, &id, &r);
+	tap(!ret && r.path == P2PNVME_PATH_DMABUF_COHERENT && !r.owner[0],
+	    "nvidia, coherent: registers as dmabuf-coherent, no owner (%s, path %u, owner '%s')",
+	    strerror(-ret), r.path, r.owner);
+	if (ret)
+		kt_fail("nvidia, coherent: no registration to go on with");
+	dbg = debugfs_lists("dmabuf-coherent", "dmabuf", NULL);
+	tap(dbg > 0, "nvidia, coherent: debugfs buffers says dmabuf-coherent (%d)", dbg);
+	snprintf(what, sizeof(what), "nvidia, coherent: registered read");
+	ret = reg_read(id, QLEN, base + 1024, QLEN, &path);
+	tap(!ret && path == P2PNVME_PATH_DMABUF_COHERENT,
+	    "%s reports dmabuf-coherent (%s, path %u)", what, strerror(-ret), path);
+	moved(ret, fd, QLEN, base + 1024, QLEN, NULL, what);
+	cpu_read(fd, 0, before, BUF);
+	ret = reg_read_f(id, 2 * QLEN, base + 1536, QLEN, P2PNVME_IO_F_REQUIRE_P2P, &path);
+	tap(ret == -EREMOTEIO && untouched(fd, before, BUF),
+	    "%s requiring P2P refused (%s), the buffer untouched", what, strerror(-ret));
+	unreg(id);
+	diag_where(fd, "nvidia, coherent");
+	close(fd);
+	free(before);
+}
+
 /* ---- the tests ---- */
 
 FIXTURE(dev) {
@@ -3031,6 +3293,12 @@ TEST_F(gpuexp, dev, nvidia_transfers, refused ? 9 : 18, 120)
 TEST_F(gpuexp, dev, nvidia_static_importer, 7, 60)
 {
 	static_importer(P2PGPU_NVIDIA, 0, 16384ULL * P2PGPU_NVIDIA);
+}
+
+/* GH200's HBM: its own path (dmabuf-coherent), refused where P2P is required */
+TEST_F(gpuexp, dev, nvidia_coherent, 14, 60)
+{
+	nvidia_coherent();
 }
 
 TEST_F(gpuexp, dev, amdgpu_transfers, refused ? 32 : 34, 120)

@@ -68,6 +68,12 @@ enum p2pnvme_path {
 	P2PNVME_PATH_BOUNCE	= 3,	/* p2pmem through a host bounce buffer */
 	P2PNVME_PATH_DMABUF	= 4,	/* to an imported dma-buf in a device's BAR */
 	P2PNVME_PATH_DMABUF_HOST = 5,	/* to an imported dma-buf in host memory */
+	/*
+	 * to an imported dma-buf in device memory the CPU reaches coherently
+	 * (pages on a NUMA node without CPUs: GH200/GB200 HBM over C2C; or
+	 * MEMORY_DEVICE_COHERENT pages): the CPU's memory system, not P2P
+	 */
+	P2PNVME_PATH_DMABUF_COHERENT = 6,
 };
 
 /**
@@ -101,14 +107,18 @@ enum p2pnvme_path {
  * @reserved: must be zero
  *
  * P2PNVME_IO_F_REQUIRE_P2P: the data must move between the controller and
- * a device's memory, never through host memory: a transfer that would is
- * refused with -EREMOTEIO (what P2PNVME_IO_F_NO_BOUNCE answers when the
- * topology refuses P2P) before any command is sent, counted as refused.
- * That is host memory at @addr or a registered host buffer, p2pmem the
- * controller cannot reach (no bounce: implies P2PNVME_IO_F_NO_BOUNCE;
- * with P2PNVME_IO_F_BOUNCE -EINVAL), and a dma-buf whose mapping, checked
- * at every transfer, is host memory (path P2PNVME_PATH_DMABUF_HOST: a
- * GPU buffer pinned or evicted to GTT/TT, udmabuf).
+ * a device's memory peer to peer, never through the CPU's memory system
+ * (host memory, or device memory the CPU reaches coherently): a transfer
+ * that would is refused with -EREMOTEIO (what P2PNVME_IO_F_NO_BOUNCE
+ * answers when the topology refuses P2P) before any command is sent,
+ * counted as refused. That is host memory at @addr or a registered host
+ * buffer, p2pmem the controller cannot reach (no bounce: implies
+ * P2PNVME_IO_F_NO_BOUNCE; with P2PNVME_IO_F_BOUNCE -EINVAL), and a dma-buf
+ * whose mapping, checked at every transfer, is host memory (path
+ * P2PNVME_PATH_DMABUF_HOST: a GPU buffer pinned or evicted to GTT/TT,
+ * udmabuf) or CPU-coherent device memory (P2PNVME_PATH_DMABUF_COHERENT:
+ * GH200's HBM, which the controller reaches through the CPU's memory
+ * system as it reaches host memory).
  */
 struct p2pnvme_io {
 	__u32 argsz;
@@ -183,20 +193,24 @@ struct p2pnvme_submit {
  * @path: out (ignored on input; from the structure's second version,
  *	  argsz 56: a caller of the first, argsz 32, ending at @id, gets
  *	  neither @path nor @owner): where the buffer is at registration,
- *	  P2PNVME_PATH_HOST, P2PNVME_PATH_DMABUF (a PCI function's BAR) or
- *	  P2PNVME_PATH_DMABUF_HOST (host memory); a dma-buf's exporter may
- *	  move it later (the transfers' @path say where each went)
+ *	  P2PNVME_PATH_HOST, P2PNVME_PATH_DMABUF (a PCI function's BAR),
+ *	  P2PNVME_PATH_DMABUF_HOST (host memory) or
+ *	  P2PNVME_PATH_DMABUF_COHERENT (CPU-coherent device memory); a
+ *	  dma-buf's exporter may move it later (the transfers' @path say
+ *	  where each went)
  * @owner: out (ignored on input; second version, as @path): with
  *	   P2PNVME_PATH_DMABUF, the PCI name of the function whose BAR holds
  *	   the buffer ("0000:05:00.0"), NUL terminated; otherwise empty
  *
  * P2PNVME_BUF_F_REQUIRE_P2P (with P2PNVME_BUF_F_DMABUF only, -EINVAL
- * otherwise): the buffer must stay device memory. A dma-buf whose mapping
- * is host memory is refused with -EREMOTEIO, at registration and at every
- * later transfer after a move put it there (an eviction to GTT/TT); no
- * byte moves. Without it, such transfers go on through host memory
- * (P2PNVME_PATH_DMABUF_HOST). P2PNVME_IO_F_REQUIRE_P2P asks the same of
- * one transfer.
+ * otherwise): the buffer must stay in a PCI function's BAR, reached peer
+ * to peer. A dma-buf whose mapping is host memory, or CPU-coherent device
+ * memory (which the controller reaches through the CPU's memory system as
+ * it reaches host memory), is refused with -EREMOTEIO, at registration and
+ * at every later transfer after a move put it there (an eviction to
+ * GTT/TT); no byte moves. Without it, such transfers go on
+ * (P2PNVME_PATH_DMABUF_HOST, P2PNVME_PATH_DMABUF_COHERENT).
+ * P2PNVME_IO_F_REQUIRE_P2P asks the same of one transfer.
  *
  * A transfer that names a registered buffer pins, maps and decides nothing:
  * its PRPs or SGLs come from the addresses taken here. A dma-buf is attached
@@ -229,7 +243,8 @@ struct p2pnvme_submit {
  * host memory under swiotlb or on a non-coherent device, host memory merged
  * by an IOMMU on such a device), or what the exporter says (-EREMOTEIO: the
  * controller cannot reach the dma-buf's memory, -ENODEV: revoked), and
- * -EREMOTEIO for host memory with P2PNVME_BUF_F_REQUIRE_P2P.
+ * -EREMOTEIO for host or CPU-coherent device memory with
+ * P2PNVME_BUF_F_REQUIRE_P2P.
  */
 struct p2pnvme_buf_reg {
 	__u32 argsz;

@@ -20,9 +20,13 @@
  *   7.x: what a kernel without CONFIG_DMABUF_MOVE_NOTIFY calls at every
  *   map (P2PGPU_PIN_VRAM).
  *
+ * NVIDIA's coherent memory (GH200, GB200: HBM the CPU reaches over C2C, a
+ * NUMA node without CPUs) with P2PGPU_EXPORT_F_NV_COHERENT: pages of such a
+ * node, mapped as nv_dma_buf_map_pages() maps them.
+ *
  * Not imitated (Documentation/dmabuf.rst says why): runtime PM, XGMI, DCC,
  * CPU mmap/vmap and begin_cpu_access, the GPU's own use of the buffer,
- * VRAM-to-VRAM moves and NVIDIA's coherent memory. NVIDIA's remove waits
+ * VRAM-to-VRAM moves, the C2C link itself. NVIDIA's remove waits
  * for every dma-buf to be released, bounded here (nv_remove_wait). Moves
  * are TTM's as far as importers see them: the
  * importers are told (invalidation) before the move, the move waits for
@@ -93,6 +97,7 @@
 #include <linux/log2.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/nodemask.h>
 #include <linux/pci.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/scatterlist.h>
@@ -172,7 +177,10 @@ struct p2pgpu {
 	} st;
 };
 
-enum p2pgpu_place { PLACE_BAR = P2PGPU_WHERE_BAR, PLACE_HOST = P2PGPU_WHERE_HOST };
+enum p2pgpu_place {
+	PLACE_BAR = P2PGPU_WHERE_BAR, PLACE_HOST = P2PGPU_WHERE_HOST,
+	PLACE_COHERENT = P2PGPU_WHERE_COHERENT,
+};
 
 struct p2pgpu_fence {
 	struct dma_fence base;
@@ -196,7 +204,9 @@ struct p2pgpu_blk {
  * @place: where the bytes are (dmabuf->resv)
  * @blk: with PLACE_BAR, its VRAM blocks in buffer order (dmabuf->resv)
  * @nblk: how many
- * @pages: with PLACE_HOST, the host pages (dmabuf->resv)
+ * @pages: with PLACE_HOST, the host pages; with PLACE_COHERENT, the pages
+ *	   of the coherent node (dmabuf->resv)
+ * @nid: with PLACE_COHERENT, that node
  * @pins: importers' pins (dmabuf->resv)
  * @moves: moves so far (dmabuf->resv)
  * @copy_work: a move's copy, between @copy_blk and @copy_pages
@@ -227,6 +237,7 @@ struct p2pgpu_bo {
 	struct p2pgpu_blk *blk;
 	unsigned int nblk;
 	struct page **pages;
+	int nid;
 	unsigned int pins;
 	unsigned int moves;
 	struct delayed_work copy_work;
@@ -416,6 +427,56 @@ static void host_free(struct page **pages, unsigned long n)
 	for (i = 0; i < n; i++)
 		__free_page(pages[i]);
 	kvfree(pages);
+}
+
+/*
+ * The first node with memory and no CPUs, or NUMA_NO_NODE: what NVIDIA's
+ * driver onlines a GH200's or GB200's HBM as (a node per GPU, more with
+ * MIG), and what the bench's machine gives the gpuexp boots.
+ */
+static int coherent_node(void)
+{
+	int nid;
+
+	for_each_node_state(nid, N_MEMORY)
+		if (!node_state(nid, N_CPU))
+			return nid;
+	return NUMA_NO_NODE;
+}
+
+/*
+ * @n zeroed pages of node @nid and no other, in physically contiguous
+ * ranges of up to P2PGPU_NV_RANGE (the RM's ranges), smaller where the node
+ * has no such run free, each split into pages (freed one by one,
+ * host_free()). NULL when the node has not that much free.
+ */
+static struct page **coherent_alloc(int nid, unsigned long n)
+{
+	const gfp_t gfp = GFP_KERNEL | __GFP_THISNODE | __GFP_ZERO | __GFP_NOWARN;
+	unsigned int order = ilog2(P2PGPU_NV_RANGE >> PAGE_SHIFT);
+	struct page **pages = kvcalloc(n, sizeof(*pages), GFP_KERNEL);
+	unsigned long i = 0, j;
+
+	if (!pages)
+		return NULL;
+	while (i < n) {
+		struct page *page;
+
+		order = min_t(unsigned int, order, ilog2(n - i));
+		page = alloc_pages_node(nid, gfp, order);
+		if (!page && order) {
+			order--;
+			continue;
+		}
+		if (!page) {
+			host_free(pages, i);
+			return NULL;
+		}
+		split_page(page, order);
+		for (j = 0; j < 1UL << order; j++)
+			pages[i++] = page + j;
+	}
+	return pages;
 }
 
 /*
@@ -741,11 +802,12 @@ static bool nv_common_bridge(struct pci_dev *gpu, struct pci_dev *peer)
  * common with the importer (nv_pci_has_common_pci_switch()). Never
  * pci_p2pdma_distance(): an importer the kernel would refuse is taken all
  * the same. It then refuses a dynamic importer without peer2peer, the
- * memory having no struct page (!nv->mem_has_struct_page); a static
- * importer is accepted. Both refusals are NVIDIA's -ENOTSUPP (524, an errno
- * userspace cannot name). nv_dma_buf_attach() casts the importer with
- * to_pci_dev() unchecked (and nv_dma_map_peer() wants a PCI device): a
- * device that is not PCI is refused here (-EOPNOTSUPP) rather than misread.
+ * memory having no struct page (!nv->mem_has_struct_page; coherent memory
+ * has, and takes it); a static importer is accepted. Both refusals are
+ * NVIDIA's -ENOTSUPP (524, an errno userspace cannot name).
+ * nv_dma_buf_attach() casts the importer with to_pci_dev() unchecked (and
+ * nv_dma_map_peer() wants a PCI device): a device that is not PCI is
+ * refused here (-EOPNOTSUPP) rather than misread.
  */
 static int p2pgpu_nv_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *attach)
 {
@@ -762,7 +824,7 @@ static int p2pgpu_nv_attach(struct dma_buf *dmabuf, struct dma_buf_attachment *a
 			 dev_name(attach->dev));
 		return -ENOTSUPP;
 	}
-	if (attach->importer_ops && !attach->peer2peer) {
+	if (attach->importer_ops && !attach->peer2peer && bo->place != PLACE_COHERENT) {
 		pci_info(bo->gpu->pdev, "nvidia: dma-buf attach failed: importer unable to handle MMIO without struct page\n");
 		return -ENOTSUPP;
 	}
@@ -916,6 +978,13 @@ static void p2pgpu_unpin(struct dma_buf_attachment *attach)
 
 /* ---- map ---- */
 
+/* nv_dma_buf_get_sg_count(): NVIDIA's entries, at most the importer's maximum segment */
+static size_t nv_max_seg(struct device *dev)
+{
+	return clamp_t(size_t, ALIGN_DOWN(dma_get_max_seg_size(dev), PAGE_SIZE), PAGE_SIZE,
+		       ALIGN_DOWN(UINT_MAX, PAGE_SIZE));
+}
+
 /*
  * VRAM: no struct page, each piece mapped with dma_map_resource() for the
  * importer's device (an IOVA under an IOMMU, the CPU physical address
@@ -937,8 +1006,7 @@ static struct sg_table *p2pgpu_map_bar(struct p2pgpu_bo *bo, struct device *dev,
 	int ret;
 
 	if (bo->personality == P2PGPU_NVIDIA)
-		seg = clamp_t(size_t, ALIGN_DOWN(dma_get_max_seg_size(dev), PAGE_SIZE), PAGE_SIZE,
-			      ALIGN_DOWN(UINT_MAX, PAGE_SIZE));
+		seg = nv_max_seg(dev);
 	for (k = 0; k < bo->nblk; k++)
 		n += DIV_ROUND_UP(bo->blk[k].n << PAGE_SHIFT, seg);
 	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
@@ -1026,14 +1094,54 @@ static struct sg_table *p2pgpu_map_place(struct dma_buf_attachment *attach,
 }
 
 /*
+ * nv_dma_buf_map_pages(), NVIDIA's coherent memory (GH200's HBM over C2C,
+ * nv->mem_has_struct_page): the pages' ranges split at the importer's
+ * maximum segment, with their struct pages (sg_set_page()), then
+ * dma_map_sg_attrs(..., DMA_BIDIRECTIONAL, DMA_ATTR_SKIP_CPU_SYNC) for the
+ * importer's device: an IOVA under an IOMMU, the pages' physical addresses
+ * otherwise, nothing saying they are the GPU's. NVIDIA's failure is a NULL
+ * table, which the dma-buf core answers with -ENOMEM.
+ */
+static struct sg_table *p2pgpu_map_coherent(struct p2pgpu_bo *bo, struct device *dev)
+{
+	struct sg_table *sgt;
+	int ret, n;
+
+	sgt = kzalloc_obj(*sgt, GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table_from_pages_segment(sgt, bo->pages, bo->npages, 0,
+						bo->npages << PAGE_SHIFT, nv_max_seg(dev),
+						GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	n = dma_map_sg_attrs(dev, sgt->sgl, sgt->orig_nents, DMA_BIDIRECTIONAL,
+			     DMA_ATTR_SKIP_CPU_SYNC);
+	if (n <= 0) {
+		sg_free_table(sgt);
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	sgt->nents = n;
+	return sgt;
+
+err_free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+/*
  * nv_dma_buf_map(): the memory never moves; every mapping is made for the
- * importer's device, always bidirectional (nv_dma_buf_map_pfns()).
+ * importer's device, always bidirectional: its BAR1 (nv_dma_buf_map_pfns()),
+ * or on a coherent platform its pages (nv_dma_buf_map_pages()).
  */
 static struct sg_table *p2pgpu_nv_map(struct dma_buf_attachment *attach,
 				      enum dma_data_direction dir)
 {
 	struct p2pgpu_bo *bo = attach->dmabuf->priv;
 
+	if (bo->place == PLACE_COHERENT)
+		return p2pgpu_map_coherent(bo, attach->dev);
 	return p2pgpu_map_bar(bo, attach->dev, DMA_BIDIRECTIONAL, 0);
 }
 
@@ -1102,7 +1210,10 @@ static struct sg_table *p2pgpu_xe_map(struct dma_buf_attachment *attach,
 /*
  * amdgpu_dma_buf_unmap(), xe_dma_buf_unmap(): a table with pages is host
  * memory (dma_unmap_sgtable()), one without is VRAM (the vram manager's
- * free_sgt: dma_unmap_resource()); nv_dma_buf_unmap_pfns() likewise.
+ * free_sgt: dma_unmap_resource()); nv_dma_buf_unmap_pfns() and
+ * nv_dma_buf_unmap_pages() likewise, bidirectional (the latter with
+ * dma_unmap_sg() and the mapped count; here the count the table was
+ * mapped with, as the DMA API wants).
  */
 static void p2pgpu_unmap(struct dma_buf_attachment *attach, struct sg_table *sgt,
 			 enum dma_data_direction dir)
@@ -1111,13 +1222,13 @@ static void p2pgpu_unmap(struct dma_buf_attachment *attach, struct sg_table *sgt
 	struct scatterlist *sg;
 	unsigned int i;
 
+	if (bo->personality == P2PGPU_NVIDIA)
+		dir = DMA_BIDIRECTIONAL;
 	if (sg_page(sgt->sgl)) {
 		dma_unmap_sgtable(attach->dev, sgt, dir, 0);
 	} else {
 		unsigned long attrs = bo->personality == P2PGPU_NVIDIA ? 0 : DMA_ATTR_SKIP_CPU_SYNC;
 
-		if (bo->personality == P2PGPU_NVIDIA)
-			dir = DMA_BIDIRECTIONAL;
 		for_each_sgtable_dma_sg(sgt, sg, i)
 			dma_unmap_resource(attach->dev, sg_dma_address(sg), sg_dma_len(sg), dir,
 					   attrs);
@@ -1333,20 +1444,19 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	struct p2pgpu_export arg;
 	struct dma_buf *dmabuf;
 	const u32 xe_only = P2PGPU_EXPORT_F_XE_INVISIBLE | P2PGPU_EXPORT_F_XE_TASK_WORK;
-	struct p2pgpu_blk *blk;
+	const u32 nv_only = P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET | P2PGPU_EXPORT_F_NV_COHERENT;
+	struct p2pgpu_blk *blk = NULL;
 	struct p2pgpu_bo *bo;
-	unsigned int nblk, k;
+	unsigned int nblk = 0, k;
 	int fd;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.personality < P2PGPU_NVIDIA || arg.personality > P2PGPU_XE ||
 	    (arg.flags & ~(P2PGPU_EXPORT_F_XE_PIN_TT | P2PGPU_EXPORT_F_EVICT_AT_UNBIND |
-			   P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET |
 			   P2PGPU_EXPORT_F_NO_DISTANCE_CHECK | P2PGPU_EXPORT_F_SHRINKABLE |
-			   xe_only)) ||
-	    ((arg.flags & P2PGPU_EXPORT_F_NV_UNSUPPORTED_CHIPSET) &&
-	     arg.personality != P2PGPU_NVIDIA) ||
+			   nv_only | xe_only)) ||
+	    ((arg.flags & nv_only) && arg.personality != P2PGPU_NVIDIA) ||
 	    ((arg.flags & (P2PGPU_EXPORT_F_NO_DISTANCE_CHECK | P2PGPU_EXPORT_F_SHRINKABLE)) &&
 	     arg.personality == P2PGPU_NVIDIA) ||
 	    ((arg.flags & P2PGPU_EXPORT_F_EVICT_AT_UNBIND) && arg.personality != P2PGPU_AMDGPU) ||
@@ -1365,17 +1475,34 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	bo->fence_ctx = dma_fence_context_alloc(1);
 	INIT_DELAYED_WORK(&bo->copy_work, p2pgpu_copy_work);
 	bo->intr_armed = bo->flags & P2PGPU_EXPORT_F_XE_TASK_WORK;
-	/* created in VRAM, cleared */
-	blk = bar_alloc(gpu, bo->personality, bo->npages, &nblk);
-	if (IS_ERR(blk)) {
-		kfree(bo);
-		return PTR_ERR(blk);
+	if (bo->flags & P2PGPU_EXPORT_F_NV_COHERENT) {
+		/* in the coherent HBM's node, cleared */
+		bo->nid = coherent_node();
+		if (bo->nid == NUMA_NO_NODE) {
+			pci_info(gpu->pdev, "nvidia: no coherent memory to export: no NUMA node has memory and no CPUs (what a GH200's HBM is)\n");
+			kfree(bo);
+			return -ENODEV;
+		}
+		bo->pages = coherent_alloc(bo->nid, bo->npages);
+		if (!bo->pages) {
+			kfree(bo);
+			return -ENOMEM;
+		}
+		bo->place = PLACE_COHERENT;
+	} else {
+		/* created in VRAM, cleared */
+		blk = bar_alloc(gpu, bo->personality, bo->npages, &nblk);
+		if (IS_ERR(blk)) {
+			kfree(bo);
+			return PTR_ERR(blk);
+		}
+		bo->place = PLACE_BAR;
+		bo->blk = blk;
+		bo->nblk = nblk;
+		for (k = 0; k < nblk; k++)
+			memset_io(gpu->bar + (blk[k].page << PAGE_SHIFT), 0,
+				  blk[k].n << PAGE_SHIFT);
 	}
-	bo->place = PLACE_BAR;
-	bo->blk = blk;
-	bo->nblk = nblk;
-	for (k = 0; k < nblk; k++)
-		memset_io(gpu->bar + (blk[k].page << PAGE_SHIFT), 0, blk[k].n << PAGE_SHIFT);
 
 	exp.ops = p2pgpu_ops[arg.personality];
 	exp.size = arg.size;
@@ -1384,8 +1511,10 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	kref_get(&gpu->kref);
 	dmabuf = dma_buf_export(&exp);
 	if (IS_ERR(dmabuf)) {
-		bar_free(gpu, blk, nblk);
+		if (blk)
+			bar_free(gpu, blk, nblk);
 		kvfree(blk);
+		host_free(bo->pages, bo->npages);
 		kref_put(&gpu->kref, p2pgpu_free);
 		kfree(bo);
 		return PTR_ERR(dmabuf);
@@ -1394,10 +1523,16 @@ static long p2pgpu_ioc_export(struct p2pgpu *gpu, void __user *uarg)
 	mutex_lock(&gpu->bos_lock);
 	list_add_tail(&bo->node, &gpu->bos);
 	mutex_unlock(&gpu->bos_lock);
-	arg.where = P2PGPU_WHERE_BAR;
-	arg.bar_off = (u64)blk[0].page << PAGE_SHIFT;
-	pci_info(gpu->pdev, "%s buffer %d: %llu bytes in VRAM at BAR offset %#llx, %u blocks\n",
-		 p2pgpu_names[bo->personality], bo->id, arg.size, arg.bar_off, nblk);
+	arg.where = bo->place;
+	if (bo->place == PLACE_COHERENT) {
+		arg.bar_off = bo->nid;
+		pci_info(gpu->pdev, "nvidia buffer %d: %llu bytes of coherent memory on NUMA node %d (memory, no CPUs)\n",
+			 bo->id, arg.size, bo->nid);
+	} else {
+		arg.bar_off = (u64)blk[0].page << PAGE_SHIFT;
+		pci_info(gpu->pdev, "%s buffer %d: %llu bytes in VRAM at BAR offset %#llx, %u blocks\n",
+			 p2pgpu_names[bo->personality], bo->id, arg.size, arg.bar_off, nblk);
+	}
 	/* from here the dma-buf's release frees bo */
 	fd = dma_buf_fd(dmabuf, O_CLOEXEC);
 	if (fd < 0) {
@@ -1430,7 +1565,8 @@ static void p2pgpu_where(struct p2pgpu_bo *bo, struct p2pgpu_buf *arg)
 	struct dma_buf_attachment *a;
 
 	arg->where = bo->place;
-	arg->bar_off = bo->place == PLACE_BAR ? (u64)bo->blk[0].page << PAGE_SHIFT : 0;
+	arg->bar_off = bo->place == PLACE_BAR ? (u64)bo->blk[0].page << PAGE_SHIFT :
+		       bo->place == PLACE_COHERENT ? bo->nid : 0;
 	arg->pins = bo->pins;
 	arg->moves = bo->moves;
 	arg->interrupted = bo->interrupted;
@@ -2102,8 +2238,9 @@ static void p2pgpu_evict_all(struct p2pgpu *gpu)
 
 		dma_resv_lock(resv, NULL);
 		if (bo->personality == P2PGPU_NVIDIA)
-			pci_info(gpu->pdev, "nvidia buffer %d: device unbound; importers not told (no revoke), its BAR range stays until the buffer is released\n",
-				 bo->id);
+			pci_info(gpu->pdev, "nvidia buffer %d: device unbound; importers not told (no revoke), its %s stays until the buffer is released\n",
+				 bo->id,
+				 bo->place == PLACE_COHERENT ? "coherent memory" : "BAR range");
 		else if (bo->place == PLACE_BAR && bo->pins)
 			pci_info(gpu->pdev, "%s buffer %d: pinned in VRAM, not evicted at unbind\n",
 				 p2pgpu_names[bo->personality], bo->id);

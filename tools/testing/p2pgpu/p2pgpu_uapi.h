@@ -67,19 +67,35 @@
  * map that moves the buffer is interruptible, flag or not (a real signal).
  */
 #define P2PGPU_EXPORT_F_XE_TASK_WORK		0x40
+/*
+ * nvidia only: the buffer is in the GPU's CPU-coherent memory, as on GH200
+ * and GB200, whose HBM the CPU reaches over NVLink-C2C and NVIDIA's driver
+ * onlines as a NUMA node without CPUs: pages of the first node with memory
+ * and no CPUs (-ENODEV when the machine has none), zeroed, mapped for each
+ * importer as nv_dma_buf_map_pages() maps them (struct pages, split at the
+ * importer's maximum segment, dma_map_sg_attrs(..., DMA_BIDIRECTIONAL,
+ * DMA_ATTR_SKIP_CPU_SYNC)), never moved. Not imitated: the C2C link itself
+ * (the bench's node is ordinary guest RAM) and the BAR1 mapping NVIDIA
+ * gives its MAPPING_TYPE_FORCE_PCIE exports of the same memory.
+ */
+#define P2PGPU_EXPORT_F_NV_COHERENT		0x80
 
 /* where a buffer's bytes are */
 #define P2PGPU_WHERE_BAR	1	/* "VRAM": the BAR, at @bar_off */
 #define P2PGPU_WHERE_HOST	2	/* "GTT"/"TT": host pages */
+#define P2PGPU_WHERE_COHERENT	3	/* coherent HBM: pages of a node without CPUs */
 
 /**
  * struct p2pgpu_export - P2PGPU_IOC_EXPORT
  * @personality: P2PGPU_NVIDIA, P2PGPU_AMDGPU or P2PGPU_XE
  * @flags: P2PGPU_EXPORT_F_*
  * @size: bytes, a non-zero multiple of the page size; zeroed BAR memory
+ *	  (zeroed pages with P2PGPU_EXPORT_F_NV_COHERENT)
  * @fd: out: the dma-buf (O_RDWR, O_CLOEXEC)
- * @where: out: P2PGPU_WHERE_BAR
- * @bar_off: out: its offset in the BAR
+ * @where: out: P2PGPU_WHERE_BAR (P2PGPU_WHERE_COHERENT with
+ *	   P2PGPU_EXPORT_F_NV_COHERENT)
+ * @bar_off: out: its offset in the BAR (with P2PGPU_WHERE_COHERENT, the
+ *	     NUMA node its pages are on)
  */
 struct p2pgpu_export {
 	__u32 personality;
@@ -94,7 +110,8 @@ struct p2pgpu_export {
  * struct p2pgpu_buf - the other ioctls, on a dma-buf this module exported
  * @fd: the dma-buf
  * @where: out: P2PGPU_WHERE_* after the call
- * @bar_off: out: with P2PGPU_WHERE_BAR, the offset in the BAR
+ * @bar_off: out: with P2PGPU_WHERE_BAR, the offset in the BAR; with
+ *	     P2PGPU_WHERE_COHERENT, the NUMA node of its pages
  * @off: P2PGPU_IOC_READ, P2PGPU_IOC_FILL: byte offset into the buffer
  * @len: P2PGPU_IOC_READ (at most 4 MiB), P2PGPU_IOC_FILL: bytes
  * @arg: P2PGPU_IOC_READ: user address to copy to; P2PGPU_IOC_FILL: the byte;
