@@ -65,6 +65,10 @@ build_suite() {
 	local run=$OUT/runs/build s k n=0 results=() src ksrc rc m32
 	rm -rf "$run"; mkdir -p "$run/ktap"
 	: > "$run/serial.log"
+	# A step that builds in tools/ or in a booted kernel's out/modules/
+	# directory holds the lock under which qemu/run.sh builds them for the
+	# boots running beside the build suite (check, below).
+	locked() { flock "$OUT/.build.lock" "$@"; }
 	t() {	# t DESCRIPTION COMMAND...
 		local t0=$SECONDS
 		n=$((n + 1))
@@ -79,7 +83,7 @@ build_suite() {
 			k=$("$P2P_TOP/qemu/kernel.sh" prepare "$s" base)
 		fi
 		say "build: modules against $(basename "$k") (W=1)"
-		t "modules build without warnings against $s (W=1)" "$P2P_TOP/qemu/modules.sh" "$k" W=1
+		t "modules build without warnings against $s (W=1)" locked "$P2P_TOP/qemu/modules.sh" "$k" W=1
 		if [ "$s" = "$P2P_RUNTIME_SERIES" ]; then
 			rm -rf "$OUT/modules/sparse"
 			t "sparse (C=1) is clean against $s" env P2P_MODDIR=sparse "$P2P_TOP/qemu/modules.sh" "$k" C=1
@@ -155,7 +159,7 @@ build_suite() {
 	t "checkpatch --strict is clean" checkpatch "$src"
 	t "p2pnvme's calls only go down (scripts/layers.py)" python3 "$P2P_TOP/scripts/layers.py"
 	t "kernel-doc is clean" kerneldoc "$src"
-	t "tools build with -Werror" make -s -C "$P2P_TOP/tools"
+	t "tools build with -Werror" locked make -s -C "$P2P_TOP/tools"
 	t "uapi-layout runs on x86_64 and reports a KTAP case per check (build.uapi_layout_x86_64)" \
 		python3 "$P2P_TOP/qemu/ktap.py" run "$run/ktap/uapi-layout-x86_64.ktap" "$P2P_TOP/tools/build/uapi-layout"
 	# i386 natively where this machine's kernel runs 32-bit programs, else
@@ -163,7 +167,7 @@ build_suite() {
 	# "Exec format error", exit 126 from the shell)
 	m32=("$P2P_TOP/tools/build/uapi-layout-m32")
 	rc=0
-	make -s -C "$P2P_TOP/tools" build/uapi-layout-m32 >>"$run/build.log" 2>&1 &&
+	locked make -s -C "$P2P_TOP/tools" build/uapi-layout-m32 >>"$run/build.log" 2>&1 &&
 		{ "${m32[@]}" >/dev/null 2>&1 || rc=$?; }
 	[ $rc -ne 126 ] || m32=(qemu-i386 "${m32[@]}")
 	t "uapi-layout runs on i386 (${m32[0]##*/}) and reports a KTAP case per check (build.uapi_layout_i386)" \
@@ -177,10 +181,10 @@ build_suite() {
 	t "p2pctl list, topo, check on a made-up machine: nvidia-smi's legend beside the kernel's verdict" \
 		"$P2P_TOP/tools/tests/p2pctl-topo.sh" "$P2P_TOP/tools/build/p2pctl"
 	t "p2pctl-errlog (nvme-error-log against a made-up controller) reports a KTAP case per check (build.p2pctl_errlog)" \
-		sh -c "make -s -C '$P2P_TOP/tools' build/p2pctl-errlog &&
+		sh -c "flock '$OUT/.build.lock' make -s -C '$P2P_TOP/tools' build/p2pctl-errlog &&
 		       python3 '$P2P_TOP/qemu/ktap.py' run '$run/ktap/p2pctl-errlog.ktap' '$P2P_TOP/tools/build/p2pctl-errlog'"
 	t "the test programs' harness: a hanging test killed at its timeout and counted failed by kunit.py" \
-		sh -c "make -s -C '$P2P_TOP/tools' build/harness-selftest && '$P2P_TOP/tools/tests/harness-selftest.sh' \
+		sh -c "flock '$OUT/.build.lock' make -s -C '$P2P_TOP/tools' build/harness-selftest && '$P2P_TOP/tools/tests/harness-selftest.sh' \
 		'$P2P_TOP/tools/build/harness-selftest' \
 		'$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py'"
 	t "the judge: every fixture of a failing run fails, a good run passes (build.judge_selftest)" \
@@ -322,9 +326,13 @@ check)
 	else
 		echo build >> "$OUT/selected"
 		kernels
-		build_suite
-		bench_run_deps	# once, before boots run two at a time
+		bench_run_deps	# once, before the boots and the build suite start
+		# The build suite beside the boots: its steps (packaging, lints,
+		# scratch-root installs) mostly keep one core busy, and the boots
+		# fill the other (one check: 29 min of wall time, 39 of CPU).
+		build_suite & bpid=$!
 		run_matrix || true
+		wait "$bpid" || true
 	fi
 	summary
 	;;

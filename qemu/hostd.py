@@ -23,6 +23,9 @@ Replies start with "ok" or "not ok". Check results are appended to
 RUN/hostd.results, which hostcheck.py turns into KTAP after the run.
 
   hostd.py RUN_DIR
+  hostd.py --diag RUN_DIR   what a silent boot's QEMU is doing (its state,
+                            the vCPUs' registers), for run.sh before it
+                            kills a boot that printed nothing
 """
 import json
 import os
@@ -134,5 +137,18 @@ def main():
             sock.sendall((reply + '\n').encode())
 
 
+def diag(run):
+    """QEMU's state and vCPU registers: where a boot that printed nothing is."""
+    qmp = Qmp(os.path.join(run, 'qmp.sock'))
+    print(json.dumps(qmp.cmd('query-status')))
+    for hmp in ('info cpus', 'info registers -a'):
+        r = qmp.cmd('human-monitor-command', {'command-line': hmp})
+        print(f'# {hmp}')
+        print(r.get('return', r))
+
+
 if __name__ == '__main__':
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == '--diag':
+        diag(sys.argv[2])
+    else:
+        main()

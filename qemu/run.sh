@@ -167,7 +167,10 @@ start=$(date +%s)
 # stuck before the kernel, seen once under load): that boot is tried again,
 # once, and the run says so (retried). A kernel that hangs after its first
 # line is not retried: the timeout judges it.
-silent=${P2P_SILENT_SECS:-180}
+# A base kernel's first line comes within 10 s here, the debug kernel's
+# within 60 s, each on a loaded host.
+silent=${P2P_SILENT_SECS:-60}
+[ "$flavour" != debug ] || silent=${P2P_SILENT_SECS:-150}
 for attempt in 1 2; do
 	: > "$RUN/serial.log"
 	set +e
@@ -175,7 +178,9 @@ for attempt in 1 2; do
 	qpid=$!
 	python3 "$P2P_TOP/qemu/hostd.py" "$RUN" 2>>"$RUN/hostd.log" &
 	hpid=$!
-	( sleep "$silent"; [ -s "$RUN/serial.log" ] || { echo silent > "$RUN/silent"; kill $qpid; } ) \
+	( sleep "$silent"; [ -s "$RUN/serial.log" ] || { echo silent > "$RUN/silent"
+		timeout 20 python3 "$P2P_TOP/qemu/hostd.py" --diag "$RUN" > "$RUN/silent.$attempt.diag" 2>&1
+		cp "$RUN/qemu.log" "$RUN/silent.$attempt.qemu.log"; kill $qpid; } ) \
 		2>/dev/null &
 	wpid=$!
 	qrc=0
