@@ -331,6 +331,40 @@ kconfig() {
 	return 2
 }
 
+# Instruction counts: in a boot with QEMU's insn plugin (qemu/plugins/insn.c;
+# P2P_INSN=1 of qemu/run.sh, or the insn test), where the guest has
+# p2pinsn=1, each measured run is a window of its own, N, whose number its
+# result line carries ("mark":N; scripts/insnlog.py reads both); a test's
+# first and last windows are the counting's calibration (insn_cal).
+# Without p2pinsn=1 nothing is marked. _insn_n: the last window's number.
+_insn_n=0
+# insn_cal: the next window around a loop of a known user instruction count
+# (p2pbench mark N LOOPS), its line P2P-INSN-CAL, against which the host
+# checks the plugin's count
+insn_cal() {
+	[ "${p2pinsn:-0}" = 1 ] || return 0
+	_insn_n=$((_insn_n + 1))
+	_insn_cal=$(p2pbench mark $_insn_n 1000000)
+	check_eq "p2pbench mark $_insn_n 1000000 (instruction counting's calibration)" "$?" 0
+	echo "P2P-INSN-CAL $_insn_cal"
+}
+# insn_win: the next window's number in insn_w, or null without p2pinsn=1
+insn_win() {
+	insn_w=null
+	if [ "${p2pinsn:-0}" = 1 ]; then _insn_n=$((_insn_n + 1)); insn_w=$_insn_n; fi
+}
+# bench_run ARGS...: one measured run of p2pbench ARGS, in a window of its
+# own (insn_win); its JSON as a P2P-BENCH line, its exit status a case
+bench_run() {
+	insn_win
+	_br_w=$insn_w
+	[ "$_br_w" != null ] || _br_w=
+	_br_out=$(P2PBENCH_MARK=$_br_w p2pbench "$@")
+	_br_rc=$?
+	echo "P2P-BENCH $_br_out"
+	check_eq "p2pbench $*" "$_br_rc" 0
+}
+
 # bench_pair SUITE: a benchmark's set-up (fiobench, cpuprof): the suite
 # begun, p2pbar on the ivshmem BAR, p2pnvme on the first NVMe controller,
 # nvme-pci keeping the identical second one; sets IVSHMEM, NVME0, NVME1,

@@ -27,43 +27,25 @@ i=0; while [ ! -b $DISK0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 check "p2pnvme's disk $DISK0" test -b $DISK0
 check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
 clock_mark start
-# Instruction counts (a boot with P2P_INSN=1, scripts/cpu-insn.sh: QEMU's
-# TCG plugin counts, the guest has p2pinsn=1): each measured run is a
-# window of its own, N, whose number its P2P-BENCH line carries ("mark":N);
-# window 1 and the last are the counting's calibration (a loop of a known
-# instruction count, P2P-INSN-CAL). Without p2pinsn=1 nothing is marked.
-_win=0
-insn_cal() {
-	[ "${p2pinsn:-0}" = 1 ] || return 0
-	_win=$((_win + 1))
-	_cal=$(p2pbench mark $_win 1000000)
-	check_eq "p2pbench mark $_win 1000000 (instruction counting's calibration)" "$?" 0
-	echo "P2P-INSN-CAL $_cal"
-}
+# Instruction counts (a boot with P2P_INSN=1, scripts/cpu-insn.sh): each
+# measured run a window of its own, window 1 and the last the counting's
+# calibration (lib.sh: insn_cal, bench_run)
 insn_cal
-run() {
-	_w=
-	if [ "${p2pinsn:-0}" = 1 ]; then _win=$((_win + 1)); _w=$_win; fi
-	out=$(P2PBENCH_MARK=$_w p2pbench "$@")
-	rc=$?
-	echo "P2P-BENCH $out"
-	check_eq "p2pbench $*" "$rc" 0
-}
 # warm up (TCG translates code on first use), results discarded
 p2pbench engine /dev/p2pnvme0 4096 1 >/dev/null
 p2pbench engine /dev/p2pnvme0 4096 1 --bounce >/dev/null
 p2pbench blk "$BLK1" 4096 1 1 >/dev/null
 p2pbench engine /dev/p2pnvme0 4096 1 --qd 32 >/dev/null
 for size in 4096 131072; do
-	run engine /dev/p2pnvme0 $size "$SECS"
-	run blk "$BLK1" $size "$SECS" 1
-	run engine /dev/p2pnvme0 $size "$SECS" --qd 32
-	run engine /dev/p2pnvme0 $size "$SECS" --threads 32
-	run blk "$BLK1" $size "$SECS" 32
+	bench_run engine /dev/p2pnvme0 $size "$SECS"
+	bench_run blk "$BLK1" $size "$SECS" 1
+	bench_run engine /dev/p2pnvme0 $size "$SECS" --qd 32
+	bench_run engine /dev/p2pnvme0 $size "$SECS" --threads 32
+	bench_run blk "$BLK1" $size "$SECS" 32
 done
-run engine /dev/p2pnvme0 131072 "$SECS" --bounce
-run engine /dev/p2pnvme0 4096 "$SECS" --bounce
-run engine /dev/p2pnvme0 131072 "$SECS" --qd 32 --bounce
+bench_run engine /dev/p2pnvme0 131072 "$SECS" --bounce
+bench_run engine /dev/p2pnvme0 4096 "$SECS" --bounce
+bench_run engine /dev/p2pnvme0 131072 "$SECS" --qd 32 --bounce
 # io_uring, one submitting thread keeping QD in flight: the engine's
 # passthrough against nvme-pci's O_DIRECT reads and its own passthrough
 # (/dev/ngXnY), all into p2pmem of the same BAR
@@ -82,13 +64,13 @@ p2pbench uring ng "$NG1" 4096 1 32 >/dev/null
 # the engine's, the question of issue 22's prototype (benchmarks.md)
 for size in $(seq "$PASSES" | sed 's/.*/4096/') 131072; do
 	for qd in 1 32; do
-		run uring engine-reg /dev/p2pnvme0 $size "$SECS" $qd
-		[ $size = 4096 ] && run uring disk $DISK0 $size "$SECS" $qd
-		run uring engine /dev/p2pnvme0 $size "$SECS" $qd
-		run uring blk "$BLK1" $size "$SECS" $qd
-		run uring ng "$NG1" $size "$SECS" $qd
+		bench_run uring engine-reg /dev/p2pnvme0 $size "$SECS" $qd
+		[ $size = 4096 ] && bench_run uring disk $DISK0 $size "$SECS" $qd
+		bench_run uring engine /dev/p2pnvme0 $size "$SECS" $qd
+		bench_run uring blk "$BLK1" $size "$SECS" $qd
+		bench_run uring ng "$NG1" $size "$SECS" $qd
 	done
-	run uring engine /dev/p2pnvme0 $size "$SECS" 32 --bounce
+	bench_run uring engine /dev/p2pnvme0 $size "$SECS" 32 --bounce
 done
 # polled completions: every ring IORING_SETUP_IOPOLL
 bench_polled "$NVME0" "$NVME1"
@@ -101,16 +83,16 @@ p2pbench uring ng "$NG1" 4096 1 32 --iopoll >/dev/null
 # median); 128 KiB once
 for size in 4096 4096 4096 131072; do
 	for qd in 1 32; do
-		run uring engine-reg /dev/p2pnvme0 $size "$SECS" $qd --iopoll
-		run uring blk "$BLK1" $size "$SECS" $qd --iopoll
-		run uring ng "$NG1" $size "$SECS" $qd --iopoll
+		bench_run uring engine-reg /dev/p2pnvme0 $size "$SECS" $qd --iopoll
+		bench_run uring blk "$BLK1" $size "$SECS" $qd --iopoll
+		bench_run uring ng "$NG1" $size "$SECS" $qd --iopoll
 	done
 done
 check_eq "p2pnvme took no interrupt" "$(cat /sys/class/p2pnvme/p2pnvme0/stats/irqs)" 0
 # what registering costs per page (host memory vs a p2pmem dma-buf), and
 # p2pbar's allocator with 0 .. 10000 live allocations
-run regcost /dev/p2pnvme0 1048576 200
-run allocflat /dev/p2pbar0 2000
+bench_run regcost /dev/p2pnvme0 1048576 200
+bench_run allocflat /dev/p2pbar0 2000
 insn_cal
 clock_mark end
 check "p2pnvme lets go of $NVME0" sh -c "echo $NVME0 > /sys/bus/pci/drivers/p2pnvme/unbind"

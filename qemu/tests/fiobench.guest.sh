@@ -21,30 +21,17 @@ bench_pair fiobench
 check "fio is in the guest" sh -c 'command -v fio >/dev/null'
 
 clock_mark start
-# Instruction counts (a boot with P2P_INSN=1, scripts/cpu-insn.sh: QEMU's
-# TCG plugin counts, the guest has p2pinsn=1): each fio job's I/O, from
-# fio's prerun to its postrun, and each p2pbench run's measured loop is a
-# window of its own, N, whose number its line carries ("mark":N); window 1
-# and the last are the counting's calibration (a loop of a known
-# instruction count, P2P-INSN-CAL). Without p2pinsn=1 nothing is marked.
-_win=0
-insn_cal() {
-	[ "${p2pinsn:-0}" = 1 ] || return 0
-	_win=$((_win + 1))
-	_cal=$(p2pbench mark $_win 1000000)
-	check_eq "p2pbench mark $_win 1000000 (instruction counting's calibration)" "$?" 0
-	echo "P2P-INSN-CAL $_cal"
-}
-insn_win() {
-	_w=null
-	if [ "${p2pinsn:-0}" = 1 ]; then _win=$((_win + 1)); _w=$_win; fi
-}
+# Instruction counts (a boot with P2P_INSN=1, scripts/cpu-insn.sh): each
+# fio job's I/O, from fio's prerun to its postrun, and each p2pbench run's
+# measured loop a window of its own, window 1 and the last the counting's
+# calibration (lib.sh: insn_cal, insn_win, bench_run)
 insn_cal
 # row NAME DEV MEM BS QD [fio options]: one time-based random-read job
 row() {
 	_name=$1 _dev=$2 _mem=$3 _bs=$4 _qd=$5
 	shift 5
 	insn_win
+	_w=$insn_w
 	# fio runs these in its job thread right before its first I/O and
 	# after its last (after its setup, before its teardown)
 	[ $_w = null ] ||
@@ -102,11 +89,8 @@ done
 for pass in 1 2; do
 	for defer in "" --defer; do
 		for d in "engine /dev/p2pnvme0" "engine-std /dev/p2pnvme0" "ng $NG1"; do
-			insn_win
-			if [ $_w = null ]; then _w=; fi
-			out=$(P2PBENCH_MARK=$_w p2pbench uring $d 4096 "$SECS" 32 --host $defer)
-			check_eq "p2pbench uring $d 4096 QD32 $defer" "$?" 0
-			echo "P2P-BENCH $out"
+			# shellcheck disable=SC2086
+			bench_run uring $d 4096 "$SECS" 32 --host $defer
 		done
 	done
 done
