@@ -84,7 +84,14 @@ results hostd recorded, plus the run's own checks:
     printed: none went unreported;
   - every suite the guest declared ("P2P-EXPECT NAME...") printed its
     results, and no suite printed was undeclared;
-  - the host checks the guest sent ("P2P-HOSTCHECKS N") all reached hostd.
+  - the host checks the guest sent ("P2P-HOSTCHECKS N") all reached hostd;
+  - on a run of the insn test (the CPU-per-I/O regression check: a run
+    named PROFILE.insn.FLAVOUR), three cases from QEMU's insn plugin's
+    counts (scripts/insnlog.py): the plugin counted the guest's
+    calibration loops right; p2pnvme's instructions per registered 4 KiB
+    QD32 read are at most 1.10 x the run's recorded figure (qemu/insn-baseline,
+    or P2P_INSN_BASELINE; none recorded fails); and at most nvme-pci's in
+    the same boot. Each case names its figures as key=value.
 """
 import array
 import base64
@@ -659,6 +666,26 @@ def hostcheck_count_result(run, log):
              f'every host check the guest sent reached the host ({want} sent, {got} received)')]
 
 
+def insn_results(run):
+    """The insn test's regression check (scripts/insnlog.py), on a run of
+    that test (its name PROFILE.TEST.FLAVOUR, TEST A+B+... with insn)."""
+    name = os.path.basename(os.path.normpath(run))
+    parts = name.split('.', 2)
+    if len(parts) < 3 or 'insn' not in parts[1].split('+'):
+        return []
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.dont_write_bytecode = True      # no compiled Python in the tree (lintian)
+    sys.path.insert(0, os.path.join(top, 'scripts'))
+    import insnlog
+    baseline = os.environ.get('P2P_INSN_BASELINE') or os.path.join(top, 'qemu', 'insn-baseline')
+    try:
+        cases = insnlog.regression(run, name, baseline)
+    except Exception as e:      # judged failed, with the reason, not a crash of the judge
+        cases = [(False, f'insn: the CPU-per-I/O regression check could not read the run: {e!r}')]
+    # (a '#' in a description would be a KTAP directive)
+    return [('ok' if good else 'not ok', desc.replace('#', ' ')) for good, desc in cases]
+
+
 def main():
     run = sys.argv[1]
     with open(os.path.join(run, 'serial.log'), 'rb') as f:
@@ -678,6 +705,7 @@ def main():
     results += dma_api_result(run, log, lines)
     results += manifest_results(run, log)
     results += hostcheck_count_result(run, log)
+    results += insn_results(run)
     rpath = os.path.join(run, 'hostd.results')
     if os.path.exists(rpath):
         with open(rpath) as f:

@@ -315,6 +315,67 @@ must_pass "KUnit's parameterised cases (no plan of their own) pass" judge param.
 must_pass "... counted case by case (3 cases + the host suite's)" sh -c \
 	"python3 '$top/qemu/ktap.py' count '$kunit_py' '$T/runs/param.kunit.base/ktap/kunit.param.ktap' | tail -n 1 | grep -qx '3 passed, 0 failed, 0 skipped'"
 
+# --- the insn test's regression check (hostcheck.py, scripts/insnlog.py) ---
+# insn_run NAME ENGINE URING NG [CAL_EXTRA]: a run of the insn test, its
+# rows (1000 reads each) costing ENGINE, URING and NG instructions a read
+# (engine-uring-reg, nvme-pci-uring, nvme-pci-ng), its two calibrations
+# counted CAL_EXTRA (default 8) over their loops' 2,000,000
+insn_run() {
+	local name=$1 cal=${5:-8} u=0 k=0 w=1 r
+	{
+		echo "P2P-BOOTED 6.12.117"
+		echo "P2P-EXPECT guest.insn"
+		suite insn "ok N rows"
+		echo 'P2P-INSN-CAL {"bench":"mark","loops":1000000,"user_insns":2000000,"mark":1}'
+		for r in "engine-uring-reg dmabuf" "nvme-pci-uring p2p" "nvme-pci-ng p2p"; do
+			w=$((w + 1))
+			echo "P2P-BENCH {\"bench\":\"${r% *}\",\"size\":4096,\"qd\":32,\"path\":\"${r#* }\",\"ops\":1000,\"mark\":$w}"
+		done
+		echo 'P2P-INSN-CAL {"bench":"mark","loops":1000000,"user_insns":2000000,"mark":5}'
+		dmesg_block; tail_lines
+	} | mkrun "$name"
+	mark() { echo "mark $1 vcpu 0 host_ns $1 vclock_ns $1 kernel $k,0 user $u,0"; }
+	{
+		echo "insn format 1 api 1 target x86_64 vcpus 2 vclock yes"
+		mark 2; u=$((u + 2000000 + cal)); mark 3
+		# windows 2-4, the rows: a tenth of their instructions the user's
+		w=1
+		for r in "$2" "$3" "$4"; do
+			w=$((w + 1))
+			mark $((2 * w)); k=$((k + r * 900)); u=$((u + r * 100)); mark $((2 * w + 1))
+		done
+		mark 10; u=$((u + 2000000 + cal)); mark 11
+		echo "exit host_ns 99 lost 0 kernel $k,0 user $u,0"
+	} > "$T/runs/$name/insn.log"
+}
+printf '%s\n' "# fixture" "i1.insn.base 2000.0 date=fixture" "i2.insn.base 2000.0" "i3.insn.base 2000.0" \
+	"i4.insn.base 2000.0" "i6.insn.base none" > "$T/insn-baseline"
+export P2P_INSN_BASELINE=$T/insn-baseline
+insn_run i1.insn.base 2150 4000 3500
+must_pass "insn: 7.5% over the recorded figure, below nvme-pci, calibrations exact: the run passes" judge i1.insn.base
+must_pass "... its cases naming the figures (insns_per_io=2150.0 recorded=2000.0 nvme_pci=3500.0)" sh -c \
+	"grep -q '^    ok [0-9]* insn: .*insns_per_io=2150.0 recorded=2000.0 limit=2200.0' '$T/runs/i1.insn.base/ktap/host.ktap' &&
+	 grep -q '^    ok [0-9]* insn: .*insns_per_io=2150.0 nvme_pci=3500.0 ratio=0.614' '$T/runs/i1.insn.base/ktap/host.ktap' &&
+	 grep -q '^    ok [0-9]* insn: the plugin counted.*counted_extra=+8,+8 lost_blocks=0' '$T/runs/i1.insn.base/ktap/host.ktap'"
+insn_run i2.insn.base 2250 4000 3500
+must_fail "insn: 12.5% over the recorded figure fails" judge i2.insn.base
+insn_run i3.insn.base 2100 4000 2050
+must_fail "insn: above nvme-pci's cheaper row in the same boot fails" judge i3.insn.base
+insn_run i4.insn.base 2000 4000 3500 -3
+must_fail "insn: a calibration counted 3 instructions short fails" judge i4.insn.base
+insn_run i5.insn.base 2000 4000 3500
+must_fail "insn: a run with no line in the baseline fails" judge i5.insn.base
+insn_run i6.insn.base 2000 4000 3500
+must_fail "insn: a run whose line says none (not recorded yet) fails" judge i6.insn.base
+must_pass "... saying so: recorded=none" grep -q 'not ok: host: insn: .*recorded=none' "$T/runs/i6.insn.base/reasons"
+insn_run i1.insn.base 2150 4000 3500
+rm "$T/runs/i1.insn.base/insn.log"
+must_fail "insn: a run without the plugin's counts fails" judge i1.insn.base
+insn_run i1.insn.base 2150 4000 3500
+sed -i '/"mark":2}/d' "$T/runs/i1.insn.base/serial.log"
+must_fail "insn: a run without the engine's row fails" judge i1.insn.base
+unset P2P_INSN_BASELINE
+
 # --- the lint over qemu/ for checks that cannot fail ---
 if [ -x "$top/qemu/lint-tests.sh" ]; then
 	must_pass "qemu/lint-tests.sh finds no check that cannot fail in qemu/" "$top/qemu/lint-tests.sh"
