@@ -80,7 +80,10 @@ host_build_deps() {
 # systemd-udevd and udevadm, under which the udev test runs the suite's rules
 # fio and liburing's passthrough test are built from Debian's sources
 # (qemu/extools.sh); without them their tests say so and skip. FIO_SRC (fio's
-# headers) makes the tools' build build the suite's fio engine too.
+# headers) makes the tools' build build the suite's fio engine too. QEMU's
+# instruction-counting plugin (qemu/extools.sh plugin, cached) is the insn
+# test's instrument, the CPU-per-I/O regression check: without it that
+# test's run fails (qemu/run.sh).
 bench_run_deps() {
 	local ext
 	need_pkgs qemu-system-x86 busybox-static cpio python3 libjson-c-dev liburing-dev \
@@ -90,4 +93,6 @@ bench_run_deps() {
 	else
 		say "warning: fio and liburing's test could not be built; their guest tests skip"
 	fi
+	"$P2P_TOP/qemu/extools.sh" plugin >/dev/null ||
+		say "warning: QEMU's insn plugin could not be built; the insn test's run fails"
 }

@@ -12,6 +12,7 @@
 # a status file that says "fail" until the run has been judged a pass.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/bench-lib.sh"
 
 flavour=base
 series=$P2P_RUNTIME_SERIES
@@ -34,6 +35,16 @@ test=${2:?test}
 for t in ${test//+/ }; do
 	[ -x "$P2P_TOP/qemu/tests/$t.guest.sh" ] || die "no guest test $t (see qemu/tests/)"
 done
+# The insn test, the CPU-per-I/O regression check, is a measurement: it
+# boots alone, with QEMU's instruction-counting plugin, without the nvme
+# trace and on the TSC, as scripts/cpu-insn.sh --record boots it for the
+# figure it is held to (qemu/insn-baseline); qemu/hostcheck.py judges it.
+insn=${P2P_INSN:-0}
+nvme_trace=${P2P_NVME_TRACE:-1}
+if [[ "+$test+" == *+insn+* ]]; then
+	[ "$test" = insn ] || die "the insn test is a measurement: it boots alone, not in $test"
+	insn=1 nvme_trace=0
+fi
 
 OUT=$P2P_TOP/out
 tag=$flavour
@@ -100,18 +111,27 @@ append+=" p2pflavour=$flavour"
 # the failnth test's probe sweep: every K-th fault site (1: all of them)
 append+="${P2P_FAILNTH_STEP:+ p2pfailnth_step=$P2P_FAILNTH_STEP}"
 append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
-# P2P_INSN=1: QEMU loads the instruction-counting TCG plugin
-# (qemu/plugins/insn.c, built by qemu/extools.sh plugin), which writes the
-# guest's instruction counts at each marker the guest executes to
-# $RUN/insn.log; the guest gets p2pinsn=1, on which the benchmark tests
-# mark their measured windows (scripts/cpu-insn.sh). QEMU keeps MTTCG and
-# real time (no -icount), so polled I/O still lets the controllers run.
+# P2P_INSN=1, and the insn test: QEMU loads the instruction-counting TCG
+# plugin (qemu/plugins/insn.c, built by qemu/extools.sh plugin, which
+# bench_run_deps builds beforehand), which writes the guest's instruction
+# counts at each marker the guest executes to $RUN/insn.log; the guest
+# gets p2pinsn=1, on which the benchmark tests mark their measured windows
+# (scripts/cpu-insn.sh). QEMU keeps MTTCG and real time (no -icount), so
+# polled I/O still lets the controllers run. Without the plugin the run
+# fails here, said in its serial.log.
 plugin=()
-if [ "${P2P_INSN:-0}" = 1 ]; then
-	so=$("$P2P_TOP/qemu/extools.sh" plugin)
+if [ "$insn" = 1 ]; then
+	so=$("$P2P_TOP/qemu/extools.sh" plugin) || {
+		echo "run.sh: QEMU's insn plugin could not be built (qemu/extools.sh plugin)" |
+			tee -a "$RUN/serial.log" >&2
+		exit 1
+	}
 	plugin=(-plugin "file=$so,out=$RUN/insn.log")
 	append+=" p2pinsn=1"
 fi
+# the insn test's clocksource: the TSC, trusted, as the benchmarks' default
+# (scripts/bench-lib.sh: the watchdog may move a TCG guest to HPET)
+[ "$test" != insn ] || append+=" $(bench_clock_append tsc)"
 mem=1G
 [ "$flavour" = debug ] && mem=${P2P_DEBUG_MEM:-1536M}
 # A NUMA node with memory and no CPUs, P_MEMNODE (M or G) of the guest's
@@ -149,7 +169,7 @@ trace=(-trace "events=$RUN/trace-events,file=$RUN/nvme-dma.log")
 printf '%s\n' pci_nvme_map_addr pci_nvme_io_cmd pci_nvme_admin_cmd pci_nvme_enqueue_req_completion pci_nvme_setfeat \
 	pci_nvme_create_sq pci_nvme_del_sq pci_nvme_mmio_stopped pci_nvme_mmio_start_success \
 	> "$RUN/trace-events"
-[ "${P2P_NVME_TRACE:-1}" != 0 ] || trace=()
+[ "$nvme_trace" != 0 ] || trace=()
 cmd=(qemu-system-x86_64 -machine q35 -accel tcg -cpu "$P_CPU" -smp 2 "${memory[@]}"
 	-nodefaults -display none -no-reboot
 	-serial "file:$RUN/serial.log"

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Sourced by the benchmark scripts (benchmark.sh, fio-benchmark.sh,
-# cpu-profile.sh): their counts, and the guest's clocksource.
+# cpu-profile.sh, cpu-insn.sh) and by qemu/run.sh (the insn test's
+# clocksource): their counts, and the guest's clocksource.
 
 # bench_counts SCRIPT PASSES SECONDS MIN_SECONDS: 0 if the counts are
 # whole numbers, PASSES at least 1 and SECONDS at least MIN_SECONDS; else
