@@ -3,6 +3,11 @@
 """Instructions per I/O, per row, from boots with QEMU's insn plugin.
 
     scripts/cpu-insn.py DIR     DIR/run*/{serial.log,insn.log,loadavg.*}
+    scripts/cpu-insn.py --record DIR RUN BASELINE COMMIT DATE
+                                the insn test's boots in DIR: their median
+                                figure written to BASELINE as RUN's
+                                (qemu/insn-baseline, make check's
+                                CPU-per-I/O regression check)
 
 scripts/cpu-insn.sh boots and calls this; the parsing is
 scripts/insnlog.py's. Each boot's guest printed its
@@ -22,7 +27,8 @@ import statistics
 import sys
 
 sys.dont_write_bytecode = True  # no compiled Python in the tree (lintian)
-from insnlog import BOOTS_MIN, SPREAD_MAX, Bad, boot  # noqa: E402
+from insnlog import (BOOTS_MIN, SPREAD_MAX, Bad, boot, booted_kernel,  # noqa: E402
+                     qemu_version, record_figures, write_baseline)
 
 
 def kib(s):
@@ -113,7 +119,31 @@ def boot_dirs(top):
     return dirs
 
 
+def record(top, run, baseline, rev, day):
+    """The regression check's figure for RUN from the insn test's boots in
+    TOP: their median, written to the baseline file with how it was
+    measured (scripts/insnlog.py, record_figures: 3 boots or more, within
+    3% of each other, none with a changed clocksource)."""
+    dirs = boot_dirs(top)
+    boots = [boot(d) for d in dirs]
+    figs, pci = record_figures(boots)
+    kernels = sorted(set(booted_kernel(os.path.join(d, 'serial.log')) for d in dirs))
+    loads = [info['load'].replace(' -> ', '>') or '?' for _, info in boots]
+    med = statistics.median(figs)
+    line = write_baseline(baseline, run, med, {
+        'date': day, 'commit': rev, 'boots': len(figs),
+        'per_boot': ','.join(f'{x:.1f}' for x in figs),
+        'spread': f'{(max(figs) - min(figs)) / med:.1%}',
+        'nvme_pci': f'{statistics.median(pci):.1f}',
+        'kernel': ','.join(kernels), 'qemu': qemu_version(),
+        'load': ','.join(loads), 'from': os.path.basename(os.path.normpath(top))})
+    print(f'recorded in {baseline}:\n{line}', end='')
+
+
 def main():
+    if sys.argv[1] == '--record':
+        record(*sys.argv[2:7])
+        return
     top = sys.argv[1]
     boots = [boot(d) for d in boot_dirs(top)]
     out = [f'{len(boots)} boot(s); each row: the whole guest\'s instructions (all vCPUs, kernel + user) '

@@ -17,6 +17,13 @@
 #   scripts/cpu-insn.sh --clocksource CS ... the guest's clocksource (scripts/bench-lib.sh)
 #   scripts/cpu-insn.sh --from DIR           the tables again from the boots kept in DIR
 #   scripts/cpu-insn.sh --update-doc ...     and put them in Documentation/benchmarks.md (3 runs or more)
+#   scripts/cpu-insn.sh --record [--runs N] [--strict]
+#                                            the insn test (make check's CPU-per-I/O regression
+#                                            check: qemu/tests/insn.guest.sh), booted as make check
+#                                            boots it, N times (default 3); their median figure
+#                                            written to qemu/insn-baseline for that run, with the
+#                                            date, the commit and how (3 boots or more, within 3%)
+#   scripts/cpu-insn.sh --record --from DIR  the same from insn boots kept in DIR
 #
 # Each boot's serial log and plugin output are kept in
 # out/insn/PROFILE.TEST.DATE/runK/, with the host's load average around it.
@@ -25,23 +32,30 @@
 # otherwise the table says why it is not judged.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-secs=3 passes=3 runs=3 profile=switch test=benchmark clock=tsc from='' update=''
+secs=3 passes=3 runs=3 profile=switch test=benchmark clock=tsc from='' update='' record='' fixed=''
 . "$top/scripts/bench-lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--fio) test=fiobench ;;
+	--fio) test=fiobench fixed+=" $1" ;;
 	--runs) runs=${2:?--runs N}; shift ;;
 	--strict) profile=iommu-strict ;;
-	--passes) passes=${2:?--passes N}; shift ;;
-	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
+	--passes) passes=${2:?--passes N}; fixed+=" $1"; shift ;;
+	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; fixed+=" $1"; shift ;;
 	--from) from=${2:?--from DIR}; shift ;;
-	--update-doc) update=1 ;;
-	-h|--help) sed -n '4,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--update-doc) update=1 fixed+=" $1" ;;
+	--record) record=1 ;;
+	-h|--help) sed -n '4,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "cpu-insn.sh: unknown option $1" >&2; exit 2 ;;
-	*) secs=$1 ;;
+	*) secs=$1 fixed+=" SECONDS" ;;
 	esac
 	shift
 done
+# --record: the insn test as make check boots it (its own seconds and
+# passes; run.sh sets its plugin, trace and clocksource), nothing else
+if [ -n "$record" ]; then
+	[ -z "$fixed" ] || { echo "cpu-insn.sh: --record boots the insn test as make check does, without$fixed" >&2; exit 2; }
+	test=insn
+fi
 case $runs in ''|*[!0-9]*|0) echo "cpu-insn.sh: --runs wants a count of 1 or more, not '$runs'" >&2; exit 2 ;; esac
 if [ -z "$from" ]; then
 	# fiobench's t/io_uring needs 2 s a run (fio-benchmark.sh); p2pbench 1
@@ -51,15 +65,32 @@ if [ -z "$from" ]; then
 	from=$top/out/insn/$profile.$test.$(date -u +%Y%m%dT%H%M%S)
 	run=$top/out/runs/$profile.$test.base
 	if [ $test = fiobench ]; then est=$(( secs * (28 + 20 * passes) + 60 )); else est=$(( secs * 61 + 110 )); fi
+	what="$secs s per point, $passes passes, clocksource $clock"
+	if [ $test = insn ]; then
+		# qemu/tests/insn.guest.sh's own seconds and passes (about 20 s)
+		est=60 append='' what="as make check boots it"
+	else
+		append="p2pbenchsecs=$secs p2pbenchpasses=$passes $append"
+	fi
 	echo "cpu-insn: $runs boots of the $profile profile, test $test, with QEMU's instruction-counting plugin," \
-		"$secs s per point, $passes passes, clocksource $clock (about $est s each); kept in $from" >&2
+		"$what (about $est s each); kept in $from" >&2
 	for k in $(seq "$runs"); do
 		d=$from/run$k
 		mkdir -p "$d"
 		cat /proc/loadavg > "$d/loadavg.start"
-		P2P_INSN=1 P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes $append" \
-			"$top/qemu/run.sh" --quiet --timeout $((est * 3 + 300)) "$profile" "$test" ||
-			{ echo "cpu-insn: boot $k failed, see $run/serial.log" >&2; exit 1; }
+		if ! P2P_INSN=1 P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="$append" \
+			"$top/qemu/run.sh" --quiet --timeout $((est * 3 + 300)) "$profile" "$test"; then
+			# the insn test's run is judged against the figure being
+			# recorded (none, or the old one): its regression cases may
+			# fail here, nothing else
+			if [ $test != insn ] || [ ! -s "$run/reasons" ] ||
+				grep -qv "^not ok: host: insn: p2pnvme's" "$run/reasons"; then
+				echo "cpu-insn: boot $k failed, see $run/serial.log and $run/reasons" >&2
+				exit 1
+			fi
+			echo "cpu-insn: boot $k: $(grep -c . "$run/reasons") regression case(s) failed" \
+				"against qemu/insn-baseline as it is" >&2
+		fi
 		cat /proc/loadavg > "$d/loadavg.end"
 		cp "$run/serial.log" "$run/insn.log" "$d/"
 		bench_clock_check "$d/serial.log" "$clock" || echo "cpu-insn: boot $k changed clocksource" > "$d/clock"
@@ -69,7 +100,23 @@ fi
 [ -d "$from" ] || { echo "cpu-insn: no directory $from" >&2; exit 2; }
 table=$(python3 "$top/scripts/cpu-insn.py" "$from")
 echo "$table"
+if [ -n "$record" ]; then
+	# the boots' directory says which run they were: PROFILE.insn.DATE
+	base=$(basename "$from")
+	case $base in
+	*.insn.*) ;;
+	*) echo "cpu-insn: $from is not the insn test's boots (PROFILE.insn.DATE)" >&2; exit 1 ;;
+	esac
+	python3 "$top/scripts/cpu-insn.py" --record "$from" "${base%%.insn.*}.insn.base" \
+		"$top/qemu/insn-baseline" "$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)" \
+		"$(date -u +%Y-%m-%d)" || exit 1
+	echo "cpu-insn: commit qemu/insn-baseline with the change it measures" >&2
+fi
 if [ -n "$update" ]; then
+	case $(basename "$from") in *.insn.*)
+		echo "cpu-insn: the insn test's boots are the regression check's (--record), not the document's" >&2
+		exit 1 ;;
+	esac
 	n=$(find "$from" -maxdepth 2 -name insn.log | wc -l)
 	[ "$n" -ge 3 ] || { echo "cpu-insn: not updating the document from $n boot(s): 3 or more" >&2; exit 1; }
 	# the kept boots' directory says which: PROFILE.TEST.DATE

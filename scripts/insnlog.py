@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """Instruction counts of a boot with QEMU's insn plugin: the parsing shared
-by scripts/cpu-insn.py (the tables) and qemu/hostcheck.py
+by scripts/cpu-insn.py (the tables, and --record) and qemu/hostcheck.py
 (the CPU-per-I/O regression check of the insn test). Imported, not run.
 
 A boot's guest printed its P2P-BENCH / P2P-FIO lines with the window
@@ -23,12 +23,14 @@ qemu/insn-baseline the recorded figures, one line per run:
     RUN FIGURE key=value...
 
 RUN the run's name (out/runs/RUN: PROFILE.TEST.FLAVOUR[-SERIES]), FIGURE
-the median of the boots scripts/cpu-insn.sh --record booted (the next
-change), or "none": no recorded figure, which the check fails.
+the median of the boots scripts/cpu-insn.sh --record booted, or "none":
+no recorded figure, which the check fails.
 """
 import json
 import os
 import re
+import statistics
+import subprocess
 
 MARK = re.compile(r'^mark (\d+) vcpu (\d+) host_ns (\d+) vclock_ns (-?\d+) '
                   r'kernel ([\d,]+) user ([\d,]+)$')
@@ -186,6 +188,17 @@ def booted_kernel(serial):
     return '?'
 
 
+def qemu_version():
+    """This machine's QEMU as it says it (7.2.22), or '?'."""
+    try:
+        out = subprocess.run(['qemu-system-x86_64', '--version'], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return '?'
+    m = re.match(r'QEMU emulator version (\S+)', out)
+    return m[1] if m else '?'
+
+
 def read_baseline(path):
     """{run: (figure or None, {key: value})}; Bad for a line it cannot read."""
     out = {}
@@ -204,6 +217,29 @@ def read_baseline(path):
                 raise Bad(f'{path}:{i}: the figure is a positive number or none, not {words[1]}')
             out[words[0]] = (fig, dict(w.split('=', 1) for w in words[2:] if '=' in w))
     return out
+
+
+def write_baseline(path, run, figure, keys):
+    """Put RUN's line in the baseline file, in place of its old one (the
+    comments and the other runs' lines kept), or at its end."""
+    new = f'{run} {figure:.1f} ' + ' '.join(f'{k}={v}' for k, v in keys.items()) + '\n'
+    with open(path) as f:
+        old = f.readlines()
+    out, done = [], False
+    for line in old:
+        words = line.split('#', 1)[0].split()
+        if words and words[0] == run:
+            if not done:
+                out.append(new)
+            done = True
+        else:
+            out.append(line)
+    if not done:
+        out.append(new)
+    with open(path + '.tmp', 'w') as f:
+        f.writelines(out)
+    os.replace(path + '.tmp', path)
+    return new
 
 
 def regression(run, name, baseline):
@@ -255,7 +291,7 @@ def regression(run, name, baseline):
                                   f'limit={limit:.1f} ratio={fig / rec[0]:.3f} (recorded '
                                   f'{k.get("date", "?")} at {k.get("commit", "?")}, kernel '
                                   f'{k.get("kernel", "?")}, QEMU {k.get("qemu", "?")}; this boot kernel '
-                                  f'{booted_kernel(serial)})'))
+                                  f'{booted_kernel(serial)}, QEMU {qemu_version()})'))
     best = nvme_pci_best(rows)
     if best is None or min(rows[k][2] for k in NVME_PCI if k in rows) < IOS_MIN:
         out.append((False, f'insn: {vs}: insns_per_io={fig:.1f} nvme_pci=none (no marked nvme-pci '
@@ -265,3 +301,23 @@ def regression(run, name, baseline):
         out.append((fig <= best[1], f'insn: {vs}: insns_per_io={fig:.1f} nvme_pci={best[1]:.1f} '
                                     f'ratio={fig / best[1]:.3f} ({each})'))
     return out
+
+
+def record_figures(boots):
+    """The figure and nvme-pci's best of each boot: ([figure], [nvme-pci]), or Bad."""
+    figs, pci = [], []
+    for rows, info in boots:
+        if FIGURE not in rows or nvme_pci_best(rows) is None:
+            raise Bad('a boot without the registered 4 KiB QD32 row or nvme-pci\'s: not the insn test')
+        if info['clock']:
+            raise Bad('a boot changed clocksource during the run')
+        figs.append(per_io(rows[FIGURE]))
+        pci.append(nvme_pci_best(rows)[1])
+    if len(figs) < BOOTS_MIN:
+        raise Bad(f'{len(figs)} boot(s): a figure is recorded from {BOOTS_MIN} or more')
+    med = statistics.median(figs)
+    if (max(figs) - min(figs)) / med > SPREAD_MAX:
+        raise Bad(f'the boots\' figures {", ".join(f"{x:.1f}" for x in figs)} spread '
+                  f'{(max(figs) - min(figs)) / med:.1%}, more than {SPREAD_MAX:.0%}: not recorded '
+                  '(see what loaded the host, and boot again)')
+    return figs, pci
