@@ -238,7 +238,28 @@ do_stock() {
 	make_progress "$out/build.log" "prepare $series stock" make -C "$src" O="$out" -j"$(( $(nproc) + 1 ))" modules_prepare
 	echo "$pkg" > "$out/.prepared.tmp" && mv "$out/.prepared.tmp" "$out/.prepared"
 	exec 9>&-
+	prune "$key"
 	echo "$out"
+}
+
+# prune KEY: the cache keeps the three newest builds of KEY's series and
+# flavour (a kernel build tree is 0.3-0.6 GB, and every change of a config
+# fragment makes a new one: a machine that runs many commits' checks filled
+# its disk); an entry another run is building (its lock held) stays.
+prune() {
+	local prefix=${1%-*} d
+	# shellcheck disable=SC2012
+	ls -dt "$P2P_CACHE/build/$prefix"-* 2>/dev/null | grep -v '\.lock$' | tail -n +4 |
+	while read -r d; do
+		[ "$d" != "$P2P_CACHE/build/$1" ] || continue
+		(
+			exec 8>"$d.lock"
+			flock -n 8 || exit 0
+			say "cache: removing $(basename "$d"), an older build of ${prefix##*/}"
+			rm -rf "$d"
+			rm -f "$d.lock"
+		)
+	done
 }
 
 cmd=${1:-}; shift || true
