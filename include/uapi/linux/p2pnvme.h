@@ -343,7 +343,8 @@ struct p2pnvme_file_io {
  * ioctl returns it with @failed its index, nothing moved, nothing written
  * back but @failed): the fields, the file (open mode, a regular file on
  * this controller's disk, not an xfs realtime file, not an active swap
- * file for a write (-ETXTBSY), direct I/O and its alignment), the memory, and the P2P rules: p2pmem the controller cannot
+ * file for a write (-ETXTBSY), direct I/O and its alignment), the memory,
+ * and the P2P rules: p2pmem the controller cannot
  * reach (the kernel's P2PDMA verdict) is -EREMOTEIO, and so is host memory
  * with P2PNVME_FILE_F_REQUIRE_P2P; a buffer of host memory and p2pmem
  * together is -EINVAL. A registered buffer: -ENOENT (no such id), -EINVAL
