@@ -190,6 +190,8 @@ build_suite() {
 	t "the judge: every fixture of a failing run fails, a good run passes (build.judge_selftest)" \
 		python3 "$P2P_TOP/qemu/ktap.py" run "$run/ktap/judge-selftest.ktap" "$P2P_TOP/qemu/judge-selftest.sh" \
 		"$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py"
+	t "the insn plugin (qemu/plugins/insn.c) on a stand-in for QEMU's plugin API: its counts the same with prof=on, each window's profile exact; scripts/insn-prof.py names a profile and refuses a broken one (qemu/plugins/insn-selftest.sh)" \
+		sh -c 'so=$("$1/qemu/extools.sh" plugin) && "$1/qemu/plugins/insn-selftest.sh" "$(dirname "$so")"' sh "$P2P_TOP"
 	# A GPU-class importer: 7.2's virtio-gpu imports foreign dma-bufs, but
 	# QEMU's blob resources need /dev/udmabuf on the host, and the bench's
 	# kernels carry no DRM driver: a limit, said as such (Documentation/dmabuf.rst).

@@ -40,6 +40,8 @@ done
 # trace and on the TSC, as scripts/cpu-insn.sh --record boots it for the
 # figure it is held to (qemu/insn-baseline); qemu/hostcheck.py judges it.
 insn=${P2P_INSN:-0}
+insn_prof=${P2P_INSN_PROF:-0}
+[ "$insn_prof" = 0 ] || insn=1
 nvme_trace=${P2P_NVME_TRACE:-1}
 if [[ "+$test+" == *+insn+* ]]; then
 	[ "$test" = insn ] || die "the insn test is a measurement: it boots alone, not in $test"
@@ -118,7 +120,11 @@ append+="${P2P_EXTRA_APPEND:+ $P2P_EXTRA_APPEND}"
 # gets p2pinsn=1, on which the benchmark tests mark their measured windows
 # (scripts/cpu-insn.sh). QEMU keeps MTTCG and real time (no -icount), so
 # polled I/O still lets the controllers run. Without the plugin the run
-# fails here, said in its serial.log.
+# fails here, said in its serial.log. P2P_INSN_PROF=1: the plugin's
+# profile mode too (prof=on: each window's blocks in $RUN/insn-prof.N),
+# the guest printing its module symbols before the windows (p2pinsnprof=1)
+# and the booted kernel's System.map beside them, which scripts/insn-prof.py
+# names the blocks with (scripts/cpu-insn.sh --profile).
 plugin=()
 if [ "$insn" = 1 ]; then
 	so=$("$P2P_TOP/qemu/extools.sh" plugin) || {
@@ -128,6 +134,11 @@ if [ "$insn" = 1 ]; then
 	}
 	plugin=(-plugin "file=$so,out=$RUN/insn.log")
 	append+=" p2pinsn=1"
+	if [ "$insn_prof" != 0 ]; then
+		plugin=(-plugin "file=$so,out=$RUN/insn.log,prof=on")
+		append+=" p2pinsnprof=1"
+		cp "$kdir/System.map" "$RUN/System.map"
+	fi
 fi
 # the insn test's clocksource: the TSC, trusted, as the benchmarks' default
 # (scripts/bench-lib.sh: the watchdog may move a TCG guest to HPET)

@@ -119,11 +119,28 @@ def calibrations(marks, serial):
     return out
 
 
+def marked(serial, d):
+    """[(key, window, I/Os, what)]: the marked runs of a boot's serial log,
+    each a row's measurement in a window of its own."""
+    out = []
+    for r in lines(serial, 'P2P-BENCH'):
+        if r.get('mark') is None or 'ops' not in r:
+            continue
+        out.append((('B', r['bench'], r['size'], r['qd'], r['path']), r['mark'], r['ops'], r['bench']))
+    for r in lines(serial, 'P2P-FIO'):
+        if r.get('mark') is None:
+            continue
+        if r['fio'] is None:
+            raise Bad(f'{d}: fio failed: {r["row"]} on {r["dev"]}')
+        out.append((('F', r['row'], r['dev'] == '/dev/p2pnvme0'), r['mark'],
+                    r['fio']['jobs'][0]['read']['total_ios'], r['row']))
+    return out
+
+
 def rows_of(marks, serial, d):
     """{key: [kernel insns, user insns, ios]} of a boot's marked rows."""
     rows = {}
-
-    def add(key, n, ios, what):
+    for key, n, ios, what in marked(serial, d):
         if not ios:
             raise Bad(f'{d}: window {n} ({what}): no I/O')
         k, u = window(marks, n, what)
@@ -131,17 +148,6 @@ def rows_of(marks, serial, d):
         r[0] += k
         r[1] += u
         r[2] += ios
-    for r in lines(serial, 'P2P-BENCH'):
-        if r.get('mark') is None or 'ops' not in r:
-            continue
-        add(('B', r['bench'], r['size'], r['qd'], r['path']), r['mark'], r['ops'], r['bench'])
-    for r in lines(serial, 'P2P-FIO'):
-        if r.get('mark') is None:
-            continue
-        if r['fio'] is None:
-            raise Bad(f'{d}: fio failed: {r["row"]} on {r["dev"]}')
-        add(('F', r['row'], r['dev'] == '/dev/p2pnvme0'), r['mark'],
-            r['fio']['jobs'][0]['read']['total_ios'], r['row'])
     if not rows:
         raise Bad(f'{d}: no marked row')
     return rows

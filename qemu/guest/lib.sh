@@ -337,13 +337,33 @@ kconfig() {
 # result line carries ("mark":N; scripts/insnlog.py reads both); a test's
 # first and last windows are the counting's calibration (insn_cal).
 # Without p2pinsn=1 nothing is marked. _insn_n: the last window's number.
+# With p2pinsnprof=1 too (the plugin's profile mode, P2P_INSN_PROF=1 of
+# qemu/run.sh), each window is preceded by what scripts/insn-prof.py needs
+# to name its kernel code (insn_syms).
 _insn_n=0
+# insn_syms N: in a profile boot, before window N, the modules' load
+# addresses (/proc/modules) and text symbols, and the kernel's _text
+# (/proc/kallsyms), as a P2P-KSYMS block valid from window N on; printed
+# again only when a module was loaded, unloaded or moved since the last
+# one. Outside the window: nothing of it is counted.
+_insn_mods=-
+insn_syms() {
+	[ "${p2pinsnprof:-0}" = 1 ] || return 0
+	_is_m=$(awk '{ print $1, $6 }' /proc/modules)
+	[ "$_is_m" != "$_insn_mods" ] || return 0
+	_insn_mods=$_is_m
+	echo "P2P-KSYMS-BEGIN $1"
+	sed 's/^/M /' /proc/modules
+	grep -E '^[0-9a-f]+ [tTwW] ([^ ]+	\[|_text$)' /proc/kallsyms | sed 's/^/S /'
+	echo "P2P-KSYMS-END"
+}
 # insn_cal: the next window around a loop of a known user instruction count
 # (p2pbench mark N LOOPS), its line P2P-INSN-CAL, against which the host
 # checks the plugin's count
 insn_cal() {
 	[ "${p2pinsn:-0}" = 1 ] || return 0
 	_insn_n=$((_insn_n + 1))
+	insn_syms $_insn_n
 	_insn_cal=$(p2pbench mark $_insn_n 1000000)
 	check_eq "p2pbench mark $_insn_n 1000000 (instruction counting's calibration)" "$?" 0
 	echo "P2P-INSN-CAL $_insn_cal"
@@ -351,7 +371,7 @@ insn_cal() {
 # insn_win: the next window's number in insn_w, or null without p2pinsn=1
 insn_win() {
 	insn_w=null
-	if [ "${p2pinsn:-0}" = 1 ]; then _insn_n=$((_insn_n + 1)); insn_w=$_insn_n; fi
+	if [ "${p2pinsn:-0}" = 1 ]; then _insn_n=$((_insn_n + 1)); insn_w=$_insn_n; insn_syms $_insn_n; fi
 }
 # bench_run ARGS...: one measured run of p2pbench ARGS, in a window of its
 # own (insn_win); its JSON as a P2P-BENCH line, its exit status a case

@@ -4,7 +4,7 @@
  * counts the instructions the guest executes, per vCPU, kernel and user
  * apart, and writes them out whenever the guest executes a marker.
  *
- *   qemu-system-x86_64 ... -plugin file=insn.so,out=FILE
+ *   qemu-system-x86_64 ... -plugin file=insn.so,out=FILE[,prof=on]
  *
  * Counting: every translated block gets an execution callback that adds
  * the block's instruction count to its vCPU's own counter, user or kernel
@@ -33,8 +33,44 @@
  * by dlsym); Kn, Un: vCPU n's kernel and user instructions so far. FILE
  * starts with a line naming the plugin, the target and the vCPU count, and
  * ends with an "exit" line of the final counts.
+ *
+ * Profile mode (prof=on; the default is off, whose work and output are
+ * the above and nothing else): while a window is open (its start marker,
+ * id 2N, executed and not yet its end marker, 2N + 1), every execution of
+ * a block also counts for that block, keyed by its start address and its
+ * instruction count (a block translated again, after a flush, counts on in
+ * the same entry; user blocks of different processes at one address
+ * share one). At the window's end marker the blocks that ran in it are
+ * written to FILE's name with "-prof.N" in place of ".log" (insn.log:
+ * insn-prof.N), N the window:
+ *
+ *   insn-prof format 1 window N vcpus V dropped D
+ *   VADDR NINSNS BYTES EXECS
+ *   ...
+ *   end blocks B insns I
+ *
+ * VADDR the block's start (hex), NINSNS its instructions, BYTES its
+ * code's size, EXECS how often it ran in the window (all vCPUs); B the
+ * lines, I the sum of NINSNS x EXECS; D the blocks left out because the
+ * table was full (must stay 0). A window still open at exit (or when the
+ * next one opens) is written then, its first line saying "open". The block
+ * holding the start marker counts before the window (its execution
+ * callback runs before the marker's) and the one holding the end marker
+ * inside it, as in the marker lines' counts: I is the window's count in
+ * FILE, but for the blocks another vCPU ran between a marker's line and
+ * the window's opening or closing (a few, said as the profile's coverage
+ * by scripts/insn-prof.py).
+ *
+ * Counting per block: each vCPU's executions in a table of its own,
+ * written only by its own thread, each entry tagged with the window it
+ * counts (a sequence number, from 1); the first execution in a new window
+ * starts the entry again from 0. No thread writes another's counts and
+ * nothing is reset between windows; a dump reads the entries of its
+ * window. Profile mode costs a hash look-up at translation and a second
+ * counter update per block executed.
  */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -72,6 +108,45 @@ static FILE *out;
 
 static __s64 (*vclock)(int type);
 
+/*
+ * Profile mode. A block as translated: its start, instruction count, code
+ * size, whether it is the kernel's, and its index in the vCPUs' tables
+ * (PROF_NONE: the table was full). Allocated at translation under
+ * prof_lock, entered in the hash and in prof_blocks, never freed; the
+ * execution callback's udata.
+ */
+#define PROF_MAX	2097152u	/* distinct blocks profiled in a boot */
+#define PROF_HASH	262144u
+#define PROF_NONE	UINT32_MAX
+
+struct prof_block {
+	struct prof_block *next;	/* in its hash chain */
+	__u64 vaddr;
+	__u32 n;
+	__u32 bytes;
+	__u32 idx;
+	__u32 kernel;
+};
+
+/* a vCPU's count of one block: its own thread writes it, a dump reads it */
+struct prof_slot {
+	__u64 seq;	/* the window the count is of */
+	__u64 execs;
+};
+
+static int prof;
+static char *prof_prefix;	/* FILE without ".log", then "-prof" */
+static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct prof_block **prof_hash;	/* under prof_lock */
+static struct prof_block **prof_blocks;	/* [0, prof_n): written before prof_n grows */
+static __u32 prof_n;
+static __u64 prof_dropped;
+static struct prof_slot **prof_slots;	/* [vcpu][idx] */
+/* the open window's sequence number (0: none open), set under out_lock */
+static __u64 prof_open;
+static __u64 prof_seq;			/* under out_lock */
+static unsigned int prof_win;		/* under out_lock: the open window */
+
 static __u64 host_ns(void)
 {
 	struct timespec t;
@@ -92,6 +167,90 @@ static void tb_exec(unsigned int vcpu, void *udata)
 	}
 	c = &counts[vcpu].insn[v & 1];
 	__atomic_store_n(c, *c + (v >> 1), __ATOMIC_RELAXED);
+}
+
+/* profile mode: the default's count and the block's, in an open window */
+static void tb_exec_prof(unsigned int vcpu, void *udata)
+{
+	const struct prof_block *b = udata;
+	struct prof_slot *s;
+	__u64 *c, w;
+
+	if (vcpu >= nvcpus) {
+		__atomic_fetch_add(&lost, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	c = &counts[vcpu].insn[b->kernel];
+	__atomic_store_n(c, *c + b->n, __ATOMIC_RELAXED);
+	w = __atomic_load_n(&prof_open, __ATOMIC_RELAXED);
+	if (!w || b->idx == PROF_NONE)
+		return;
+	s = &prof_slots[vcpu][b->idx];
+	if (s->seq != w) {
+		/* a dump that sees the new window sees the count from 0 */
+		__atomic_store_n(&s->execs, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->seq, w, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&s->execs, s->execs + 1, __ATOMIC_RELAXED);
+}
+
+/* write the blocks that ran in window @win (sequence @seq); under out_lock */
+static void prof_dump(unsigned int win, __u64 seq, int open)
+{
+	size_t len = strlen(prof_prefix) + 16;
+	char *path = malloc(len);
+	__u64 total = 0, execs;
+	__u32 n, i, nb = 0;
+	unsigned int v;
+	FILE *f;
+
+	if (!path)
+		return;
+	snprintf(path, len, "%s.%u", prof_prefix, win);
+	f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		free(path);
+		return;
+	}
+	fprintf(f, "insn-prof format %d window %u%s vcpus %u dropped %llu\n", INSN_FORMAT, win,
+		open ? " open" : "", nvcpus,
+		(unsigned long long)__atomic_load_n(&prof_dropped, __ATOMIC_RELAXED));
+	n = __atomic_load_n(&prof_n, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++) {
+		const struct prof_block *b = prof_blocks[i];
+
+		execs = 0;
+		for (v = 0; v < nvcpus; v++)
+			if (__atomic_load_n(&prof_slots[v][i].seq, __ATOMIC_ACQUIRE) == seq)
+				execs += __atomic_load_n(&prof_slots[v][i].execs, __ATOMIC_RELAXED);
+		if (!execs)
+			continue;
+		fprintf(f, "%llx %u %u %llu\n", (unsigned long long)b->vaddr, b->n, b->bytes,
+			(unsigned long long)execs);
+		total += execs * b->n;
+		nb++;
+	}
+	fprintf(f, "end blocks %u insns %llu\n", nb, (unsigned long long)total);
+	if (fclose(f))
+		perror(path);
+	free(path);
+}
+
+/* profile mode: window @id / 2 opens (even @id) or closes; under out_lock */
+static void prof_mark(unsigned int id)
+{
+	__u64 seq = __atomic_load_n(&prof_open, __ATOMIC_RELAXED);
+
+	if (!(id & 1)) {
+		if (seq)	/* the last one never closed: what it has */
+			prof_dump(prof_win, seq, 1);
+		prof_win = id / 2;
+		__atomic_store_n(&prof_open, ++prof_seq, __ATOMIC_RELAXED);
+	} else if (seq && id / 2 == prof_win) {
+		__atomic_store_n(&prof_open, 0, __ATOMIC_RELAXED);
+		prof_dump(prof_win, seq, 0);
+	}
 }
 
 /* the counts of every vCPU, "kernel K0,K1,.. user U0,U1,.." */
@@ -124,6 +283,8 @@ static void mark_exec(unsigned int vcpu, void *udata)
 	write_counts();
 	fputc('\n', out);
 	fflush(out);
+	if (prof)
+		prof_mark((unsigned int)(uintptr_t)udata);
 	pthread_mutex_unlock(&out_lock);
 }
 
@@ -141,13 +302,52 @@ static int mark_id(struct qemu_plugin_insn *insn)
 	return b[3] | b[4] << 8;
 }
 
+/* profile mode: the entry of block @tb, made if it is new */
+static struct prof_block *prof_block(struct qemu_plugin_tb *tb)
+{
+	__u64 vaddr = qemu_plugin_tb_vaddr(tb);
+	size_t n = qemu_plugin_tb_n_insns(tb);
+	struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+	__u32 h = (__u32)((vaddr ^ vaddr >> 21 ^ n << 7) * 0x9e3779b1u) % PROF_HASH;
+	struct prof_block *b;
+
+	pthread_mutex_lock(&prof_lock);
+	for (b = prof_hash[h]; b; b = b->next)
+		if (b->vaddr == vaddr && b->n == n)
+			goto out;
+	b = malloc(sizeof(*b));
+	if (!b)
+		goto out;
+	b->vaddr = vaddr;
+	b->n = n;
+	b->bytes = qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - vaddr;
+	b->kernel = vaddr >= KERNEL_HALF;
+	b->idx = PROF_NONE;
+	if (prof_n < PROF_MAX) {
+		b->idx = prof_n;
+		prof_blocks[prof_n] = b;
+		__atomic_store_n(&prof_n, prof_n + 1, __ATOMIC_RELEASE);
+	} else {
+		__atomic_fetch_add(&prof_dropped, 1, __ATOMIC_RELAXED);
+	}
+	b->next = prof_hash[h];
+	prof_hash[h] = b;
+out:
+	pthread_mutex_unlock(&prof_lock);
+	return b;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb), i;
 	int kernel = qemu_plugin_tb_vaddr(tb) >= KERNEL_HALF, m;
+	struct prof_block *b = prof && n ? prof_block(tb) : NULL;
 
-	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
-					     (void *)(uintptr_t)(n << 1 | kernel));
+	if (b)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_prof, QEMU_PLUGIN_CB_NO_REGS, b);
+	else
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
+						     (void *)(uintptr_t)(n << 1 | kernel));
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 
@@ -159,9 +359,39 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	}
 }
 
+/* profile mode's tables, and its files' names from FILE's */
+static int prof_init(const char *path)
+{
+	size_t len = strlen(path);
+	unsigned int v;
+
+	if (len > 4 && !strcmp(path + len - 4, ".log"))
+		len -= 4;
+	prof_prefix = malloc(len + sizeof("-prof"));
+	prof_hash = calloc(PROF_HASH, sizeof(*prof_hash));
+	prof_blocks = calloc(PROF_MAX, sizeof(*prof_blocks));
+	prof_slots = calloc(nvcpus ? nvcpus : 1, sizeof(*prof_slots));
+	if (!prof_prefix || !prof_hash || !prof_blocks || !prof_slots)
+		goto nomem;
+	memcpy(prof_prefix, path, len);
+	memcpy(prof_prefix + len, "-prof", sizeof("-prof"));
+	/* untouched pages stay unallocated: a table costs what it holds */
+	for (v = 0; v < nvcpus; v++) {
+		prof_slots[v] = calloc(PROF_MAX, sizeof(**prof_slots));
+		if (!prof_slots[v])
+			goto nomem;
+	}
+	return 0;
+nomem:
+	fprintf(stderr, "insn plugin: no memory for the profile's tables\n");
+	return -1;
+}
+
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
 	pthread_mutex_lock(&out_lock);
+	if (prof && __atomic_load_n(&prof_open, __ATOMIC_RELAXED))
+		prof_dump(prof_win, __atomic_load_n(&prof_open, __ATOMIC_RELAXED), 1);
 	fprintf(out, "exit host_ns %llu lost %llu", (unsigned long long)host_ns(),
 		(unsigned long long)__atomic_load_n(&lost, __ATOMIC_RELAXED));
 	write_counts();
@@ -175,13 +405,18 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 					   int argc, char **argv)
 {
 	const char *path = NULL;
+	bool on;
 	int i;
 
 	for (i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4)) {
 			path = argv[i] + 4;
+		} else if (!strncmp(argv[i], "prof=", 5) &&
+			   qemu_plugin_bool_parse("prof", argv[i] + 5, &on)) {
+			prof = on;
 		} else {
-			fprintf(stderr, "insn plugin: unknown argument %s (out=FILE)\n", argv[i]);
+			fprintf(stderr, "insn plugin: unknown argument %s (out=FILE[,prof=on])\n",
+				argv[i]);
 			return -1;
 		}
 	}
@@ -204,6 +439,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		perror(path);
 		return -1;
 	}
+	if (prof && prof_init(path))
+		return -1;
 	*(void **)&vclock = dlsym(RTLD_DEFAULT, "qemu_clock_get_ns");
 	fprintf(out, "insn format %d api %d target %s vcpus %u vclock %s\n", INSN_FORMAT,
 		info->version.cur, info->target_name, nvcpus, vclock ? "yes" : "no");
