@@ -824,11 +824,24 @@ skip "xNVMe's info and a read against $N" "xNVMe is not packaged by Debian"
 if ! command -v io_uring_passthrough.t >/dev/null; then
 	skip "liburing's io_uring_passthrough.t against $N" "it could not be built on the machine that built the guest"
 else
-	timeout 120 io_uring_passthrough.t $N >/tmp/lu.out 2>&1
+	# liburing_pt DEV: the test's exit status. Its SQPOLL cases check
+	# io_uring_submit()'s count, which under SQPOLL is not exact
+	# (io_uring_submit(3); liburing #88 and #1605): on a slow guest the SQ
+	# thread takes the entries first and the count reads 0 ("submit got 0,
+	# wanted 32", sqthread=1). That failure alone, seen on p2pnvme and
+	# nvme-pci in one boot, is run again once and said; any other counts.
+	liburing_pt() {
+		timeout 120 io_uring_passthrough.t "$1" >/tmp/lu.out 2>&1 && return 0
+		grep -q 'submit got [0-9]*, wanted' /tmp/lu.out &&
+			grep -q 'test_io failed [01]/1/' /tmp/lu.out || return 1
+		diag "$1: $(tr '\n' ';' < /tmp/lu.out | cut -c1-160): SQPOLL's inexact submit count, run again"
+		timeout 120 io_uring_passthrough.t "$1" >/tmp/lu.out 2>&1
+	}
+	liburing_pt $N
 	check_eq "liburing's io_uring_passthrough.t $N" "$?" 0
 	diag "$(tail -n 3 /tmp/lu.out | tr '\n' ';')"
 	if [ -n "$pci_ns" ]; then
-		timeout 120 io_uring_passthrough.t $pci_ns >/tmp/lu.out 2>&1
+		liburing_pt $pci_ns
 		check_eq "... and on nvme-pci's $pci_ns" "$?" 0
 	fi
 fi
