@@ -659,8 +659,10 @@ static void lists_put(struct p2pnvme_queue *q, struct p2pnvme_lists *l)
 		l->nr--;
 		dma_pool_free(q->list_pool, l->list[l->nr], l->dma[l->nr]);
 	}
-	kvfree(l->list);
-	kvfree(l->dma);
+	if (l->list != l->list1)
+		kvfree(l->list);
+	if (l->dma != l->dma1)
+		kvfree(l->dma);
 	l->list = NULL;
 	l->dma = NULL;
 }
@@ -679,12 +681,15 @@ static int lists_take(struct p2pnvme *c, struct p2pnvme_queue *q, struct p2pnvme
 	for (i = 0; i < nr && want < q->depth - 1; i++)
 		want += req_lists(c, &reqs[i]);
 	want = min(want, q->depth - 1U);
-	if (!want)
-		return 0;
-	l->list = kvcalloc(want, sizeof(*l->list), GFP_KERNEL);
-	l->dma = kvcalloc(want, sizeof(*l->dma), GFP_KERNEL);
-	if (!l->list || !l->dma)
-		goto out_put;
+	/* a few (an io_uring request's): no arrays to allocate and free */
+	l->list = l->list1;
+	l->dma = l->dma1;
+	if (want > P2PNVME_LISTS_INLINE) {
+		l->list = kvcalloc(want, sizeof(*l->list), GFP_KERNEL);
+		l->dma = kvcalloc(want, sizeof(*l->dma), GFP_KERNEL);
+		if (!l->list || !l->dma)
+			goto out_put;
+	}
 	for (l->nr = 0; l->nr < want; l->nr++) {
 		l->list[l->nr] = dma_pool_alloc(q->list_pool, GFP_KERNEL, &l->dma[l->nr]);
 		if (!l->list[l->nr])

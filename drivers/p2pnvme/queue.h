@@ -5,19 +5,28 @@
 
 #include "internal.h"
 
+/* list blocks a struct p2pnvme_lists holds without arrays of its own */
+#define P2PNVME_LISTS_INLINE	2
+
 /**
  * struct p2pnvme_lists - PRP/SGL list blocks of one queue's @list_pool,
  *	taken by a batch before it publishes dma-buf fences: until they are
  *	signalled nothing may allocate with reclaim (a shrinker may wait on
  *	them: the cross-driver contract of drivers/dma-buf/dma-fence.c)
  * @nr: blocks left, used from the end
- * @list: their addresses
- * @dma: their bus addresses
+ * @list: their addresses: @list1, or an array of their own for more than
+ *	  P2PNVME_LISTS_INLINE
+ * @dma: their bus addresses: @dma1, or an array as @list
+ * @list1: room for a few (an io_uring request's: nothing allocated for
+ *	   the arrays per request)
+ * @dma1: the same for their bus addresses
  */
 struct p2pnvme_lists {
 	unsigned int nr;
 	void **list;
 	dma_addr_t *dma;
+	void *list1[P2PNVME_LISTS_INLINE];
+	dma_addr_t dma1[P2PNVME_LISTS_INLINE];
 };
 
 /**
