@@ -623,6 +623,82 @@ static void needs_list_exact(struct kunit *test)
 	KUNIT_EXPECT_GT(test, checked, 100U);
 }
 
+/*
+ * The list blocks a registered dma-buf's request takes before its fence is
+ * published are counted without walking the mapping (it may be unmapped or
+ * replaced until the request is armed). For a registered range in one DMA
+ * segment the count must be exactly what p2pnvme_data_needs_list() will
+ * say of each command at submission (none for a 4 KiB read); for any other
+ * mapping one per command. A request whose buffer was mapped anew since
+ * it counted does not arm (-ESTALE: counted again), and arms once it has.
+ */
+static void reg_lists_counted(struct kunit *test)
+{
+	static const u64 starts[] = { 0, 4, 0x200, 0xffc, 0x1000 };
+	static const u64 addrs[] = { 0, 0x800, 0x1000 };
+	static const u64 lens[] = { SZ_4K, SZ_8K, 3 * SZ_4K, SZ_32K };
+	static const u32 xfers[] = { SZ_4K, SZ_8K, SZ_128K };
+	struct p2pnvme_req *r = armed_req(test, false, false, false);
+	struct p2pnvme_reg *b = r->reg;
+	unsigned int i, n = ARRAY_SIZE(starts) * ARRAY_SIZE(addrs) * ARRAY_SIZE(lens) *
+			    ARRAY_SIZE(xfers) * 2;
+
+	b->gen = 1;
+	b->contig = true;
+	for (i = 0; i < n; i++) {
+		unsigned int k = i;
+		u64 seg[2] = { A + starts[k % ARRAY_SIZE(starts)], SZ_1M };
+		u32 xfer;
+		struct p2pnvme_cursor cur;
+		unsigned int want = 0;
+		u64 done, len;
+
+		k /= ARRAY_SIZE(starts);
+		r->io->addr = addrs[k % ARRAY_SIZE(addrs)];
+		k /= ARRAY_SIZE(addrs);
+		r->io->len = lens[k % ARRAY_SIZE(lens)];
+		k /= ARRAY_SIZE(lens);
+		xfer = xfers[k % ARRAY_SIZE(xfers)];
+		r->sgl = k / ARRAY_SIZE(xfers);
+		b->contig_dma = seg[0];
+		cur = (struct p2pnvme_cursor){ .sg = mksg(test, seg, 1), .off = r->io->addr };
+		for (done = 0; done < r->io->len; done += len) {
+			len = min_t(u64, r->io->len - done, xfer);
+			want += p2pnvme_data_needs_list(&cur, len, r->sgl);
+			cur.off += len;	/* within the one segment */
+		}
+		KUNIT_EXPECT_EQ_MSG(test, p2pnvme_reg_lists(r, xfer), want,
+				    "%s, range at %#llx, offset %#llx, %#llx bytes, %u per command",
+				    r->sgl ? "SGL" : "PRP", seg[0], r->io->addr, r->io->len, xfer);
+		KUNIT_EXPECT_EQ(test, r->reg_gen, 1UL);
+	}
+	/* a 4 KiB read into a BAR's dma-buf takes no list block, SGL or PRP */
+	r->io->addr = 0x800;
+	r->io->len = SZ_4K;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_lists(r, SZ_128K), 0U);
+	r->sgl = false;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_lists(r, SZ_128K), 0U);
+
+	/* more than one segment: one per command, the most they may need */
+	b->contig = false;
+	r->io->len = SZ_32K;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_lists(r, SZ_8K), 4U);
+	r->sgl = true;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_lists(r, SZ_8K), 4U);
+
+	/* mapped anew after the count: not armed, nothing left busy */
+	b->gen = 2;
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), -ESTALE);
+	KUNIT_EXPECT_EQ(test, atomic_read(&b->busy), 0);
+	KUNIT_EXPECT_FALSE(test, r->reg_busy);
+	/* counted again, for the mapping it has now: armed */
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_lists(r, SZ_8K), 4U);
+	KUNIT_EXPECT_EQ(test, p2pnvme_reg_arm(r), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&b->busy), 1);
+	p2pnvme_reg_idle(r);
+	KUNIT_EXPECT_EQ(test, atomic_read(&b->busy), 0);
+}
+
 static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(check_io_table, io_gen_params),
 	KUNIT_CASE(check_io_max_len),
@@ -637,6 +713,7 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE(reg_arm_placement),
 	KUNIT_CASE(reg_arm_coherent),
 	KUNIT_CASE(reg_invalidate_busy),
+	KUNIT_CASE(reg_lists_counted),
 	{}
 };
 

@@ -323,6 +323,9 @@ struct p2pnvme_cmd;		/* queue.h */
  *	      (p2pnvme_req_reserve())
  * @bound: the serial of the registration @io's buffer id must still name
  *	   (an io_uring request issued again, see uring.c), or 0
+ * @reg_gen: @reg's mapping generation its list blocks were counted for
+ *	     (p2pnvme_reg_lists()), which p2pnvme_reg_arm() checks; 0: not
+ *	     counted
  */
 struct p2pnvme_req {
 	struct p2pnvme_io *io;
@@ -367,6 +370,7 @@ struct p2pnvme_req {
 	int submit_error;
 	unsigned int reserved;
 	u64 bound;
+	unsigned long reg_gen;
 };
 
 /*

@@ -638,11 +638,10 @@ static unsigned int req_lists(struct p2pnvme *c, struct p2pnvme_req *r)
 		return 0;
 	/*
 	 * A registered buffer is not armed yet, so its mapping may be going
-	 * (a revocation unmaps it): not walked here; one block per command,
-	 * the most it can need.
+	 * (a revocation unmaps it): not walked here (p2pnvme_reg_lists())
 	 */
 	if (r->reg)
-		return DIV_ROUND_UP_ULL(r->io->len, c->max_xfer);
+		return p2pnvme_reg_lists(r, c->max_xfer);
 	req_cursor(r, &cur);
 	for (done = 0; done < r->io->len; done += len) {
 		len = min_t(u64, r->io->len - done, c->max_xfer);

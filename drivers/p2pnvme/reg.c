@@ -148,13 +148,15 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_path);
  * segment but the first starts on a controller page and every one but the
  * last ends on one, and the range starts dword aligned: then any transfer
  * of it can be described with PRPs as well as SGLs, and a batch never fails
- * halfway through its submission.
+ * halfway through its submission. And whether the range is one segment
+ * (@contig, where it starts: @contig_dma), for p2pnvme_reg_lists().
  */
 static int reg_index(struct p2pnvme_reg *b, struct sg_table *sgt)
 {
 	const u64 mask = P2PNVME_CTRL_PAGE - 1, end = b->start + b->len;
 	struct scatterlist *sg;
-	unsigned int i;
+	unsigned int i, in = 0;
+	dma_addr_t first = 0;
 	u64 pos = 0;
 
 	b->seg = kvmalloc_array(sgt->nents, sizeof(*b->seg), GFP_KERNEL_ACCOUNT);
@@ -174,12 +176,17 @@ static int reg_index(struct p2pnvme_reg *b, struct sg_table *sgt)
 				return -EINVAL;
 			if (pos + l < end && ((a + l) & mask))
 				return -EINVAL;
+			/* the first one holds byte 0 of the range */
+			if (!in++)
+				first = a + (b->start - pos);
 		}
 		b->seg[i] = sg;
 		b->seg_pos[i] = pos;
 		pos += l;
 	}
 	b->nseg = sgt->nents;
+	WRITE_ONCE(b->contig, in == 1);
+	WRITE_ONCE(b->contig_dma, first);
 	return pos < end ? -EINVAL : 0;
 }
 
@@ -206,6 +213,47 @@ void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur)
 	cur->sg = b->seg[lo];
 	cur->off = pos - b->seg_pos[lo];
 }
+
+/**
+ * p2pnvme_reg_lists - how many PRP lists and SGL segments the commands of
+ *	a request naming a registered buffer need, counted before it is armed
+ * @r: the request, looked up (p2pnvme_reg_get()), @r->sgl set
+ * @max_xfer: bytes per command
+ *
+ * The segments are not walked: until the request is armed its buffer may
+ * be unmapped (a revocation) or mapped anew (a remap frees them). A
+ * mapping whose registered range is one DMA segment (@contig) tells
+ * exactly, from where the range starts, what p2pnvme_data_needs_list()
+ * will say of each command: no SGL segment ever, a PRP list only for a
+ * command past its second controller page (none for 4 KiB). Any other
+ * mapping: one per command, the most they can need. The count holds for
+ * the mapping of @r->reg_gen, which p2pnvme_reg_arm() checks: a request
+ * whose buffer was mapped anew in between is sent back (-ESTALE) and
+ * counted again.
+ *
+ * Return: the number of list blocks.
+ */
+unsigned int p2pnvme_reg_lists(struct p2pnvme_req *r, u32 max_xfer)
+{
+	const struct p2pnvme_reg *b = r->reg;
+	u64 len = r->io->len, done, n;
+	unsigned int need = 0;
+	dma_addr_t addr;
+
+	/* acquire: @contig and @contig_dma as the remap that bumped it left them */
+	r->reg_gen = smp_load_acquire(&b->gen);
+	if (!READ_ONCE(b->contig))
+		return DIV_ROUND_UP_ULL(len, max_xfer);
+	if (r->sgl)
+		return 0;	/* one data block descriptor per command */
+	addr = READ_ONCE(b->contig_dma) + r->io->addr;
+	for (done = 0; done < len; done += n) {
+		n = min_t(u64, len - done, max_xfer);
+		need += n > 2 * P2PNVME_CTRL_PAGE - ((addr + done) & (P2PNVME_CTRL_PAGE - 1));
+	}
+	return need;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_lists);
 
 /**
  * p2pnvme_reg_sync - hand a registered host buffer's range to the
@@ -266,10 +314,12 @@ static void reg_busy_put(struct p2pnvme_reg *b)
  * another request's lookup mapped it again in host memory).
  *
  * Return: 0, -ENODEV when the buffer was revoked, -ESTALE when its
- * dma-buf moved since it was last mapped: nothing was sent, and the caller
- * prepares the request again, which maps it anew (never returned to
- * userspace); -EREMOTEIO when it is host memory and the request or the
- * buffer requires P2P (p2pnvme_reg_refuses()): nothing was sent either.
+ * dma-buf moved since it was last mapped, or was mapped anew since the
+ * request's list blocks were counted for it (p2pnvme_reg_lists()): nothing
+ * was sent, and the caller prepares the request again, which maps it anew
+ * (never returned to userspace); -EREMOTEIO when it is host memory and the
+ * request or the buffer requires P2P (p2pnvme_reg_refuses()): nothing was
+ * sent either.
  */
 int p2pnvme_reg_arm(struct p2pnvme_req *r)
 {
@@ -281,6 +331,11 @@ int p2pnvme_reg_arm(struct p2pnvme_req *r)
 	if (READ_ONCE(b->revoked) || smp_load_acquire(&b->stale)) {
 		reg_busy_put(b);
 		return READ_ONCE(b->revoked) ? -ENODEV : -ESTALE;
+	}
+	/* the mapping its list blocks were counted for, still (no remap while busy) */
+	if (r->reg_gen && READ_ONCE(b->gen) != r->reg_gen) {
+		reg_busy_put(b);
+		return -ESTALE;
 	}
 	/* the mapping's placement, as the remap that cleared @stale left it */
 	if (p2pnvme_reg_refuses(r)) {
@@ -883,6 +938,8 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 	}
 	b->dsgt = sgt;
 	memcpy(b->owner, owner, sizeof(b->owner));
+	/* release: @contig and @contig_dma before the new generation */
+	smp_store_release(&b->gen, b->gen + 1);
 	/* release: the new segments before the requests that see it clear */
 	smp_store_release(&b->stale, false);
 	wake_up_all(&b->wq);	/* other remaps waiting for the old mapping's requests */
@@ -959,6 +1016,7 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	}
 	kref_init(&b->kref);
 	b->serial = atomic64_inc_return(&reg_serial);
+	b->gen = 1;
 	b->c = c;
 	INIT_LIST_HEAD(&b->node);
 	init_waitqueue_head(&b->wq);

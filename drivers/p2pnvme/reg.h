@@ -75,6 +75,14 @@ enum p2pnvme_reg_kind {
  * @rcu: the table's lookups are RCU: the memory goes after a grace period
  * @serial: this registration's number, never reused (its id is): an io_uring
  *	    request issued again names the registration it was bound to
+ * @contig: the registered range is one DMA segment of the mapping (a
+ *	    BAR's, as most exporters of device memory map it): a command's
+ *	    list blocks can be counted without the segments
+ *	    (p2pnvme_reg_lists()); written by reg_index()
+ * @contig_dma: then, the bus address of byte 0 of the range
+ * @gen: the mapping's generation, from 1: bumped (a release, after
+ *	 @contig and @contig_dma) by each remap that indexed a new mapping,
+ *	 before it clears @stale
  *
  * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
  * @busy right before its commands are queued (p2pnvme_reg_arm()), after a
@@ -120,6 +128,9 @@ struct p2pnvme_reg {
 	u64 *seg_pos;
 	struct rcu_head rcu;
 	u64 serial;
+	bool contig;
+	dma_addr_t contig_dma;
+	unsigned long gen;
 };
 
 /**
@@ -178,6 +189,7 @@ void p2pnvme_reg_put(struct p2pnvme_req *r);
 struct p2pnvme_reg *p2pnvme_reg_find(struct p2pnvme_file *f, u32 id);
 void p2pnvme_reg_release(struct p2pnvme_reg *b);
 void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
+unsigned int p2pnvme_reg_lists(struct p2pnvme_req *r, u32 max_xfer);
 void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
 
 /*
