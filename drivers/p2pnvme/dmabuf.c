@@ -21,6 +21,7 @@
 #include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
+#include <kunit/visibility.h>
 #include <p2p_compat.h>
 
 #include "reg.h"
@@ -470,6 +471,216 @@ static struct dma_resv *req_resv(const struct p2pnvme_req *r)
 	return r->fence->dmabuf ? r->fence->dmabuf->resv : NULL;
 }
 
+/*
+ * Initialise @f, one transfer pending (its publisher's), and put it in
+ * @resv (locked, a slot reserved). Its context is its own: fences of one
+ * context must signal in order, and transfers end in any order.
+ */
+static void fence_add(struct dma_resv *resv, struct p2pnvme_fence *f)
+{
+	dma_resv_assert_held(resv);
+	spin_lock_init(&f->lock);
+	atomic_set(&f->pending, 1);
+	f->error = 0;
+#ifndef HAVE_DMA_FENCE_DRIVER_NAME
+	__module_get(THIS_MODULE);	/* put by fence_release() */
+#endif
+	dma_fence_init(&f->base, &p2pnvme_fence_ops, &f->lock, dma_fence_context_alloc(1), 1);
+	/* the transfers may write as well as read the buffer */
+	dma_resv_add_fence(resv, &f->base, DMA_RESV_USAGE_WRITE);
+}
+
+/**
+ * p2pnvme_fence_alloc - a fence, not published yet
+ *
+ * Return: the fence (kfree() it unless p2pnvme_fence_publish() published
+ * it), or NULL.
+ */
+struct p2pnvme_fence *p2pnvme_fence_alloc(void)
+{
+	struct p2pnvme_fence *f = kzalloc_obj(*f, GFP_KERNEL);
+
+	return f;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_alloc);
+
+/**
+ * p2pnvme_fence_publish - put one fence in a dma-buf's reservation object
+ * @resv: the reservation object (not locked)
+ * @f: the fence, from p2pnvme_fence_alloc()
+ *
+ * Published, the fence covers one transfer, its publisher's, until
+ * p2pnvme_fence_end(); its reference is that transfer's (the reservation
+ * object takes its own). Others may join it (p2pnvme_fence_join()). From
+ * here on nothing the transfers wait for may allocate with reclaim or
+ * take a reservation lock (the caller's signalling section).
+ *
+ * Return: 0, or -ENOMEM with nothing published.
+ */
+int p2pnvme_fence_publish(struct dma_resv *resv, struct p2pnvme_fence *f)
+{
+	int ret;
+
+	dma_resv_lock(resv, NULL);
+	ret = dma_resv_reserve_fences(resv, 1);
+	if (!ret)
+		fence_add(resv, f);
+	dma_resv_unlock(resv);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_publish);
+
+/**
+ * p2pnvme_fence_join - cover one more transfer with the fence a submission
+ *	batch published, rather than publishing one of its own
+ * @slot: the batch's (its submitter's alone: no lock)
+ * @serial: the registration the transfer names
+ * @out: the fence joined, with a reference for the transfer, which ends
+ *	 its share with p2pnvme_fence_end()
+ *
+ * The fence must be the one the batch published for the same registration
+ * (so in the same reservation object), still cover a transfer that has not
+ * ended (one that covers none has signalled, or is signalling, and is left
+ * alone), and cover fewer than P2PNVME_FENCE_JOINS. The caller joins it
+ * before its transfer is armed (p2pnvme_reg_arm()), as a publisher
+ * publishes its own: the fence is in the reservation object before the
+ * transfer may reach the buffer, and signals only after it ended. A
+ * waiter that found it there before the join waits for the joined transfer
+ * too: a batch's worth of transfers at most, each bounded by the
+ * controller's timeouts.
+ *
+ * Return: true if joined (*@out set).
+ */
+bool p2pnvme_fence_join(struct p2pnvme_fence_slot *slot, u64 serial, struct p2pnvme_fence **out)
+{
+	struct p2pnvme_fence *f = slot->fence;
+
+	if (!f || slot->serial != serial || slot->joined >= P2PNVME_FENCE_JOINS ||
+	    !atomic_inc_not_zero(&f->pending))
+		return false;
+	slot->joined++;
+	dma_fence_get(&f->base);
+	*out = f;
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_join);
+
+/**
+ * p2pnvme_fence_slot_set - a batch published a fence of its own for a
+ *	registration: the one its later transfers join
+ * @slot: the batch's
+ * @f: the fence, published, covering its publisher's transfer
+ * @serial: the registration it was published for
+ */
+void p2pnvme_fence_slot_set(struct p2pnvme_fence_slot *slot, struct p2pnvme_fence *f,
+			    u64 serial)
+{
+	p2pnvme_fence_slot_release(slot);
+	dma_fence_get(&f->base);
+	slot->fence = f;
+	slot->serial = serial;
+	slot->joined = 1;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_slot_set);
+
+/**
+ * p2pnvme_fence_slot_release - the batch is over (its block plug ended):
+ *	no transfer joins its fence any more
+ * @slot: the batch's
+ *
+ * Only the slot's reference goes: the fence signals when the transfers it
+ * covers have ended, whenever that is.
+ */
+void p2pnvme_fence_slot_release(struct p2pnvme_fence_slot *slot)
+{
+	if (slot->fence)
+		dma_fence_put(&slot->fence->base);
+	slot->fence = NULL;
+	slot->joined = 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_slot_release);
+
+/**
+ * p2pnvme_fence_end - one transfer a published fence covers has ended
+ *	(any context, hard interrupts too)
+ * @f: the fence; the transfer's reference goes
+ * @err: its error, 0 if none
+ *
+ * The fence signals when the last transfer it covers ends, carrying the
+ * first error of them all (a real one over a cancellation): whoever waited
+ * for them learns that some bytes did not move, as from a GPU driver's
+ * fence after a failed job.
+ */
+void p2pnvme_fence_end(struct p2pnvme_fence *f, int err)
+{
+	int old = 0;
+
+	/* the first error, a real one over a cancellation */
+	while (err && !try_cmpxchg(&f->error, &old, err))
+		if (old != -ECANCELED || err == -ECANCELED)
+			break;
+	/* a full barrier: every other transfer's error is seen by the last */
+	if (atomic_dec_and_test(&f->pending)) {
+		err = READ_ONCE(f->error);
+		if (err)
+			dma_fence_set_error(&f->base, err);
+		dma_fence_signal(&f->base);
+	}
+	dma_fence_put(&f->base);	/* the reservation object keeps its own */
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_end);
+
+/**
+ * p2pnvme_dmabuf_fence_reg - fence a request naming a registered dma-buf,
+ *	right before it is armed
+ * @r: the request, mapped, its list blocks taken (nothing may allocate
+ *     with reclaim once its fence is published)
+ * @batch: the fence slot of the io_uring submission batch it is part of,
+ *	   or NULL (none; a request of its own); called again after anything
+ *	   that may sleep, which ends a block plug (and frees its slot)
+ *
+ * The request joins the fence its batch published for the same
+ * registration while that one still covers a transfer that has not ended
+ * (p2pnvme_fence_join()): nothing allocated, locked or published. Else it
+ * publishes a fence of its own in the dma-buf's reservation object, which
+ * becomes the batch's. Either way the fence is in the reservation object
+ * before the request is armed, and signals only once its transfer ended
+ * (p2pnvme_dmabuf_signal_req()), as the exporter's moves need.
+ *
+ * Return: 0 (@r->fence_added; a registration revoked for good has nothing
+ * to fence: its request fails to arm), or -ENOMEM with nothing published.
+ */
+int p2pnvme_dmabuf_fence_reg(struct p2pnvme_req *r,
+			     struct p2pnvme_fence_slot *(*batch)(struct p2pnvme_queue *q))
+{
+	struct p2pnvme_fence_slot *slot = batch ? batch(r->q) : NULL;
+	u64 serial = r->reg->serial;
+	struct dma_buf *dmabuf;
+	int ret;
+
+	if (slot && p2pnvme_fence_join(slot, serial, &r->fence)) {
+		r->fence_added = true;
+		return 0;
+	}
+	r->fence = p2pnvme_fence_alloc();
+	if (!r->fence)
+		return -ENOMEM;
+	/* held while published: a revoke may let the registration's go */
+	dmabuf = p2pnvme_reg_dmabuf_get(r->reg);
+	if (!dmabuf)
+		return 0;
+	ret = p2pnvme_fence_publish(dmabuf->resv, r->fence);
+	dma_buf_put(dmabuf);
+	if (ret)
+		return ret;
+	r->fence_added = true;
+	/* the batch's from now on (its slot looked up again: the above may sleep) */
+	slot = batch ? batch(r->q) : NULL;
+	if (slot)
+		p2pnvme_fence_slot_set(slot, r->fence, serial);
+	return 0;
+}
+
 /**
  * p2pnvme_dmabuf_fence - publish the batch's fences, right before submission
  * @c: the controller
@@ -478,9 +689,10 @@ static struct dma_resv *req_resv(const struct p2pnvme_req *r)
  *
  * Each dma-buf of the batch gets a fence of its own context (fences of one
  * context must signal in order; batches do not), and so does each request
- * naming a registered dma-buf (an io_uring request is a batch of one). All
- * reservation objects are locked at once (ww_mutex, so two batches that
- * share dma-bufs cannot deadlock), slots reserved, then the fences added.
+ * naming a registered dma-buf (an io_uring request's fence:
+ * p2pnvme_dmabuf_fence_reg()). All reservation objects are locked at once
+ * (ww_mutex, so two batches that share dma-bufs cannot deadlock), slots
+ * reserved, then the fences added.
  * The caller enters the signalling section next
  * (p2pnvme_dmabuf_signalling()), having taken what its commands will need.
  *
@@ -545,14 +757,7 @@ retry:
 
 		if (!req_resv(r))
 			continue;
-		spin_lock_init(&r->fence->lock);
-#ifndef HAVE_DMA_FENCE_DRIVER_NAME
-		__module_get(THIS_MODULE);	/* put by fence_release() */
-#endif
-		dma_fence_init(&r->fence->base, &p2pnvme_fence_ops, &r->fence->lock,
-			       dma_fence_context_alloc(1), 1);
-		/* the batch's commands may write as well as read the buffer */
-		dma_resv_add_fence(req_resv(r), &r->fence->base, DMA_RESV_USAGE_WRITE);
+		fence_add(req_resv(r), r->fence);
 		r->fence_added = true;
 	}
 	for (i = 0; i < nr; i++) {
@@ -601,21 +806,20 @@ void p2pnvme_dmabuf_signalled(bool cookie)
 }
 
 /**
- * p2pnvme_dmabuf_signal_req - signal one request's published fence, with
- *	its error (any context, hard interrupts too)
+ * p2pnvme_dmabuf_signal_req - a request's transfer ended: its share of its
+ *	published fence ends, with its error (any context, hard interrupts
+ *	too)
  * @r: the request; nothing happens unless its fence was published
  * @unrun: 0, or why it ended before any command was submitted
+ *
+ * The fence signals now unless it covers other transfers that have not
+ * ended (p2pnvme_fence_end()).
  */
 void p2pnvme_dmabuf_signal_req(struct p2pnvme_req *r, int unrun)
 {
-	int err = r->error ?: r->submit_error ?: unrun;
-
 	if (!r->fence_added)
 		return;
-	if (err)
-		dma_fence_set_error(&r->fence->base, err);
-	dma_fence_signal(&r->fence->base);
-	dma_fence_put(&r->fence->base);	/* the resv keeps its own */
+	p2pnvme_fence_end(r->fence, r->error ?: r->submit_error ?: unrun);
 	r->fence = NULL;
 	r->fence_added = false;
 }

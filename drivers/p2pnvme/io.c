@@ -497,12 +497,6 @@ static int req_map(struct p2pnvme *c, struct p2pnvme_req *r, __le64 **scratch)
 	if (r->reg) {
 		/* mapped at registration; its bytes to the controller now */
 		p2pnvme_reg_sync(c, r, true);
-		/* a dma-buf's I/O is fenced as a per-I/O import's: allocated now */
-		if (r->reg->kind == P2PNVME_REG_DMABUF) {
-			r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
-			if (!r->fence)
-				return -ENOMEM;
-		}
 		return 0;
 	}
 	if (r->dmabuf) {
@@ -898,6 +892,11 @@ static int run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_i
 
 		r->q = q;
 		ret = req_map(c, r, &scratch);
+		/* a registered dma-buf's I/O is fenced as a per-I/O import's */
+		if (!ret && r->reg && r->reg->kind == P2PNVME_REG_DMABUF) {
+			r->fence = kzalloc_obj(*r->fence, GFP_KERNEL);
+			ret = r->fence ? 0 : -ENOMEM;
+		}
 		if (ret) {
 			*failed = mapped;
 			ios[mapped].result = ret;
@@ -1116,35 +1115,39 @@ int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvm
  * @r: the request
  * @l: where the list blocks of a request naming a registered dma-buf go
  *     (given back when it is unmapped), or NULL when its commands need none
+ * @batch: the fence slot of the submission batch the request is part of,
+ *	   or NULL (p2pnvme_dmabuf_fence_reg())
  *
  * A registered dma-buf's request is fenced as a batch's entry is: the list
- * blocks its commands may need are taken (@l), then its fence is published
- * in the dma-buf's reservation object and the signalling section entered
+ * blocks its commands may need are taken (@l), then it joins its
+ * submission batch's fence for the same buffer, or publishes its own in the
+ * dma-buf's reservation object, and the signalling section is entered
  * (dma_fence_begin_signalling()), then it goes busy. On success the caller
  * queues its commands, then leaves the section (p2pnvme_req_launched());
- * the fence is signalled when it ends (p2pnvme_req_ended()). On failure
- * the fence, if published, is signalled with the error, and the section
- * left.
+ * its share of the fence ends when it ends (p2pnvme_req_ended()), and the
+ * fence signals once every transfer it covers has. On failure its share,
+ * if any, ends with the error, and the section is left.
  *
  * Return: 0, -EREMOTEIO (refused by policy; a registered buffer in host
  * memory and P2P required), -ENODEV (a revoked registered buffer), -ESTALE
  * (a registered dma-buf moved since its lookup: prepare it again), or
  * another -errno.
  */
-int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r, struct p2pnvme_lists *l)
+int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r, struct p2pnvme_lists *l,
+		    struct p2pnvme_fence_slot *(*batch)(struct p2pnvme_queue *q))
 {
 	int ret = req_map(c, r, NULL);
 
 	if (ret || !r->reg)
 		return ret;
-	if (r->fence) {
+	if (r->reg->kind == P2PNVME_REG_DMABUF) {
 		if (l) {
 			ret = lists_take(c, r->q, r, 1, l);
 			if (ret)
 				return ret;
 			r->lists = l;
 		}
-		ret = p2pnvme_dmabuf_fence(c, r, 1);
+		ret = p2pnvme_dmabuf_fence_reg(r, batch);
 		if (ret)
 			return ret;
 		r->cookie = p2pnvme_dmabuf_signalling();
@@ -1175,9 +1178,9 @@ void p2pnvme_req_launched(struct p2pnvme_req *r)
  *	controller any more (any context, hard interrupts too)
  * @r: the request, @r->error final
  *
- * It is no longer busy on its registered buffer, and its fence, if any, is
- * signalled (with its error): an exporter waiting for it may move the
- * memory now.
+ * It is no longer busy on its registered buffer, and its share of its
+ * fence, if any, ends (with its error): once no transfer the fence covers
+ * is left, it signals, and an exporter waiting for it may move the memory.
  */
 void p2pnvme_req_ended(struct p2pnvme_req *r)
 {

@@ -30,7 +30,9 @@ int p2pnvme_run_batch(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_
 		      unsigned int nr, unsigned int *failed);
 int p2pnvme_req_prepare(struct p2pnvme *c, struct p2pnvme_file *f, struct p2pnvme_req *r);
 struct p2pnvme_lists;
-int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r, struct p2pnvme_lists *l);
+struct p2pnvme_fence_slot;
+int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r, struct p2pnvme_lists *l,
+		    struct p2pnvme_fence_slot *(*batch)(struct p2pnvme_queue *q));
 void p2pnvme_req_launched(struct p2pnvme_req *r);
 void p2pnvme_req_ended(struct p2pnvme_req *r);
 int p2pnvme_req_reserve(struct p2pnvme *c, struct p2pnvme_req *r);

@@ -12,10 +12,13 @@
  * as every I/O on a removed controller does.
  *
  * I/O on a registered dma-buf is fenced as a per-I/O import's is: each
- * request (an entry of a batch, an io_uring request) puts a fence of its
- * own in the dma-buf's reservation object, after its list blocks are taken
- * and before it goes busy (p2pnvme_reg_arm()), and signals it once none of
- * its commands can reach the controller any more. In between it allocates
+ * request (an entry of a batch, an io_uring request) is covered by a fence
+ * in the dma-buf's reservation object, in place after its list blocks are
+ * taken and before it goes busy (p2pnvme_reg_arm()), and ends its share of
+ * it once none of its commands can reach the controller any more. A
+ * batch entry's fence is its own; the io_uring requests of one submission
+ * batch share one per registration (p2pnvme_dmabuf_fence_reg()), which
+ * signals when the last of them ends. In between a request allocates
  * nothing that may reclaim and takes no reservation lock (the section is
  * annotated, dma_fence_begin_signalling()).
  *

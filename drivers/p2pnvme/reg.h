@@ -86,12 +86,12 @@ enum p2pnvme_reg_kind {
  *
  * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
  * @busy right before its commands are queued (p2pnvme_reg_arm()), after a
- * dma-buf's fence for it is in the reservation object; it drops @busy once
- * none of its commands can reach the controller any more (and signals the
- * fence), and @kref when it is released. An invalidation never waits: the
- * exporter waits for the fences of the requests busy on the mapping, which
- * stays until the last of them is idle; a remap waits for them (no lock
- * held) before it replaces the mapping.
+ * dma-buf's fence covering it is in the reservation object; it drops @busy
+ * once none of its commands can reach the controller any more (and ends
+ * its share of the fence), and @kref when it is released. An invalidation
+ * never waits: the exporter waits for the fences of the requests busy on
+ * the mapping, which stays until the last of them is idle; a remap waits
+ * for them (no lock held) before it replaces the mapping.
  */
 struct p2pnvme_reg {
 	struct kref kref;
@@ -134,19 +134,47 @@ struct p2pnvme_reg {
 };
 
 /**
- * struct p2pnvme_fence - a batch's fence in an imported dma-buf's
- *	reservation object; it may outlive the batch and the controller
- *	(and before 7.x holds the module: see fence_release())
+ * struct p2pnvme_fence - p2pnvme's fence in a dma-buf's reservation
+ *	object, for the transfers into or out of it that it covers: a batch
+ *	entry's, or registered dma-buf transfers of one io_uring submission
+ *	batch (struct p2pnvme_fence_slot); it may outlive them and the
+ *	controller (and before 7.x holds the module: see fence_release())
  * @base: the fence
  * @lock: its lock
- * @dmabuf: a registered dma-buf's fence: that dma-buf, with a reference,
- *	    while p2pnvme_dmabuf_fence() publishes the fence in it (a revoke
- *	    may drop the registration's own reference meanwhile); else NULL
+ * @dmabuf: a registered dma-buf's fence in a batch: that dma-buf, with a
+ *	    reference, while p2pnvme_dmabuf_fence() publishes the fence in it
+ *	    (a revoke may drop the registration's own reference meanwhile);
+ *	    else NULL
+ * @pending: transfers it covers that have not ended; it signals when the
+ *	     last one ends (p2pnvme_fence_end()), and is joined by no other
+ *	     from then on
+ * @error: the first error of those transfers (a real one over a
+ *	   cancellation), set on the fence when it signals; 0 if none
  */
 struct p2pnvme_fence {
 	struct dma_fence base;
 	spinlock_t lock;	/* of @base */
 	struct dma_buf *dmabuf;
+	atomic_t pending;
+	int error;
+};
+
+/* transfers one published fence covers at most (p2pnvme_fence_join()) */
+#define P2PNVME_FENCE_JOINS	64
+
+/**
+ * struct p2pnvme_fence_slot - the last fence an io_uring submission batch
+ *	published for a registered dma-buf, which the batch's later
+ *	transfers of the same registration join while it is pending
+ *	(p2pnvme_fence_join()); the submitter's alone (its block plug's)
+ * @fence: that fence, with a reference, or NULL
+ * @serial: the registration it was published for (struct p2pnvme_reg)
+ * @joined: transfers it covers, its publisher's included
+ */
+struct p2pnvme_fence_slot {
+	struct p2pnvme_fence *fence;
+	u64 serial;
+	unsigned int joined;
 };
 
 /**
@@ -214,6 +242,16 @@ void p2pnvme_dmabuf_unreachable(struct p2pnvme *c, const char *owner);
 void p2pnvme_dmabuf_coherent_refused(struct p2pnvme *c);
 void p2pnvme_dmabuf_forget(struct p2pnvme *c);
 int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *reqs, unsigned int nr);
+struct dma_resv;
+int p2pnvme_dmabuf_fence_reg(struct p2pnvme_req *r,
+			     struct p2pnvme_fence_slot *(*batch)(struct p2pnvme_queue *q));
+struct p2pnvme_fence *p2pnvme_fence_alloc(void);
+int p2pnvme_fence_publish(struct dma_resv *resv, struct p2pnvme_fence *f);
+bool p2pnvme_fence_join(struct p2pnvme_fence_slot *slot, u64 serial, struct p2pnvme_fence **out);
+void p2pnvme_fence_slot_set(struct p2pnvme_fence_slot *slot, struct p2pnvme_fence *f,
+			    u64 serial);
+void p2pnvme_fence_slot_release(struct p2pnvme_fence_slot *slot);
+void p2pnvme_fence_end(struct p2pnvme_fence *f, int err);
 bool p2pnvme_dmabuf_signalling(void);
 void p2pnvme_dmabuf_signalled(bool cookie);
 void p2pnvme_dmabuf_signal_req(struct p2pnvme_req *r, int unrun);
@@ -241,6 +279,15 @@ static inline int p2pnvme_dmabuf_fence(struct p2pnvme *c, struct p2pnvme_req *re
 {
 	return 0;
 }
+
+static inline int
+p2pnvme_dmabuf_fence_reg(struct p2pnvme_req *r,
+			 struct p2pnvme_fence_slot *(*batch)(struct p2pnvme_queue *q))
+{
+	return 0;
+}
+
+static inline void p2pnvme_fence_slot_release(struct p2pnvme_fence_slot *slot) {}
 
 static inline bool p2pnvme_dmabuf_signalling(void)
 {

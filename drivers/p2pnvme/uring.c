@@ -338,12 +338,20 @@ static void async_watch(struct work_struct *work)
  * @t0: p2pnvme_now() at its first request: the submission time of every
  *	request the plug holds (one clock read per batch, as blk-mq stamps a
  *	plug's requests)
+ * @fences: the fence its registered dma-buf reads join (one per
+ *	    registration and batch, rather than one per read:
+ *	    p2pnvme_dmabuf_fence_reg())
+ *
+ * The submitter's alone, from its first request on @cb.data's queue until
+ * its submission batch ends or its task sleeps (async_unplug() frees it):
+ * looked up again after anything that may sleep.
  */
 struct p2pnvme_plug {
 	struct blk_plug_cb cb;
 	struct p2pnvme *c;
 	bool armed;
 	u64 t0;
+	struct p2pnvme_fence_slot fences;
 };
 
 /* The submission batch ended (or its task sleeps): ring once for all. */
@@ -353,31 +361,53 @@ static void async_unplug(struct blk_plug_cb *cb, bool from_schedule)
 	struct p2pnvme *c = p->c;
 
 	p2pnvme_ring_live(cb->data);
+	/* no read of a later batch joins its fence */
+	p2pnvme_fence_slot_release(&p->fences);
 	kfree(p);
 	if (atomic_dec_and_test(&c->async_plugged))
 		wake_up_all(&c->wq);
 }
 
 /*
- * Ring @q now, or when the submitter's plug ends. The queue lives until
- * remove() has seen @c->async_plugged drop to 0. Return: the request's
- * submission time (the plug's, see struct p2pnvme_plug).
+ * The submitter's plug for @q, armed (the queue lives until remove() has
+ * seen @c->async_plugged drop to 0), or NULL without one. Never sleeps.
  */
-static u64 async_ring(struct p2pnvme *c, struct p2pnvme_queue *q)
+static struct p2pnvme_plug *async_plug(struct p2pnvme *c, struct p2pnvme_queue *q)
 {
 	struct blk_plug_cb *cb = blk_check_plugged(async_unplug, q, sizeof(struct p2pnvme_plug));
 	struct p2pnvme_plug *p;
 
-	if (!cb) {
-		p2pnvme_ring(q);
-		return p2pnvme_now();
-	}
+	if (!cb)
+		return NULL;
 	p = container_of(cb, struct p2pnvme_plug, cb);
 	if (!p->armed) {
 		p->armed = true;
 		p->c = c;
 		p->t0 = p2pnvme_now();
 		atomic_inc(&c->async_plugged);
+	}
+	return p;
+}
+
+/* the fence slot of the submitter's plug for @q (p2pnvme_req_map()), or NULL */
+static struct p2pnvme_fence_slot *async_fences(struct p2pnvme_queue *q)
+{
+	struct p2pnvme_plug *p = async_plug(q->c, q);
+
+	return p ? &p->fences : NULL;
+}
+
+/*
+ * Ring @q now, or when the submitter's plug ends. Return: the request's
+ * submission time (the plug's, see struct p2pnvme_plug).
+ */
+static u64 async_ring(struct p2pnvme *c, struct p2pnvme_queue *q)
+{
+	struct p2pnvme_plug *p = async_plug(c, q);
+
+	if (!p) {
+		p2pnvme_ring(q);
+		return p2pnvme_now();
 	}
 	return p->t0;
 }
@@ -482,11 +512,12 @@ again:
 		}
 	}
 	/*
-	 * A registered dma-buf: its list blocks taken, its fence published
+	 * A registered dma-buf: its list blocks taken, its fence published,
+	 * or the one its submission batch published for the buffer joined
 	 * (until the launch, the fence signalling section: nothing may
 	 * allocate with reclaim or take a reservation lock), then busy.
 	 */
-	ret = p2pnvme_req_map(c, r, &a->lists);
+	ret = p2pnvme_req_map(c, r, &a->lists, async_fences);
 	if (ret) {
 		p2pnvme_req_unreserve(r);
 		p2pnvme_io_exit(c);
