@@ -2,10 +2,13 @@
 /*
  * KUnit tests of the NVMe client without a device: request validation, the
  * kernel's NVMe passthrough taken as nvme-pci takes it, a registered
- * buffer's placement checked when a request arms it, and the PRP and SGL
- * builders against hand-made DMA scatterlists.
+ * buffer's placement checked when a request arms it, the list blocks its
+ * requests take, the fence a submission batch's reads into a registered
+ * dma-buf share, and the PRP and SGL builders against hand-made DMA
+ * scatterlists.
  */
 #include <kunit/test.h>
+#include <linux/dma-resv.h>
 #include <linux/module.h>
 #include <linux/nvme_ioctl.h>
 #include <linux/sizes.h>
@@ -699,6 +702,175 @@ static void reg_lists_counted(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&b->busy), 0);
 }
 
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/* ---- one fence per registered dma-buf and submission batch ------------ */
+
+/*
+ * A dma-buf's reservation object, and the fence an io_uring submission
+ * batch's first read into registration 7 published there, which the
+ * batch's later reads of it join (its slot, as the batch's block plug
+ * holds it).
+ */
+struct fence_env {
+	struct dma_resv resv;
+	struct p2pnvme_fence_slot slot;
+	struct p2pnvme_fence *f;
+};
+
+static void fence_env_init(struct kunit *test, struct fence_env *e)
+{
+	dma_resv_init(&e->resv);
+	e->slot = (struct p2pnvme_fence_slot){};
+	e->f = p2pnvme_fence_alloc();
+	KUNIT_ASSERT_NOT_NULL(test, e->f);
+	KUNIT_ASSERT_EQ(test, p2pnvme_fence_publish(&e->resv, e->f), 0);
+	p2pnvme_fence_slot_set(&e->slot, e->f, 7);
+}
+
+/* every fence of the transfers ended: the reservation object's own go */
+static void fence_env_fini(struct fence_env *e)
+{
+	p2pnvme_fence_slot_release(&e->slot);
+	dma_resv_fini(&e->resv);
+}
+
+/* what an exporter about to move the buffer, or a reader, would wait for */
+static bool resv_busy(struct fence_env *e)
+{
+	return !dma_resv_test_signaled(&e->resv, DMA_RESV_USAGE_BOOKKEEP);
+}
+
+static unsigned int resv_fences(struct fence_env *e)
+{
+	struct dma_resv_iter cursor;
+	struct dma_fence *fence;
+	unsigned int n = 0;
+
+	dma_resv_lock(&e->resv, NULL);
+	dma_resv_for_each_fence(&cursor, &e->resv, DMA_RESV_USAGE_BOOKKEEP, fence)
+		n++;
+	dma_resv_unlock(&e->resv);
+	return n;
+}
+
+static bool signalled(struct p2pnvme_fence *f)
+{
+	return dma_fence_is_signaled(&f->base);
+}
+
+/*
+ * Four reads of one batch into one registered dma-buf: one fence in the
+ * reservation object for them all, which signals only once the last of
+ * them ended, whatever the order, carrying the error of the one that
+ * failed. Once signalled nothing joins it: the batch's next read
+ * publishes a fence of its own, which the reads after it join.
+ */
+static void batch_fence_every_read(struct kunit *test)
+{
+	struct p2pnvme_fence *j[3], *g;
+	struct fence_env e;
+	unsigned int i;
+
+	fence_env_init(test, &e);
+	for (i = 0; i < ARRAY_SIZE(j); i++) {
+		KUNIT_ASSERT_TRUE(test, p2pnvme_fence_join(&e.slot, 7, &j[i]));
+		KUNIT_EXPECT_PTR_EQ(test, j[i], e.f);
+	}
+	KUNIT_EXPECT_EQ(test, e.slot.joined, 4U);
+	KUNIT_EXPECT_EQ(test, resv_fences(&e), 1U);
+	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+
+	p2pnvme_fence_end(j[1], 0);
+	p2pnvme_fence_end(e.f, 0);	/* the publisher's read */
+	KUNIT_EXPECT_FALSE(test, signalled(e.f));
+	p2pnvme_fence_end(j[0], -EIO);
+	KUNIT_EXPECT_FALSE(test, signalled(e.f));
+	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	p2pnvme_fence_end(j[2], 0);
+	KUNIT_EXPECT_TRUE(test, signalled(e.f));
+	KUNIT_EXPECT_EQ(test, dma_fence_get_status(&e.f->base), -EIO);
+	KUNIT_EXPECT_FALSE(test, resv_busy(&e));
+
+	/* signalled: the batch's next read publishes its own */
+	KUNIT_EXPECT_FALSE(test, p2pnvme_fence_join(&e.slot, 7, &g));
+	g = p2pnvme_fence_alloc();
+	KUNIT_ASSERT_NOT_NULL(test, g);
+	KUNIT_ASSERT_EQ(test, p2pnvme_fence_publish(&e.resv, g), 0);
+	p2pnvme_fence_slot_set(&e.slot, g, 7);
+	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	KUNIT_ASSERT_TRUE(test, p2pnvme_fence_join(&e.slot, 7, &j[0]));
+	KUNIT_EXPECT_PTR_EQ(test, j[0], g);
+	p2pnvme_fence_end(g, 0);
+	KUNIT_EXPECT_FALSE(test, signalled(g));
+	p2pnvme_fence_end(j[0], 0);
+	KUNIT_EXPECT_EQ(test, dma_fence_get_status(&g->base), 1);
+	KUNIT_EXPECT_FALSE(test, resv_busy(&e));
+	fence_env_fini(&e);
+}
+
+/*
+ * Reads cancelled (a reset, removal, a request abandoned before its
+ * commands went out) end their share as failed ones do: the fence waits
+ * for every other read all the same, and says the first real error over a
+ * cancellation; cancelled alone, it says -ECANCELED.
+ */
+static void batch_fence_cancelled(struct kunit *test)
+{
+	struct p2pnvme_fence *j[2];
+	struct fence_env e;
+
+	fence_env_init(test, &e);
+	KUNIT_ASSERT_TRUE(test, p2pnvme_fence_join(&e.slot, 7, &j[0]));
+	KUNIT_ASSERT_TRUE(test, p2pnvme_fence_join(&e.slot, 7, &j[1]));
+	p2pnvme_fence_end(j[0], -ECANCELED);
+	KUNIT_EXPECT_FALSE(test, signalled(e.f));
+	p2pnvme_fence_end(e.f, -EIO);
+	KUNIT_EXPECT_FALSE(test, signalled(e.f));
+	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	p2pnvme_fence_end(j[1], -ECANCELED);
+	KUNIT_EXPECT_EQ(test, dma_fence_get_status(&e.f->base), -EIO);
+	fence_env_fini(&e);
+
+	fence_env_init(test, &e);
+	KUNIT_ASSERT_TRUE(test, p2pnvme_fence_join(&e.slot, 7, &j[0]));
+	p2pnvme_fence_end(e.f, -ECANCELED);
+	KUNIT_EXPECT_FALSE(test, signalled(e.f));
+	p2pnvme_fence_end(j[0], -ECANCELED);
+	KUNIT_EXPECT_EQ(test, dma_fence_get_status(&e.f->base), -ECANCELED);
+	fence_env_fini(&e);
+}
+
+/*
+ * What may join: a read of the same registration only, at most
+ * P2PNVME_FENCE_JOINS reads per fence, and nothing once the batch ended
+ * (its slot released). The fence still waits for the reads it covers.
+ */
+static void batch_fence_joins(struct kunit *test)
+{
+	struct p2pnvme_fence *j;
+	struct fence_env e;
+	unsigned int i;
+
+	fence_env_init(test, &e);
+	KUNIT_EXPECT_FALSE(test, p2pnvme_fence_join(&e.slot, 8, &j));
+	for (i = 1; i < P2PNVME_FENCE_JOINS; i++) {
+		KUNIT_ASSERT_TRUE(test, p2pnvme_fence_join(&e.slot, 7, &j));
+		p2pnvme_fence_end(j, 0);
+	}
+	KUNIT_EXPECT_FALSE(test, p2pnvme_fence_join(&e.slot, 7, &j));
+	KUNIT_EXPECT_FALSE(test, signalled(e.f));
+
+	p2pnvme_fence_slot_release(&e.slot);
+	KUNIT_EXPECT_FALSE(test, p2pnvme_fence_join(&e.slot, 7, &j));
+	KUNIT_EXPECT_FALSE(test, signalled(e.f));
+	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	p2pnvme_fence_end(e.f, 0);
+	KUNIT_EXPECT_EQ(test, dma_fence_get_status(&e.f->base), 1);
+	KUNIT_EXPECT_FALSE(test, resv_busy(&e));
+	fence_env_fini(&e);
+}
+#endif
+
 static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(check_io_table, io_gen_params),
 	KUNIT_CASE(check_io_max_len),
@@ -714,6 +886,11 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE(reg_arm_coherent),
 	KUNIT_CASE(reg_invalidate_busy),
 	KUNIT_CASE(reg_lists_counted),
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+	KUNIT_CASE(batch_fence_every_read),
+	KUNIT_CASE(batch_fence_cancelled),
+	KUNIT_CASE(batch_fence_joins),
+#endif
 	{}
 };
 
