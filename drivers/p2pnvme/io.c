@@ -304,6 +304,9 @@ static int req_table(struct p2pnvme *c, struct p2pnvme_req *r, struct page **pag
 /* Undo req_table(): the table is unmapped. */
 static void req_table_free(struct p2pnvme_req *r)
 {
+	/* none at all for a registered buffer or a dma-buf */
+	if (!r->sgt.sgl)
+		return;
 	if (r->sgt.sgl != &r->sg1)
 		sg_free_table(&r->sgt);
 	memset(&r->sgt, 0, sizeof(r->sgt));
