@@ -30,6 +30,9 @@
  * A dma-buf of another exporter has no pages (GPU memory): -EOPNOTSUPP
  * until placeholders exist (files.rst, step 6).
  *
+ * Counters (stats/file_*): each transfer when it ends, by the path it
+ * reported, and the refusals an operator is told about, by reason.
+ *
  * Lifetime: each transfer holds its file (so its mount: a close or a lazy
  * unmount meanwhile waits for nothing), its registered buffer and the
  * dma-buf's pages until its kiocb completed. No lock of p2pnvme's is held
@@ -481,6 +484,17 @@ static int file_reg_mem(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 /* ---- one transfer -------------------------------------------------------- */
 
 /*
+ * Refuse with @err, counted by its reason @s (stats/file_refused_*): the
+ * refusals an operator is told about. The others (malformed fields, a bad
+ * fd, no such buffer) count nowhere, as the LBA paths' do not.
+ */
+static int file_refuse(struct p2pnvme *c, enum p2pnvme_stat s, int err)
+{
+	p2pnvme_stat_add(c, s, 1);
+	return err;
+}
+
+/*
  * Check everything about @x that can be checked before any I/O is issued;
  * what it takes (the file, the buffer, the pages) is released by
  * file_release() whatever this returns.
@@ -489,6 +503,7 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 {
 	struct p2pnvme_file_io *io = x->io;
 	bool registered = io->flags & P2PNVME_FILE_F_REGISTERED;
+	struct p2pnvme *c = fb->c;
 	u64 mem = io->addr;
 	int ret;
 
@@ -514,7 +529,9 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	/* the caller's own open file decides, as read() and write() */
 	if (!(x->file->f_mode & (io->op == P2PNVME_OP_READ ? FMODE_READ : FMODE_WRITE)))
 		return -EBADF;
-	ret = file_check_file(fb->c, x->file);
+	ret = file_check_file(c, x->file);
+	if (ret == -EXDEV)
+		return file_refuse(c, ST_FILE_REFUSED_XDEV, ret);
 	if (ret)
 		return ret;
 	/*
@@ -525,11 +542,56 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	 * A swapon after this check meets the filesystem's own check.
 	 */
 	if (io->op == P2PNVME_OP_WRITE && IS_SWAPFILE(file_inode(x->file)))
-		return -ETXTBSY;
+		return file_refuse(c, ST_FILE_REFUSED_SWAPFILE, -ETXTBSY);
 	ret = registered ? file_reg_mem(fb, f, x, &mem) : file_user_mem(fb, x);
+	/* the kernel's P2PDMA verdict, or host memory under REQUIRE_P2P */
+	if (ret == -EREMOTEIO)
+		return file_refuse(c, ST_FILE_REFUSED_P2P, ret);
 	if (ret)
 		return ret;
-	return file_check_align(x->file, io, mem);
+	ret = file_check_align(x->file, io, mem);
+	/* its -EINVAL is misalignment, and only that */
+	if (ret == -EINVAL)
+		return file_refuse(c, ST_FILE_REFUSED_ALIGN, ret);
+	return ret;
+}
+
+/*
+ * Count a transfer that ended (any context): its bytes on the path it
+ * reported, or an error. The bytes are what the filesystem returned, which
+ * does not say how: bytes it zeroed with the CPU (holes and unwritten
+ * extents, iomap_dio_hole_iter()) or moved through its page cache (a
+ * fallback to buffered I/O) are in them. What the controller moved is in
+ * the disk's counters.
+ */
+static void file_account(struct p2pnvme *c, const struct file_xfer *x, long ret)
+{
+	bool write = x->io->op == P2PNVME_OP_WRITE;
+	enum p2pnvme_stat n, b;
+
+	/* an IOCB_NOWAIT issue that would block is issued again: not an end */
+	if (ret == -EAGAIN && (x->iocb.ki_flags & IOCB_NOWAIT))
+		return;
+	if (ret < 0) {
+		p2pnvme_stat_add(c, ST_FILE_ERRORS, 1);
+		return;
+	}
+	switch (x->io->path) {
+	case P2PNVME_PATH_P2P:
+		n = write ? ST_FILE_WRITES_P2P : ST_FILE_READS_P2P;
+		b = ST_FILE_BYTES_P2P;
+		break;
+	case P2PNVME_PATH_DMABUF:
+		n = write ? ST_FILE_WRITES_DMABUF : ST_FILE_READS_DMABUF;
+		b = ST_FILE_BYTES_DMABUF;
+		break;
+	default:
+		n = write ? ST_FILE_WRITES_HOST : ST_FILE_READS_HOST;
+		b = ST_FILE_BYTES_HOST;
+		break;
+	}
+	p2pnvme_stat_add(c, n, 1);
+	p2pnvme_stat_add(c, b, ret);
 }
 
 /* One more transfer of the batch ended (any context). */
@@ -537,6 +599,7 @@ static void file_done(struct file_xfer *x, long ret)
 {
 	struct file_batch *fb = x->batch;
 
+	file_account(fb->c, x, ret);
 	x->ret = ret;
 	if (atomic_dec_and_test(&fb->pending))
 		fb->ended(fb);
@@ -659,12 +722,12 @@ static int file_inflight_get(struct p2pnvme_file *f, const struct p2pnvme_file_i
 		if (!(ios[i].flags & P2PNVME_FILE_F_REGISTERED))
 			sum += ios[i].len;	/* each at most P2PNVME_FILE_MAX_LEN */
 	if (sum > limit)
-		return -E2BIG;
+		return file_refuse(f->c, ST_FILE_REFUSED_INFLIGHT, -E2BIG);
 	if (!sum)
 		return 0;
 	if (atomic64_add_return(sum, &f->inflight) > limit) {
 		atomic64_sub(sum, &f->inflight);
-		return -EAGAIN;
+		return file_refuse(f->c, ST_FILE_REFUSED_INFLIGHT, -EAGAIN);
 	}
 	*bytes = sum;
 	return 0;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * p2pnvme: /sys/class/p2pnvme/p2pnvmeN (the counters by path, the
- * latencies, in flight) and debugfs (the queues' state, the io_uring
+ * p2pnvme: /sys/class/p2pnvme/p2pnvmeN (the counters by path, the file
+ * command's, the latencies, in flight) and debugfs (the queues' state, the io_uring
  * requests, the registered buffers), for the operator and for a person
  * looking at a stuck device.
  */
@@ -24,7 +24,7 @@ static ssize_t stat_show(struct device *dev, struct device_attribute *attr, char
 #define STAT_ATTR(name)	__ATTR(name, 0444, stat_show, NULL)
 
 /* in enum p2pnvme_stat order: the index of an attribute is its counter */
-static struct device_attribute stat_attrs[ST_NR] = {
+static struct device_attribute stat_attrs[] = {
 	STAT_ATTR(reads_p2p), STAT_ATTR(writes_p2p),
 	STAT_ATTR(reads_bounce), STAT_ATTR(writes_bounce),
 	STAT_ATTR(reads_host), STAT_ATTR(writes_host),
@@ -33,7 +33,16 @@ static struct device_attribute stat_attrs[ST_NR] = {
 	STAT_ATTR(aborts), STAT_ATTR(resets), STAT_ATTR(cancelled),
 	STAT_ATTR(irqs), STAT_ATTR(reads_dmabuf), STAT_ATTR(writes_dmabuf),
 	STAT_ATTR(bytes_dmabuf), STAT_ATTR(queue_full_waits), STAT_ATTR(queue_full_requeued),
+	STAT_ATTR(file_reads_p2p), STAT_ATTR(file_writes_p2p),
+	STAT_ATTR(file_reads_host), STAT_ATTR(file_writes_host),
+	STAT_ATTR(file_reads_dmabuf), STAT_ATTR(file_writes_dmabuf),
+	STAT_ATTR(file_bytes_p2p), STAT_ATTR(file_bytes_host), STAT_ATTR(file_bytes_dmabuf),
+	STAT_ATTR(file_errors), STAT_ATTR(file_refused_xdev), STAT_ATTR(file_refused_align),
+	STAT_ATTR(file_refused_p2p), STAT_ATTR(file_refused_swapfile),
+	STAT_ATTR(file_refused_inflight),
 };
+
+static_assert(ARRAY_SIZE(stat_attrs) == ST_NR);
 
 /* The counters as of now, minus what they were at the last reset. */
 static void counts_raw(struct p2pnvme *c, struct p2pnvme_counts *out)

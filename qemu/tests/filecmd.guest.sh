@@ -15,9 +15,10 @@
 # through the command (truncate, punch, collapse, insert, reallocating
 # writes, reflink, exchange range, move extents, each against a stream of
 # file commands, a canary that never reaches the BAR), a swap file (writes
-# ETXTBSY) and max_inflight_mb (E2BIG; EAGAIN in p2pfileuring-test). Then
-# p2pctl read-file and write-file (bytes on the host, JSON, EREMOTEIO,
-# EXDEV); a stream of file commands on an open fd while the filesystem is
+# ETXTBSY) and max_inflight_mb (E2BIG; EAGAIN in p2pfileuring-test), and
+# the counters (stats/file_*, disk/bytes_p2p) moved by exactly what known
+# operations did. Then p2pctl read-file and write-file (bytes on the host,
+# JSON, EREMOTEIO, EXDEV, the counters in nvme-stats); a stream of file commands on an open fd while the filesystem is
 # lazily unmounted (it goes on, then the mount is gone). Once: an xfs
 # realtime file (its data on nvme-pci's namespace of the second
 # controller: EXDEV; SKIP on a kernel without CONFIG_XFS_RT); p2pbar
@@ -31,6 +32,7 @@ IVSHMEM=$(find_pci 1af4 1110)
 NVME0=$(find_pci 1b36 0010)
 NVME1=$(find_pci 1b36 0010 2)	# nvme-pci's: the xfs realtime device
 N=/dev/p2pnvme0
+S=/sys/class/p2pnvme/p2pnvme0	# its counters: stats/file_*, disk/
 B=/dev/p2pnvme0n1
 MNT=/mnt/filecmd
 OTHER=/tmp/filecmd-other	# the initramfs: another device
@@ -39,6 +41,14 @@ scale=1
 [ "$(flavour)" = debug ] && scale=8
 js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
 has_fs() { grep -qw "$1" /proc/filesystems; }
+# jdiff KEY: KEY of $st1 minus KEY of $st0 (p2pctl nvme-stats -o json), "?" without both
+jdiff() {
+	_jd0=$(js "$1" "$st0") _jd1=$(js "$1" "$st1")
+	case "$_jd0,$_jd1" in
+	*[!0-9,]* | ,* | *,) echo "?" ;;
+	*) echo $((_jd1 - _jd0)) ;;
+	esac
+}
 
 fs_suites() {
 	for _fs in $FSES; do
@@ -102,6 +112,7 @@ for fs in $FSES; do
 
 	# p2pctl's commands; data: p2pfilecmd-test's 4 MiB file (id base + 1)
 	suite_begin "filecmd_${fs}_p2pctl"
+	st0=$(p2pctl -o json nvme-stats $N)
 	held p2pctl -o json read-file $MNT/data --offset 1M --length 2M --batch 8 --require-p2p
 	boff=$(js bar_offset "$held_out")
 	check_eq "read-file into a registered p2pbar dma-buf: path" "$(js path "$held_out")" dmabuf
@@ -112,6 +123,10 @@ for fs in $FSES; do
 		fail "read-file said no bar_offset: '$held_out'"
 	fi
 	check "read-file ends well" released
+	st1=$(p2pctl -o json nvme-stats $N)
+	check_eq "nvme-stats: 8 transfers, 2 MiB more on the file command's dmabuf path, the disk's P2P bytes by as much" \
+		"$(jdiff file_reads_dmabuf) $(jdiff file_bytes_dmabuf) $(jdiff disk_bytes_p2p)" \
+		"8 2097152 2097152"
 	want=$(head -c 1048576 /dev/zero | tr '\0' '\167' | sha256sum | cut -d' ' -f1)
 	: > $MNT/tool
 	out=$(p2pctl -o json write-file $MNT/tool 0x77 --length 1M --batch 4 --from p2pbar)
@@ -123,8 +138,20 @@ for fs in $FSES; do
 		"$(sha256sum < $MNT/tool | cut -d' ' -f1)" "$want"
 	jsoncheck read-file command,file,device,offset,length,bytes,entries,memory,path,bar_offset,fnv1a,sha256 \
 		read-file $MNT/data --length 64k
+	r0=$(cat $S/stats/file_refused_p2p)
 	p2pctl read-file $MNT/data --length 4k --to host --require-p2p 2>/dev/null
 	check_eq "read-file --to host --require-p2p: exit 121 (EREMOTEIO)" $? 121
+	check_eq "... counted: stats/file_refused_p2p +1" "$(cat $S/stats/file_refused_p2p)" $((${r0:-0} + 1))
+	st=$(p2pctl -o json nvme-stats $N)
+	check_eq "nvme-stats -o json: the file command's and the disk's counters as sysfs has them" \
+		"$(js file_bytes_dmabuf "$st") $(js file_refused_p2p "$st") $(js disk_bytes_p2p "$st")" \
+		"$(cat $S/stats/file_bytes_dmabuf) $(cat $S/stats/file_refused_p2p) $(cat $S/disk/bytes_p2p)"
+	jsoncheck nvme-stats device,reads_p2p,file_reads_p2p,file_bytes_dmabuf,file_errors,file_refused_inflight,disk_reads_p2p,disk_bytes_p2p,disk_cancelled \
+		nvme-stats $N
+	p2pctl nvme-stats $N > /tmp/filecmd.stats
+	check "nvme-stats shows the file command's counters and the disk's" \
+		sh -c "grep -q '^file command' /tmp/filecmd.stats && grep -q '^disk ' /tmp/filecmd.stats"
+	while read -r l; do diag "$l"; done < /tmp/filecmd.stats
 	head -c 65536 /dev/zero > $OTHER/x
 	p2pctl read-file $OTHER/x --length 4k --to host 2>/dev/null
 	check_eq "read-file of a file on another device: exit 18 (EXDEV)" $? 18

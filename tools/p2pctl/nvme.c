@@ -265,6 +265,57 @@ static long long nvme_stat(const char *name, const char *counter)
 	return p2p_sysfs_num(path);
 }
 
+/* One counter of /sys/class/p2pnvme/NAME/disk (the disk's), or -1. */
+static long long disk_stat(const char *name, const char *counter)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/disk/%s", name, counter);
+	return p2p_sysfs_num(path);
+}
+
+/* The file command's counters (stats/file_*) and the disk's (disk/), where there. */
+static void nvme_stats_file_disk(struct nvme_stats *s)
+{
+	static const char * const fpaths[STATS_FILE_PATHS] = { "p2p", "host", "dmabuf" };
+	static const char * const fother[STATS_FILE_OTHER] = {
+		"errors", "refused_xdev", "refused_align", "refused_p2p", "refused_swapfile",
+		"refused_inflight" };
+	static const char * const dpaths[STATS_DISK_PATHS] = { "p2p", "host", "mixed" };
+	static const char * const dother[STATS_DISK_OTHER] = {
+		"bytes_p2p", "bytes_host", "flushes", "write_zeroes", "refused", "errors",
+		"retries", "timeouts", "aborts", "cancelled" };
+	unsigned int i;
+	char n[48];
+
+	s->file_paths = fpaths;
+	s->file_other = fother;
+	s->disk_paths = dpaths;
+	s->disk_other = dother;
+	s->have_file = nvme_stat(s->name, "file_reads_p2p") >= 0;
+	for (i = 0; s->have_file && i < STATS_FILE_PATHS; i++) {
+		snprintf(n, sizeof(n), "file_reads_%s", fpaths[i]);
+		s->file_reads[i] = nvme_stat(s->name, n);
+		snprintf(n, sizeof(n), "file_writes_%s", fpaths[i]);
+		s->file_writes[i] = nvme_stat(s->name, n);
+		snprintf(n, sizeof(n), "file_bytes_%s", fpaths[i]);
+		s->file_bytes[i] = nvme_stat(s->name, n);
+	}
+	for (i = 0; s->have_file && i < STATS_FILE_OTHER; i++) {
+		snprintf(n, sizeof(n), "file_%s", fother[i]);
+		s->file_counter[i] = nvme_stat(s->name, n);
+	}
+	s->have_disk = disk_stat(s->name, "reads_p2p") >= 0;
+	for (i = 0; s->have_disk && i < STATS_DISK_PATHS; i++) {
+		snprintf(n, sizeof(n), "reads_%s", dpaths[i]);
+		s->disk_reads[i] = disk_stat(s->name, n);
+		snprintf(n, sizeof(n), "writes_%s", dpaths[i]);
+		s->disk_writes[i] = disk_stat(s->name, n);
+	}
+	for (i = 0; s->have_disk && i < STATS_DISK_OTHER; i++)
+		s->disk_counter[i] = disk_stat(s->name, dother[i]);
+}
+
 /* stats/latency_<dir>_<path>: count sum_ns max_ns hist[0..]; 0 or -1 */
 static int nvme_lat(const char *name, const char *dir, const char *path, struct lat *l)
 {
@@ -328,6 +379,7 @@ int cmd_nvme_stats(struct p2pctl *c, int argc, char **argv)
 	for (d = 0; d < 2; d++)
 		for (i = 0; i < STATS_PATHS; i++)
 			s.have_lat[d][i] = !nvme_lat(s.name, dirs[d], paths[i], &s.lat[d][i]);
+	nvme_stats_file_disk(&s);
 	c->out->stats(c, &s);
 	if (c->opt[O_RESET]) {
 		FILE *f;

@@ -588,6 +588,29 @@ static void json_stats(struct p2pctl *c, const struct nvme_stats *s)
 		json_object_object_add(lat, dirs[d], dir);
 	}
 	json_object_object_add(o, "latency", lat);
+	/* flat, the sysfs names with file_ (as there) and disk_ in front */
+	for (i = 0; s->have_file && i < STATS_FILE_PATHS; i++) {
+		snprintf(k, sizeof(k), "file_reads_%s", s->file_paths[i]);
+		jint(o, k, s->file_reads[i]);
+		snprintf(k, sizeof(k), "file_writes_%s", s->file_paths[i]);
+		jint(o, k, s->file_writes[i]);
+		snprintf(k, sizeof(k), "file_bytes_%s", s->file_paths[i]);
+		jint(o, k, s->file_bytes[i]);
+	}
+	for (i = 0; s->have_file && i < STATS_FILE_OTHER; i++) {
+		snprintf(k, sizeof(k), "file_%s", s->file_other[i]);
+		jint(o, k, s->file_counter[i]);
+	}
+	for (i = 0; s->have_disk && i < STATS_DISK_PATHS; i++) {
+		snprintf(k, sizeof(k), "disk_reads_%s", s->disk_paths[i]);
+		jint(o, k, s->disk_reads[i]);
+		snprintf(k, sizeof(k), "disk_writes_%s", s->disk_paths[i]);
+		jint(o, k, s->disk_writes[i]);
+	}
+	for (i = 0; s->have_disk && i < STATS_DISK_OTHER; i++) {
+		snprintf(k, sizeof(k), "disk_%s", s->disk_other[i]);
+		jint(o, k, s->disk_counter[i]);
+	}
 	print(c, o);
 }
 

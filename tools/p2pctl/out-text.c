@@ -425,6 +425,24 @@ static void text_stats(struct p2pctl *c __maybe_unused, const struct nvme_stats 
 			       l->sum / 1000.0 / l->count, l->max / 1000.0);
 		}
 	}
+	if (s->have_file) {
+		printf("file command   reads     writes        bytes\n");
+		for (i = 0; i < STATS_FILE_PATHS; i++)
+			printf("  %-7s %10lld %10lld %12lld\n", s->file_paths[i], s->file_reads[i],
+			       s->file_writes[i], s->file_bytes[i]);
+		for (i = 0; i < STATS_FILE_OTHER; i++)
+			printf("%s%s %lld", i ? ", " : "  ", s->file_other[i], s->file_counter[i]);
+		printf("\n");
+	}
+	if (s->have_disk) {
+		printf("disk           reads     writes\n");
+		for (i = 0; i < STATS_DISK_PATHS; i++)
+			printf("  %-7s %10lld %10lld\n", s->disk_paths[i], s->disk_reads[i],
+			       s->disk_writes[i]);
+		for (i = 0; i < STATS_DISK_OTHER; i++)
+			printf("%s%s %lld", i ? ", " : "  ", s->disk_other[i], s->disk_counter[i]);
+		printf("\n");
+	}
 }
 
 static void text_io(struct p2pctl *c __maybe_unused, const struct io_report *r)

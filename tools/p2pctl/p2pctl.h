@@ -330,6 +330,12 @@ struct lat {
 	long long count, sum, max, hist[LAT_BUCKETS];
 };
 
+/* the file command's (stats/file_*: p2p, host, dmabuf) and the disk's (disk/) */
+#define STATS_FILE_PATHS	3
+#define STATS_FILE_OTHER	6
+#define STATS_DISK_PATHS	3
+#define STATS_DISK_OTHER	10
+
 struct nvme_stats {
 	const char *dev, *name;
 	const char * const *paths, * const *other;
@@ -340,6 +346,16 @@ struct nvme_stats {
 	const char *inflight;		/* "0 3 1": one count per queue */
 	struct lat lat[2][STATS_PATHS];	/* read, write */
 	bool have_lat[2][STATS_PATHS];
+	/* a module without the file command's counters: have_file false */
+	bool have_file;
+	const char * const *file_paths, * const *file_other;
+	long long file_reads[STATS_FILE_PATHS], file_writes[STATS_FILE_PATHS];
+	long long file_bytes[STATS_FILE_PATHS], file_counter[STATS_FILE_OTHER];
+	/* the disk's, while it exists (module parameter disk=1) */
+	bool have_disk;
+	const char * const *disk_paths, * const *disk_other;
+	long long disk_reads[STATS_DISK_PATHS], disk_writes[STATS_DISK_PATHS];
+	long long disk_counter[STATS_DISK_OTHER];
 };
 
 /* doctor: what this machine can do for P2PDMA, what is missing, the fixes */

@@ -27,9 +27,13 @@
  * thread mid-batch. As uid 65534 (the script makes the nodes 0666): a file
  * it owns into a registered dma-buf, a file it cannot open, a read-only
  * fd written (EBADF), an fd of root's received by SCM_RIGHTS, O_APPEND.
- * An active swap file: writes ETXTBSY before the batch is issued, reads as
- * pread's (SKIP without CONFIG_SWAP). max_inflight_mb at 1: a batch of 2
- * MiB at user addresses E2BIG as a whole, registered memory not counted.
+ * The counters (stats/file_*, and the disk's bytes_p2p) moved by exactly
+ * what known operations did: a P2P read, a sparse file read (its hole and
+ * unwritten extent in the file command's bytes, not in the disk's), a
+ * write, one refusal of each reason. An active swap file: writes ETXTBSY
+ * before the batch is issued (counted), reads as pread's (SKIP without
+ * CONFIG_SWAP). max_inflight_mb at 1: a batch of 2 MiB at user addresses
+ * E2BIG as a whole (counted once), registered memory not counted.
  * Step 3's races (p2pfile-common.h): truncate, punch hole, collapse and
  * insert range, reallocating writes, reflink, exchange range and move
  * extents where the filesystem has them, each against a stream of file
@@ -664,6 +668,252 @@ TEST_F(filecmd, fc, unprivileged, 5, 120)
 	close(sv[1]);
 }
 
+/* ---- the counters ------------------------------------------------------------ */
+
+/*
+ * What an operator reads: the file command's counters (stats/file_*) and
+ * the bytes the disk's requests moved into or out of p2pmem
+ * (disk/bytes_p2p: only P2PDMA pages, never the filesystem's metadata, its
+ * journal or its page cache, which are host memory).
+ */
+static const char * const cnt_name[] = {
+	"stats/file_reads_p2p", "stats/file_writes_p2p", "stats/file_reads_host",
+	"stats/file_writes_host", "stats/file_reads_dmabuf", "stats/file_writes_dmabuf",
+	"stats/file_bytes_p2p", "stats/file_bytes_host", "stats/file_bytes_dmabuf",
+	"stats/file_errors", "stats/file_refused_xdev", "stats/file_refused_align",
+	"stats/file_refused_p2p", "stats/file_refused_swapfile", "stats/file_refused_inflight",
+	"disk/bytes_p2p",
+};
+
+enum {
+	C_READS_P2P, C_WRITES_P2P, C_READS_HOST, C_WRITES_HOST, C_READS_DMABUF, C_WRITES_DMABUF,
+	C_BYTES_P2P, C_BYTES_HOST, C_BYTES_DMABUF, C_ERRORS, C_XDEV, C_ALIGN, C_P2P, C_SWAPFILE,
+	C_INFLIGHT, C_DISK_P2P, C_NR
+};
+
+struct cnt {
+	long long v[C_NR];
+};
+
+/* every counter of /sys/class/p2pnvme/<node's name>/; 0, or -1 if one is missing */
+static int cnt_get(struct cnt *c)
+{
+	const char *name = strrchr(node, '/') ? strrchr(node, '/') + 1 : node;
+	char path[256];
+	unsigned int i;
+
+	for (i = 0; i < C_NR; i++) {
+		snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/%s", name, cnt_name[i]);
+		c->v[i] = p2p_sysfs_num(path);
+		if (c->v[i] < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Did every counter move from @a to @b by exactly @want (the rest by 0)?
+ * @why: the first that did not, for the case line.
+ */
+static int cnt_moved(const struct cnt *a, const struct cnt *b, const long long *want, char *why,
+		     size_t len)
+{
+	unsigned int i;
+
+	snprintf(why, len, "each as wanted");
+	for (i = 0; i < C_NR; i++) {
+		if (b->v[i] - a->v[i] != want[i]) {
+			snprintf(why, len, "%s moved by %lld, want %lld", cnt_name[i],
+				 b->v[i] - a->v[i], want[i]);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* written (not unwritten) bytes of @fd's extents within [0, @len): FIEMAP; -1 */
+static long long written_bytes(int fd, uint64_t len)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent fe[64];
+	} x = { .fm = { .fm_length = len, .fm_flags = FIEMAP_FLAG_SYNC, .fm_extent_count = 64 } };
+	long long n = 0;
+	unsigned int i;
+
+	if (ioctl(fd, FS_IOC_FIEMAP, &x))
+		return -1;
+	for (i = 0; i < x.fm.fm_mapped_extents; i++) {
+		struct fiemap_extent *e = &x.fe[i];
+		uint64_t z = e->fe_logical + e->fe_length < len ? e->fe_logical + e->fe_length : len;
+
+		if (!(e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) && z > e->fe_logical)
+			n += z - e->fe_logical;
+	}
+	return n;
+}
+
+/*
+ * The counters move by exactly what known operations did, each read before
+ * and after: a read into a /dev/p2pbarN mapping (file_reads_p2p, its bytes,
+ * and the disk's bytes_p2p by as much); a read of a sparse file into a
+ * registered dma-buf: its bytes on the dmabuf path, the disk's bytes_p2p
+ * only by its written extents (the hole and the unwritten extent are
+ * zeroed by the CPU inside the filesystem, not moved by the controller); a
+ * write from a registered dma-buf; one refusal of each reason the bench
+ * can make (EXDEV, a misaligned offset, host memory with REQUIRE_P2P: its
+ * counter +1, nothing else); a malformed entry counts nowhere.
+ * max_inflight_mb's and the swap file's refusals are in those tests.
+ */
+TEST_F(filecmd, fc, counters, 9, 60)
+{
+	unsigned char *host = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				   -1, 0), *dio = NULL;
+	unsigned int a = self->st.stx_dio_offset_align, sid = self->id + 3, k;
+	int fd = open(self->path, O_RDONLY | O_CLOEXEC), sfd = -1, dfd = -1, ofd, bfd, ret;
+	struct cnt c0, c1;
+	struct p2pnvme_file_io io;
+	struct p2pbar_info i;
+	struct p2p_mem m;
+	char why[160], path[512], opath[512];
+	long long written;
+	struct dbuf b;
+	int zeros = 1;
+
+	bfd = p2p_bar_open(bar_path, &i);
+	if (fd < 0 || host == MAP_FAILED || bfd < 0 || p2p_mem_get(bfd, MIB, 0, &m))
+		kt_fail("setup: %s", strerror(errno));
+	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	if (cnt_get(&c0))
+		kt_fail("the counters in /sys/class/p2pnvme/: missing (a module without them?)");
+	ofd = mkfile(other, "filecmd-cnt", self->id, 64 * KIB, opath) ? -1 :
+	      open(opath, O_RDONLY | O_CLOEXEC);
+
+	/* 1 MiB into a /dev/p2pbar0 mapping: path p2p, and the controller moved it */
+	io = fio(P2PNVME_OP_READ, fd, 0, MIB, (uintptr_t)m.p, 0, 0);
+	ret = submit1(self->nfd, &io);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	{
+		long long want[C_NR] = { [C_READS_P2P] = 1, [C_BYTES_P2P] = MIB,
+					 [C_DISK_P2P] = MIB };
+
+		tap(!ret && io.bytes == MIB && io.path == P2PNVME_PATH_P2P &&
+		    cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "1 MiB into a /dev/p2pbar0 mapping (%s, path %u): file_reads_p2p +1, file_bytes_p2p and the disk's bytes_p2p +1 MiB, nothing else (%s)",
+		    err_str(ret), io.path, why);
+	}
+
+	/*
+	 * A 1 MiB file: 256 KiB written, a 256 KiB hole, 256 KiB fallocated
+	 * (unwritten), 256 KiB written; direct writes, so that no speculative
+	 * preallocation fills the hole.
+	 */
+	sprintf(path, "%s/sparse", dir);
+	sfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	dfd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (sfd < 0 || dfd < 0 || posix_memalign((void **)&dio, 4096, 256 * KIB))
+		kt_fail("setup: %s", strerror(errno));
+	ret = ftruncate(sfd, MIB) ? errno : 0;
+	pat_fill(dio, sid, 0, 256 * KIB);
+	if (!ret && pwrite(dfd, dio, 256 * KIB, 0) != (ssize_t)(256 * KIB))
+		ret = errno ?: EIO;
+	pat_fill(dio, sid, 768 * KIB, 256 * KIB);
+	if (!ret && pwrite(dfd, dio, 256 * KIB, 768 * KIB) != (ssize_t)(256 * KIB))
+		ret = errno ?: EIO;
+	if (!ret && fallocate(sfd, 0, 512 * KIB, 256 * KIB))
+		ret = errno;
+	if (!ret && fsync(sfd))
+		ret = errno;
+	written = ret ? -1 : written_bytes(sfd, MIB);
+	tap(written == 512 * (long long)KIB,
+	    "a sparse file: 1 MiB, 512 KiB of it written, a hole and an unwritten extent (%s, FIEMAP: %lld bytes written)",
+	    err_str(ret), written);
+
+	/* all of it into a registered dma-buf: 1 MiB on the dmabuf path, the controller moved 512 KiB */
+	memset(b.p, 0xff, MIB);
+	cnt_get(&c0);
+	io = fio(P2PNVME_OP_READ, sfd, 0, MIB, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	ret = submit1(self->nfd, &io);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	for (k = 256 * KIB; k < 768 * KIB; k++)
+		zeros &= !b.p[k];
+	tap(!ret && io.bytes == MIB && zeros && pat_diff(b.p, sid, 0, 256 * KIB) < 0 &&
+	    pat_diff(b.p + 768 * KIB, sid, 768 * KIB, 256 * KIB) < 0,
+	    "the sparse file into a registered dma-buf: 1 MiB, its data, zeros for the hole and the unwritten extent (%s, %llu bytes)",
+	    err_str(ret), (unsigned long long)io.bytes);
+	{
+		long long want[C_NR] = { [C_READS_DMABUF] = 1, [C_BYTES_DMABUF] = MIB,
+					 [C_DISK_P2P] = written };
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "... file_reads_dmabuf +1, file_bytes_dmabuf +1 MiB, the disk's bytes_p2p +%lld: the other %lld zeroed by the CPU (%s)",
+		    written, MIB - written, why);
+	}
+
+	/* 256 KiB written from the dma-buf into the hole */
+	pat_fill(b.p, sid, 256 * KIB, 256 * KIB);
+	cnt_get(&c0);
+	io = fio(P2PNVME_OP_WRITE, sfd, 256 * KIB, 256 * KIB, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	ret = submit1(self->nfd, &io);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	{
+		long long want[C_NR] = { [C_WRITES_DMABUF] = 1, [C_BYTES_DMABUF] = 256 * KIB,
+					 [C_DISK_P2P] = 256 * KIB };
+
+		tap(!ret && io.bytes == 256 * KIB && cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "256 KiB written from the dma-buf into the hole (%s): file_writes_dmabuf +1, file_bytes_dmabuf and the disk's bytes_p2p +256 KiB (%s)",
+		    err_str(ret), why);
+	}
+
+	/* refusals: their reason +1, nothing moved, nothing else counted */
+#define REFUSAL(err, counter, what, ...) do {						\
+		long long want[C_NR] = { [counter] = 1 };				\
+										\
+		cnt_get(&c0);								\
+		io = fio(__VA_ARGS__);							\
+		ret = submit1(self->nfd, &io);						\
+		if (cnt_get(&c1))							\
+			kt_fail("the counters went away");				\
+		tap(ret == (err) && cnt_moved(&c0, &c1, want, why, sizeof(why)),	\
+		    "%s: %s, %s +1, nothing else (%s)", what, err_str(err),		\
+		    cnt_name[counter] + 6, why);					\
+	} while (0)
+	REFUSAL(EXDEV, C_XDEV, "a file on another device", P2PNVME_OP_READ, ofd, 0, 4096,
+		(uintptr_t)host, 0, 0);
+	REFUSAL(EINVAL, C_ALIGN, "an offset off the direct I/O alignment", P2PNVME_OP_READ, fd,
+		a / 2, a, (uintptr_t)host, 0, 0);
+	REFUSAL(EREMOTEIO, C_P2P, "host memory with REQUIRE_P2P", P2PNVME_OP_READ, fd, 0, 4096,
+		(uintptr_t)host, P2PNVME_FILE_F_REQUIRE_P2P, 0);
+#undef REFUSAL
+	{
+		long long want[C_NR] = { 0 };
+
+		cnt_get(&c0);
+		io = fio(P2PNVME_OP_READ, fd, 0, 0, (uintptr_t)host, 0, 0);
+		ret = submit1(self->nfd, &io);
+		if (cnt_get(&c1))
+			kt_fail("the counters went away");
+		tap(ret == EINVAL && cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "a malformed entry (length 0): %s, counted nowhere (%s)", err_str(ret), why);
+	}
+	dbuf_put(self->nfd, &b);
+	p2p_mem_put(&m);
+	close(bfd);
+	free(dio);
+	close(dfd);
+	close(sfd);
+	unlink(path);
+	if (ofd >= 0)
+		close(ofd);
+	close(fd);
+	munmap(host, MIB);
+}
+
 /* ---- a swap file ------------------------------------------------------------- */
 
 /* a swap area of @size bytes at @path as mkswap makes one: version 1, last page, signature */
@@ -692,7 +942,7 @@ static int mkswapfile(const char *path, size_t size)
  * happens; the header page the swap code keeps stays as it was. A read
  * goes on, as pread()'s. After swapoff the same write goes through.
  */
-TEST_F(filecmd, fc, swapfile, 5, 60)
+TEST_F(filecmd, fc, swapfile, 6, 60)
 {
 	unsigned char *h = mmap(NULL, 64 * KIB, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -703,6 +953,9 @@ TEST_F(filecmd, fc, swapfile, 5, 60)
 	int r1 = -1, r2 = -1, r3 = -1, r4 = -1;
 	char swp[512], next[512];
 	uint64_t b3 = 0, b4 = 0;
+	long long want[C_NR] = { [C_SWAPFILE] = 1 };
+	struct cnt c0 = { { 0 } }, c1 = { { -1 } };
+	char why[160];
 
 	/* /proc/swaps is mm/swapfile.c's: without it swapon(2) is not there either */
 	if (access("/proc/swaps", F_OK))
@@ -726,7 +979,9 @@ TEST_F(filecmd, fc, swapfile, 5, 60)
 	memset(h, 0x5a, 64 * KIB);
 	if (sfd >= 0 && nfd2 >= 0) {
 		io = fio(P2PNVME_OP_WRITE, sfd, 0, 4096, (uintptr_t)h, 0, 0);
+		cnt_get(&c0);
 		r1 = submit1(self->nfd, &io);
+		cnt_get(&c1);
 		ios[0] = fio(P2PNVME_OP_WRITE, nfd2, 0, 4096, (uintptr_t)h, 0, 0);
 		ios[1] = fio(P2PNVME_OP_WRITE, sfd, 0, 4096, (uintptr_t)h, 0, 0);
 		r2 = submit(self->nfd, ios, 2, &failed);
@@ -750,6 +1005,8 @@ TEST_F(filecmd, fc, swapfile, 5, 60)
 	tap(r1 == ETXTBSY && !memcmp(now, ref, sizeof(ref)),
 	    "a write to the active swap file: ETXTBSY, its header page untouched (%s)",
 	    err_str(r1));
+	tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+	    "... counted: file_refused_swapfile +1, nothing else (%s)", why);
 	tap(r2 == ETXTBSY && failed == 1 && pat_diff(nb, nid, 0, sizeof(nb)) < 0,
 	    "a batch of a write to another file and one to the swap file: ETXTBSY, failed 1, the other file untouched (%s, failed %u)",
 	    err_str(r2), failed);
@@ -779,16 +1036,18 @@ TEST_F(filecmd, fc, swapfile, 5, 60)
  * into a registered dma-buf pin nothing per transfer and pass; one 1 MiB
  * read at a user address fits. The parameter is put back.
  */
-TEST_F(filecmd, fc, inflight, 5, 60)
+TEST_F(filecmd, fc, inflight, 6, 60)
 {
 	int fd = open(self->path, O_RDONLY | O_CLOEXEC), set, back, r1, r2, r3, k, untouched = 1;
 	unsigned char *host = mmap(NULL, 2 * MIB, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	long long was = p2p_sysfs_num(INFLIGHT_PARAM);
 	struct p2pnvme_file_io ios[2];
+	long long want[C_NR] = { [C_INFLIGHT] = 1 };
+	struct cnt c0 = { { 0 } }, c1 = { { -1 } };
 	unsigned int failed = 0, good = 0;
+	char old[32], why[160];
 	struct dbuf b;
-	char old[32];
 
 	r1 = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
 	if (fd < 0 || host == MAP_FAILED || r1 || was <= 0)
@@ -799,7 +1058,9 @@ TEST_F(filecmd, fc, inflight, 5, 60)
 	set = p2p_sysfs_write(INFLIGHT_PARAM, "1");
 	for (k = 0; k < 2; k++)
 		ios[k] = fio(P2PNVME_OP_READ, fd, k * MIB, MIB, (uintptr_t)host + k * MIB, 0, 0);
+	cnt_get(&c0);
 	r1 = submit(self->nfd, ios, 2, &failed);
+	cnt_get(&c1);
 	for (k = 0; k < (int)(2 * MIB); k++)
 		untouched &= host[k] == 0xee;
 	for (k = 0; k < 2; k++)
@@ -816,6 +1077,8 @@ TEST_F(filecmd, fc, inflight, 5, 60)
 	tap(r1 == E2BIG && failed == 2 && untouched,
 	    "two 1 MiB reads at user addresses in one batch: E2BIG, failed 2 (nr), nothing moved (%s, failed %u)",
 	    err_str(r1), failed);
+	tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+	    "... counted once for the batch: file_refused_inflight +1, nothing else (%s)", why);
 	tap(!r2 && good == 2 && pat_diff(b.p, self->id, 0, 2 * MIB) < 0,
 	    "the same two into a registered dma-buf: not counted, both moved, the file's bytes (%s, %u good)",
 	    err_str(r2), good);

@@ -17,7 +17,8 @@
  * IORING_SETUP_IOPOLL ring). Reads into a registered p2pbar dma-buf (path
  * dmabuf in the CQE's extra word) and a /dev/p2pbarN mapping (p2p), checked
  * here and on the host in the BAR's backing file (BAR_NAME); a short read
- * into host memory across EOF; a write from a p2pbar dma-buf checked on the
+ * into host memory across EOF, counted (stats/file_reads_host, its bytes)
+ * before its CQE; a write from a p2pbar dma-buf checked on the
  * host in the image (IMG_NAME) at the file's extents. 256 commands in
  * flight on a plain ring, a DEFER_TASKRUN ring and an SQPOLL ring, each
  * checked. The ring closed, and its task gone, with 256 in flight: bounded,
@@ -351,12 +352,26 @@ TEST_F(fileuring, fu, read_p2pmem, 3, 60)
 	close(fd);
 }
 
-/* host memory, a read across the end of the file: short */
-TEST_F(fileuring, fu, read_host_eof, 3, 60)
+/* one of the controller's counters (stats/@counter), or -1 */
+static long long nvme_stat(const char *counter)
+{
+	const char *name = strrchr(node, '/') ? strrchr(node, '/') + 1 : node;
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/%s", name, counter);
+	return p2p_sysfs_num(path);
+}
+
+/*
+ * host memory, a read across the end of the file: short; counted by the
+ * bytes it moved before its CQE came
+ */
+TEST_F(fileuring, fu, read_host_eof, 4, 60)
 {
 	unsigned char *host = mmap(NULL, MIB, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	const size_t size = 3 * 4096 + 1234;
+	long long n0, n1, b0, b1, e0, e1;
 	struct p2pnvme_uring_file_cmd c;
 	char path[512];
 	uint64_t res2;
@@ -366,9 +381,19 @@ TEST_F(fileuring, fu, read_host_eof, 3, 60)
 		kt_fail("setup: %s", strerror(errno));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	c = fcmd(P2PNVME_OP_READ, fd, 8192, 16384, (uintptr_t)host, 0, 0);
+	n0 = nvme_stat("file_reads_host");
+	b0 = nvme_stat("file_bytes_host");
+	e0 = nvme_stat("file_errors");
 	ret = one(&self->ring, self->nfd, &c, &res2);
+	n1 = nvme_stat("file_reads_host");
+	b1 = nvme_stat("file_bytes_host");
+	e1 = nvme_stat("file_errors");
 	tap(ret == (int)(size - 8192), "16 KiB from 8 KiB of a 13522-byte file: short, res %d",
 	    ret);
+	tap(n0 >= 0 && b0 >= 0 && e0 >= 0 && n1 - n0 == 1 && b1 - b0 == (long long)(size - 8192) &&
+	    e1 == e0,
+	    "counted by its CQE: file_reads_host +1 (%lld), file_bytes_host +%zu (%lld), no error (%lld)",
+	    n1 - n0, size - 8192, b1 - b0, e1 - e0);
 	tap(res2 == P2PNVME_URING_RES2(P2PNVME_PATH_HOST, 0), "res2: path host (%#llx)",
 	    (unsigned long long)res2);
 	tap(pat_diff(host, self->id + 1, 8192, size - 8192) < 0, "the bytes are the file's");
