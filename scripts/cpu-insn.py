@@ -79,6 +79,30 @@ def comparisons(keys):
             cmp((f'p2pbench, 4 KiB QD32 host memory, {cmd}, {ring}: vs nvme-pci (ng)',
                  ('B', kind + tag, 4096, 32, 'host'), [('B', 'nvme-pci-ng' + tag, 4096, 32, 'host')],
                  None))
+    for size, qd in ((4096, 32), (1048576, 8)):
+        # the file benchmark (qemu/tests/filebench.guest.sh, files.rst step
+        # 7): every row against (3), nvme-pci's O_DIRECT of the same bytes
+        # into p2pmem; issue 41's target for the file command, files.rst's
+        # for p2pnvme's disk; then the filesystem's mapping on its own
+        s = f'{size // 1048576} MiB' if size >= 1048576 else kib(size)
+        base = [('B', 'file-nvme-pci', size, qd, 'p2p')]
+        fcmd, fdisk = ('B', 'file-cmd', size, qd, 'dmabuf'), ('B', 'file-disk', size, qd, 'p2p')
+        bounce = ('B', 'file-bounce-nvme-pci', size, qd, 'bounce')
+        edisk, eeng = ('B', 'extent-disk', size, qd, 'p2p'), ('B', 'extent-engine', size, qd, 'dmabuf')
+        cmp((f'file, {s} QD{qd}: (1) the file command, io_uring, registered dma-buf vs (3) nvme-pci O_DIRECT',
+             fcmd, base, 0.8))
+        cmp((f"file, {s} QD{qd}: (1') the file command, ioctl batches vs (3)",
+             ('B', 'file-cmd-ioctl', size, qd, 'dmabuf'), base, None))
+        cmp((f"file, {s} QD{qd}: (2) O_DIRECT on p2pnvme's disk vs (3)", fdisk, base, 1.1))
+        cmp((f'file, {s} QD{qd}: (4) the bounce (O_DIRECT into host memory, a memcpy into the BAR) vs (3)',
+             bounce, base, None))
+        cmp((f"file, {s} QD{qd}: (5) p2pnvme's disk at the file's extents vs (3)", edisk, base, None))
+        cmp((f"file, {s} QD{qd}: (6) the engine's registered reads of the file's LBAs vs (3)", eeng, base,
+             None))
+        cmp((f"file, {s} QD{qd}: the filesystem's mapping: (2) vs (5), the same reads without it",
+             fdisk, [edisk], None))
+        cmp((f'file, {s} QD{qd}: the file path over the LBA engine: (1) vs (6)', fcmd, [eeng], None))
+        cmp((f'file, {s} QD{qd}: (1) the file command vs (4) the bounce', fcmd, [bounce], None))
     mems = {'host': 'host memory', 'fixed': 'registered host buffers', 'p2p': 'p2pmem',
             'reg': 'registered p2pmem dma-buf (nvme-pci: mapped per I/O)'}
     for row in dict.fromkeys(k[1] for k in keys if k[0] == 'F'):
@@ -146,33 +170,44 @@ def main():
         return
     top = sys.argv[1]
     boots = [boot(d) for d in boot_dirs(top)]
+    keys = set.intersection(*(set(rows) for rows, _ in boots))
+    # the file benchmark's rows compare paths, not drivers, and say by how
+    # many instructions they differ (the filesystem's mapping per I/O)
+    files = any(k[1].startswith(('file-', 'extent-')) for k in keys)
+    what = ("the row's over the one it is compared with in the same boot (its difference: the "
+            'median of the boots\' differences)' if files else
+            "p2pnvme's over nvme-pci's (the better of its paths where there are two) in the same boot")
     out = [f'{len(boots)} boot(s); each row: the whole guest\'s instructions (all vCPUs, kernel + user) '
            'per I/O, the median over the boots (in parentheses the kernel\'s share); the ratio is '
-           'p2pnvme\'s over nvme-pci\'s (the better of its paths where there are two) in the same boot, '
-           'its median, its spread ((max - min) / median) and each boot\'s.', '',
+           f'{what}, its median, its spread ((max - min) / median) and each boot\'s.', '',
            '| boot | calibration: extra user instructions counted | host load average, start -> end | clocksource |',
            '|---|---|---|---|']
     for i, (rows, info) in enumerate(boots, 1):
         out.append(f"| {i} | {', '.join(f'+{c}' for c in info['cal'])} | {info['load'] or '?'} | "
                    f"{'changed during the run' if info['clock'] else 'as asked'} |")
-    keys = set.intersection(*(set(rows) for rows, _ in boots))
-    out += ['', '| row | p2pnvme insns/IO | nvme-pci insns/IO | ratio | spread | per boot | target | verdict |',
-            '|---|---|---|---|---|---|---|---|']
+    if files:
+        out += ['', '| row | insns/IO | compared with: insns/IO | ratio | difference insns/IO | spread | '
+                'per boot | target | verdict |', '|---|---|---|---|---|---|---|---|---|']
+    else:
+        out += ['', '| row | p2pnvme insns/IO | nvme-pci insns/IO | ratio | spread | per boot | target | verdict |',
+                '|---|---|---|---|---|---|---|---|']
     for label, ours, theirs, target in comparisons(keys):
-        ratios, o_io, t_io, o_k, t_k = [], [], [], [], []
+        ratios, o_io, t_io, o_k, t_k, diff = [], [], [], [], [], []
         for rows, _ in boots:
             o = rows[ours]
             best = min((rows[t] for t in theirs if t in rows), key=lambda r: (r[0] + r[1]) / r[2])
             oi, ti = (o[0] + o[1]) / o[2], (best[0] + best[1]) / best[2]
             ratios.append(oi / ti)
+            diff.append(oi - ti)
             o_io.append(oi)
             t_io.append(ti)
             o_k.append(o[0] / (o[0] + o[1]))
             t_k.append(best[0] / (best[0] + best[1]))
         med = statistics.median(ratios)
         spread = f'{(max(ratios) - min(ratios)) / med:.1%}' if len(ratios) > 1 else '-'
+        d = f' {statistics.median(diff):+,.0f} |' if files else ''
         out.append(f'| {label} | {fmt(statistics.median(o_io))} ({statistics.median(o_k):.0%}) | '
-                   f'{fmt(statistics.median(t_io))} ({statistics.median(t_k):.0%}) | {med:.2f} | '
+                   f'{fmt(statistics.median(t_io))} ({statistics.median(t_k):.0%}) | {med:.2f} |{d} '
                    f"{spread} | {', '.join(f'{r:.2f}' for r in ratios)} | "
                    f"{f'<= {target}x' if target else ''} | {verdict(ratios, target)} |")
     missing = set.union(*(set(rows) for rows, _ in boots)) - keys

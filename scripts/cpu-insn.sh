@@ -11,6 +11,10 @@
 #
 #   scripts/cpu-insn.sh [SECONDS]            p2pbench's rows (qemu/tests/benchmark.guest.sh), 3 boots
 #   scripts/cpu-insn.sh --fio ...            fio's rows (qemu/tests/fiobench.guest.sh) instead
+#   scripts/cpu-insn.sh --file ...           the file benchmark's rows (qemu/tests/filebench.guest.sh,
+#                                            Documentation/files.rst step 7) instead: each against
+#                                            nvme-pci's O_DIRECT of the same file into p2pmem, and
+#                                            the filesystem's mapping per I/O on its own
 #   scripts/cpu-insn.sh --insn ...           the insn test's rows (qemu/tests/insn.guest.sh: the
 #                                            registered 4 KiB QD32 row and nvme-pci's) instead
 #   scripts/cpu-insn.sh --profile ...        and where the instructions go: the plugin's profile
@@ -50,6 +54,7 @@ secs=3 passes=3 runs='' profile=switch test=benchmark clock=tsc from='' update='
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--fio) test=fiobench fixed+=" $1" ;;
+	--file) test=filebench fixed+=" $1" ;;
 	--insn) test=insn ;;
 	--profile) prof=1 ;;
 	--runs) runs=${2:?--runs N}; shift ;;
@@ -59,7 +64,7 @@ while [ $# -gt 0 ]; do
 	--from) from=${2:?--from DIR}; shift ;;
 	--update-doc) update=1 fixed+=" $1" ;;
 	--record) record=1 ;;
-	-h|--help) sed -n '4,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "cpu-insn.sh: unknown option $1" >&2; exit 2 ;;
 	*) secs=$1 fixed+=" SECONDS" ;;
 	esac
@@ -74,6 +79,11 @@ if [ -n "$record" ]; then
 	test=insn
 elif [ $test = insn ] && [ -n "$fixed" ]; then
 	echo "cpu-insn.sh: --insn boots the insn test as make check does, without$fixed" >&2
+	exit 2
+fi
+# the file benchmark has no strict-vIOMMU table (nor a document block for one)
+if [ $test = filebench ] && [ $profile != switch ]; then
+	echo "cpu-insn.sh: --file boots the switch profile only, not --strict" >&2
 	exit 2
 fi
 # --profile: the plugin's profile mode, its boots kept apart (-prof)
@@ -91,7 +101,12 @@ if [ -z "$from" ]; then
 	append=$(bench_clock_append "$clock") || exit 2
 	from=$top/out/insn/$profile.$test$ptag.$(date -u +%Y%m%dT%H%M%S)
 	run=$top/out/runs/$profile.$test.base
-	if [ $test = fiobench ]; then est=$(( secs * (28 + 20 * passes) + 60 )); else est=$(( secs * 61 + 110 )); fi
+	case $test in
+	fiobench) est=$(( secs * (28 + 20 * passes) + 60 )) ;;
+	# 14 runs a pass, a second of set-up each (estimated: not booted yet)
+	filebench) est=$(( (secs + 1) * 14 * passes + 120 )) ;;
+	*) est=$(( secs * 61 + 110 )) ;;
+	esac
 	what="$secs s per point, $passes passes, clocksource $clock"
 	if [ $test = insn ]; then
 		# qemu/tests/insn.guest.sh's own seconds and passes (about 20 s)
@@ -157,7 +172,11 @@ if [ -n "$update" ]; then
 	n=$(find "$from" -maxdepth 2 -name insn.log | wc -l)
 	[ "$n" -ge 3 ] || { echo "cpu-insn: not updating the document from $n boot(s): 3 or more" >&2; exit 1; }
 	# the kept boots' directory says which: PROFILE.TEST.DATE
-	case $(basename "$from") in *.fiobench.*) tag=insn-fio-results ;; *) tag=insn-results ;; esac
+	case $(basename "$from") in
+	*.fiobench.*) tag=insn-fio-results ;;
+	*.filebench.*) tag=insn-file-results ;;
+	*) tag=insn-results ;;
+	esac
 	case $(basename "$from") in iommu-strict.*) tag=$tag-strict ;; esac
 	python3 - "$top/Documentation/benchmarks.md" "$table" "$(date -u +%Y-%m-%d)" "$tag" \
 		"$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)" <<'PY'

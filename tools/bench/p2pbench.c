@@ -31,6 +31,38 @@
  *        read names it (P2PNVME_IO_F_REGISTERED): nothing is pinned or
  *        mapped per I/O
  *
+ *   p2pbench file KIND FILE SIZE SECONDS QD [--nvme NVME] [--dev BLKDEV] [--verify SRC]
+ *        one file read every way (Documentation/files.rst, step 7), one
+ *        thread keeping QD reads of SIZE in flight at random SIZE-aligned
+ *        offsets: the same offsets for every KIND (srand(1) over the pieces
+ *        of FILE that lie whole in one written extent, FIEMAP), into p2pmem
+ *        of /dev/p2pbar0. KIND:
+ *          cmd           p2pnvme's file command through io_uring
+ *                        (P2PNVME_URING_CMD_FILE_IO on NVME, default
+ *                        /dev/p2pnvme0) into a registered p2pbar dma-buf:
+ *                        reported as file-cmd
+ *          cmd-ioctl     the same through P2PNVME_IOC_FILE_SUBMIT, batches of
+ *                        QD one after another: file-cmd-ioctl
+ *          odirect       O_DIRECT IORING_OP_READ of FILE into a mapping of
+ *                        p2pmem: file-disk on p2pnvme's disk, file-nvme-pci
+ *                        elsewhere
+ *          bounce        O_DIRECT into host memory, each read then copied
+ *                        into a p2pmem mapping (memcpy; what a program does
+ *                        without P2P): file-bounce-disk, file-bounce-nvme-pci
+ *          extent-disk   O_DIRECT IORING_OP_READ of BLKDEV (--dev: FILE's own
+ *                        block device, p2pnvme's disk) at FILE's extents, into
+ *                        a p2pmem mapping: the reads without the filesystem
+ *          extent-engine the engine's registered read (P2PNVME_URING_CMD_IO)
+ *                        of FILE's LBAs into a registered p2pbar dma-buf: the
+ *                        LBA path without the filesystem and the disk
+ *        Fails unless every read moved SIZE bytes on the path meant (the
+ *        CQE's, or the batch entry's, path dmabuf for cmd, cmd-ioctl and
+ *        extent-engine), p2pnvme's disk counted every byte (bytes_p2p;
+ *        bytes_host for a bounce; none for extent-engine) or another block
+ *        device read at least every sector, and with --verify SRC (a copy
+ *        of FILE) each slot's last read holds SRC's bytes at its offset.
+ *        The JSON line adds "slots" (the pieces) and "verified" (slots
+ *        checked against SRC)
  *   p2pbench regcost NVME SIZE N
  *        what registering costs (P2PNVME_IOC_BUF_REGISTER + _UNREGISTER, N
  *        times each): SIZE bytes of faulted-in host memory (pinned and
@@ -46,7 +78,7 @@
  *        window N around a loop of exactly 2 x LOOPS user instructions (a
  *        calibration of the counting: scripts/cpu-insn.sh checks it)
  *
- * With P2PBENCH_MARK=N in the environment, engine, blk and uring put their
+ * With P2PBENCH_MARK=N in the environment, engine, blk, uring and file put their
  * measured loop (what their CPU time covers) inside instruction-count
  * window N, and their JSON line says "mark":N. A window's start marker is
  * id 2N, its end 2N + 1 (N 1..32767): "nopl 0x7032XXXX(%rax)" with the id
@@ -77,6 +109,8 @@
 #include <unistd.h>
 
 #include <liburing.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <linux/nvme_ioctl.h>
 #include <linux/p2pbar.h>
 #include <linux/p2pnvme.h>
@@ -214,16 +248,19 @@ static void *buffer(size_t len, int host)
 	return m.p;	/* fd stays open for the run */
 }
 
+/* more of a run's JSON line, ,"name":value..., or nothing */
+static char report_extra[96];
+
 static void report_p99(const char *what, const char *dev, size_t size, int qd,
 		       const char *path, long ops, double secs, double lat_sum, double cpu,
 		       double p99)
 {
 	printf("{\"bench\":\"%s\",\"dev\":\"%s\",\"size\":%zu,\"qd\":%d,\"path\":\"%s\","
 	       "\"ops\":%ld,\"iops\":%.1f,\"mib_s\":%.2f,\"lat_us\":%.1f,\"p99_us\":%.1f,"
-	       "\"cpu_us_per_io\":%.2f,\"cpu_s_per_gib\":%.3f%s}\n",
+	       "\"cpu_us_per_io\":%.2f,\"cpu_s_per_gib\":%.3f%s%s}\n",
 	       what, dev, size, qd, path, ops, ops / secs, ops * (double)size / secs / (1 << 20),
 	       ops ? lat_sum / ops * 1e6 : 0, p99 * 1e6, ops ? cpu / ops * 1e6 : 0,
-	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0, mark_json());
+	       ops ? cpu / (ops * (double)size / (1 << 30)) : 0, mark_json(), report_extra);
 }
 
 static void report(const char *what, const char *dev, size_t size, int qd, const char *path,
@@ -474,29 +511,45 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 }
 
 /*
+ * The counter @name of p2pnvme's disk (/sys/class/p2pnvme/p2pnvmeN/disk/)
+ * that holds block device @dev, the disk or one of its partitions; -1 if
+ * @dev is not a p2pnvme disk's. The disk's parent device is the
+ * controller's class device; a partition's is the disk.
+ */
+static long long disk_counter(dev_t dev, const char *name)
+{
+	static const char * const fmt[] = { "/sys/dev/block/%u:%u/device/disk/%s",
+					    "/sys/dev/block/%u:%u/../device/disk/%s" };
+	long long n = -1;
+	char path[128];
+	unsigned int i;
+	FILE *f;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), fmt[i], major(dev), minor(dev), name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%lld", &n) != 1)
+			n = -1;
+		fclose(f);
+		break;
+	}
+	return n;
+}
+
+/*
  * The bytes p2pnvme's disk behind the block device @fd has moved on the
  * P2P path (its counter bytes_p2p, /sys/class/p2pnvme/p2pnvmeN/disk/), or
  * on the host path with @host; -1 if @fd is not a p2pnvme disk.
  */
 static long long disk_bytes(int fd, int host)
 {
-	long long n = -1;
-	char path[96];
 	struct stat st;
-	FILE *f;
 
 	if (fstat(fd, &st) || !S_ISBLK(st.st_mode))
 		return -1;
-	/* the disk's parent device is the controller's class device */
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/device/disk/bytes_%s",
-		 major(st.st_rdev), minor(st.st_rdev), host ? "host" : "p2p");
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
+	return disk_counter(st.st_rdev, host ? "bytes_host" : "bytes_p2p");
 }
 
 /*
@@ -702,6 +755,494 @@ static int uring(int argc, char **argv)
 	return 0;
 }
 
+/* ---- p2pbench file: one file, read every way ------------------------------ */
+
+enum { F_CMD, F_CMD_IOCTL, F_ODIRECT, F_BOUNCE, F_EXTENT_DISK, F_EXTENT_ENGINE };
+
+/* a SIZE-aligned piece of the file that lies whole in one written extent */
+struct fslot {
+	uint64_t off;	/* in the file */
+	uint64_t phys;	/* on its block device (FIEMAP's fe_physical) */
+};
+
+struct fext {
+	uint64_t l, p, n;
+};
+
+/*
+ * The written extents of @fd below @fsize (FIEMAP, synced first), adjacent
+ * ones merged, in *@out: how many, or -errno. Extents that are not plain
+ * data on the device (unwritten, delayed, inline, encoded...) are left out.
+ */
+static long file_extents(int fd, uint64_t fsize, struct fext **out)
+{
+	const uint32_t bad = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+			     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_ENCRYPTED |
+			     FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
+			     FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_UNWRITTEN;
+	size_t sz = sizeof(struct fiemap) + 256 * sizeof(struct fiemap_extent);
+	struct fiemap *fm = calloc(1, sz);
+	struct fext *e = NULL, *t;
+	uint64_t start = 0;
+	long n = 0, max = 0;
+	int last = 0;
+	unsigned int i;
+
+	if (!fm)
+		return -ENOMEM;
+	while (!last && start < fsize) {
+		memset(fm, 0, sz);
+		fm->fm_start = start;
+		fm->fm_length = FIEMAP_MAX_OFFSET - start;
+		fm->fm_flags = FIEMAP_FLAG_SYNC;
+		fm->fm_extent_count = 256;
+		if (ioctl(fd, FS_IOC_FIEMAP, fm)) {
+			n = -errno;
+			break;
+		}
+		if (!fm->fm_mapped_extents)
+			break;
+		for (i = 0; i < fm->fm_mapped_extents; i++) {
+			struct fiemap_extent *f = &fm->fm_extents[i];
+
+			start = f->fe_logical + f->fe_length;
+			if (f->fe_flags & FIEMAP_EXTENT_LAST)
+				last = 1;
+			if (f->fe_flags & bad)
+				continue;
+			if (n && e[n - 1].l + e[n - 1].n == f->fe_logical &&
+			    e[n - 1].p + e[n - 1].n == f->fe_physical) {
+				e[n - 1].n += f->fe_length;
+				continue;
+			}
+			if (n == max) {
+				max = max ? 2 * max : 64;
+				t = realloc(e, max * sizeof(*e));
+				if (!t) {
+					n = -ENOMEM;
+					goto out;
+				}
+				e = t;
+			}
+			e[n++] = (struct fext){ f->fe_logical, f->fe_physical, f->fe_length };
+		}
+	}
+out:
+	free(fm);
+	if (n <= 0)
+		free(e);
+	else
+		*out = e;
+	return n;
+}
+
+/*
+ * The @size-aligned pieces of @fd below @fsize that lie whole in one of its
+ * written extents, in *@out: how many (0: none), or -errno.
+ */
+static long file_slots(int fd, uint64_t fsize, size_t size, struct fslot **out)
+{
+	struct fext *e = NULL;
+	struct fslot *s;
+	long ne = file_extents(fd, fsize, &e), n = 0, j;
+	uint64_t k;
+
+	if (ne <= 0)
+		return ne;
+	s = calloc(fsize / size + 1, sizeof(*s));
+	if (!s) {
+		free(e);
+		return -ENOMEM;
+	}
+	for (j = 0; j < ne; j++)
+		for (k = (e[j].l + size - 1) / size;
+		     (k + 1) * size <= e[j].l + e[j].n && (k + 1) * size <= fsize; k++)
+			s[n++] = (struct fslot){ k * size, e[j].p + (k * size - e[j].l) };
+	free(e);
+	*out = s;
+	return n;
+}
+
+/* the sectors block device @dev has read (its stat), or -1 */
+static long long blk_sectors_read(dev_t dev)
+{
+	unsigned long long v[3];
+	char path[64];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(dev), minor(dev));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]);
+	fclose(f);
+	return n == 3 ? (long long)v[2] : -1;
+}
+
+/* 1 if block device @dev is a disk of the controller whose char device is @nfd */
+static int same_controller(dev_t dev, int nfd)
+{
+	char a[128], b[128], *ra, *rb;
+	struct stat st;
+	int same;
+
+	if (fstat(nfd, &st) || !S_ISCHR(st.st_mode))
+		return 0;
+	snprintf(a, sizeof(a), "/sys/dev/block/%u:%u/device", major(dev), minor(dev));
+	ra = realpath(a, NULL);
+	if (!ra) {
+		snprintf(a, sizeof(a), "/sys/dev/block/%u:%u/../device", major(dev), minor(dev));
+		ra = realpath(a, NULL);
+	}
+	snprintf(b, sizeof(b), "/sys/dev/char/%u:%u", major(st.st_rdev), minor(st.st_rdev));
+	rb = realpath(b, NULL);
+	same = ra && rb && !strcmp(ra, rb);
+	free(ra);
+	free(rb);
+	return same;
+}
+
+/* what a file run reads with, and into */
+struct fctx {
+	int kind;
+	int ffd;		/* the file */
+	int nfd;		/* /dev/p2pnvmeN: cmd, cmd-ioctl, extent-engine */
+	int bfd;		/* the file's block device: extent-disk */
+	size_t size;
+	const struct fslot *slots;
+	long nslots;
+	long *cur;		/* per slot of the buffer: the piece its last read read */
+	unsigned char *dst;	/* the destination as the CPU sees it (p2pmem) */
+	unsigned char *host;	/* bounce: the host memory read into first */
+	uint32_t buf_id;	/* the registered dma-buf of dst */
+	uint32_t lba_shift;
+};
+
+/* one read of a random piece of the file into slot @i of the destination */
+static void file_prep(struct io_uring_sqe *sqe, const struct fctx *x, int i)
+{
+	long k = rand() % x->nslots;
+	const struct fslot *s = &x->slots[k];
+	uint64_t at = (uint64_t)i * x->size;
+
+	x->cur[i] = k;
+	if (x->kind == F_CMD) {
+		struct p2pnvme_uring_file_cmd c = { .op = P2PNVME_OP_READ,
+						    .flags = P2PNVME_FILE_F_REGISTERED,
+						    .fd = x->ffd, .buf_id = x->buf_id,
+						    .offset = s->off, .len = x->size, .addr = at };
+
+		memset(sqe, 0, 2 * sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = x->nfd;
+		sqe->cmd_op = P2PNVME_URING_CMD_FILE_IO;
+		memcpy(sqe->cmd, &c, sizeof(c));
+	} else if (x->kind == F_EXTENT_ENGINE) {
+		struct p2pnvme_uring_cmd c = { .op = P2PNVME_OP_READ,
+					       .flags = P2PNVME_IO_F_REGISTERED,
+					       .slba = s->phys >> x->lba_shift, .len = x->size,
+					       .addr = at, .buf_id = x->buf_id };
+
+		memset(sqe, 0, 2 * sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = x->nfd;
+		sqe->cmd_op = P2PNVME_URING_CMD_IO;
+		memcpy(sqe->cmd, &c, sizeof(c));
+	} else if (x->kind == F_BOUNCE) {
+		io_uring_prep_read(sqe, x->ffd, x->host + at, x->size, s->off);
+	} else if (x->kind == F_EXTENT_DISK) {
+		io_uring_prep_read(sqe, x->bfd, x->dst + at, x->size, s->phys);
+	} else {
+		io_uring_prep_read(sqe, x->ffd, x->dst + at, x->size, s->off);
+	}
+	sqe->user_data = i;
+}
+
+/*
+ * p2pbench file KIND FILE SIZE SECONDS QD [--nvme NVME] [--dev BLKDEV]
+ * [--verify SRC]: random SIZE reads of one file, QD in flight, one thread.
+ */
+static int file_bench(int argc, char **argv)
+{
+	static const char * const kinds[] = { "cmd", "cmd-ioctl", "odirect", "bounce",
+					      "extent-disk", "extent-engine" };
+	const char *nvme = "/dev/p2pnvme0", *dev = NULL, *verify = NULL, *name, *path;
+	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22, blen;
+	double secs = atof(argv[3]), t0, t1, c0, c1, lat = 0, *start, *lats;
+	int qd = atoi(argv[4]), kind = -1, ondisk, reg, uring, ret, i;
+	long long ctr0 = 0, ctr1 = 0, sec0, sec1;
+	struct fctx x = { .nfd = -1, .bfd = -1 };
+	long ops = 0, inflight = 0, verified = 0;
+	unsigned int setup = 0;
+	struct io_uring ring;
+	struct fslot *slots;
+	struct stat st;
+
+	for (i = 0; i < (int)(sizeof(kinds) / sizeof(kinds[0])); i++)
+		if (!strcmp(argv[0], kinds[i]))
+			kind = i;
+	for (i = 5; i < argc; i++) {
+		if (!strcmp(argv[i], "--nvme") && i + 1 < argc)
+			nvme = argv[++i];
+		else if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev = argv[++i];
+		else if (!strcmp(argv[i], "--verify") && i + 1 < argc)
+			verify = argv[++i];
+		else
+			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
+	}
+	if (kind < 0 || qd < 1 || qd > P2PNVME_SUBMIT_MAX || !size || size % 4096 ||
+	    size > P2PNVME_FILE_MAX_LEN || (kind == F_EXTENT_DISK && !dev))
+		return fprintf(stderr, "file cmd|cmd-ioctl|odirect|bounce|extent-disk|extent-engine "
+			       "FILE SIZE SECONDS QD\n     SIZE a multiple of 4096 up to %u, "
+			       "QD 1..%d; extent-disk: --dev BLKDEV\n",
+			       P2PNVME_FILE_MAX_LEN, P2PNVME_SUBMIT_MAX), 2;
+	x.kind = kind;
+	x.size = size;
+	reg = kind == F_CMD || kind == F_CMD_IOCTL || kind == F_EXTENT_ENGINE;
+	uring = kind != F_CMD_IOCTL;
+	x.ffd = open(argv[1], O_RDONLY | O_CLOEXEC |
+		     (kind == F_ODIRECT || kind == F_BOUNCE ? O_DIRECT : 0));
+	if (x.ffd < 0 || fstat(x.ffd, &st))
+		return perror(argv[1]), 1;
+	if (!S_ISREG(st.st_mode))
+		return fprintf(stderr, "%s: not a regular file\n", argv[1]), 1;
+	/* the same pieces for every kind: those in one written extent */
+	x.nslots = file_slots(x.ffd, st.st_size, size, &slots);
+	if (x.nslots <= 0)
+		return fprintf(stderr, "%s: %s\n", argv[1], x.nslots ? strerror(-x.nslots) :
+			       "no piece of SIZE lies in one written extent"), 1;
+	x.slots = slots;
+	ondisk = disk_counter(st.st_dev, "bytes_p2p") >= 0;
+	if (!ondisk && kind != F_ODIRECT && kind != F_BOUNCE)
+		return fprintf(stderr, "%s: not on a p2pnvme disk (p2pnvme disk=1)\n", argv[1]), 1;
+	if (reg) {
+		x.nfd = open(nvme, O_RDWR | O_CLOEXEC);
+		if (x.nfd < 0)
+			return perror(nvme), 1;
+		if (!same_controller(st.st_dev, x.nfd))
+			return fprintf(stderr, "%s: %s is not on its disk\n", nvme, argv[1]), 1;
+	}
+	if (kind == F_EXTENT_ENGINE) {
+		struct p2pnvme_info info;
+
+		if (p2p_nvme_info(x.nfd, &info))
+			return perror("P2PNVME_IOC_INFO"), 1;
+		x.lba_shift = info.lba_shift;
+		for (i = 0; i < x.nslots; i++)
+			if (slots[i].phys & ((1ULL << x.lba_shift) - 1))
+				return fprintf(stderr, "%s: an extent not on an LBA\n", argv[1]), 1;
+	}
+	if (kind == F_EXTENT_DISK) {
+		struct stat bs;
+
+		x.bfd = open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+		if (x.bfd < 0 || fstat(x.bfd, &bs))
+			return perror(dev), 1;
+		if (!S_ISBLK(bs.st_mode) || bs.st_rdev != st.st_dev)
+			return fprintf(stderr, "%s: not the block device of %s\n", dev, argv[1]), 1;
+	}
+	/* the destination, p2pmem: a registered p2pbar dma-buf, or a mapping */
+	blen = (size * qd + 4095) & ~(size_t)4095;
+	if (reg) {
+		struct p2pbar_export e;
+		struct p2pbar_info bi;
+		int bar = p2p_bar_open("/dev/p2pbar0", &bi);
+
+		ret = bar < 0 ? bar : p2p_bar_export(bar, blen, P2PBAR_EXPORT_F_CLOEXEC, &e);
+		if (ret)
+			return fprintf(stderr, "P2PBAR_IOC_EXPORT: %s\n", strerror(-ret)), 1;
+		x.dst = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
+		if (x.dst == MAP_FAILED)
+			return perror("mmap of the dma-buf"), 1;
+		ret = p2p_nvme_register(x.nfd, P2PNVME_BUF_F_DMABUF, 0, blen, e.fd, &x.buf_id);
+		if (ret)
+			return fprintf(stderr, "register: %s\n", strerror(-ret)), 1;
+	} else {
+		x.dst = buffer(blen, 0);
+		if (!x.dst)
+			return perror("p2pmem"), 1;
+	}
+	if (kind == F_BOUNCE) {
+		x.host = buffer(blen, 1);
+		if (!x.host)
+			return perror("host memory"), 1;
+		/* faulted in now: a program copies into buffers it has */
+		memset(x.host, 0, blen);
+		memset(x.dst, 0, blen);
+	}
+	x.cur = calloc(qd, sizeof(*x.cur));
+	start = calloc(qd, sizeof(*start));
+	lats = calloc(maxlat, sizeof(*lats));
+	if (!x.cur || !start || !lats)
+		return perror("setup"), 1;
+	for (i = 0; i < qd; i++)
+		x.cur[i] = -1;
+	if (kind == F_CMD || kind == F_EXTENT_ENGINE)
+		setup = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
+	if (uring && io_uring_queue_init(qd, &ring, setup))
+		return perror("io_uring_queue_init"), 1;
+	/* fault the latency array in now: its page faults are not the I/O's CPU */
+	memset(lats, 0, maxlat * sizeof(*lats));
+	if (ondisk)
+		ctr0 = disk_counter(st.st_dev, kind == F_BOUNCE ? "bytes_host" : "bytes_p2p");
+	sec0 = blk_sectors_read(st.st_dev);
+	srand(1);
+	mark(0);
+	c0 = cpu_busy();
+	t0 = t1 = now();
+	if (!uring) {
+		/* P2PNVME_IOC_FILE_SUBMIT: batches of QD, one after another */
+		struct p2pnvme_file_io *ios = calloc(qd, sizeof(*ios));
+		uint32_t failed;
+		double s;
+
+		if (!ios)
+			return perror("calloc"), 1;
+		do {
+			s = now();
+			for (i = 0; i < qd; i++) {
+				long k = rand() % x.nslots;
+
+				x.cur[i] = k;
+				ios[i] = (struct p2pnvme_file_io){
+					.op = P2PNVME_OP_READ, .flags = P2PNVME_FILE_F_REGISTERED,
+					.fd = x.ffd, .offset = slots[k].off, .len = size,
+					.addr = (uint64_t)i * size, .buf_id = x.buf_id };
+			}
+			ret = p2p_nvme_file_submit(x.nfd, ios, qd, &failed);
+			if (ret)
+				return fprintf(stderr, "P2PNVME_IOC_FILE_SUBMIT: %s (failed %u of %d)\n",
+					       strerror(-ret), failed, qd), 1;
+			t1 = now();
+			for (i = 0; i < qd; i++)
+				if (ios[i].status || ios[i].bytes != size ||
+				    ios[i].path != P2PNVME_PATH_DMABUF)
+					return fprintf(stderr, "entry %d: status %d, %llu bytes, path %u\n",
+						       i, ios[i].status,
+						       (unsigned long long)ios[i].bytes, ios[i].path), 1;
+			/* every read of a batch completes within the batch's time */
+			lat += (t1 - s) * qd;
+			if (nlat < maxlat)
+				lats[nlat++] = t1 - s;
+			ops += qd;
+		} while (t1 - t0 < secs);
+		free(ios);
+	} else {
+		for (i = 0; i < qd; i++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+			if (!sqe)
+				return fprintf(stderr, "ring full\n"), 1;
+			file_prep(sqe, &x, i);
+			start[i] = now();
+		}
+		inflight = io_uring_submit(&ring);
+	}
+	while (inflight) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, n = 0;
+
+		ret = io_uring_wait_cqe(&ring, &cqe);
+		if (ret)
+			return fprintf(stderr, "wait: %s\n", strerror(-ret)), 1;
+		t1 = now();
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			int slot = cqe->user_data;
+			double l = t1 - start[slot];
+
+			/* the engine's read answers 0, the others the bytes */
+			if (cqe->res != (kind == F_EXTENT_ENGINE ? 0 : (int)size))
+				return fprintf(stderr, "read failed: %d (%s)\n", cqe->res,
+					       cqe->res < 0 ? strerror(-cqe->res) : "short"), 1;
+			if ((kind == F_CMD || kind == F_EXTENT_ENGINE) &&
+			    (cqe->big_cqe[0] & 0xffff) != P2PNVME_PATH_DMABUF)
+				return fprintf(stderr, "read on path %u, not dmabuf\n",
+					       (unsigned int)(cqe->big_cqe[0] & 0xffff)), 1;
+			/* what a program does without P2P: the copy into the BAR */
+			if (kind == F_BOUNCE)
+				memcpy(x.dst + (size_t)slot * size, x.host + (size_t)slot * size, size);
+			lat += l;
+			if (nlat < maxlat)
+				lats[nlat++] = l;
+			ops++;
+			inflight--;
+			n++;
+			if (t1 - t0 < secs) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+				if (!sqe)
+					return fprintf(stderr, "ring full\n"), 1;
+				file_prep(sqe, &x, slot);
+				start[slot] = t1;
+				inflight++;
+			}
+		}
+		io_uring_cq_advance(&ring, n);
+		if (io_uring_sq_ready(&ring) && io_uring_submit(&ring) < 0)
+			return perror("io_uring_submit"), 1;
+	}
+	c1 = cpu_busy();	/* before the checks and the sort: their CPU is not the I/O's */
+	mark(1);
+	/*
+	 * Where the reads went: through p2pnvme's disk by every byte (P2P, or
+	 * host memory for a bounce), or around it for the engine's LBA
+	 * reads; on another block device, at least every byte read from it.
+	 */
+	if (ondisk) {
+		long long want = kind == F_EXTENT_ENGINE ? 0 : ops * (long long)size;
+
+		ctr1 = disk_counter(st.st_dev, kind == F_BOUNCE ? "bytes_host" : "bytes_p2p");
+		if (ctr1 - ctr0 != want)
+			return fprintf(stderr, "%s: p2pnvme's disk counted %lld bytes %s for %ld reads of %zu\n",
+				       argv[1], ctr1 - ctr0, kind == F_BOUNCE ? "host" : "p2p", ops,
+				       size), 1;
+	} else {
+		sec1 = blk_sectors_read(st.st_dev);
+		if (sec0 < 0 || sec1 - sec0 < ops * (long long)(size / 512))
+			return fprintf(stderr, "%s: its block device read %lld sectors for %ld reads of %zu\n",
+				       argv[1], sec0 < 0 ? -1 : sec1 - sec0, ops, size), 1;
+	}
+	/* each slot's last read holds the file's bytes at its offset (SRC's) */
+	if (verify) {
+		unsigned char *want = malloc(size);
+		int sfd = open(verify, O_RDONLY | O_CLOEXEC);
+
+		if (!want || sfd < 0)
+			return perror(verify), 1;
+		for (i = 0; i < qd; i++) {
+			uint64_t off;
+
+			if (x.cur[i] < 0)
+				continue;
+			off = slots[x.cur[i]].off;
+			if (pread(sfd, want, size, off) != (ssize_t)size)
+				return fprintf(stderr, "%s: no %zu bytes at %llu\n", verify, size,
+					       (unsigned long long)off), 1;
+			if (memcmp(x.dst + (size_t)i * size, want, size))
+				return fprintf(stderr, "slot %d: %zu bytes of %s at %llu are not %s's\n",
+					       i, size, argv[1], (unsigned long long)off, verify), 1;
+			verified++;
+		}
+		close(sfd);
+		free(want);
+		if (!verified)
+			return fprintf(stderr, "nothing read to verify\n"), 1;
+	}
+	qsort(lats, nlat, sizeof(*lats), cmp_double);
+	name = kind == F_CMD ? "file-cmd" : kind == F_CMD_IOCTL ? "file-cmd-ioctl" :
+	       kind == F_EXTENT_DISK ? "extent-disk" : kind == F_EXTENT_ENGINE ? "extent-engine" :
+	       kind == F_BOUNCE ? (ondisk ? "file-bounce-disk" : "file-bounce-nvme-pci") :
+	       ondisk ? "file-disk" : "file-nvme-pci";
+	path = reg ? "dmabuf" : kind == F_BOUNCE ? "bounce" : "p2p";
+	snprintf(report_extra, sizeof(report_extra), ",\"slots\":%ld,\"verified\":%ld", x.nslots,
+		 verified);
+	report_p99(name, argv[1], size, qd, path, ops, t1 - t0, lat, c1 - c0,
+		   nlat ? lats[nlat * 99 / 100] : 0);
+	return 0;
+}
+
 /* Register and unregister @r on @fd @n times: seconds per cycle, or -1. */
 static double reg_cycles(int fd, struct p2pnvme_buf_reg *r, long n)
 {
@@ -837,6 +1378,8 @@ int main(int argc, char **argv)
 		return engine(argc - 2, argv + 2);
 	if (argc >= 6 && !strcmp(argv[1], "blk"))
 		return blk(argc - 2, argv + 2);
+	if (argc >= 7 && !strcmp(argv[1], "file"))
+		return file_bench(argc - 2, argv + 2);
 	if (argc == 5 && !strcmp(argv[1], "regcost"))
 		return regcost(argv + 2);
 	if (argc == 4 && !strcmp(argv[1], "allocflat"))
@@ -845,6 +1388,8 @@ int main(int argc, char **argv)
 		"       p2pbench blk BLKDEV SIZE SECONDS QD [--host]\n"
 		"       p2pbench uring engine|blk|ng|disk DEV SIZE SECONDS QD [--bounce|--host]\n"
 		"       p2pbench uring engine-reg NVME SIZE SECONDS QD [--host]\n"
+		"       p2pbench file cmd|cmd-ioctl|odirect|bounce|extent-disk|extent-engine FILE SIZE SECONDS QD\n"
+		"                [--nvme NVME] [--dev BLKDEV] [--verify SRC]\n"
 		"       p2pbench regcost NVME SIZE N\n"
 		"       p2pbench allocflat BAR N\n"
 		"       p2pbench mark N start|end|LOOPS\n");

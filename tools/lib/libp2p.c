@@ -365,6 +365,27 @@ int p2p_nvme_unregister(int fd, uint32_t id)
 	return xioctl(fd, P2PNVME_IOC_BUF_UNREGISTER, &u);
 }
 
+/*
+ * One P2PNVME_IOC_FILE_SUBMIT of @nr file transfers (each entry's argsz is
+ * set here): 0, or the -errno of the batch (its first failed entry's once
+ * issued); *@failed, if given, the index of the entry that made it fail
+ * before anything was issued, else @nr.
+ */
+int p2p_nvme_file_submit(int fd, struct p2pnvme_file_io *ios, uint32_t nr, uint32_t *failed)
+{
+	struct p2pnvme_submit sub = { .argsz = sizeof(sub), .nr = nr, .failed = nr,
+				      .ios = (uintptr_t)ios };
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < nr; i++)
+		ios[i].argsz = sizeof(ios[i]);
+	ret = xioctl(fd, P2PNVME_IOC_FILE_SUBMIT, &sub);
+	if (failed)
+		*failed = sub.failed;
+	return ret;
+}
+
 /* NVME_IOCTL_ADMIN_CMD: 0, the NVMe status (> 0), or -errno */
 int p2p_nvme_admin(int fd, struct nvme_admin_cmd *cmd)
 {

@@ -75,6 +75,7 @@ int p2p_nvme_io(int fd, struct p2pnvme_io *io);
 int p2p_nvme_register(int fd, uint32_t flags, uint64_t addr, uint64_t len, int dmabuf_fd,
 		      uint32_t *id);
 int p2p_nvme_unregister(int fd, uint32_t id);
+int p2p_nvme_file_submit(int fd, struct p2pnvme_file_io *ios, uint32_t nr, uint32_t *failed);
 int p2p_nvme_admin(int fd, struct nvme_admin_cmd *cmd);
 
 #endif /* P2P_TOOLS_LIBP2P_H */

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The file benchmark's tables (Documentation/files.rst, step 7) from the
+P2P-BENCH lines of a boot of qemu/tests/filebench.guest.sh.
+
+    scripts/file-bench.py SERIAL_LOG [PROFILE]   the markdown tables
+    scripts/file-bench.py --selftest             the tables of made-up lines
+                                                 checked, and the refusals
+
+scripts/file-benchmark.sh boots and calls this. Each figure is the median
+of its row's passes. The rows, per shape (4 KiB QD32, 1 MiB QD8), into
+p2pmem of one BAR, reading one file:
+
+  (1)  file-cmd             p2pnvme's file command through io_uring, into a
+                            registered p2pbar dma-buf
+  (1') file-cmd-ioctl       the same through P2PNVME_IOC_FILE_SUBMIT batches
+  (2)  file-disk            O_DIRECT io_uring, the file on p2pnvme's disk
+  (3)  file-nvme-pci        O_DIRECT io_uring, the same bytes on nvme-pci's
+                            namespace of the twin controller: the baseline
+  (4)  file-bounce-nvme-pci (3) into host memory, then a memcpy into the BAR
+  (5)  extent-disk          p2pnvme's disk by O_DIRECT at the file's extents
+  (6)  extent-engine        the engine's registered reads of the file's LBAs
+
+(2) - (5) is the filesystem's mapping per I/O (VFS, the filesystem's
+iomap, the same block layer and memory); (1) - (6) what the file path
+costs over the LBA engine (the mapping, the bio and blk-mq).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True  # no compiled Python in the tree (lintian)
+
+SHAPES = ((4096, 32), (1048576, 8))
+ROWS = (('(1)', 'file-cmd', 'dmabuf', 'file command, io_uring, registered p2pbar dma-buf'),
+        ("(1')", 'file-cmd-ioctl', 'dmabuf', 'file command, ioctl batches of QD, the same dma-buf'),
+        ('(2)', 'file-disk', 'p2p', "O_DIRECT io_uring, the file on p2pnvme's disk, into a p2pmem mapping"),
+        ('(3)', 'file-nvme-pci', 'p2p', "O_DIRECT io_uring, the file on nvme-pci's namespace, into a p2pmem mapping"),
+        ('(4)', 'file-bounce-nvme-pci', 'bounce', '(3) into host memory, then a memcpy into the p2pmem mapping'),
+        ('(5)', 'extent-disk', 'p2p', "p2pnvme's disk by O_DIRECT at the file's extents (no filesystem)"),
+        ('(6)', 'extent-engine', 'dmabuf', "the engine's registered reads of the file's LBAs (no filesystem, no disk)"))
+# under TCG the emulated controller sets the IOPS and throughput whatever
+# the driver (Documentation/bench.rst, "the emulated controller bounds IOPS")
+BOUND = ', bound by the emulated controller (Documentation/bench.rst)'
+# and a copy by the CPU is emulated instruction by instruction: the
+# bounce's memcpy costs under TCG what it would not on hardware
+COPY = ', the file command bound by the emulated controller, the copy emulated by TCG'
+
+
+class Bad(Exception):
+    pass
+
+
+def rows_of(lines):
+    out = []
+    for line in lines:
+        if line.startswith('P2P-BENCH {'):
+            out.append(json.loads(line.split(' ', 1)[1]))
+    return out
+
+
+def size_name(s):
+    return f'{s // 1048576} MiB' if s >= 1048576 else f'{s // 1024} KiB'
+
+
+def tables(rows, profile='switch'):
+    def get(bench, size, qd, path):
+        rs = [r for r in rows if r['bench'] == bench and r['size'] == size and r['qd'] == qd and
+              r['path'] == path]
+        if not rs:
+            raise Bad(f'no result for {bench} {size_name(size)} QD{qd} {path}')
+        return {k: statistics.median(r[k] for r in rs) for k in
+                ('iops', 'mib_s', 'lat_us', 'p99_us', 'cpu_us_per_io', 'cpu_s_per_gib')}, len(rs)
+
+    got, npass = {}, set()
+    for size, qd in SHAPES:
+        for tag, bench, path, _ in ROWS:
+            got[size, qd, tag], n = get(bench, size, qd, path)
+            npass.add(n)
+    words = {1: 'one pass', 2: 'medians of two interleaved passes', 3: 'medians of three interleaved passes'}
+    passes = (words.get(min(npass), f'medians of {min(npass)} interleaved passes')
+              if len(npass) == 1 else f'medians of {min(npass)}-{max(npass)} passes')
+    out = [f'### One file into p2pmem of one BAR: the file command, O_DIRECT on either driver, the bounce, '
+           f'and the LBA paths under it, one thread, profile {profile}; {passes}', '',
+           '| size | QD | row | what | IOPS | MiB/s | lat µs mean/p99 | CPU µs/IO | CPU s/GiB | IOPS vs (3) | CPU/IO vs (3) |',
+           '|---|---|---|---|---|---|---|---|---|---|---|']
+    for size, qd in SHAPES:
+        base = got[size, qd, '(3)']
+        for tag, bench, _, what in ROWS:
+            r = got[size, qd, tag]
+            out.append(f"| {size_name(size)} | {qd} | {tag} | {what} (`{bench}`) | {r['iops']:.0f} | "
+                       f"{r['mib_s']:.1f} | {r['lat_us']:.0f}/{r['p99_us']:.0f} | {r['cpu_us_per_io']:.2f} | {r['cpu_s_per_gib']:.3f} | "
+                       f"{r['iops'] / base['iops']:.2f} | {r['cpu_us_per_io'] / base['cpu_us_per_io']:.2f} |")
+    out += ['', "### The filesystem's mapping per I/O, and the file path over the LBA engine", '',
+            "| size | QD | (2) - (5): the filesystem's mapping, CPU µs/IO | IOPS (2)/(5) | "
+            '(1) - (6): the file path over the engine, CPU µs/IO | IOPS (1)/(6) |',
+            '|---|---|---|---|---|---|']
+    for size, qd in SHAPES:
+        g = {t: got[size, qd, t] for t in ('(1)', '(2)', '(5)', '(6)')}
+        out.append(f"| {size_name(size)} | {qd} | {g['(2)']['cpu_us_per_io'] - g['(5)']['cpu_us_per_io']:+.2f} | "
+                   f"{g['(2)']['iops'] / g['(5)']['iops']:.2f} | "
+                   f"{g['(1)']['cpu_us_per_io'] - g['(6)']['cpu_us_per_io']:+.2f} | "
+                   f"{g['(1)']['iops'] / g['(6)']['iops']:.2f} |")
+
+    def verdict(ok):
+        return 'met' if ok else 'missed'
+
+    def ratio(size, qd, a, b, k):
+        return got[size, qd, a][k] / got[size, qd, b][k]
+    out += ['', '### Targets (issue 41; files.rst step 7: the disk), this run', '',
+            '| target | wanted | got | |', '|---|---|---|---|']
+    for size, qd in SHAPES:
+        s = f'{size_name(size)} QD{qd}'
+        what = 'IOPS' if size == 4096 else 'throughput'
+        r = ratio(size, qd, '(1)', '(3)', 'iops')
+        out.append(f'| {s}: file command (1) {what} vs nvme-pci O_DIRECT (3){BOUND} | >= 1.0x | {r:.2f}x | '
+                   f'{verdict(r >= 1.0)} |')
+        r = ratio(size, qd, '(1)', '(3)', 'cpu_us_per_io')
+        out.append(f'| {s}: file command (1) CPU per I/O vs (3) | <= 0.8x | {r:.2f}x | {verdict(r <= 0.8)} |')
+    r = ratio(1048576, 8, '(1)', '(4)', 'mib_s')
+    out.append(f'| 1 MiB QD8: file command (1) throughput vs the bounce (4){COPY} | >= 2x | {r:.2f}x | '
+               f'{verdict(r >= 2)} |')
+    for size, qd in SHAPES:
+        s = f'{size_name(size)} QD{qd}'
+        r = ratio(size, qd, '(2)', '(3)', 'iops')
+        out.append(f"| {s}: p2pnvme's disk, O_DIRECT (2) IOPS vs (3){BOUND} | >= 0.9x | {r:.2f}x | "
+                   f'{verdict(r >= 0.9)} |')
+        r = ratio(size, qd, '(2)', '(3)', 'cpu_us_per_io')
+        out.append(f"| {s}: p2pnvme's disk, O_DIRECT (2) CPU per I/O vs (3) | <= 1.1x | {r:.2f}x | "
+                   f'{verdict(r <= 1.1)} |')
+    return '\n'.join(out)
+
+
+def selftest():
+    """The tables of made-up rows: the ratios, the differences and the
+    verdicts where they are known; a row missing is refused."""
+    fails = []
+
+    def expect(what, ok):
+        print(f"{'ok' if ok else 'FAILED'}: {what}")
+        if not ok:
+            fails.append(what)
+
+    # IOPS and CPU per I/O of each row, (3) the baseline
+    fig = {'file-cmd': (40000, 2.0), 'file-cmd-ioctl': (45000, 1.5), 'file-disk': (38000, 3.0),
+           'file-nvme-pci': (40000, 3.0), 'file-bounce-nvme-pci': (20000, 5.0),
+           'extent-disk': (39000, 2.5), 'extent-engine': (48000, 1.2)}
+    path = {bench: p for _, bench, p, _ in ROWS}
+
+    def gen(fig):
+        lines = []
+        for size, qd in SHAPES:
+            k = 1 if size == 4096 else 0.1
+            for p in range(3):
+                for bench, (iops, cpu) in fig.items():
+                    # passes around the median: the table's figures are these
+                    d = (p - 1) * 0.05
+                    io = iops * k * (1 + d)
+                    lines.append('P2P-BENCH ' + json.dumps(dict(
+                        bench=bench, dev='/mnt/f', size=size, qd=qd, path=path[bench],
+                        ops=int(io * 3), iops=io, mib_s=io * size / 1048576, lat_us=qd / io * 1e6,
+                        p99_us=2 * qd / io * 1e6, cpu_us_per_io=cpu * (1 + d),
+                        cpu_s_per_gib=cpu * (1 + d) / 1e6 * (1 << 30) / size,
+                        mark=1, slots=8192, verified=qd)))
+        lines.append('P2P-BENCH {"bench":"regcost","size":4096,"n":1,"host_us_per_page":1,'
+                     '"p2pmem_us_per_page":1,"ratio":1}')
+        return lines
+    lines = gen(fig)
+    t = tables(rows_of(lines))
+    tl = t.split('\n')
+    expect('the heading says three passes', 'medians of three interleaved passes' in tl[0])
+    expect('(1) at 4 KiB: 40000 IOPS, CPU 2.00, 1.00x the IOPS and 0.67x the CPU of (3)',
+           any(line.startswith('| 4 KiB | 32 | (1) |') and line.endswith('| 40000 | 156.2 | 800/1600 | 2.00 | 0.524 | 1.00 | 0.67 |')
+               for line in tl))
+    expect('(3) against itself: 1.00 and 1.00',
+           any(line.startswith('| 1 MiB | 8 | (3) |') and line.endswith('| 1.00 | 1.00 |') for line in tl))
+    expect("the filesystem's mapping at 4 KiB: (2) - (5) +0.50 µs, IOPS 0.97; (1) - (6) +0.80 µs, IOPS 0.83",
+           '| 4 KiB | 32 | +0.50 | 0.97 | +0.80 | 0.83 |' in tl)
+    expect('4 KiB QD32 CPU target met at 0.67x',
+           '| 4 KiB QD32: file command (1) CPU per I/O vs (3) | <= 0.8x | 0.67x | met |' in tl)
+    expect('4 KiB QD32 IOPS target met at 1.00x, labelled as the emulated controller\'s bound',
+           f'| 4 KiB QD32: file command (1) IOPS vs nvme-pci O_DIRECT (3){BOUND} | >= 1.0x | 1.00x | met |' in tl)
+    expect('1 MiB QD8 against the bounce: 2.00x, met',
+           f'| 1 MiB QD8: file command (1) throughput vs the bounce (4){COPY} | >= 2x | 2.00x | met |' in tl)
+    expect("the disk's IOPS at 0.95x: met (>= 0.9x)",
+           f"| 4 KiB QD32: p2pnvme's disk, O_DIRECT (2) IOPS vs (3){BOUND} | >= 0.9x | 0.95x | met |" in tl)
+    expect("the disk's CPU at 1.00x: met (<= 1.1x)",
+           "| 1 MiB QD8: p2pnvme's disk, O_DIRECT (2) CPU per I/O vs (3) | <= 1.1x | 1.00x | met |" in tl)
+    # a slower file command: the targets missed
+    tl = tables(rows_of(gen(dict(fig, **{'file-cmd': (40000, 2.7)})))).split('\n')
+    expect('2.7 µs against 3.0: 0.90x, missed',
+           '| 4 KiB QD32: file command (1) CPU per I/O vs (3) | <= 0.8x | 0.90x | missed |' in tl)
+    # a row missing: refused, naming it
+    try:
+        tables(rows_of([line for line in lines if '"extent-engine"' not in line]))
+        expect('a missing row is refused', False)
+    except Bad as e:
+        expect(f'a missing row is refused ({e})', 'extent-engine' in str(e))
+    insn_selftest(expect)
+    return 1 if fails else 0
+
+
+def insn_selftest(expect):
+    """scripts/cpu-insn.py's file rows on three made-up boots of the file
+    benchmark: each row's instructions per I/O against (3), the
+    difference, the targets judged."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    # instructions per I/O of each row, 4 KiB QD32 and 1 MiB QD8
+    per = {4096: {'file-cmd': 7000, 'file-cmd-ioctl': 6000, 'file-disk': 10500, 'file-nvme-pci': 10000,
+                  'file-bounce-nvme-pci': 12000, 'extent-disk': 9000, 'extent-engine': 5000},
+           1048576: {'file-cmd': 85000, 'file-cmd-ioctl': 80000, 'file-disk': 99000, 'file-nvme-pci': 100000,
+                     'file-bounce-nvme-pci': 900000, 'extent-disk': 97000, 'extent-engine': 60000}}
+    path = {bench: p for _, bench, p, _ in ROWS}
+    with tempfile.TemporaryDirectory() as top:
+        for b, scale in enumerate((1.0, 1.01, 0.99), 1):
+            d = os.path.join(top, f'run{b}')
+            os.mkdir(d)
+            serial = ['P2P-INSN-CAL {"bench":"mark","loops":1000000,"user_insns":2000000,"mark":1}']
+            log = ['insn format 1 api 1 target x86_64 vcpus 2 vclock yes']
+            k = u = 0
+
+            def mark(n):
+                log.append(f'mark {n} vcpu 0 host_ns {n} vclock_ns {n} kernel {k},0 user {u},0')
+            mark(2)
+            u += 2000000 + 8
+            mark(3)
+            w = 1
+            for size, qd in SHAPES:
+                for bench, n in per[size].items():
+                    w += 1
+                    serial.append('P2P-BENCH ' + json.dumps(dict(bench=bench, size=size, qd=qd,
+                                                                 path=path[bench], ops=1000, mark=w)))
+                    mark(2 * w)
+                    k += round(n * scale * 900)
+                    u += round(n * scale * 100)
+                    mark(2 * w + 1)
+            w += 1
+            serial.append('P2P-INSN-CAL {"bench":"mark","loops":1000000,"user_insns":2000000,'
+                          f'"mark":{w}}}')
+            mark(2 * w)
+            u += 2000000 + 8
+            mark(2 * w + 1)
+            with open(os.path.join(d, 'serial.log'), 'w') as f:
+                f.write('\n'.join(serial) + '\n')
+            with open(os.path.join(d, 'insn.log'), 'w') as f:
+                f.write('\n'.join(log) + '\n')
+        r = subprocess.run([sys.executable, os.path.join(here, 'cpu-insn.py'), top],
+                           capture_output=True, text=True)
+    expect(f'cpu-insn.py reads three made-up boots of the file benchmark (exit {r.returncode}: '
+           f'{r.stderr.strip()})', r.returncode == 0)
+    tl = r.stdout.split('\n')
+
+    def row(label):
+        return next((line for line in tl if line.startswith(f'| {label} |')), '')
+    got = row('file, 4 KiB QD32: (1) the file command, io_uring, registered dma-buf vs (3) nvme-pci O_DIRECT')
+    expect('cpu-insn: (1) against (3) at 4 KiB: 7.0k against 10.0k, 0.70, -3,000, spread 0, <= 0.8x met',
+           got.endswith('| 7.0k (90%) | 10.0k (90%) | 0.70 | -3,000 | 0.0% | 0.70, 0.70, 0.70 | <= 0.8x | met |'))
+    got = row('file, 1 MiB QD8: (1) the file command, io_uring, registered dma-buf vs (3) nvme-pci O_DIRECT')
+    expect('cpu-insn: (1) against (3) at 1 MiB: 0.85, missed', got.endswith('| 0.85 | -15,000 | 0.0% | '
+                                                                            '0.85, 0.85, 0.85 | <= 0.8x | missed |'))
+    got = row("file, 4 KiB QD32: (2) O_DIRECT on p2pnvme's disk vs (3)")
+    expect("cpu-insn: the disk's O_DIRECT (2) against (3): 1.05, <= 1.1x met", got.endswith('| <= 1.1x | met |')
+           and '| 1.05 | +500 |' in got)
+    got = row("file, 4 KiB QD32: the filesystem's mapping: (2) vs (5), the same reads without it")
+    expect("cpu-insn: the filesystem's mapping at 4 KiB: +1,500 instructions per I/O, no target",
+           '| 10.5k (90%) | 9.0k (90%) | 1.17 | +1,500 |' in got and got.endswith('|  |  |'))
+    got = row('file, 4 KiB QD32: the file path over the LBA engine: (1) vs (6)')
+    expect('cpu-insn: the file path over the engine at 4 KiB: +2,000', '| 1.40 | +2,000 |' in got)
+    expect('cpu-insn: the file table\'s header names the difference',
+           any(line.startswith('| row | insns/IO | compared with: insns/IO | ratio | difference insns/IO |')
+               for line in tl))
+
+
+def main():
+    if sys.argv[1:] == ['--selftest']:
+        sys.exit(selftest())
+    if len(sys.argv) not in (2, 3):
+        sys.exit('usage: scripts/file-bench.py SERIAL_LOG [PROFILE] | --selftest')
+    with open(sys.argv[1], errors='replace') as f:
+        rows = rows_of(f)
+    print(tables(rows, *sys.argv[2:]))
+
+
+if __name__ == '__main__':
+    try:
+        main()
+    except Bad as e:
+        sys.exit(f'file-bench: {e}')
