@@ -50,6 +50,13 @@ probe HAVE_DMA_BUF_PHYS_VEC_TO_SGT '#include <linux/dma-buf-mapping.h>' \
 probe HAVE_DMA_BUF_VMAP_UNLOCKED '#include <linux/dma-buf.h>' \
 	'int r = dma_buf_vmap_unlocked(NULL, NULL); (void)r;'
 
+# 6.11+: the device's own "no syncs" answer (CONFIG_DMA_NEED_SYNC), which
+# CONFIG_DMA_API_DEBUG overrides in dma_need_sync(); 7.x: an accessor
+probe HAVE_DEV_DMA_SKIP_SYNC '#include <linux/device.h>' \
+	'struct device *d = NULL; bool b = d->dma_skip_sync; (void)b;'
+probe HAVE_DEV_DMA_SKIP_SYNC_FN '#include <linux/device.h>' \
+	'bool b = dev_dma_skip_sync(NULL); (void)b;'
+
 # 6.8+: KUnit test devices (the dma-buf tests' non-PCI importer)
 probe HAVE_KUNIT_DEVICE_REGISTER '#include <kunit/device.h>' \
 	'struct device *d = kunit_device_register(NULL, "x"); (void)d;'

@@ -173,11 +173,32 @@ int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 }
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_sgl);
 
+/*
+ * The device's own answer (6.11+): no mapping of it needs syncs until one
+ * is bounced through swiotlb, which clears it before that mapping is
+ * returned. dma_need_sync() ignores it with CONFIG_DMA_API_DEBUG (every
+ * sync is then made, for the debug checks to see) and, behind an IOMMU,
+ * answers "needs syncs" for every address: read as a refusal, that made
+ * every dma-buf import -EOPNOTSUPP on a debug kernel with an IOMMU.
+ * Before 6.11 there is no such answer: behind an IOMMU dma_need_sync()
+ * is true whatever the mapping (the IOMMU's ops have sync methods).
+ */
+static bool dev_skips_sync(struct device *dev)
+{
+#if defined(HAVE_DEV_DMA_SKIP_SYNC_FN)
+	return dev_dma_skip_sync(dev);
+#elif defined(HAVE_DEV_DMA_SKIP_SYNC)
+	return dev->dma_skip_sync;
+#else
+	return false;
+#endif
+}
+
 /**
  * p2pnvme_dma_need_sync - does the DMA layer want syncs for any segment of
  *	a mapping (swiotlb's bounce slots, a non-coherent device)?
  * @dev: the device it is mapped for
- * @sgt: the mapping
+ * @sgt: the mapping, made before the call
  *
  * Return: true if it does.
  */
@@ -186,6 +207,8 @@ bool p2pnvme_dma_need_sync(struct device *dev, struct sg_table *sgt)
 	struct scatterlist *sg;
 	unsigned int i;
 
+	if (dev_skips_sync(dev))
+		return false;
 	for_each_sgtable_dma_sg(sgt, sg, i)
 		if (dma_need_sync(dev, sg_dma_address(sg)))
 			return true;
