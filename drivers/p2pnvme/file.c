@@ -585,6 +585,10 @@ static void file_account(struct p2pnvme *c, const struct file_xfer *x, long ret)
 		n = write ? ST_FILE_WRITES_DMABUF : ST_FILE_READS_DMABUF;
 		b = ST_FILE_BYTES_DMABUF;
 		break;
+	case P2PNVME_PATH_BOUNCE:
+		n = write ? ST_FILE_WRITES_BOUNCE : ST_FILE_READS_BOUNCE;
+		b = ST_FILE_BYTES_BOUNCE;
+		break;
 	default:
 		n = write ? ST_FILE_WRITES_HOST : ST_FILE_READS_HOST;
 		b = ST_FILE_BYTES_HOST;
