@@ -30,6 +30,11 @@
  * A dma-buf of another exporter has no pages (GPU memory): -EOPNOTSUPP
  * until placeholders exist (files.rst, step 6).
  *
+ * A write from p2pmem is watched (@c->file_watch): the disk's completion
+ * credits it with each of its bios it carried (their bi_io_vec point into
+ * the write's own bio_vec array: bio_iov_bvec_set()), so that what the
+ * controller moved of it is known when it ends.
+ *
  * Counters (stats/file_*): each transfer when it ends, by the path it
  * reported, and the refusals an operator is told about, by reason.
  *
@@ -106,6 +111,10 @@ struct file_batch;
  * @bound: the serial of the registration @io's buffer id must still name
  *	   (an io_uring command issued again), or 0
  * @ret: what the kiocb ended with
+ * @watch: what the disk moved of a write from p2pmem (@watched)
+ * @watched: @bvec is in the controller's file_watch
+ * @pinned: @bvec's pages are a user address's, pinned here (a write from
+ *	    p2pmem at a user address)
  */
 struct file_xfer {
 	struct kiocb iocb;
@@ -120,6 +129,9 @@ struct file_xfer {
 	struct iovec iov;
 	u64 bound;
 	long ret;
+	struct p2pnvme_watch watch;
+	bool watched;
+	bool pinned;
 };
 
 /**
@@ -295,6 +307,15 @@ static int file_page_verdict(struct file_batch *fb, struct page *page)
 	return fb->verdict;
 }
 
+/* Let go of the user pages a write from p2pmem kept (file_user_mem()). */
+static void file_unpin(struct file_xfer *x, unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		unpin_user_page(x->bvec[i].bv_page);
+}
+
 /*
  * A user address: where is it? The pages are looked at (pinned and let go
  * at once; the block layer pins them again for the I/O): all p2pmem
@@ -302,11 +323,19 @@ static int file_page_verdict(struct file_batch *fb, struct page *page)
  * A mapping the caller changes in between is its own race, as with
  * O_DIRECT: the block layer takes what it then finds, and the disk maps
  * p2pmem only where the kernel's verdict allows.
+ *
+ * A write from p2pmem keeps its pins instead and becomes a bvec of those
+ * pages, as a registered buffer's: the disk can then tell its bios from
+ * any other (their bi_io_vec point into @x->bvec): what the controller
+ * moved of it is then known (file_watch()). A read, or a write from host
+ * memory, stays a user-backed iterator. The pins of a write that is
+ * refused here are let go here.
  */
 static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
 {
 	struct p2pnvme_file_io *io = x->io;
 	bool require = io->flags & P2PNVME_FILE_F_REQUIRE_P2P;
+	bool keep = io->op == P2PNVME_OP_WRITE;
 	unsigned long start = io->addr & PAGE_MASK;
 	unsigned int n = DIV_ROUND_UP(offset_in_page(io->addr) + io->len, PAGE_SIZE);
 	unsigned int gup = io->op == P2PNVME_OP_READ ? FOLL_WRITE : 0;
@@ -328,9 +357,24 @@ static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
 	for (done = 0; done < n; done += got) {
 		got = pin_user_pages_fast(start + (unsigned long)done * PAGE_SIZE,
 					  min_t(unsigned int, n - done, FILE_PEEK), gup, pages);
-		if (got <= 0)
-			return got ?: -EFAULT;
+		if (got <= 0) {
+			ret = got ?: -EFAULT;
+			break;
+		}
+		/* a write from host memory (its first page says) is not kept */
+		if (!done && keep && !is_pci_p2pdma_page(pages[0]))
+			keep = false;
+		if (!done && keep) {
+			x->bvec = kvmalloc_array(n, sizeof(*x->bvec), GFP_KERNEL_ACCOUNT);
+			if (!x->bvec) {
+				unpin_user_pages(pages, got);
+				ret = -ENOMEM;
+				break;
+			}
+		}
 		for (i = 0; i < got; i++) {
+			if (keep)
+				x->bvec[done + i].bv_page = pages[i];
 			if (!is_pci_p2pdma_page(pages[i])) {
 				host = true;
 				continue;
@@ -339,9 +383,29 @@ static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
 			if (!ret)
 				ret = file_page_verdict(fb, pages[i]);
 		}
-		unpin_user_pages(pages, got);
+		if (!keep)
+			unpin_user_pages(pages, got);
 		cond_resched();
 	}
+	if (keep && done == n && !ret && p2p && !host) {
+		u64 left = io->len;
+		unsigned int off = offset_in_page(io->addr);
+
+		for (i = 0; i < n; i++, off = 0) {
+			x->bvec[i].bv_offset = off;
+			x->bvec[i].bv_len = min_t(u64, left, PAGE_SIZE - off);
+			left -= x->bvec[i].bv_len;
+		}
+		x->nr_bvec = n;
+		x->pinned = true;	/* let go by file_release() */
+	} else if (keep && x->bvec) {
+		/* refused, or p2pmem and host memory mixed */
+		file_unpin(x, done);
+		kvfree(x->bvec);
+		x->bvec = NULL;
+	}
+	if (done < n)
+		return ret;
 	io->path = p2p && !host ? P2PNVME_PATH_P2P : P2PNVME_PATH_HOST;
 	if (p2p && host)
 		return -EINVAL;		/* host memory and p2pmem in one buffer */
@@ -481,6 +545,94 @@ static int file_reg_mem(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	return file_reg_dmabuf(fb, x, b, mem);
 }
 
+/* ---- what the disk moved of a write ------------------------------------ */
+
+/* @x->bvec's first and last byte, the range its bios' bi_io_vec point into */
+static unsigned long file_watch_first(const struct file_xfer *x)
+{
+	return (unsigned long)x->bvec;
+}
+
+static unsigned long file_watch_last(const struct file_xfer *x)
+{
+	return (unsigned long)(x->bvec + x->nr_bvec) - 1;
+}
+
+/*
+ * Watch a write from p2pmem: from now until file_release() the disk
+ * credits @x with each bio of its that completed (p2pnvme_file_credit()).
+ * Process context.
+ */
+static int file_watch(struct p2pnvme *c, struct file_xfer *x)
+{
+	int ret;
+
+	atomic64_set(&x->watch.moved, 0);
+	ret = mtree_insert_range(&c->file_watch, file_watch_first(x), file_watch_last(x),
+				 &x->watch, GFP_KERNEL_ACCOUNT);
+	/* -EEXIST cannot be: the range is memory this transfer owns */
+	if (WARN_ON_ONCE(ret == -EEXIST))
+		return -EIO;
+	if (ret)
+		return ret;
+	x->watched = true;
+	atomic_inc(&c->file_watched);
+	return 0;
+}
+
+/* The transfer is over: no bio of its is left to credit. Process context. */
+static void file_unwatch(struct p2pnvme *c, struct file_xfer *x)
+{
+	if (!x->watched)
+		return;
+	mtree_erase(&c->file_watch, file_watch_first(x));
+	atomic_dec(&c->file_watched);
+	x->watched = false;
+}
+
+/**
+ * p2pnvme_file_credit - a write request of the disk completed without error:
+ *	credit one of its bios to the file command's write it came from
+ * @c: the controller
+ * @bv: the bio's bi_io_vec
+ * @bytes: the bio's bytes (bi_iter.bi_size)
+ *
+ * A bio whose bi_io_vec points into a watched write's bio_vec array was
+ * built on it by bio_iov_bvec_set() (the filesystem's direct I/O, split or
+ * not by the block layer): its bytes are the write's own memory, which the
+ * controller read. A bio of the page cache, of bounce pages (7.x iomap's
+ * IOMAP_DIO_BOUNCE, blk-crypto's fallback) or of any other user points
+ * elsewhere. The entry found stays valid: its write cannot end, and
+ * file_unwatch() cannot run, before this bio ended. Any context.
+ */
+void p2pnvme_file_credit(struct p2pnvme *c, const struct bio_vec *bv, unsigned int bytes)
+{
+	struct p2pnvme_watch *w = mtree_load(&c->file_watch, (unsigned long)bv);
+
+	if (w)
+		atomic64_add(bytes, &w->moved);
+}
+
+/**
+ * p2pnvme_file_init - the file command's side of a new controller
+ * @c: the controller
+ */
+void p2pnvme_file_init(struct p2pnvme *c)
+{
+	mt_init_flags(&c->file_watch, MT_FLAGS_USE_RCU);
+	atomic_set(&c->file_watched, 0);
+}
+
+/**
+ * p2pnvme_file_exit - the controller's last reference is gone
+ * @c: the controller (p2pnvme_file_init() was called; no transfer is left)
+ */
+void p2pnvme_file_exit(struct p2pnvme *c)
+{
+	WARN_ON_ONCE(atomic_read(&c->file_watched));
+	mtree_destroy(&c->file_watch);
+}
+
 /* ---- one transfer -------------------------------------------------------- */
 
 /*
@@ -553,7 +705,13 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	/* its -EINVAL is misalignment, and only that */
 	if (ret == -EINVAL)
 		return file_refuse(c, ST_FILE_REFUSED_ALIGN, ret);
-	return ret;
+	if (ret)
+		return ret;
+	/* a write from p2pmem: the disk says what it moved */
+	if (io->op == P2PNVME_OP_WRITE && x->bvec &&
+	    (io->path == P2PNVME_PATH_P2P || io->path == P2PNVME_PATH_DMABUF))
+		return file_watch(c, x);
+	return 0;
 }
 
 /*
@@ -696,12 +854,15 @@ static void file_issue(struct file_xfer *x, bool nowait)
 /* Let go of what file_prepare() took (process context, the I/O over). */
 static void file_release(struct file_batch *fb, struct file_xfer *x)
 {
+	file_unwatch(fb->c, x);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 	if (x->dmabuf) {
 		fb->pages_put(x->dmabuf);
 		dma_buf_put(x->dmabuf);
 	}
 #endif
+	if (x->pinned)
+		file_unpin(x, x->nr_bvec);
 	if (x->bvec != &x->bv1)
 		kvfree(x->bvec);
 	if (x->reg)
