@@ -30,10 +30,22 @@
  * A dma-buf of another exporter has no pages (GPU memory): -EOPNOTSUPP
  * until placeholders exist (files.rst, step 6).
  *
- * A write from p2pmem is watched (@c->file_watch): the disk's completion
- * credits it with each of its bios it carried (their bi_io_vec point into
- * the write's own bio_vec array: bio_iov_bvec_set()), so that what the
- * controller moved of it is known when it ends.
+ * The verdict after the fact: the filesystem may still serve a transfer
+ * through its page cache, the CPU copying the bytes, when the file's direct
+ * I/O went away after the check (ext4: chattr +j on a nodelalloc mount,
+ * fsverity; ext4_should_use_dio()), or for reasons of its own (a write's
+ * page cache invalidation failing, xfs's sub-block write to a CoW inode:
+ * -ENOTBLK). No check before the issue can close that window: the
+ * filesystem decides under its own i_rwsem, inside the call. So each
+ * transfer into or from p2pmem or a p2pbar dma-buf is judged when it ended
+ * (file_verdict()): a read by IOCB_DIRECT, which ext4 clears before it
+ * takes the page cache; a write by the bytes the disk's requests carried
+ * from the transfer's own bio_vec array (its bios point into it:
+ * bio_iov_bvec_set()), credited by the disk's completion through
+ * @c->file_watch (p2pnvme_file_credit()), against the bytes written. A
+ * transfer the CPU moved reports P2PNVME_PATH_BOUNCE, or with
+ * P2PNVME_FILE_F_REQUIRE_P2P fails -EREMOTEIO, its bytes already moved:
+ * in the memory for a read, in the file for a write.
  *
  * Counters (stats/file_*): each transfer when it ends, by the path it
  * reported, and the refusals an operator is told about, by reason.
@@ -110,7 +122,7 @@ struct file_batch;
  * @iov: the user address as an iovec
  * @bound: the serial of the registration @io's buffer id must still name
  *	   (an io_uring command issued again), or 0
- * @ret: what the kiocb ended with
+ * @ret: what the kiocb ended with (file_verdict()'s answer)
  * @watch: what the disk moved of a write from p2pmem (@watched)
  * @watched: @bvec is in the controller's file_watch
  * @pinned: @bvec's pages are a user address's, pinned here (a write from
@@ -326,10 +338,10 @@ static void file_unpin(struct file_xfer *x, unsigned int nr)
  *
  * A write from p2pmem keeps its pins instead and becomes a bvec of those
  * pages, as a registered buffer's: the disk can then tell its bios from
- * any other (their bi_io_vec point into @x->bvec): what the controller
- * moved of it is then known (file_watch()). A read, or a write from host
- * memory, stays a user-backed iterator. The pins of a write that is
- * refused here are let go here.
+ * any other (their bi_io_vec point into @x->bvec), which the verdict after
+ * the write needs (file_verdict()). A read, or a write from host memory,
+ * stays a user-backed iterator. The pins of a write that is refused here
+ * are let go here.
  */
 static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
 {
@@ -707,7 +719,7 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 		return file_refuse(c, ST_FILE_REFUSED_ALIGN, ret);
 	if (ret)
 		return ret;
-	/* a write from p2pmem: the disk says what it moved */
+	/* a write from p2pmem: the disk says what it moved (file_verdict()) */
 	if (io->op == P2PNVME_OP_WRITE && x->bvec &&
 	    (io->path == P2PNVME_PATH_P2P || io->path == P2PNVME_PATH_DMABUF))
 		return file_watch(c, x);
@@ -715,21 +727,68 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 }
 
 /*
+ * Did the CPU move a transfer into or from p2pmem or a p2pbar dma-buf that
+ * ended with @ret (any context)? The filesystem decides that inside the
+ * call, under its own locks, after every check of file_prepare(); only its
+ * traces tell:
+ *
+ * - a read: ext4_dio_read_iter() clears IOCB_DIRECT before it hands the
+ *   read to generic_file_read_iter() (a file whose direct I/O went away:
+ *   ext4_should_use_dio()); xfs never serves a direct read from its page
+ *   cache. Such a read returns before the issue does, so the flag is read
+ *   in the kiocb as the filesystem left it;
+ * - a write: what the disk carried of the write's own memory
+ *   (p2pnvme_file_credit()) against the bytes written: the page cache's
+ *   copy (ext4_buffered_write_iter() after ext4_should_use_dio() or a short
+ *   direct write, xfs's buffered write after -ENOTBLK, a failed
+ *   kiocb_invalidate_pages()) is written back from page cache pages, if at
+ *   all before the answer, never from this memory. Neither filesystem
+ *   clears a write's IOCB_DIRECT.
+ *
+ * Then the path is P2PNVME_PATH_BOUNCE: the bytes went through host memory
+ * (the page cache) and a CPU copy, as the LBA paths' bounce through host
+ * pages. With P2PNVME_FILE_F_REQUIRE_P2P the transfer fails -EREMOTEIO
+ * instead, though its bytes moved: the read's are in the memory, the
+ * write's in the file (or its page cache, written back later). Bytes the
+ * filesystem zeroed for a read's holes are not the page cache's: the read
+ * was direct, and stays on its path (iomap_dio_hole_iter()).
+ */
+static long file_verdict(struct p2pnvme *c, struct file_xfer *x, long ret)
+{
+	struct p2pnvme_file_io *io = x->io;
+	bool cpu;
+
+	if (io->path != P2PNVME_PATH_P2P && io->path != P2PNVME_PATH_DMABUF)
+		return ret;
+	if (io->op == P2PNVME_OP_READ)
+		cpu = !(x->iocb.ki_flags & IOCB_DIRECT);
+	else
+		cpu = ret > 0 && atomic64_read(&x->watch.moved) < ret;
+	if (!cpu)
+		return ret;
+	io->path = P2PNVME_PATH_BOUNCE;
+	if (ret <= 0 || !(io->flags & P2PNVME_FILE_F_REQUIRE_P2P))
+		return ret;
+	p2pnvme_stat_add(c, ST_FILE_ERRORS_FALLBACK, 1);
+	dev_info_ratelimited(&c->pdev->dev,
+			     "file command: a %s of %lld bytes with REQUIRE_P2P failed (-EREMOTEIO) after the filesystem moved it through its page cache (the bytes moved: the file's direct I/O went away after the check, or the filesystem fell back)\n",
+			     io->op == P2PNVME_OP_READ ? "read" : "write", (long long)ret);
+	return -EREMOTEIO;
+}
+
+/*
  * Count a transfer that ended (any context): its bytes on the path it
- * reported, or an error. The bytes are what the filesystem returned, which
- * does not say how: bytes it zeroed with the CPU (holes and unwritten
- * extents, iomap_dio_hole_iter()) or moved through its page cache (a
- * fallback to buffered I/O) are in them. What the controller moved is in
- * the disk's counters.
+ * reported, or an error. The bytes are what the filesystem returned: bytes
+ * it zeroed with the CPU (holes and unwritten extents of a direct read,
+ * iomap_dio_hole_iter()) are in them; a transfer it moved through its page
+ * cache is on the bounce path (file_verdict()). What the controller moved
+ * is in the disk's counters.
  */
 static void file_account(struct p2pnvme *c, const struct file_xfer *x, long ret)
 {
 	bool write = x->io->op == P2PNVME_OP_WRITE;
 	enum p2pnvme_stat n, b;
 
-	/* an IOCB_NOWAIT issue that would block is issued again: not an end */
-	if (ret == -EAGAIN && (x->iocb.ki_flags & IOCB_NOWAIT))
-		return;
 	if (ret < 0) {
 		p2pnvme_stat_add(c, ST_FILE_ERRORS, 1);
 		return;
@@ -761,7 +820,11 @@ static void file_done(struct file_xfer *x, long ret)
 {
 	struct file_batch *fb = x->batch;
 
-	file_account(fb->c, x, ret);
+	/* an IOCB_NOWAIT issue that would block is issued again: not an end */
+	if (!(ret == -EAGAIN && (x->iocb.ki_flags & IOCB_NOWAIT))) {
+		ret = file_verdict(fb->c, x, ret);
+		file_account(fb->c, x, ret);
+	}
 	x->ret = ret;
 	if (atomic_dec_and_test(&fb->pending))
 		fb->ended(fb);
