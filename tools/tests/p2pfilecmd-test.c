@@ -989,7 +989,7 @@ TEST_F(filecmd, fc, write_cow_bounce, 4, 60)
 		close(fd);
 		unlink(cpath);
 		unlink(path);
-		kt_skip("this xfs reports a write alignment of %u for a reflinked file (7.x): a sub-block write is refused at the command's check, never reaches the page cache",
+		kt_skip("the reflinked file's direct I/O write alignment is %u (7.x's xfs reports the allocation unit): a sub-block write is refused at the command's check, never reaches the page cache",
 			st.stx_dio_offset_align);
 	}
 	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);

@@ -505,7 +505,7 @@ TEST_F(fileuring, fu, write_cow_bounce, 4, 60)
 		unlink(cpath);
 		unlink(path);
 		if (!ret)
-			kt_skip("this xfs reports a write alignment of %u for a reflinked file (7.x): refused at the check",
+			kt_skip("the reflinked file's direct I/O write alignment is %u (7.x's xfs reports the allocation unit): refused at the check",
 				st.stx_dio_offset_align);
 		kt_skip("no reflink here (FICLONE: %s): ext4, or xfs without it", strerror(ret));
 	}
