@@ -1536,11 +1536,12 @@ static void fb_stream(struct _kt_fixture_fb *self, bool write, uint32_t flags,
 		}
 		for (i = 0; i < (int)k; i++) {
 			int map = ios[i].flags & P2PNVME_FILE_F_REGISTERED ? 0 : 1;
+			int at = !map;	/* the counts' index: [0] the mapping */
 			unsigned char *p = (map ? self->m.p : self->b.p) + i * FB_BLK;
 			long long d;
 
 			if (ios[i].status == -EREMOTEIO) {
-				t->remoteio[map]++;
+				t->remoteio[at]++;
 				continue;
 			}
 			if (ios[i].status) {
@@ -1552,11 +1553,11 @@ static void fb_stream(struct _kt_fixture_fb *self, bool write, uint32_t flags,
 			if (ios[i].bytes != FB_BLK)
 				t->short_moves++;
 			if (ios[i].path == P2PNVME_PATH_BOUNCE) {
-				t->bounce[map]++;
+				t->bounce[at]++;
 				t->bounce_bytes += ios[i].bytes;
 			} else if (ios[i].path == (map ? P2PNVME_PATH_P2P : P2PNVME_PATH_DMABUF)) {
-				t->moved[map]++;
-				t->moved_bytes[map] += ios[i].bytes;
+				t->moved[at]++;
+				t->moved_bytes[at] += ios[i].bytes;
 			} else {
 				if (!t->other)
 					t->other_err = EPROTO;	/* a path it cannot have */
