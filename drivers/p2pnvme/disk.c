@@ -73,6 +73,7 @@
 #include <p2p_compat.h>
 
 #include "disk.h"
+#include "file.h"
 #include "ctrl.h"
 #include "admin.h"
 #include "queue.h"
@@ -454,6 +455,21 @@ static bool disk_retry(struct p2pnvme_disk *d, struct request *rq)
 	return true;
 }
 
+/*
+ * A write request from p2pmem succeeded while the file command watches
+ * writes (file.c, file_verdict()): each of its bios, merged or split as the
+ * block layer made them, credited to the write whose memory it was built
+ * on. Before blk_mq_end_request(): the write cannot end, nor stop being
+ * watched, before its bios did.
+ */
+static void disk_credit(struct p2pnvme_disk *d, struct request *rq)
+{
+	struct bio *bio;
+
+	__rq_for_each_bio(bio, rq)
+		p2pnvme_file_credit(d->c, bio->bi_io_vec, bio->bi_iter.bi_size);
+}
+
 /* Count a request that succeeded, by its data's path. */
 static void disk_count(struct p2pnvme_disk *d, struct request *rq)
 {
@@ -471,6 +487,8 @@ static void disk_count(struct p2pnvme_disk *d, struct request *rq)
 			disk_stat_add(d, write ? DS_WRITES_MIXED : DS_READS_MIXED, 1);
 		disk_stat_add(d, DS_BYTES_P2P, pdu->bytes_p2p);
 		disk_stat_add(d, DS_BYTES_HOST, pdu->bytes_host);
+		if (write && pdu->bytes_p2p && atomic_read(&d->c->file_watched))
+			disk_credit(d, rq);
 		break;
 	case REQ_OP_FLUSH:
 		disk_stat_add(d, DS_FLUSHES, 1);

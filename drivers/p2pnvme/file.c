@@ -30,6 +30,23 @@
  * A dma-buf of another exporter has no pages (GPU memory): -EOPNOTSUPP
  * until placeholders exist (files.rst, step 6).
  *
+ * The verdict after the fact: the filesystem may still serve a transfer
+ * through its page cache, the CPU copying the bytes, when the file's direct
+ * I/O went away after the check (ext4: chattr +j on a nodelalloc mount,
+ * fsverity; ext4_should_use_dio()), or for reasons of its own (a write's
+ * page cache invalidation failing, xfs's sub-block write to a CoW inode:
+ * -ENOTBLK). No check before the issue can close that window: the
+ * filesystem decides under its own i_rwsem, inside the call. So each
+ * transfer into or from p2pmem or a p2pbar dma-buf is judged when it ended
+ * (file_verdict()): a read by IOCB_DIRECT, which ext4 clears before it
+ * takes the page cache; a write by the bytes the disk's requests carried
+ * from the transfer's own bio_vec array (its bios point into it:
+ * bio_iov_bvec_set()), credited by the disk's completion through
+ * @c->file_watch (p2pnvme_file_credit()), against the bytes written. A
+ * transfer the CPU moved reports P2PNVME_PATH_BOUNCE, or with
+ * P2PNVME_FILE_F_REQUIRE_P2P fails -EREMOTEIO, its bytes already moved:
+ * in the memory for a read, in the file for a write.
+ *
  * Counters (stats/file_*): each transfer when it ends, by the path it
  * reported, and the refusals an operator is told about, by reason.
  *
@@ -105,7 +122,11 @@ struct file_batch;
  * @iov: the user address as an iovec
  * @bound: the serial of the registration @io's buffer id must still name
  *	   (an io_uring command issued again), or 0
- * @ret: what the kiocb ended with
+ * @ret: what the kiocb ended with (file_verdict()'s answer)
+ * @watch: what the disk moved of a write from p2pmem (@watched)
+ * @watched: @bvec is in the controller's file_watch
+ * @pinned: @bvec's pages are a user address's, pinned here (a write from
+ *	    p2pmem at a user address)
  */
 struct file_xfer {
 	struct kiocb iocb;
@@ -120,6 +141,9 @@ struct file_xfer {
 	struct iovec iov;
 	u64 bound;
 	long ret;
+	struct p2pnvme_watch watch;
+	bool watched;
+	bool pinned;
 };
 
 /**
@@ -295,6 +319,15 @@ static int file_page_verdict(struct file_batch *fb, struct page *page)
 	return fb->verdict;
 }
 
+/* Let go of the user pages a write from p2pmem kept (file_user_mem()). */
+static void file_unpin(struct file_xfer *x, unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		unpin_user_page(x->bvec[i].bv_page);
+}
+
 /*
  * A user address: where is it? The pages are looked at (pinned and let go
  * at once; the block layer pins them again for the I/O): all p2pmem
@@ -302,11 +335,19 @@ static int file_page_verdict(struct file_batch *fb, struct page *page)
  * A mapping the caller changes in between is its own race, as with
  * O_DIRECT: the block layer takes what it then finds, and the disk maps
  * p2pmem only where the kernel's verdict allows.
+ *
+ * A write from p2pmem keeps its pins instead and becomes a bvec of those
+ * pages, as a registered buffer's: the disk can then tell its bios from
+ * any other (their bi_io_vec point into @x->bvec), which the verdict after
+ * the write needs (file_verdict()). A read, or a write from host memory,
+ * stays a user-backed iterator. The pins of a write that is refused here
+ * are let go here.
  */
 static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
 {
 	struct p2pnvme_file_io *io = x->io;
 	bool require = io->flags & P2PNVME_FILE_F_REQUIRE_P2P;
+	bool keep = io->op == P2PNVME_OP_WRITE;
 	unsigned long start = io->addr & PAGE_MASK;
 	unsigned int n = DIV_ROUND_UP(offset_in_page(io->addr) + io->len, PAGE_SIZE);
 	unsigned int gup = io->op == P2PNVME_OP_READ ? FOLL_WRITE : 0;
@@ -328,9 +369,24 @@ static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
 	for (done = 0; done < n; done += got) {
 		got = pin_user_pages_fast(start + (unsigned long)done * PAGE_SIZE,
 					  min_t(unsigned int, n - done, FILE_PEEK), gup, pages);
-		if (got <= 0)
-			return got ?: -EFAULT;
+		if (got <= 0) {
+			ret = got ?: -EFAULT;
+			break;
+		}
+		/* a write from host memory (its first page says) is not kept */
+		if (!done && keep && !is_pci_p2pdma_page(pages[0]))
+			keep = false;
+		if (!done && keep) {
+			x->bvec = kvmalloc_array(n, sizeof(*x->bvec), GFP_KERNEL_ACCOUNT);
+			if (!x->bvec) {
+				unpin_user_pages(pages, got);
+				ret = -ENOMEM;
+				break;
+			}
+		}
 		for (i = 0; i < got; i++) {
+			if (keep)
+				x->bvec[done + i].bv_page = pages[i];
 			if (!is_pci_p2pdma_page(pages[i])) {
 				host = true;
 				continue;
@@ -339,9 +395,29 @@ static int file_user_mem(struct file_batch *fb, struct file_xfer *x)
 			if (!ret)
 				ret = file_page_verdict(fb, pages[i]);
 		}
-		unpin_user_pages(pages, got);
+		if (!keep)
+			unpin_user_pages(pages, got);
 		cond_resched();
 	}
+	if (keep && done == n && !ret && p2p && !host) {
+		u64 left = io->len;
+		unsigned int off = offset_in_page(io->addr);
+
+		for (i = 0; i < n; i++, off = 0) {
+			x->bvec[i].bv_offset = off;
+			x->bvec[i].bv_len = min_t(u64, left, PAGE_SIZE - off);
+			left -= x->bvec[i].bv_len;
+		}
+		x->nr_bvec = n;
+		x->pinned = true;	/* let go by file_release() */
+	} else if (keep && x->bvec) {
+		/* refused, or p2pmem and host memory mixed */
+		file_unpin(x, done);
+		kvfree(x->bvec);
+		x->bvec = NULL;
+	}
+	if (done < n)
+		return ret;
 	io->path = p2p && !host ? P2PNVME_PATH_P2P : P2PNVME_PATH_HOST;
 	if (p2p && host)
 		return -EINVAL;		/* host memory and p2pmem in one buffer */
@@ -481,6 +557,94 @@ static int file_reg_mem(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	return file_reg_dmabuf(fb, x, b, mem);
 }
 
+/* ---- what the disk moved of a write ------------------------------------ */
+
+/* @x->bvec's first and last byte, the range its bios' bi_io_vec point into */
+static unsigned long file_watch_first(const struct file_xfer *x)
+{
+	return (unsigned long)x->bvec;
+}
+
+static unsigned long file_watch_last(const struct file_xfer *x)
+{
+	return (unsigned long)(x->bvec + x->nr_bvec) - 1;
+}
+
+/*
+ * Watch a write from p2pmem: from now until file_release() the disk
+ * credits @x with each bio of its that completed (p2pnvme_file_credit()).
+ * Process context.
+ */
+static int file_watch(struct p2pnvme *c, struct file_xfer *x)
+{
+	int ret;
+
+	atomic64_set(&x->watch.moved, 0);
+	ret = mtree_insert_range(&c->file_watch, file_watch_first(x), file_watch_last(x),
+				 &x->watch, GFP_KERNEL_ACCOUNT);
+	/* -EEXIST cannot be: the range is memory this transfer owns */
+	if (WARN_ON_ONCE(ret == -EEXIST))
+		return -EIO;
+	if (ret)
+		return ret;
+	x->watched = true;
+	atomic_inc(&c->file_watched);
+	return 0;
+}
+
+/* The transfer is over: no bio of its is left to credit. Process context. */
+static void file_unwatch(struct p2pnvme *c, struct file_xfer *x)
+{
+	if (!x->watched)
+		return;
+	mtree_erase(&c->file_watch, file_watch_first(x));
+	atomic_dec(&c->file_watched);
+	x->watched = false;
+}
+
+/**
+ * p2pnvme_file_credit - a write request of the disk completed without error:
+ *	credit one of its bios to the file command's write it came from
+ * @c: the controller
+ * @bv: the bio's bi_io_vec
+ * @bytes: the bio's bytes (bi_iter.bi_size)
+ *
+ * A bio whose bi_io_vec points into a watched write's bio_vec array was
+ * built on it by bio_iov_bvec_set() (the filesystem's direct I/O, split or
+ * not by the block layer): its bytes are the write's own memory, which the
+ * controller read. A bio of the page cache, of bounce pages (7.x iomap's
+ * IOMAP_DIO_BOUNCE, blk-crypto's fallback) or of any other user points
+ * elsewhere. The entry found stays valid: its write cannot end, and
+ * file_unwatch() cannot run, before this bio ended. Any context.
+ */
+void p2pnvme_file_credit(struct p2pnvme *c, const struct bio_vec *bv, unsigned int bytes)
+{
+	struct p2pnvme_watch *w = mtree_load(&c->file_watch, (unsigned long)bv);
+
+	if (w)
+		atomic64_add(bytes, &w->moved);
+}
+
+/**
+ * p2pnvme_file_init - the file command's side of a new controller
+ * @c: the controller
+ */
+void p2pnvme_file_init(struct p2pnvme *c)
+{
+	mt_init_flags(&c->file_watch, MT_FLAGS_USE_RCU);
+	atomic_set(&c->file_watched, 0);
+}
+
+/**
+ * p2pnvme_file_exit - the controller's last reference is gone
+ * @c: the controller (p2pnvme_file_init() was called; no transfer is left)
+ */
+void p2pnvme_file_exit(struct p2pnvme *c)
+{
+	WARN_ON_ONCE(atomic_read(&c->file_watched));
+	mtree_destroy(&c->file_watch);
+}
+
 /* ---- one transfer -------------------------------------------------------- */
 
 /*
@@ -553,25 +717,78 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	/* its -EINVAL is misalignment, and only that */
 	if (ret == -EINVAL)
 		return file_refuse(c, ST_FILE_REFUSED_ALIGN, ret);
-	return ret;
+	if (ret)
+		return ret;
+	/* a write from p2pmem: the disk says what it moved (file_verdict()) */
+	if (io->op == P2PNVME_OP_WRITE && x->bvec &&
+	    (io->path == P2PNVME_PATH_P2P || io->path == P2PNVME_PATH_DMABUF))
+		return file_watch(c, x);
+	return 0;
+}
+
+/*
+ * Did the CPU move a transfer into or from p2pmem or a p2pbar dma-buf that
+ * ended with @ret (any context)? The filesystem decides that inside the
+ * call, under its own locks, after every check of file_prepare(); only its
+ * traces tell:
+ *
+ * - a read: ext4_dio_read_iter() clears IOCB_DIRECT before it hands the
+ *   read to generic_file_read_iter() (a file whose direct I/O went away:
+ *   ext4_should_use_dio()); xfs never serves a direct read from its page
+ *   cache. Such a read returns before the issue does, so the flag is read
+ *   in the kiocb as the filesystem left it;
+ * - a write: what the disk carried of the write's own memory
+ *   (p2pnvme_file_credit()) against the bytes written: the page cache's
+ *   copy (ext4_buffered_write_iter() after ext4_should_use_dio() or a short
+ *   direct write, xfs's buffered write after -ENOTBLK, a failed
+ *   kiocb_invalidate_pages()) is written back from page cache pages, if at
+ *   all before the answer, never from this memory. Neither filesystem
+ *   clears a write's IOCB_DIRECT.
+ *
+ * Then the path is P2PNVME_PATH_BOUNCE: the bytes went through host memory
+ * (the page cache) and a CPU copy, as the LBA paths' bounce through host
+ * pages. With P2PNVME_FILE_F_REQUIRE_P2P the transfer fails -EREMOTEIO
+ * instead, though its bytes moved: the read's are in the memory, the
+ * write's in the file (or its page cache, written back later). Bytes the
+ * filesystem zeroed for a read's holes are not the page cache's: the read
+ * was direct, and stays on its path (iomap_dio_hole_iter()).
+ */
+static long file_verdict(struct p2pnvme *c, struct file_xfer *x, long ret)
+{
+	struct p2pnvme_file_io *io = x->io;
+	bool cpu;
+
+	if (io->path != P2PNVME_PATH_P2P && io->path != P2PNVME_PATH_DMABUF)
+		return ret;
+	if (io->op == P2PNVME_OP_READ)
+		cpu = !(x->iocb.ki_flags & IOCB_DIRECT);
+	else
+		cpu = ret > 0 && atomic64_read(&x->watch.moved) < ret;
+	if (!cpu)
+		return ret;
+	io->path = P2PNVME_PATH_BOUNCE;
+	if (ret <= 0 || !(io->flags & P2PNVME_FILE_F_REQUIRE_P2P))
+		return ret;
+	p2pnvme_stat_add(c, ST_FILE_ERRORS_FALLBACK, 1);
+	dev_info_ratelimited(&c->pdev->dev,
+			     "file command: a %s of %lld bytes with REQUIRE_P2P failed (-EREMOTEIO) after the filesystem moved it through its page cache (the bytes moved: the file's direct I/O went away after the check, or the filesystem fell back)\n",
+			     io->op == P2PNVME_OP_READ ? "read" : "write", (long long)ret);
+	return -EREMOTEIO;
 }
 
 /*
  * Count a transfer that ended (any context): its bytes on the path it
- * reported, or an error. The bytes are what the filesystem returned, which
- * does not say how: bytes it zeroed with the CPU (holes and unwritten
- * extents, iomap_dio_hole_iter()) or moved through its page cache (a
- * fallback to buffered I/O) are in them. What the controller moved is in
- * the disk's counters.
+ * reported, or an error. The bytes are what the filesystem returned: bytes
+ * it zeroed with the CPU (holes and unwritten extents of a direct read,
+ * iomap_dio_hole_iter()) are in them; a transfer it moved through its page
+ * cache is on the bounce path (file_verdict()). What the controller moved
+ * is in the disk's counters.
  */
 static void file_account(struct p2pnvme *c, const struct file_xfer *x, long ret)
 {
 	bool write = x->io->op == P2PNVME_OP_WRITE;
 	enum p2pnvme_stat n, b;
 
-	/* an IOCB_NOWAIT issue that would block is issued again: not an end */
-	if (ret == -EAGAIN && (x->iocb.ki_flags & IOCB_NOWAIT))
-		return;
 	if (ret < 0) {
 		p2pnvme_stat_add(c, ST_FILE_ERRORS, 1);
 		return;
@@ -584,6 +801,10 @@ static void file_account(struct p2pnvme *c, const struct file_xfer *x, long ret)
 	case P2PNVME_PATH_DMABUF:
 		n = write ? ST_FILE_WRITES_DMABUF : ST_FILE_READS_DMABUF;
 		b = ST_FILE_BYTES_DMABUF;
+		break;
+	case P2PNVME_PATH_BOUNCE:
+		n = write ? ST_FILE_WRITES_BOUNCE : ST_FILE_READS_BOUNCE;
+		b = ST_FILE_BYTES_BOUNCE;
 		break;
 	default:
 		n = write ? ST_FILE_WRITES_HOST : ST_FILE_READS_HOST;
@@ -599,7 +820,11 @@ static void file_done(struct file_xfer *x, long ret)
 {
 	struct file_batch *fb = x->batch;
 
-	file_account(fb->c, x, ret);
+	/* an IOCB_NOWAIT issue that would block is issued again: not an end */
+	if (!(ret == -EAGAIN && (x->iocb.ki_flags & IOCB_NOWAIT))) {
+		ret = file_verdict(fb->c, x, ret);
+		file_account(fb->c, x, ret);
+	}
 	x->ret = ret;
 	if (atomic_dec_and_test(&fb->pending))
 		fb->ended(fb);
@@ -692,12 +917,15 @@ static void file_issue(struct file_xfer *x, bool nowait)
 /* Let go of what file_prepare() took (process context, the I/O over). */
 static void file_release(struct file_batch *fb, struct file_xfer *x)
 {
+	file_unwatch(fb->c, x);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 	if (x->dmabuf) {
 		fb->pages_put(x->dmabuf);
 		dma_buf_put(x->dmabuf);
 	}
 #endif
+	if (x->pinned)
+		file_unpin(x, x->nr_bvec);
 	if (x->bvec != &x->bv1)
 		kvfree(x->bvec);
 	if (x->reg)

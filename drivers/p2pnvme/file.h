@@ -7,7 +7,11 @@
 
 #include "internal.h"
 
+void p2pnvme_file_init(struct p2pnvme *c);
+void p2pnvme_file_exit(struct p2pnvme *c);
 long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg);
+/* the disk's completion of a write's bio (disk.c) */
+void p2pnvme_file_credit(struct p2pnvme *c, const struct bio_vec *bv, unsigned int bytes);
 
 #if P2P_HAVE_URING_CMD
 /* one transfer of the file command through io_uring (uring.c) */

@@ -63,6 +63,11 @@
  *                                flags; process context only (a
  *                                completion ends a request with a release
  *                                store, no lock); never two at once
+ *   p2pnvme.file_watch (the     the file command's writes from p2pmem in
+ *     maple tree's spinlock)     flight (file.c): taken by file.c in
+ *                                process context only, never inside any
+ *                                lock above; the disk's completions look
+ *                                them up without it (RCU)
  * No queue's lock is held while another queue's is taken, nor a queue's
  * cq_lock while its sq_lock is taken (or the other way). A completion
  * takes wait queue locks inside cq_lock (it ends and idles requests).
@@ -80,6 +85,7 @@
 #include <linux/kref.h>
 #include <linux/lockdep.h>
 #include <linux/list.h>
+#include <linux/maple_tree.h>
 #include <asm/local64.h>
 #include <linux/mutex.h>
 #include <linux/notifier.h>
@@ -155,8 +161,11 @@ enum p2pnvme_stat {
 	ST_QUEUE_FULL_WAITS, ST_QUEUE_FULL_REQUEUED,
 	/* the file command (file.c): transfers ended, by the path it reported */
 	ST_FILE_READS_P2P, ST_FILE_WRITES_P2P, ST_FILE_READS_HOST, ST_FILE_WRITES_HOST,
-	ST_FILE_READS_DMABUF, ST_FILE_WRITES_DMABUF,
-	ST_FILE_BYTES_P2P, ST_FILE_BYTES_HOST, ST_FILE_BYTES_DMABUF, ST_FILE_ERRORS,
+	ST_FILE_READS_DMABUF, ST_FILE_WRITES_DMABUF, ST_FILE_READS_BOUNCE, ST_FILE_WRITES_BOUNCE,
+	ST_FILE_BYTES_P2P, ST_FILE_BYTES_HOST, ST_FILE_BYTES_DMABUF, ST_FILE_BYTES_BOUNCE,
+	ST_FILE_ERRORS,
+	/* ... of those errors, REQUIRE_P2P transfers the page cache served */
+	ST_FILE_ERRORS_FALLBACK,
 	/* ... and its refusals before anything was issued, by reason */
 	ST_FILE_REFUSED_XDEV, ST_FILE_REFUSED_ALIGN, ST_FILE_REFUSED_P2P,
 	ST_FILE_REFUSED_SWAPFILE, ST_FILE_REFUSED_INFLIGHT, ST_NR
@@ -675,6 +684,13 @@ struct p2pnvme_upper_ops {
  *		  (dmabuf.c)
  * @p2p_gen: bumped at each of those, so that a verdict computed across
  *	     one is not kept
+ * @file_watch: the file command's writes from p2pmem in flight, each a
+ *		struct p2pnvme_watch by the address range of its bio_vec
+ *		array (file.c): the disk's completion credits each bio of a
+ *		write request whose bi_io_vec is in one of them (RCU lookups,
+ *		MT_FLAGS_USE_RCU; changed in process context only)
+ * @file_watched: how many are in @file_watch (the disk looks only while
+ *		  some are)
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -746,6 +762,18 @@ struct p2pnvme {
 	struct notifier_block reg_nb;
 	struct xarray p2p_verdicts;
 	atomic_t p2p_gen;
+	struct maple_tree file_watch;
+	atomic_t file_watched;
+};
+
+/**
+ * struct p2pnvme_watch - what the disk tells the file command about one
+ *	write from p2pmem (file.c; the disk's completion, disk.c)
+ * @moved: bytes of the write's own bio_vec array that the disk's requests
+ *	   carried and the controller completed without error
+ */
+struct p2pnvme_watch {
+	atomic64_t moved;
 };
 
 /**

@@ -47,6 +47,7 @@
 #include "driver.h"
 #include "uring.h"
 #include "disk.h"
+#include "file.h"
 #include "reg.h"
 #include "ctrl.h"
 #include "admin.h"
@@ -146,6 +147,7 @@ void p2pnvme_free(struct kref *kref)
 	struct p2pnvme *c = container_of(kref, struct p2pnvme, kref);
 
 	pci_dev_put(c->pdev);
+	p2pnvme_file_exit(c);
 	p2pnvme_reg_exit(c);
 	p2pnvme_ctrl_exit(c);
 	p2pnvme_async_exit(c);
@@ -340,6 +342,7 @@ static int p2pnvme_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	mutex_init(&c->pt_lock);
 	p2pnvme_async_init(c);
 	p2pnvme_reg_init(c);
+	p2pnvme_file_init(c);
 	/* what one segment may hold: swiotlb, for one, maps 256 KiB at most */
 	c->max_seg = max_t(size_t, PAGE_SIZE,
 			   min_t(size_t, dma_max_mapping_size(dev), dma_get_max_seg_size(dev)) &

@@ -36,8 +36,10 @@ static struct device_attribute stat_attrs[] = {
 	STAT_ATTR(file_reads_p2p), STAT_ATTR(file_writes_p2p),
 	STAT_ATTR(file_reads_host), STAT_ATTR(file_writes_host),
 	STAT_ATTR(file_reads_dmabuf), STAT_ATTR(file_writes_dmabuf),
+	STAT_ATTR(file_reads_bounce), STAT_ATTR(file_writes_bounce),
 	STAT_ATTR(file_bytes_p2p), STAT_ATTR(file_bytes_host), STAT_ATTR(file_bytes_dmabuf),
-	STAT_ATTR(file_errors), STAT_ATTR(file_refused_xdev), STAT_ATTR(file_refused_align),
+	STAT_ATTR(file_bytes_bounce), STAT_ATTR(file_errors), STAT_ATTR(file_errors_fallback),
+	STAT_ATTR(file_refused_xdev), STAT_ATTR(file_refused_align),
 	STAT_ATTR(file_refused_p2p), STAT_ATTR(file_refused_swapfile),
 	STAT_ATTR(file_refused_inflight),
 };

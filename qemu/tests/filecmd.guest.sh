@@ -19,7 +19,13 @@
 # the counters (stats/file_*, disk/bytes_p2p) moved by exactly what known
 # operations did. Then p2pctl read-file and write-file (bytes on the host,
 # JSON, EREMOTEIO, EXDEV, the counters in nvme-stats); a stream of file commands on an open fd while the filesystem is
-# lazily unmounted (it goes on, then the mount is gone). Once: an xfs
+# lazily unmounted (it goes on, then the mount is gone). Once: the page
+# cache after the command's check (p2pfilecmd-test --fallback, ext4 mounted
+# nodelalloc, where chattr +j takes a file's direct I/O away: streams of
+# 4 KiB reads and writes, REQUIRE_P2P or not, into and from a
+# /dev/p2pbar0 mapping and a registered dma-buf while a child toggles the
+# flag; each moved by the controller, as the disk's bytes_p2p says to the
+# byte, or EREMOTEIO/EOPNOTSUPP, or path bounce without REQUIRE_P2P); an xfs
 # realtime file (its data on nvme-pci's namespace of the second
 # controller: EXDEV; SKIP on a kernel without CONFIG_XFS_RT); p2pbar
 # unbound while file commands read into its dma-buf and a mapping
@@ -56,8 +62,9 @@ fs_suites() {
 		echo "guest.filecmd_${_fs}_p2pctl guest.filecmd_${_fs}_lazy"
 	done
 }
-expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_xfs_rt guest.filecmd_bar_setup \
-	guest.filecmd_bar_unbind guest.filecmd_bar_after guest.filecmd_unbind
+expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_fallback_mount \
+	guest.filecmd_fallback guest.filecmd_fallback_after guest.filecmd_xfs_rt \
+	guest.filecmd_bar_setup guest.filecmd_bar_unbind guest.filecmd_bar_after guest.filecmd_unbind
 
 mkfs_on() {
 	case "$1" in
@@ -181,6 +188,40 @@ for fs in $FSES; do
 		sh -c "for i in \$(seq 50); do /usr/sbin/mke2fs -q -F -t ext4 $B 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
 	suite_end
 done
+
+# The page cache after the command's check (Documentation/files.rst, step
+# 8): ext4 mounted nodelalloc, the one mode where chattr +j (data
+# journalling) takes a file's direct I/O away (with delalloc ext4 ignores
+# the flag); p2pfilecmd-test --fallback races the flag against streams of
+# file commands
+suite_begin filecmd_fallback_mount
+fb_mounted=
+if ! has_fs ext4; then
+	fail "the kernel has no ext4"
+elif mke2fs -q -t ext4 -b 4096 -F $B && mount -t ext4 -o nodelalloc $B $MNT; then
+	fb_mounted=1
+	pass "mkfs and mount ext4 -o nodelalloc on $B"
+else
+	fail "mkfs and mount ext4 -o nodelalloc on $B"
+fi
+suite_end
+if [ -n "$fb_mounted" ]; then
+	echo "<<<KTAP-BEGIN guest.filecmd_fallback>>>"
+	p2pfilecmd-test --fallback filecmd_fallback $MNT $N /dev/p2pbar0 bar0 nvme0 0x1e00 $OTHER ||
+		_any_failed=1
+	echo "<<<KTAP-END>>>"
+else
+	suite_begin filecmd_fallback
+	fail "not run: ext4 is not mounted"
+	suite_end
+fi
+suite_begin filecmd_fallback_after
+if [ -n "$fb_mounted" ]; then
+	check "umount" umount $MNT
+else
+	skip "umount" "ext4 was not mounted"
+fi
+suite_end
 
 # An xfs realtime file: its data is on the realtime device, nvme-pci's
 # namespace of the second controller, where the command's checks on the

@@ -225,7 +225,9 @@ static int cmd_file(struct p2pctl *c, bool write, char **argv)
 		}
 		for (i = 0; i < n; i++) {
 			moved += ios[i].bytes;
-			path = ios[i].path;
+			/* one transfer through the page cache makes the range's path bounce */
+			if (path != P2PNVME_PATH_BOUNCE)
+				path = ios[i].path;
 		}
 		if (len > round)
 			progress(cmd, done + round, len, t0, done + round >= len);

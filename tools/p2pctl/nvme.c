@@ -277,9 +277,9 @@ static long long disk_stat(const char *name, const char *counter)
 /* The file command's counters (stats/file_*) and the disk's (disk/), where there. */
 static void nvme_stats_file_disk(struct nvme_stats *s)
 {
-	static const char * const fpaths[STATS_FILE_PATHS] = { "p2p", "host", "dmabuf" };
+	static const char * const fpaths[STATS_FILE_PATHS] = { "p2p", "host", "dmabuf", "bounce" };
 	static const char * const fother[STATS_FILE_OTHER] = {
-		"errors", "refused_xdev", "refused_align", "refused_p2p", "refused_swapfile",
+		"errors", "errors_fallback", "refused_xdev", "refused_align", "refused_p2p", "refused_swapfile",
 		"refused_inflight" };
 	static const char * const dpaths[STATS_DISK_PATHS] = { "p2p", "host", "mixed" };
 	static const char * const dother[STATS_DISK_OTHER] = {

@@ -330,9 +330,9 @@ struct lat {
 	long long count, sum, max, hist[LAT_BUCKETS];
 };
 
-/* the file command's (stats/file_*: p2p, host, dmabuf) and the disk's (disk/) */
-#define STATS_FILE_PATHS	3
-#define STATS_FILE_OTHER	6
+/* the file command's (stats/file_*: p2p, host, dmabuf, bounce) and the disk's (disk/) */
+#define STATS_FILE_PATHS	4
+#define STATS_FILE_OTHER	7
 #define STATS_DISK_PATHS	3
 #define STATS_DISK_OTHER	10
 

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -600,6 +601,77 @@ static inline void race_end(const struct race_ctx *rc)
 {
 	unlinkat(rc->dirfd, "target", 0);
 	unlinkat(rc->dirfd, "canary", 0);
+}
+
+/* ---- a file's direct I/O toggled (Documentation/files.rst, step 8) -------- */
+
+/*
+ * ext4's data journalling flag (FS_JOURNAL_DATA_FL, chattr +j) set and
+ * cleared on a file again and again by a child, so that its direct I/O
+ * comes and goes under a stream of transfers: ext4_dio_alignment() is 0
+ * while the flag is set, on a nodelalloc mount only (ext4_inode_journal_mode()
+ * ignores the flag with delalloc). The child needs CAP_SYS_RESOURCE.
+ */
+struct jflag_state {
+	int stop;		/* the stream is done: __atomic */
+	long long toggles;	/* flag changes done: __atomic */
+	int err;		/* the first FS_IOC_SETFLAGS error */
+};
+
+/*
+ * Is the journalling flag on @fd's file what takes its direct I/O away
+ * (STATX_DIOALIGN 0 while set, not 0 after)? 1, 0 (no: a delalloc mount),
+ * or -errno (EOPNOTSUPP: not ext4). The flag is left cleared.
+ */
+static inline int jflag_works(int fd)
+{
+	struct statx on, off;
+	int flags, ret = 0;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags))
+		return -errno;
+	flags |= FS_JOURNAL_DATA_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &flags))
+		return -errno;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &on))
+		ret = -errno;
+	flags &= ~FS_JOURNAL_DATA_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &flags) && !ret)
+		ret = -errno;
+	if (!ret && statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &off))
+		ret = -errno;
+	if (ret)
+		return ret;
+	return !on.stx_dio_offset_align && off.stx_dio_offset_align;
+}
+
+/*
+ * The toggler (a child): the flag on and off on @fd's file, as fast as the
+ * filesystem lets it (each change waits for the direct I/O in flight,
+ * takes i_rwsem exclusive and writes the journal), until @st->stop; left
+ * cleared. It never returns (_exit()).
+ */
+static inline void jflag_toggler(int fd, struct jflag_state *st)
+{
+	int flags, on = 0;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags)) {
+		__atomic_store_n(&st->err, errno, __ATOMIC_RELEASE);
+		_exit(0);
+	}
+	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
+		on = !on;
+		flags = on ? flags | FS_JOURNAL_DATA_FL : flags & ~FS_JOURNAL_DATA_FL;
+		if (ioctl(fd, FS_IOC_SETFLAGS, &flags)) {
+			__atomic_store_n(&st->err, errno, __ATOMIC_RELEASE);
+			break;
+		}
+		__atomic_add_fetch(&st->toggles, 1, __ATOMIC_RELEASE);
+	}
+	flags &= ~FS_JOURNAL_DATA_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &flags) && !st->err)
+		__atomic_store_n(&st->err, errno, __ATOMIC_RELEASE);
+	_exit(0);
 }
 
 #endif /* P2PFILE_COMMON_H */

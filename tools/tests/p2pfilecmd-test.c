@@ -4,8 +4,8 @@
  * Documentation/files.rst step 4) on a filesystem mounted from p2pnvme's
  * disk, with KTAP output (qemu/tests/filecmd.guest.sh).
  *
- *   p2pfilecmd-test [--bar-unbind BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME
- *		     ID_BASE OTHER
+ *   p2pfilecmd-test [--bar-unbind BDF | --fallback] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN
+ *		     BAR_NAME IMG_NAME ID_BASE OTHER
  *
  * DIR: a directory of the filesystem on /dev/p2pnvmeNn1 (the whole disk:
  * FIEMAP's physical offsets are the image's); OTHER: a directory on any
@@ -30,7 +30,10 @@
  * The counters (stats/file_*, and the disk's bytes_p2p) moved by exactly
  * what known operations did: a P2P read, a sparse file read (its hole and
  * unwritten extent in the file command's bytes, not in the disk's), a
- * write, one refusal of each reason. An active swap file: writes ETXTBSY
+ * write, one refusal of each reason. A 512-byte write into a reflinked xfs
+ * file, which xfs sends to its page cache: path bounce, counted there, the
+ * disk's bytes_p2p unmoved, the bytes in the image (6.1's and 6.12's xfs;
+ * SKIP on ext4 and 7.x). An active swap file: writes ETXTBSY
  * before the batch is issued (counted), reads as pread's (SKIP without
  * CONFIG_SWAP). max_inflight_mb at 1: a batch of 2 MiB at user addresses
  * E2BIG as a whole (counted once), registered memory not counted.
@@ -41,6 +44,22 @@
  * entries and batches; a canary file written into what each operation
  * freed never reaches them (here and on the host); P2P_FILES_RACE_MS
  * (default 300) how long each racer goes on at least.
+ *
+ * --fallback: the page cache after the command's check (Documentation/
+ * files.rst, step 8), on ext4 mounted nodelalloc, where the data
+ * journalling flag (chattr +j) takes a file's direct I/O away: a child
+ * toggles it on a fully written file against a stream of 4 KiB transfers
+ * into and from a registered p2pbar dma-buf and a /dev/p2pbarN mapping
+ * (single entries and batches of 8), for at least a second and until the
+ * race was hit 4 times (15 s at most): REQUIRE_P2P reads, each the file's
+ * bytes, moved by the controller (the disk's bytes_p2p moves by exactly
+ * theirs) or refused EREMOTEIO (once the page cache served it) or
+ * EOPNOTSUPP (at the check); the same reads without REQUIRE_P2P, the page
+ * cache's on path bounce; REQUIRE_P2P writes of the file's own bytes, as
+ * the reads. Each counted exactly (stats/file_*). A kernel whose command
+ * does not judge a transfer after it ended fails them: the page cache's
+ * transfers come back on the p2p or dmabuf path, bytes the disk never
+ * moved.
  *
  * --bar-unbind BDF: the suite of one test, p2pbar unbound from BDF while a
  * thread keeps batches reading into a registered p2pbar dma-buf and a
@@ -53,6 +72,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -679,17 +699,22 @@ TEST_F(filecmd, fc, unprivileged, 5, 120)
 static const char * const cnt_name[] = {
 	"stats/file_reads_p2p", "stats/file_writes_p2p", "stats/file_reads_host",
 	"stats/file_writes_host", "stats/file_reads_dmabuf", "stats/file_writes_dmabuf",
+	"stats/file_reads_bounce", "stats/file_writes_bounce",
 	"stats/file_bytes_p2p", "stats/file_bytes_host", "stats/file_bytes_dmabuf",
-	"stats/file_errors", "stats/file_refused_xdev", "stats/file_refused_align",
+	"stats/file_bytes_bounce", "stats/file_errors", "stats/file_errors_fallback",
+	"stats/file_refused_xdev", "stats/file_refused_align",
 	"stats/file_refused_p2p", "stats/file_refused_swapfile", "stats/file_refused_inflight",
 	"disk/bytes_p2p",
 };
 
 enum {
 	C_READS_P2P, C_WRITES_P2P, C_READS_HOST, C_WRITES_HOST, C_READS_DMABUF, C_WRITES_DMABUF,
-	C_BYTES_P2P, C_BYTES_HOST, C_BYTES_DMABUF, C_ERRORS, C_XDEV, C_ALIGN, C_P2P, C_SWAPFILE,
+	C_READS_BOUNCE, C_WRITES_BOUNCE, C_BYTES_P2P, C_BYTES_HOST, C_BYTES_DMABUF,
+	C_BYTES_BOUNCE, C_ERRORS, C_ERRORS_FALLBACK, C_XDEV, C_ALIGN, C_P2P, C_SWAPFILE,
 	C_INFLIGHT, C_DISK_P2P, C_NR
 };
+
+_Static_assert(sizeof(cnt_name) / sizeof(cnt_name[0]) == C_NR, "a name per counter");
 
 struct cnt {
 	long long v[C_NR];
@@ -912,6 +937,88 @@ TEST_F(filecmd, fc, counters, 9, 60)
 		close(ofd);
 	close(fd);
 	munmap(host, MIB);
+}
+
+/*
+ * A write the filesystem sends to its page cache whatever the file's
+ * direct I/O alignment said (Documentation/files.rst, "The page cache
+ * after the check"): 512 bytes, sector-aligned, into a reflinked xfs file
+ * (xfs_file_dio_write_unaligned(): -ENOTBLK on a CoW inode, then xfs's
+ * buffered write), from a registered p2pbar dma-buf, without REQUIRE_P2P.
+ * The command tells by the bytes the disk carried from the dma-buf (none):
+ * path bounce, counted there, the disk's bytes_p2p unmoved; the file holds
+ * the bytes (here and in the image). 6.1's and 6.12's xfs report the sector
+ * as the write alignment; 7.2's reports the allocation unit for a CoW
+ * inode, so the command refuses the write at its check (SKIP). ext4 has no
+ * reflink (SKIP).
+ */
+TEST_F(filecmd, fc, write_cow_bounce, 4, 60)
+{
+	unsigned int id = self->id + 5, nid = self->id + 6;
+	int fd, cfd, ret, ok;
+	char path[512], cpath[512];
+	unsigned char *back = malloc(64 * KIB);
+	struct p2pnvme_file_io io;
+	struct cnt c0 = { { 0 } }, c1 = { { -1 } };
+	long long want[C_NR] = { [C_WRITES_BOUNCE] = 1, [C_BYTES_BOUNCE] = 512 };
+	char why[160];
+	struct statx st;
+	struct dbuf b;
+
+	if (!back || mkfile(dir, "cow", id, 64 * KIB, path))
+		kt_fail("setup: %s", strerror(errno));
+	sprintf(cpath, "%s/cow-clone", dir);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	cfd = open(cpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || cfd < 0)
+		kt_fail("setup: %s", strerror(errno));
+	if (ioctl(cfd, FICLONE, fd)) {
+		ret = errno;
+		close(cfd);
+		close(fd);
+		unlink(cpath);
+		unlink(path);
+		if (ret == EOPNOTSUPP || ret == EXDEV || ret == EINVAL || ret == ENOTTY)
+			kt_skip("no reflink here (FICLONE: %s): ext4, or xfs without it", strerror(ret));
+		kt_fail("FICLONE: %s", strerror(ret));
+	}
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) || !st.stx_dio_offset_align)
+		kt_fail("statx STATX_DIOALIGN of the reflinked file: %s", strerror(errno));
+	if (st.stx_dio_offset_align > 512) {
+		close(cfd);
+		close(fd);
+		unlink(cpath);
+		unlink(path);
+		kt_skip("the reflinked file's direct I/O write alignment is %u (7.x's xfs reports the allocation unit): a sub-block write is refused at the command's check, never reaches the page cache",
+			st.stx_dio_offset_align);
+	}
+	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	pat_fill(b.p, nid, 512, 512);
+	cnt_get(&c0);
+	io = fio(P2PNVME_OP_WRITE, fd, 512, 512, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	ret = submit1(self->nfd, &io);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	tap(!ret && io.bytes == 512 && io.path == P2PNVME_PATH_BOUNCE,
+	    "512 bytes from a registered dma-buf into a reflinked file (xfs's page cache): path bounce (%s, %llu bytes, path %u)",
+	    err_str(ret), (unsigned long long)io.bytes, io.path);
+	tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+	    "... file_writes_bounce +1, file_bytes_bounce +512, the disk's bytes_p2p +0, nothing else (%s)",
+	    why);
+	ok = !fsync(fd) && pread(fd, back, 64 * KIB, 0) == (ssize_t)(64 * KIB) &&
+	     pat_diff(back, id, 0, 512) < 0 && pat_diff(back + 512, nid, 512, 512) < 0 &&
+	     pat_diff(back + 1024, id, 1024, 63 * KIB) < 0;
+	tap(ok, "fsync, read back: the 512 bytes written, the rest as before");
+	tap(!extents_check(fd, nid, 512, 512),
+	    "FIEMAP: the written range is on the disk; the host checks it in %s", img_name);
+	dbuf_put(self->nfd, &b);
+	close(cfd);
+	close(fd);
+	unlink(cpath);
+	unlink(path);
+	free(back);
 }
 
 /* ---- a swap file ------------------------------------------------------------- */
@@ -1249,6 +1356,384 @@ TEST_F(filecmd, fr, race_defrag, 4, 120)
 	cmd_race(self, R_DEFRAG);
 }
 
+/* ---- the page cache after the check (--fallback) ---------------------------- */
+
+#define FB_BLK		4096		/* one transfer */
+#define FB_TSIZE	MIB		/* the file */
+#define FB_BATCH	8		/* entries of every third call, and slots per memory */
+#define FB_MIN_MS	1000		/* the stream goes on this long at least ... */
+#define FB_MIN_TOGGLES	8		/* ... and until the flag changed this often ... */
+#define FB_MIN_HITS	4		/* ... and this many transfers took the page cache */
+#define FB_MAX_MS	15000		/* but no longer (times P2P_TIMEOUT_SCALE) */
+
+/*
+ * A fully written file on ext4 mounted nodelalloc (the filecmd script's
+ * fallback suite), whose data journalling flag takes its direct I/O away
+ * while set; a registered p2pbar dma-buf and a /dev/p2pbarN mapping of
+ * FB_BATCH slots each.
+ */
+FIXTURE(fb) {
+	int nfd, bfd;
+	unsigned int tid;
+	char path[512];
+	struct dbuf b;
+	struct p2p_mem m;
+};
+
+FIXTURE_SETUP(fb)
+{
+	struct p2pbar_info i;
+	int fd, ret;
+
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	self->tid = idbase + 0x40;
+	sprintf(self->path, "%s/jtarget", dir);
+	fd = open(self->path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+	if (fd < 0 || write_pat(fd, self->tid, 0, FB_TSIZE) || fsync(fd))
+		kt_fail("the file %s: %s", self->path, strerror(errno));
+	ret = jflag_works(fd);
+	close(fd);
+	if (ret == -EOPNOTSUPP || ret == -ENOTTY)
+		kt_skip("%s", "FS_JOURNAL_DATA_FL is ext4's: this filesystem has no such flag");
+	if (ret < 0)
+		kt_fail("chattr +j/-j of %s: %s", self->path, strerror(-ret));
+	if (!ret)
+		kt_fail("%s",
+			"chattr +j leaves the file's direct I/O on: ext4 honours the flag only without delalloc (mount -o nodelalloc)");
+	ret = dbuf_get(bar_path, self->nfd, FB_BATCH * FB_BLK, &self->b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	self->bfd = p2p_bar_open(bar_path, &i);
+	if (self->bfd < 0 || p2p_mem_get(self->bfd, FB_BATCH * FB_BLK, 0, &self->m))
+		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(fb)
+{
+	p2p_mem_put(&self->m);
+	close(self->bfd);
+	dbuf_put(self->nfd, &self->b);
+	unlink(self->path);
+	close(self->nfd);
+}
+
+/* what a stream did */
+struct fb_tally {
+	long long calls, toggles, ms;
+	/* transfers: by how they ended */
+	long long moved[2], moved_bytes[2];	/* [0] the mapping (p2p), [1] the dma-buf */
+	long long bounce[2], bounce_bytes;	/* path bounce (without REQUIRE_P2P) */
+	long long remoteio[2];			/* EREMOTEIO once issued */
+	long long notsupp;			/* EOPNOTSUPP at the check: not issued */
+	long long other, short_moves, bad;	/* none of those; a short one; wrong bytes */
+	int other_err, toggle_err;
+	long long bad_off;
+	long long disk;				/* the disk's bytes_p2p, moved meanwhile */
+	long long hits;				/* transfers the page cache took */
+};
+
+static long long fb_disk_p2p(void)
+{
+	const char *name = strrchr(node, '/') ? strrchr(node, '/') + 1 : node;
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/disk/bytes_p2p", name);
+	return p2p_sysfs_num(path);
+}
+
+/*
+ * Transfers the page cache took, as far as can be told: EREMOTEIO and
+ * bounce answers, and bytes answered on the p2p and dmabuf paths that the
+ * controller did not move (what a kernel without the verdict answers).
+ */
+static long long fb_hits(const struct fb_tally *t, long long disk)
+{
+	long long unmoved = t->moved_bytes[0] + t->moved_bytes[1] - disk;
+
+	return t->remoteio[0] + t->remoteio[1] + t->bounce[0] + t->bounce[1] +
+	       (unmoved > 0 ? unmoved / FB_BLK : 0);
+}
+
+/*
+ * A stream of FB_BLK transfers of the file (@write: from the memory, the
+ * file's own bytes; else into it, each checked against the file's pattern)
+ * with @flags, while a child toggles the file's journalling flag: one
+ * entry into the dma-buf, one into the mapping, a batch of FB_BATCH into
+ * both in turn, at random blocks; for FB_MIN_MS and until FB_MIN_TOGGLES
+ * and FB_MIN_HITS, FB_MAX_MS at most.
+ */
+static void fb_stream(struct _kt_fixture_fb *self, bool write, uint32_t flags,
+		      struct fb_tally *t)
+{
+	long long scale = getenv("P2P_TIMEOUT_SCALE") ? atoll(getenv("P2P_TIMEOUT_SCALE")) : 1;
+	long long min_ms = race_ms > FB_MIN_MS ? race_ms : FB_MIN_MS, t0, disk0;
+	struct p2pnvme_file_io ios[FB_BATCH];
+	uint64_t offs[FB_BATCH];
+	struct jflag_state *st;
+	int fd, jfd, i;
+	pid_t pid;
+
+	memset(t, 0, sizeof(*t));
+	t->bad_off = -1;
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	fd = open(self->path, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+	jfd = open(self->path, O_RDONLY | O_CLOEXEC);
+	if (st == MAP_FAILED || fd < 0 || jfd < 0)
+		kt_fail("setup: %s", strerror(errno));
+	memset(st, 0, sizeof(*st));
+	srandom(self->tid + write);
+	disk0 = fb_disk_p2p();
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		kt_fail("fork: %s", strerror(errno));
+	if (!pid)
+		jflag_toggler(jfd, st);
+	t0 = now_ms();
+	for (;;) {
+		long long el = now_ms() - t0;
+		unsigned int k = t->calls % 3 == 2 ? FB_BATCH : 1, failed = 0;
+		int ret;
+
+		if (t->calls % 16 == 0)
+			t->hits = fb_hits(t, fb_disk_p2p() - disk0);
+		if ((el >= min_ms && __atomic_load_n(&st->toggles, __ATOMIC_ACQUIRE) >= FB_MIN_TOGGLES &&
+		     t->hits >= FB_MIN_HITS) || el >= FB_MAX_MS * scale ||
+		    __atomic_load_n(&st->err, __ATOMIC_ACQUIRE))
+			break;
+		for (i = 0; i < (int)k; i++) {
+			/* single entries: the dma-buf, then the mapping; a batch: both in turn */
+			int map = k == 1 ? (int)(t->calls % 3) : i & 1;
+			unsigned char *p = (map ? self->m.p : self->b.p) + i * FB_BLK;
+
+			offs[i] = (random() % (FB_TSIZE / FB_BLK)) * FB_BLK;
+			if (write)
+				pat_fill(p, self->tid, offs[i], FB_BLK);
+			else
+				memset(p, 0xee, FB_BLK);
+			ios[i] = map ? fio(write ? P2PNVME_OP_WRITE : P2PNVME_OP_READ, fd, offs[i],
+					   FB_BLK, (uintptr_t)p, flags, 0) :
+				       fio(write ? P2PNVME_OP_WRITE : P2PNVME_OP_READ, fd, offs[i],
+					   FB_BLK, i * FB_BLK, flags | P2PNVME_FILE_F_REGISTERED,
+					   self->b.id);
+		}
+		/* the CPU's stores reach the BAR before the controller's */
+		__sync_synchronize();
+		ret = submit(self->nfd, ios, k, &failed);
+		t->calls++;
+		if (ret && failed < k) {
+			/* refused at the check, nothing issued */
+			if (ret == EOPNOTSUPP) {
+				t->notsupp += k;
+			} else {
+				if (!t->other)
+					t->other_err = ret;
+				t->other += k;
+			}
+			continue;
+		}
+		for (i = 0; i < (int)k; i++) {
+			int map = ios[i].flags & P2PNVME_FILE_F_REGISTERED ? 0 : 1;
+			int at = !map;	/* the counts' index: [0] the mapping */
+			unsigned char *p = (map ? self->m.p : self->b.p) + i * FB_BLK;
+			long long d;
+
+			if (ios[i].status == -EREMOTEIO) {
+				t->remoteio[at]++;
+				continue;
+			}
+			if (ios[i].status) {
+				if (!t->other)
+					t->other_err = -ios[i].status;
+				t->other++;
+				continue;
+			}
+			if (ios[i].bytes != FB_BLK)
+				t->short_moves++;
+			if (ios[i].path == P2PNVME_PATH_BOUNCE) {
+				t->bounce[at]++;
+				t->bounce_bytes += ios[i].bytes;
+			} else if (ios[i].path == (map ? P2PNVME_PATH_P2P : P2PNVME_PATH_DMABUF)) {
+				t->moved[at]++;
+				t->moved_bytes[at] += ios[i].bytes;
+			} else {
+				if (!t->other)
+					t->other_err = EPROTO;	/* a path it cannot have */
+				t->other++;
+			}
+			/* a read's bytes, whichever way they came */
+			d = write ? -1 : pat_diff(p, self->tid, offs[i], ios[i].bytes);
+			if (d >= 0 && !t->bad++)
+				t->bad_off = offs[i] + d;
+		}
+	}
+	t->ms = now_ms() - t0;
+	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
+	waitpid(pid, NULL, 0);
+	t->toggles = st->toggles;
+	t->toggle_err = st->err;
+	t->disk = fb_disk_p2p() - disk0;
+	t->hits = fb_hits(t, t->disk);
+	munmap(st, sizeof(*st));
+	close(jfd);
+	close(fd);
+}
+
+/* the case lines every stream has: the toggler, the race hit, the exact bytes */
+static void fb_common(const struct fb_tally *t, bool write)
+{
+	long long direct = t->moved_bytes[0] + t->moved_bytes[1];
+
+	printf("    # %lld calls in %lld ms, %lld flag changes; transfers: %lld + %lld moved by the controller (mapping + dma-buf), %lld + %lld bounce, %lld + %lld EREMOTEIO, %lld EOPNOTSUPP at the check, %lld other (%s); the disk's bytes_p2p +%lld\n",
+	       t->calls, t->ms, t->toggles, t->moved[0], t->moved[1], t->bounce[0], t->bounce[1],
+	       t->remoteio[0], t->remoteio[1], t->notsupp, t->other, err_str(t->other_err),
+	       t->disk);
+	tap(!t->toggle_err && t->toggles >= FB_MIN_TOGGLES,
+	    "the file's data journalling flag (chattr +j) set and cleared %lld times under the stream (%s)",
+	    t->toggles, err_str(t->toggle_err));
+	tap(t->hits >= FB_MIN_HITS,
+	    "the race was hit: %lld %ss the filesystem served through its page cache (%lld EREMOTEIO, %lld bounce, %lld answered p2p/dmabuf that the controller did not move)",
+	    t->hits, write ? "write" : "read", t->remoteio[0] + t->remoteio[1],
+	    t->bounce[0] + t->bounce[1],
+	    direct - t->disk > 0 ? (direct - t->disk) / FB_BLK : 0);
+	tap(direct == t->disk,
+	    "the transfers answered on the p2p and dmabuf paths: %lld bytes, exactly what the controller moved into p2pmem (the disk's bytes_p2p +%lld)",
+	    direct, t->disk);
+}
+
+/*
+ * REQUIRE_P2P reads of a file whose direct I/O comes and goes: each read
+ * the controller moved (the file's bytes, the disk's bytes_p2p by exactly
+ * theirs), or refused: EOPNOTSUPP at the check (the flag set then), or
+ * EREMOTEIO once the filesystem read it through its page cache (the flag
+ * set after the check; ext4 cleared IOCB_DIRECT). Counted so: errors and
+ * errors_fallback by the EREMOTEIO ones, nothing on the bounce path.
+ */
+TEST_F(filecmd_fallback, fb, read_require_p2p, 6, 120)
+{
+	struct cnt c0, c1;
+	struct fb_tally t;
+	char why[160];
+
+	if (cnt_get(&c0))
+		kt_fail("the counters in /sys/class/p2pnvme/: missing");
+	fb_stream(self, false, P2PNVME_FILE_F_REQUIRE_P2P, &t);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	fb_common(&t, false);
+	tap(!t.bad && !t.short_moves,
+	    "every read answered moved holds the file's 4 KiB (%lld wrong, the first at %lld; %lld short)",
+	    t.bad, t.bad_off, t.short_moves);
+	tap(!t.other && !t.bounce[0] && !t.bounce[1],
+	    "every read moved (%lld + %lld), or refused: EREMOTEIO after the page cache served it (%lld + %lld), EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+	    t.moved[0], t.moved[1], t.remoteio[0], t.remoteio[1], t.notsupp,
+	    t.other + t.bounce[0] + t.bounce[1], err_str(t.other_err));
+	{
+		long long want[C_NR] = {
+			[C_READS_P2P] = t.moved[0], [C_READS_DMABUF] = t.moved[1],
+			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
+			[C_ERRORS] = t.remoteio[0] + t.remoteio[1],
+			[C_ERRORS_FALLBACK] = t.remoteio[0] + t.remoteio[1], [C_DISK_P2P] = t.disk,
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_reads_p2p and _dmabuf by the reads moved, file_errors and file_errors_fallback by the EREMOTEIO ones, nothing else (%s)",
+		    why);
+	}
+}
+
+/*
+ * The same reads without REQUIRE_P2P: those the page cache served succeed
+ * with path bounce (the CPU copied the file's bytes into p2pmem), counted
+ * on the bounce path; those on the p2p and dmabuf paths are exactly what
+ * the controller moved.
+ */
+TEST_F(filecmd_fallback, fb, read_bounce, 6, 120)
+{
+	struct cnt c0, c1;
+	struct fb_tally t;
+	char why[160];
+
+	if (cnt_get(&c0))
+		kt_fail("the counters in /sys/class/p2pnvme/: missing");
+	fb_stream(self, false, 0, &t);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	fb_common(&t, false);
+	tap(!t.bad && !t.short_moves,
+	    "every read answered holds the file's 4 KiB, bounce ones too (%lld wrong, the first at %lld; %lld short)",
+	    t.bad, t.bad_off, t.short_moves);
+	tap(!t.other && !t.remoteio[0] && !t.remoteio[1],
+	    "every read moved by the controller (%lld + %lld) or bounced (%lld + %lld), or refused EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+	    t.moved[0], t.moved[1], t.bounce[0], t.bounce[1], t.notsupp,
+	    t.other + t.remoteio[0] + t.remoteio[1], err_str(t.other_err));
+	{
+		long long want[C_NR] = {
+			[C_READS_P2P] = t.moved[0], [C_READS_DMABUF] = t.moved[1],
+			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
+			[C_READS_BOUNCE] = t.bounce[0] + t.bounce[1],
+			[C_BYTES_BOUNCE] = t.bounce_bytes, [C_DISK_P2P] = t.disk,
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_reads_p2p and _dmabuf by the reads moved, file_reads_bounce and file_bytes_bounce by the bounced ones, nothing else (%s)",
+		    why);
+	}
+}
+
+/*
+ * REQUIRE_P2P writes of the file's own bytes from the mapping and the
+ * dma-buf while its direct I/O comes and goes: each written by the
+ * controller from p2pmem (the disk's bytes_p2p by exactly theirs), or
+ * refused: EOPNOTSUPP at the check, EREMOTEIO once the filesystem wrote it
+ * through its page cache (ext4_buffered_write_iter(): the disk carried
+ * none of the write's memory). The file keeps its bytes.
+ */
+TEST_F(filecmd_fallback, fb, write_require_p2p, 6, 120)
+{
+	unsigned char *back = malloc(FB_TSIZE);
+	struct cnt c0, c1;
+	struct fb_tally t;
+	char why[160];
+	long long d = -2;
+	int fd;
+
+	if (!back || cnt_get(&c0))
+		kt_fail("setup: %s", back ? "the counters in /sys/class/p2pnvme/: missing" :
+					   "no memory");
+	fb_stream(self, true, P2PNVME_FILE_F_REQUIRE_P2P, &t);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	fb_common(&t, true);
+	fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !fsync(fd) && pread(fd, back, FB_TSIZE, 0) == (ssize_t)FB_TSIZE)
+		d = pat_diff(back, self->tid, 0, FB_TSIZE);
+	if (fd >= 0)
+		close(fd);
+	tap(d < 0 && d != -2 && !t.short_moves,
+	    "the file after: its pattern whole (first wrong byte %lld; %lld writes short)", d,
+	    t.short_moves);
+	tap(!t.other && !t.bounce[0] && !t.bounce[1],
+	    "every write moved (%lld + %lld), or refused: EREMOTEIO after the page cache took it (%lld + %lld), EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+	    t.moved[0], t.moved[1], t.remoteio[0], t.remoteio[1], t.notsupp,
+	    t.other + t.bounce[0] + t.bounce[1], err_str(t.other_err));
+	{
+		long long want[C_NR] = {
+			[C_WRITES_P2P] = t.moved[0], [C_WRITES_DMABUF] = t.moved[1],
+			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
+			[C_ERRORS] = t.remoteio[0] + t.remoteio[1],
+			[C_ERRORS_FALLBACK] = t.remoteio[0] + t.remoteio[1], [C_DISK_P2P] = t.disk,
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_writes_p2p and _dmabuf by the writes moved, file_errors and file_errors_fallback by the EREMOTEIO ones, nothing else (%s)",
+		    why);
+	}
+	free(back);
+}
+
 /* ---- p2pbar unbound mid-stream (--bar-unbind) ------------------------------ */
 
 #define UB_ENTRIES	8
@@ -1425,15 +1910,19 @@ int main(int argc, char **argv)
 {
 	const char *ms = getenv("P2P_FILES_RACE_MS");
 	int unbind = argc > 2 && !strcmp(argv[1], "--bar-unbind");
+	int fallback = argc > 1 && !strcmp(argv[1], "--fallback");
 
 	if (unbind) {
 		bar_bdf = argv[2];
 		argc -= 2;
 		argv += 2;
+	} else if (fallback) {
+		argc--;
+		argv++;
 	}
 	if (argc != 9) {
 		fprintf(stderr,
-			"usage: %s [--bar-unbind BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			"usage: %s [--bar-unbind BDF | --fallback] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
 			argv[0]);
 		return 2;
 	}
@@ -1451,5 +1940,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* --bar-unbind: p2pbar unbound mid-stream, alone (it leaves p2pbar unbound) */
-	return kt_run_as(unbind ? "filecmd_bar_unbind" : "filecmd", argv[1]);
+	if (unbind)
+		return kt_run_as("filecmd_bar_unbind", argv[1]);
+	/* --fallback: the page cache after the check, on ext4 mounted nodelalloc */
+	return kt_run_as(fallback ? "filecmd_fallback" : "filecmd", argv[1]);
 }

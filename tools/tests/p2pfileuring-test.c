@@ -19,7 +19,9 @@
  * here and on the host in the BAR's backing file (BAR_NAME); a short read
  * into host memory across EOF, counted (stats/file_reads_host, its bytes)
  * before its CQE; a write from a p2pbar dma-buf checked on the
- * host in the image (IMG_NAME) at the file's extents. 256 commands in
+ * host in the image (IMG_NAME) at the file's extents; a 512-byte write
+ * into a reflinked xfs file, which xfs sends to its page cache: path bounce
+ * in the CQE (6.1's and 6.12's xfs; SKIP elsewhere). 256 commands in
  * flight on a plain ring, a DEFER_TASKRUN ring and an SQPOLL ring, each
  * checked. The ring closed, and its task gone, with 256 in flight: bounded,
  * the buffer unregistered after, the next command good. max_inflight_mb
@@ -463,6 +465,80 @@ TEST_F(fileuring, fu, write_dmabuf, 4, 60)
 	dbuf_put(self->nfd, &b);
 	free(back);
 	close(fd);
+}
+
+/*
+ * A write xfs sends to its page cache (p2pfilecmd-test's write_cow_bounce,
+ * through io_uring): 512 bytes into a reflinked file from a registered
+ * p2pbar dma-buf, without REQUIRE_P2P (which asks a write for whole
+ * blocks: refused at the check). Answered with its bytes and path bounce
+ * in res2, counted on the bounce path before the CQE; the file holds the
+ * bytes (here and in the image). SKIP where the filesystem has no reflink
+ * (ext4) or reports the CoW write alignment (7.x's xfs: refused at the
+ * check).
+ */
+TEST_F(fileuring, fu, write_cow_bounce, 4, 60)
+{
+	unsigned int id = self->id + 5, nid = self->id + 6;
+	long long n0, n1, b0, b1, f0, f1;
+	struct p2pnvme_uring_file_cmd c;
+	unsigned char *back = malloc(64 * KIB);
+	char path[512], cpath[512];
+	int fd, cfd, ret, res;
+	uint64_t r2 = 0;
+	struct statx st;
+	struct dbuf b;
+
+	if (!back || mkfile(dir, "ucow", id, 64 * KIB, path))
+		kt_fail("setup: %s", strerror(errno));
+	sprintf(cpath, "%s/ucow-clone", dir);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	cfd = open(cpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || cfd < 0)
+		kt_fail("setup: %s", strerror(errno));
+	errno = 0;
+	if (ioctl(cfd, FICLONE, fd) ||
+	    statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) || st.stx_dio_offset_align > 512) {
+		ret = errno;
+		close(cfd);
+		close(fd);
+		unlink(cpath);
+		unlink(path);
+		if (!ret)
+			kt_skip("the reflinked file's direct I/O write alignment is %u (7.x's xfs reports the allocation unit): refused at the check",
+				st.stx_dio_offset_align);
+		kt_skip("no reflink here (FICLONE: %s): ext4, or xfs without it", strerror(ret));
+	}
+	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	pat_fill(b.p, nid, 512, 512);
+	n0 = nvme_stat("file_writes_bounce");
+	b0 = nvme_stat("file_bytes_bounce");
+	f0 = nvme_stat("file_errors");
+	c = fcmd(P2PNVME_OP_WRITE, fd, 512, 512, 0, P2PNVME_FILE_F_REGISTERED, b.id);
+	res = one(&self->ring, self->nfd, &c, &r2);
+	n1 = nvme_stat("file_writes_bounce");
+	b1 = nvme_stat("file_bytes_bounce");
+	f1 = nvme_stat("file_errors");
+	tap(res == 512 && r2 == P2PNVME_URING_RES2(P2PNVME_PATH_BOUNCE, 0),
+	    "512 bytes into a reflinked file (xfs's page cache): res %d, res2 path bounce (%#llx)",
+	    res, (unsigned long long)r2);
+	tap(n0 >= 0 && f0 >= 0 && n1 - n0 == 1 && b1 - b0 == 512 && f1 == f0,
+	    "counted by its CQE: file_writes_bounce +1 (%lld), file_bytes_bounce +512 (%lld), no error (%lld)",
+	    n1 - n0, b1 - b0, f1 - f0);
+	tap(!fsync(fd) && pread(fd, back, 64 * KIB, 0) == (ssize_t)(64 * KIB) &&
+	    pat_diff(back, id, 0, 512) < 0 && pat_diff(back + 512, nid, 512, 512) < 0 &&
+	    pat_diff(back + 1024, id, 1024, 63 * KIB) < 0,
+	    "fsync, read back: the 512 bytes written, the rest as before");
+	tap(!extents_check(fd, nid, 512, 512),
+	    "FIEMAP: the written range is on the disk; the host checks it in %s", img_name);
+	dbuf_put(self->nfd, &b);
+	close(cfd);
+	close(fd);
+	unlink(cpath);
+	unlink(path);
+	free(back);
 }
 
 /*

@@ -310,10 +310,27 @@ struct p2pnvme_buf_unreg {
  * @path: out: enum p2pnvme_path: P2PNVME_PATH_P2P (p2pmem at @addr),
  *	  P2PNVME_PATH_HOST (host memory, a registered host buffer),
  *	  P2PNVME_PATH_DMABUF (a registered p2pbar dma-buf); set when the
- *	  transfer was checked, whatever its @status
+ *	  transfer was checked, whatever its @status; P2PNVME_PATH_BOUNCE
+ *	  when it ended, if the filesystem moved p2pmem's or the dma-buf's
+ *	  bytes through its page cache, the CPU copying them (see below)
  * @reserved: must be zero
  *
  * The ioctls ignore @status, @bytes and @path on input.
+ *
+ * P2PNVME_FILE_F_REQUIRE_P2P: the data must move between the controller and
+ * the memory peer to peer. Host memory is refused before anything is
+ * issued (-EREMOTEIO). The filesystem may still take its page cache after
+ * the checks, inside the call (ext4 when the file's direct I/O went away
+ * meanwhile: chattr +j on a nodelalloc mount, fsverity; a write whose page
+ * cache cannot be invalidated; xfs's sub-block write to a reflinked file):
+ * such a transfer fails -EREMOTEIO once it ended, with its bytes moved
+ * nonetheless: a read's are in the memory, a write's in the file. Without
+ * the flag it succeeds with @path P2PNVME_PATH_BOUNCE. A read is judged by
+ * the filesystem's own trace (ext4 clears the kiocb's IOCB_DIRECT before it
+ * reads through the page cache; xfs always reads direct), a write by the
+ * bytes the controller took from the memory against the bytes written; a
+ * read's holes, which the filesystem zeroes with the CPU, do not count as
+ * a bounce.
  */
 struct p2pnvme_file_io {
 	__u32 argsz;
@@ -359,8 +376,11 @@ struct p2pnvme_file_io {
  * file's for the whole I/O, holes read as zeros), all in flight at once,
  * and the ioctl returns when all are done: 0, or the -errno of the first
  * failed entry, with @status, @bytes and @path written back for every
- * entry. A user address is pinned by the block layer as for O_DIRECT; a
- * registered buffer is held until its transfer ends. The file, its
+ * entry (-EREMOTEIO: a REQUIRE_P2P entry the filesystem served through
+ * its page cache after all, see struct p2pnvme_file_io). A user address
+ * is pinned as for O_DIRECT (by the block layer; p2pmem a write is taken
+ * from, by the command, for the transfer); a registered buffer is held
+ * until its transfer ends. The file, its
  * filesystem and the memory stay referenced until then: closing the fd,
  * a lazy unmount, unregistering the buffer wait for nothing; an unbind
  * of p2pnvme fails what is in flight (-EIO).
@@ -460,7 +480,10 @@ struct p2pnvme_uring_file_cmd {
  * reaches the end of the file is short) or the -errno it ended with, and
  * with IORING_SETUP_CQE32 the first extra word path | status << 16 as
  * P2PNVME_URING_CMD_IO's (status 0: the filesystem reports no NVMe
- * status). Not on an IORING_SETUP_IOPOLL ring (-EOPNOTSUPP). A command
+ * status; path P2PNVME_PATH_BOUNCE, and res -EREMOTEIO with
+ * P2PNVME_FILE_F_REQUIRE_P2P, for a transfer the filesystem served through
+ * its page cache, as struct p2pnvme_file_io says). Not on an
+ * IORING_SETUP_IOPOLL ring (-EOPNOTSUPP). A command
  * cannot be cancelled: once issued, the filesystem's direct I/O ends it
  * (the disk's timeouts and its removal bound it), and closing the ring
  * waits for that.
