@@ -601,9 +601,13 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 	if (r->dmabuf)
 		p2pnvme_dmabuf_release(r);
 	req_table_free(r);
-	for (i = 0; r->bpages && i < r->bnr && r->bpages[i]; i++)
-		__free_page(r->bpages[i]);
-	kvfree(r->bpages);
+	/* only a bounce has pages of its own: no kvfree(NULL) per transfer */
+	if (r->bpages) {
+		for (i = 0; i < r->bnr && r->bpages[i]; i++)
+			__free_page(r->bpages[i]);
+		kvfree(r->bpages);
+		r->bpages = NULL;
+	}
 	if (r->pages) {
 		if (!r->borrowed)
 			unpin_user_pages_dirty_lock(r->pages, r->nr,
