@@ -166,6 +166,7 @@ static struct p2pnvme_async *async_alloc(struct p2pnvme *c)
 static void async_free(struct p2pnvme *c, struct p2pnvme_async *a)
 {
 	struct p2pnvme_pcpu *pc;
+	bool cached;
 
 	memset(a, 0, sizeof(*a));
 	if (IS_ENABLED(CONFIG_KASAN)) {
@@ -173,12 +174,13 @@ static void async_free(struct p2pnvme *c, struct p2pnvme_async *a)
 		return;
 	}
 	pc = get_cpu_ptr(c->pcpu);
-	if (pc->nr_free < ARRAY_SIZE(pc->free)) {
+	cached = pc->nr_free < ARRAY_SIZE(pc->free);
+	if (cached)
 		pc->free[pc->nr_free++] = a;
-		a = NULL;
-	}
 	put_cpu_ptr(c->pcpu);
-	kfree(a);
+	/* no kfree(NULL) per answer: its call is most of its cost */
+	if (!cached)
+		kfree(a);
 }
 
 /* Unmap, unpin, count: @a's commands are over and nobody else releases it. */
