@@ -94,6 +94,12 @@ static unsigned long async_watch_period(void)
  * @ring: that ring, only compared (p2p_uring_cmd_ring())
  * @lists: the list blocks of a request naming a registered dma-buf, taken
  *	   before its fence was published (@b.lists)
+ *
+ * A request from a CPU's cache (async_alloc()) has zero what it reads
+ * before it writes it: @r, @ended, @taken, @released and @moved
+ * (async_free()). Every other member is written before it is read: at
+ * its issue (uring_cmd_queue()), at its submission (async_submit(): @b,
+ * @t0, @pc, @link; @lists where @r.lists points to them).
  */
 struct p2pnvme_async {
 	struct p2pnvme_batch b;
@@ -147,8 +153,9 @@ static struct p2pnvme_async **async_of(struct io_uring_cmd *ioucmd)
 }
 
 /*
- * A request from this CPU's cache of answered ones (zeroed when they went
- * in), else a new one. Only process context allocates and frees them.
+ * A request from this CPU's cache of answered ones (what it reads first
+ * zeroed when they went in: struct p2pnvme_async), else a new one, all
+ * zero. Only process context allocates and frees them.
  */
 static struct p2pnvme_async *async_alloc(struct p2pnvme *c)
 {
@@ -160,19 +167,26 @@ static struct p2pnvme_async *async_alloc(struct p2pnvme *c)
 }
 
 /*
- * Answered: zeroed, into this CPU's cache, or freed when it is full. Not
- * cached under KASAN: a use after the answer is then a use after free.
+ * Answered: into this CPU's cache, what its next use reads before it
+ * writes zeroed (not the rest: a 4 KiB read pays for every byte zeroed),
+ * or freed when the cache is full. Not cached under KASAN: a use after the
+ * answer is then a use after free.
  */
 static void async_free(struct p2pnvme *c, struct p2pnvme_async *a)
 {
 	struct p2pnvme_pcpu *pc;
 	bool cached;
 
-	memset(a, 0, sizeof(*a));
 	if (IS_ENABLED(CONFIG_KASAN)) {
 		kfree(a);
 		return;
 	}
+	/* the members struct p2pnvme_async's comment names */
+	memset(&a->r, 0, sizeof(a->r));
+	a->ended = false;
+	a->taken = false;
+	a->released = false;
+	a->moved = 0;
 	pc = get_cpu_ptr(c->pcpu);
 	cached = pc->nr_free < ARRAY_SIZE(pc->free);
 	if (cached)
