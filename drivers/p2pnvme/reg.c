@@ -259,25 +259,18 @@ unsigned int p2pnvme_reg_lists(struct p2pnvme_req *r, u32 max_xfer)
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_lists);
 
 /**
- * p2pnvme_reg_sync - hand a registered host buffer's range to the
- *	controller (before the commands) or back to the CPU (after a read)
+ * p2pnvme_reg_sync_range - p2pnvme_reg_sync() of a registered host buffer
+ *	whose mapping needs syncs
  * @c: the controller
  * @r: the request
  * @for_device: which way
- *
- * The buffer is mapped without CPU syncs once; each transfer syncs just
- * its bytes when the mapping needs it at all (a copy under swiotlb; each
- * DMA segment is then one physical run, see reg_host()). A dma-buf needs
- * none (registration refuses one that would).
  */
-void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
+void p2pnvme_reg_sync_range(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 {
 	struct device *dev = &c->pdev->dev;
 	struct p2pnvme_cursor cur;
 	u64 left = r->io->len;
 
-	if (r->reg->kind != P2PNVME_REG_HOST || !r->reg->need_sync)
-		return;
 	p2pnvme_reg_cursor(r, &cur);
 	while (left && cur.sg) {
 		u64 n = min_t(u64, left, sg_dma_len(cur.sg) - cur.off);
