@@ -728,6 +728,8 @@ static int uring_own_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 {
 	struct p2pnvme_uring_cmd uc;
 	struct p2pnvme_io io;
+	u64 rsvd2 = 0;
+	unsigned int i;
 
 	if (!uring_sqe_unused_zero(ioucmd->sqe))
 		return -EINVAL;
@@ -735,8 +737,13 @@ static int uring_own_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags
 				  offsetof(struct io_uring_sqe, cmd));
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
 	memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_cmd), sizeof(uc));
-	/* zero, so that they can be given a meaning one day */
-	if (uc.rsvd1 || memchr_inv(uc.rsvd2, 0, sizeof(uc.rsvd2)))
+	/*
+	 * zero, so that they can be given a meaning one day; the words
+	 * OR'ed in line, not memchr_inv() per command
+	 */
+	for (i = 0; i < ARRAY_SIZE(uc.rsvd2); i++)
+		rsvd2 |= uc.rsvd2[i];
+	if (uc.rsvd1 || rsvd2)
 		return -EINVAL;
 	io = (struct p2pnvme_io){ .argsz = sizeof(io), .flags = uc.flags, .op = uc.op,
 				  .slba = uc.slba, .len = uc.len, .addr = uc.addr,
