@@ -727,7 +727,8 @@ static int uring_std_issue(struct io_uring_cmd *ioucmd, bool vec, bool fixed,
 static int uring_own_issue(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct p2pnvme_uring_cmd uc;
-	struct p2pnvme_io io;
+	/* written whole below before anything reads it: not zeroed first */
+	struct p2pnvme_io io __uninitialized;
 	u64 rsvd2 = 0;
 	unsigned int i;
 
