@@ -385,10 +385,11 @@ static void async_unplug(struct blk_plug_cb *cb, bool from_schedule)
 }
 
 /*
- * The submitter's plug for @q, armed (the queue lives until remove() has
- * seen @c->async_plugged drop to 0), or NULL without one. Never sleeps.
+ * The submitter's plug for @q, found or allocated by blk_check_plugged(),
+ * armed (the queue lives until remove() has seen @c->async_plugged drop
+ * to 0), or NULL without a plug. Never sleeps.
  */
-static struct p2pnvme_plug *async_plug(struct p2pnvme *c, struct p2pnvme_queue *q)
+static noinline struct p2pnvme_plug *async_plug_get(struct p2pnvme *c, struct p2pnvme_queue *q)
 {
 	struct blk_plug_cb *cb = blk_check_plugged(async_unplug, q, sizeof(struct p2pnvme_plug));
 	struct p2pnvme_plug *p;
@@ -403,6 +404,27 @@ static struct p2pnvme_plug *async_plug(struct p2pnvme *c, struct p2pnvme_queue *
 		atomic_inc(&c->async_plugged);
 	}
 	return p;
+}
+
+/*
+ * async_plug_get(), looked up twice per request (its fence, its
+ * doorbell): first in line where it almost always is, the head of the
+ * task's plug's callbacks (blk_check_plugged() adds it there, armed by
+ * async_plug_get() before anything else can run in the task); the call
+ * otherwise, which walks them all and allocates it for a batch's first
+ * request.
+ */
+static inline struct p2pnvme_plug *async_plug(struct p2pnvme *c, struct p2pnvme_queue *q)
+{
+	struct blk_plug *plug = current->plug;
+	struct blk_plug_cb *cb;
+
+	if (!plug)
+		return NULL;
+	cb = list_first_entry_or_null(&plug->cb_list, struct blk_plug_cb, list);
+	if (cb && cb->callback == async_unplug && cb->data == q)
+		return container_of(cb, struct p2pnvme_plug, cb);
+	return async_plug_get(c, q);
 }
 
 /* the fence slot of the submitter's plug for @q (p2pnvme_req_map()), or NULL */
