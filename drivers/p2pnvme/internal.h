@@ -419,7 +419,9 @@ static inline void p2pnvme_req_error(struct p2pnvme_req *r)
  *	     commands are still being submitted
  * @done: completed by whoever drops @pending to 0 (and then touches the
  *	  batch no more); the waiter returns only after taking it, so an
- *	  on-stack batch is safe and a completion wakes just its own waiter
+ *	  on-stack batch is safe and a completion wakes just its own waiter.
+ *	  Not set up for an asynchronous batch (p2pnvme_batch_init_async()),
+ *	  which has @end instead, nor is @next_check
  * @admin: the commands go to the admin queue (always polled)
  * @any_async: matches the commands of every asynchronous batch (the
  *	       watchdog's: see p2pnvme_async_watch())

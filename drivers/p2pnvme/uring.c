@@ -570,8 +570,7 @@ again:
 		}
 		return async_fail(a, ret == -ESTALE ? -EAGAIN : ret);
 	}
-	p2pnvme_batch_init(&a->b, false);
-	a->b.end = async_end;
+	p2pnvme_batch_init_async(&a->b, async_end);
 	if (r->lists)
 		a->b.lists = r->lists;	/* no list block with reclaim once fenced */
 	/* a list per CPU: no lock or count shared by every submitter */
