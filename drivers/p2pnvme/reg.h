@@ -147,7 +147,8 @@ struct p2pnvme_reg {
  *	    else NULL
  * @pending: transfers it covers that have not ended; it signals when the
  *	     last one ends (p2pnvme_fence_end()), and is joined by no other
- *	     from then on
+ *	     from then on. Holds one reference of @base for them all, which
+ *	     the last one puts
  * @error: the first error of those transfers (a real one over a
  *	   cancellation), set on the fence when it signals; 0 if none
  */
