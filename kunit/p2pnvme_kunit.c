@@ -813,8 +813,10 @@ static bool signalled(struct p2pnvme_fence *f)
  * Four reads of one batch into one registered dma-buf: one fence in the
  * reservation object for them all, which signals only once the last of
  * them ended, whatever the order, carrying the error of the one that
- * failed. Once signalled nothing joins it: the batch's next read
- * publishes a fence of its own, which the reads after it join.
+ * failed; the reads hold one reference of it together (the reservation
+ * object and the slot theirs), which the last of them puts. Once
+ * signalled nothing joins it: the batch's next read publishes a fence of
+ * its own, which the reads after it join.
  */
 static void batch_fence_every_read(struct kunit *test)
 {
@@ -830,6 +832,8 @@ static void batch_fence_every_read(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e.slot.joined, 4U);
 	KUNIT_EXPECT_EQ(test, resv_fences(&e), 1U);
 	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	/* the reads', the reservation object's, the slot's */
+	KUNIT_EXPECT_EQ(test, kref_read(&e.f->base.refcount), 3U);
 
 	p2pnvme_fence_end(j[1], 0);
 	p2pnvme_fence_end(e.f, 0);	/* the publisher's read */
@@ -837,10 +841,12 @@ static void batch_fence_every_read(struct kunit *test)
 	p2pnvme_fence_end(j[0], -EIO);
 	KUNIT_EXPECT_FALSE(test, signalled(e.f));
 	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	KUNIT_EXPECT_EQ(test, kref_read(&e.f->base.refcount), 3U);
 	p2pnvme_fence_end(j[2], 0);
 	KUNIT_EXPECT_TRUE(test, signalled(e.f));
 	KUNIT_EXPECT_EQ(test, dma_fence_get_status(&e.f->base), -EIO);
 	KUNIT_EXPECT_FALSE(test, resv_busy(&e));
+	KUNIT_EXPECT_EQ(test, kref_read(&e.f->base.refcount), 2U);
 
 	/* signalled: the batch's next read publishes its own */
 	KUNIT_EXPECT_FALSE(test, p2pnvme_fence_join(&e.slot, 7, &g));
