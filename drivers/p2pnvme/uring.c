@@ -647,10 +647,11 @@ static int uring_cmd_queue(struct io_uring_cmd *ioucmd, struct p2pnvme_io *io, b
 	/*
 	 * io_uring's registered buffers (the pages are borrowed, not pinned
 	 * per transfer) are charged at their registration, as p2pnvme's own
-	 * are: not against max_inflight_mb
+	 * are: not against max_inflight_mb (p2pnvme_inflight_get() counts
+	 * none of p2pnvme's; not even called for them)
 	 */
 	bytes = 0;
-	if (!iter || iov_iter_extract_will_pin(iter)) {
+	if ((!iter || iov_iter_extract_will_pin(iter)) && !(io->flags & P2PNVME_IO_F_REGISTERED)) {
 		ret = p2pnvme_inflight_get(f, io, 1, &bytes);
 		if (ret)
 			return ret;
