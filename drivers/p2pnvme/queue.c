@@ -346,6 +346,12 @@ static unsigned int slot_get(struct p2pnvme_queue *q)
 {
 	unsigned int n = q->depth - 1, i = READ_ONCE(q->next_slot);
 
+	/*
+	 * the hint itself first, in line: slots go round the queue, so with
+	 * fewer commands in flight than it holds the next one is free
+	 */
+	if (i < n && !test_bit(i, q->slot_map) && !test_and_set_bit_lock(i, q->slot_map))
+		goto found;
 	for (;;) {
 		i = find_next_zero_bit(q->slot_map, n, i);
 		/* acquire: what the slot's last user wrote is seen */
@@ -356,6 +362,7 @@ static unsigned int slot_get(struct p2pnvme_queue *q)
 			cpu_relax();
 		}
 	}
+found:
 	WRITE_ONCE(q->next_slot, i + 1 < n ? i + 1 : 0);
 	return i;
 }
