@@ -118,17 +118,22 @@
 #define P2PNVME_CID_SLOT_MASK	((1U << P2PNVME_CID_SLOT_BITS) - 1)
 static_assert(P2PNVME_MAX_DEPTH <= 1U << P2PNVME_CID_SLOT_BITS);
 
+#define P2PNVME_IO_TIMEOUT_MS	5000	/* io_timeout_ms's default */
 extern unsigned int p2pnvme_io_timeout_ms;
+extern unsigned long p2pnvme_io_timeout_jiffies;
 extern bool p2pnvme_bounce;
 extern unsigned int p2pnvme_coalesce_entries;
 extern unsigned int p2pnvme_coalesce_time_us;
 extern unsigned int p2pnvme_max_bounced_reg_mb;
 extern bool p2pnvme_shadow_doorbells;
 
-/* the command timeout in jiffies, at least one */
+/*
+ * the command timeout in jiffies, at least one: io_timeout_ms as its
+ * setter converted it (pci.c), not converted again for every command
+ */
 static inline unsigned long p2pnvme_io_timeout(void)
 {
-	return msecs_to_jiffies(READ_ONCE(p2pnvme_io_timeout_ms)) ?: 1;
+	return READ_ONCE(p2pnvme_io_timeout_jiffies);
 }
 
 /* why a transfer takes its path (the p2pnvme_path tracepoint, dev_dbg) */
