@@ -755,17 +755,26 @@ struct p2pnvme {
 	atomic_t p2p_gen;
 };
 
+/* registered buffer ids a file also keeps in a plain array (reg.c) */
+#define P2PNVME_REG_FAST	8
+
+struct p2pnvme_reg;
+
 /**
  * struct p2pnvme_file - one open() of /dev/p2pnvmeN
  * @c: the controller, with a reference
  * @inflight: bytes of the file's transfers under way now (pinned user
  *	      memory or bounce pages), bounded by max_inflight_mb
  * @regs: its registered buffers by id (XA_FLAGS_ALLOC; RCU lookups)
+ * @reg_fast: the entries of @regs below P2PNVME_REG_FAST, the same ones,
+ *	      for a lookup per transfer without walking @regs; set and
+ *	      cleared with them under @regs' lock, read under RCU
  */
 struct p2pnvme_file {
 	struct p2pnvme *c;
 	atomic64_t inflight;
 	struct xarray regs;
+	struct p2pnvme_reg __rcu *reg_fast[P2PNVME_REG_FAST];
 };
 
 /* Any context: this CPU's counter, no cache line shared with others. */
