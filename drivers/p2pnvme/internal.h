@@ -487,7 +487,8 @@ struct p2pnvme_batch {
  * @sq_db_tail: tail last written to @sq_db
  * @stopped: no submissions (reset or removal in progress)
  * @submitted: commands published, ever (wraps)
- * @inflight_max: most commands in flight seen at once (debugfs)
+ * @inflight_max: most commands in flight seen at once (debugfs), looked
+ *		 at each doorbell
  * @cq_lock: protects the completion side (the fields below and the busy
  *	     slots), see the top of the file
  * @cq_head: next CQ entry to look at

@@ -219,12 +219,18 @@ static bool doorbell_needs_mmio(u16 value, __le32 *shadow, __le32 *ei)
 	return (u16)(value - event - 1) < (u16)(value - old);
 }
 
-/* Let the controller see every entry queued so far. Caller holds sq_lock. */
+/*
+ * Let the controller see every entry queued so far. Caller holds sq_lock.
+ * The most commands in flight are counted here, once per doorbell, when
+ * all of a batch's are (not per command: that reads the completion
+ * side's counter, another CPU's cache line, every time).
+ */
 static void queue_ring_locked(struct p2pnvme_queue *q)
 {
 	lockdep_assert_held(&q->sq_lock);
 	if (q->sq_tail == q->sq_db_tail)
 		return;
+	q->inflight_max = max_t(u16, q->inflight_max, p2pnvme_queue_inflight(q));
 	/*
 	 * writel() orders the SQ entries (coherent host memory) before the
 	 * doorbell MMIO write, so the controller never fetches a stale slot.
@@ -703,7 +709,6 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	/* publish: the slot's fields before @busy, for the scans under cq_lock */
 	smp_store_release(&slot->busy, true);
 	WRITE_ONCE(q->submitted, q->submitted + 1);
-	q->inflight_max = max_t(u16, q->inflight_max, p2pnvme_queue_inflight(q));
 	memcpy(&q->sq[q->sq_tail], cmd, sizeof(*cmd));
 	if (++q->sq_tail == q->depth)
 		q->sq_tail = 0;
