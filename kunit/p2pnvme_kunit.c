@@ -627,6 +627,57 @@ static void needs_list_exact(struct kunit *test)
 }
 
 /*
+ * A command inside its cursor's segment (most: every 4 KiB one) is built
+ * without the builders' loop: it must get what the loop writes, one SGL
+ * data block descriptor, or PRP1 and a PRP2 only past the first page, and
+ * leave the cursor where the loop leaves it: inside the segment, or at the
+ * start of the next one when the command ends the segment.
+ */
+static void one_segment_commands(struct kunit *test)
+{
+	static const u64 lens[] = { 4, 512, 0xe00, 0x1000, 0x1004, 0x1800, 0x2000 };
+	static const u64 offs[] = { 0, 4, 0x200, 0xffc, 0x1000, 0x1800 };
+	const u64 seg[] = { A, 0x3000, B, 0x8000 };
+	const unsigned int nl = ARRAY_SIZE(lens), no = ARRAY_SIZE(offs);
+	unsigned int i, checked = 0, ends = 0;
+
+	for (i = 0; i < 2 * no * nl; i++) {
+		u64 len = lens[i % nl], off = offs[i / nl % no], addr = A + off;
+		u64 first = min_t(u64, len, 0x1000 - (addr & 0xfff));
+		bool sgl = i / nl / no, end = off + len == 0x3000;
+		struct scatterlist *sg = mksg(test, seg, 2);
+		struct p2pnvme_cursor cur = { .sg = sg, .off = off };
+		struct nvme_command cmd = {};
+		int ret;
+
+		/* past the segment, or PRPs that need a list: the loop's */
+		if (off + len > 0x3000 || (!sgl && len - first > 0x1000))
+			continue;
+		ret = sgl ? p2pnvme_build_sgl(NULL, 0, &cur, len, &cmd) :
+			    p2pnvme_build_prps(NULL, 0, &cur, len, &cmd);
+		KUNIT_ASSERT_EQ_MSG(test, ret, 0, "%s, offset %#llx, %#llx bytes",
+				    sgl ? "SGL" : "PRP", off, len);
+		if (sgl) {
+			KUNIT_EXPECT_EQ(test, cmd.rw.flags, NVME_CMD_SGL_METABUF);
+			KUNIT_EXPECT_EQ(test, le64_to_cpu(cmd.rw.dptr.sgl.addr), addr);
+			KUNIT_EXPECT_EQ(test, le32_to_cpu(cmd.rw.dptr.sgl.length), len);
+			KUNIT_EXPECT_EQ(test, cmd.rw.dptr.sgl.type, NVME_SGL_FMT_DATA_DESC << 4);
+		} else {
+			KUNIT_EXPECT_EQ(test, cmd.rw.flags, 0);
+			KUNIT_EXPECT_EQ(test, le64_to_cpu(cmd.rw.dptr.prp1), addr);
+			KUNIT_EXPECT_EQ(test, le64_to_cpu(cmd.rw.dptr.prp2),
+					len > first ? addr + first : 0);
+		}
+		KUNIT_EXPECT_PTR_EQ(test, cur.sg, end ? &sg[1] : &sg[0]);
+		KUNIT_EXPECT_EQ(test, cur.off, end ? 0 : off + len);
+		checked++;
+		ends += end;
+	}
+	KUNIT_EXPECT_EQ(test, checked, 78U);
+	KUNIT_EXPECT_EQ(test, ends, 4U);
+}
+
+/*
  * The list blocks a registered dma-buf's request takes before its fence is
  * published are counted without walking the mapping (it may be unmapped or
  * replaced until the request is armed). For a registered range in one DMA
@@ -762,8 +813,10 @@ static bool signalled(struct p2pnvme_fence *f)
  * Four reads of one batch into one registered dma-buf: one fence in the
  * reservation object for them all, which signals only once the last of
  * them ended, whatever the order, carrying the error of the one that
- * failed. Once signalled nothing joins it: the batch's next read
- * publishes a fence of its own, which the reads after it join.
+ * failed; the reads hold one reference of it together (the reservation
+ * object and the slot theirs), which the last of them puts. Once
+ * signalled nothing joins it: the batch's next read publishes a fence of
+ * its own, which the reads after it join.
  */
 static void batch_fence_every_read(struct kunit *test)
 {
@@ -779,6 +832,8 @@ static void batch_fence_every_read(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e.slot.joined, 4U);
 	KUNIT_EXPECT_EQ(test, resv_fences(&e), 1U);
 	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	/* the reads', the reservation object's, the slot's */
+	KUNIT_EXPECT_EQ(test, kref_read(&e.f->base.refcount), 3U);
 
 	p2pnvme_fence_end(j[1], 0);
 	p2pnvme_fence_end(e.f, 0);	/* the publisher's read */
@@ -786,10 +841,12 @@ static void batch_fence_every_read(struct kunit *test)
 	p2pnvme_fence_end(j[0], -EIO);
 	KUNIT_EXPECT_FALSE(test, signalled(e.f));
 	KUNIT_EXPECT_TRUE(test, resv_busy(&e));
+	KUNIT_EXPECT_EQ(test, kref_read(&e.f->base.refcount), 3U);
 	p2pnvme_fence_end(j[2], 0);
 	KUNIT_EXPECT_TRUE(test, signalled(e.f));
 	KUNIT_EXPECT_EQ(test, dma_fence_get_status(&e.f->base), -EIO);
 	KUNIT_EXPECT_FALSE(test, resv_busy(&e));
+	KUNIT_EXPECT_EQ(test, kref_read(&e.f->base.refcount), 2U);
 
 	/* signalled: the batch's next read publishes its own */
 	KUNIT_EXPECT_FALSE(test, p2pnvme_fence_join(&e.slot, 7, &g));
@@ -879,6 +936,7 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE(prp_refused),
 	KUNIT_CASE(sgl_descriptors),
 	KUNIT_CASE(needs_list_exact),
+	KUNIT_CASE(one_segment_commands),
 	KUNIT_CASE_PARAM(admin_table, admin_gen_params),
 	KUNIT_CASE_PARAM(ns_format_table, fmt_gen_params),
 	KUNIT_CASE(std_io_data_len),

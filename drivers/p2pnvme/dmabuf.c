@@ -510,8 +510,9 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_alloc);
  * @f: the fence, from p2pnvme_fence_alloc()
  *
  * Published, the fence covers one transfer, its publisher's, until
- * p2pnvme_fence_end(); its reference is that transfer's (the reservation
- * object takes its own). Others may join it (p2pnvme_fence_join()). From
+ * p2pnvme_fence_end(); its reference is its pending count's, which the
+ * last transfer it covers puts (the reservation object takes its own).
+ * Others may join it (p2pnvme_fence_join()). From
  * here on nothing the transfers wait for may allocate with reclaim or
  * take a reservation lock (the caller's signalling section).
  *
@@ -535,8 +536,8 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_publish);
  *	batch published, rather than publishing one of its own
  * @slot: the batch's (its submitter's alone: no lock)
  * @serial: the registration the transfer names
- * @out: the fence joined, with a reference for the transfer, which ends
- *	 its share with p2pnvme_fence_end()
+ * @out: the fence joined, which the transfer ends its share of with
+ *	 p2pnvme_fence_end(); it lives until then (see below)
  *
  * The fence must be the one the batch published for the same registration
  * (so in the same reservation object), still cover a transfer that has not
@@ -549,6 +550,13 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_publish);
  * too: a batch's worth of transfers at most, each bounded by the
  * controller's timeouts.
  *
+ * The transfer takes no reference of its own: the pending count holds one
+ * for all the transfers it counts (the publisher's, put by the last of
+ * them, p2pnvme_fence_end()), so the fence lives while any of them has
+ * not ended. The slot's reference keeps it while the count is looked at;
+ * a count that is not 0 means that reference is still held. One atomic
+ * per transfer, not three.
+ *
  * Return: true if joined (*@out set).
  */
 bool p2pnvme_fence_join(struct p2pnvme_fence_slot *slot, u64 serial, struct p2pnvme_fence **out)
@@ -559,7 +567,6 @@ bool p2pnvme_fence_join(struct p2pnvme_fence_slot *slot, u64 serial, struct p2pn
 	    !atomic_inc_not_zero(&f->pending))
 		return false;
 	slot->joined++;
-	dma_fence_get(&f->base);
 	*out = f;
 	return true;
 }
@@ -603,13 +610,16 @@ EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_slot_release);
 /**
  * p2pnvme_fence_end - one transfer a published fence covers has ended
  *	(any context, hard interrupts too)
- * @f: the fence; the transfer's reference goes
+ * @f: the fence: the transfer's share of it goes, and @f may be gone
+ *     once this returns
  * @err: its error, 0 if none
  *
  * The fence signals when the last transfer it covers ends, carrying the
  * first error of them all (a real one over a cancellation): whoever waited
  * for them learns that some bytes did not move, as from a GPU driver's
- * fence after a failed job.
+ * fence after a failed job. That last transfer then puts the pending
+ * count's reference (p2pnvme_fence_join()); the others touch @f no more
+ * once their share is counted off.
  */
 void p2pnvme_fence_end(struct p2pnvme_fence *f, int err)
 {
@@ -620,12 +630,12 @@ void p2pnvme_fence_end(struct p2pnvme_fence *f, int err)
 		if (old != -ECANCELED || err == -ECANCELED)
 			break;
 	/* a full barrier: every other transfer's error is seen by the last */
-	if (atomic_dec_and_test(&f->pending)) {
-		err = READ_ONCE(f->error);
-		if (err)
-			dma_fence_set_error(&f->base, err);
-		dma_fence_signal(&f->base);
-	}
+	if (!atomic_dec_and_test(&f->pending))
+		return;
+	err = READ_ONCE(f->error);
+	if (err)
+		dma_fence_set_error(&f->base, err);
+	dma_fence_signal(&f->base);
 	dma_fence_put(&f->base);	/* the reservation object keeps its own */
 }
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_fence_end);

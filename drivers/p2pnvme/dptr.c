@@ -58,33 +58,14 @@ bool p2pnvme_data_needs_list(const struct p2pnvme_cursor *cur, u64 len, bool sgl
 }
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_data_needs_list);
 
-/**
- * p2pnvme_build_prps - describe data with PRP1/PRP2 or a PRP list
- * @list: the command's list page (P2PNVME_LIST_SIZE bytes), or NULL when
- *	  p2pnvme_data_needs_list() said none is needed
- * @list_dma: its bus address
- * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
- * @len: bytes
- * @cmd: the command whose data pointer is filled in
- *
- * Return: 0, -EINVAL when the mapped segments cannot be PRPs (every entry
- * after the first must start on a controller page, every one before the
- * last end on one) or the list runs short, -E2BIG when the list is full
- * (or needed and missing).
- */
-int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor *cur,
-		       u64 len, struct nvme_command *cmd)
+/* p2pnvme_build_prps() past its one-segment case: page by page */
+static noinline int build_prps_walk(__le64 *list, dma_addr_t list_dma,
+				    struct p2pnvme_cursor *cur, dma_addr_t addr, u64 first,
+				    u64 len, struct nvme_command *cmd)
 {
-	dma_addr_t addr, second = 0;
-	u64 first;
+	dma_addr_t second = 0;
 	int n = 0;
 
-	if (!cur->sg || !len)
-		return -EINVAL;
-	addr = cursor_addr(cur);
-	if (addr & 3)
-		return -EINVAL;		/* PRPs are dword aligned */
-	first = min_t(u64, len, P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1)));
 	/* the first PRP may not cross the end of its segment into another */
 	if (first > sg_dma_len(cur->sg) - cur->off)
 		return -EINVAL;
@@ -117,34 +98,56 @@ int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor 
 		cmd->rw.dptr.prp2 = cpu_to_le64(list_dma);
 	return 0;
 }
-EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_prps);
 
 /**
- * p2pnvme_build_sgl - describe data with SGL data block descriptors
- * @list: the command's list page, room for P2PNVME_LIST_SIZE / 16
- *	  descriptors, or NULL when p2pnvme_data_needs_list() said none is
- *	  needed
+ * p2pnvme_build_prps - describe data with PRP1/PRP2 or a PRP list
+ * @list: the command's list page (P2PNVME_LIST_SIZE bytes), or NULL when
+ *	  p2pnvme_data_needs_list() said none is needed
  * @list_dma: its bus address
  * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
  * @len: bytes
  * @cmd: the command whose data pointer is filled in
  *
- * One segment of the scatterlist is one descriptor; a single descriptor goes
- * into the command itself, several into @list behind a last-segment
- * descriptor.
- *
- * Return: 0, -EINVAL when the scatterlist runs short, -E2BIG when the list
- * is full (or needed and missing).
+ * Return: 0, -EINVAL when the mapped segments cannot be PRPs (every entry
+ * after the first must start on a controller page, every one before the
+ * last end on one) or the list runs short, -E2BIG when the list is full
+ * (or needed and missing).
  */
-int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
-		      struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd)
+int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor *cur,
+		       u64 len, struct nvme_command *cmd)
+{
+	dma_addr_t addr;
+	u64 first;
+
+	if (!cur->sg || !len)
+		return -EINVAL;
+	addr = cursor_addr(cur);
+	if (addr & 3)
+		return -EINVAL;		/* PRPs are dword aligned */
+	first = min_t(u64, len, P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1)));
+	/*
+	 * Most commands (every 4 KiB one): PRP1, and PRP2 past the first
+	 * page, inside the cursor's segment and short of its end, the cursor
+	 * staying in it. What the walk does for them, without its loop.
+	 */
+	if (len - first <= P2PNVME_CTRL_PAGE && len < sg_dma_len(cur->sg) - cur->off) {
+		cmd->rw.dptr.prp1 = cpu_to_le64(addr);
+		if (len > first)
+			cmd->rw.dptr.prp2 = cpu_to_le64(addr + first);
+		cur->off += len;
+		return 0;
+	}
+	return build_prps_walk(list, list_dma, cur, addr, first, len, cmd);
+}
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_prps);
+
+/* p2pnvme_build_sgl() past its one-segment case: segment by segment */
+static noinline int build_sgl_walk(struct nvme_sgl_desc *list, dma_addr_t list_dma,
+				   struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd)
 {
 	struct nvme_sgl_desc d = {};
 	int n = 0;
 
-	if (!len)
-		return -EINVAL;
-	cmd->rw.flags = NVME_CMD_SGL_METABUF;
 	while (len) {
 		u64 step;
 
@@ -170,6 +173,47 @@ int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 		cmd->rw.dptr.sgl.type = NVME_SGL_FMT_LAST_SEG_DESC << 4;
 	}
 	return 0;
+}
+
+/**
+ * p2pnvme_build_sgl - describe data with SGL data block descriptors
+ * @list: the command's list page, room for P2PNVME_LIST_SIZE / 16
+ *	  descriptors, or NULL when p2pnvme_data_needs_list() said none is
+ *	  needed
+ * @list_dma: its bus address
+ * @cur: where the data starts in a DMA-mapped scatterlist; advanced by @len
+ * @len: bytes
+ * @cmd: the command whose data pointer is filled in
+ *
+ * One segment of the scatterlist is one descriptor; a single descriptor goes
+ * into the command itself, several into @list behind a last-segment
+ * descriptor.
+ *
+ * Return: 0, -EINVAL when the scatterlist runs short, -E2BIG when the list
+ * is full (or needed and missing).
+ */
+int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
+		      struct p2pnvme_cursor *cur, u64 len, struct nvme_command *cmd)
+{
+	struct nvme_sgl_desc d = {};
+
+	if (!len)
+		return -EINVAL;
+	cmd->rw.flags = NVME_CMD_SGL_METABUF;
+	/*
+	 * Most commands: one descriptor in the command, inside the cursor's
+	 * segment and short of its end, the cursor staying in it. What the
+	 * walk does for them, without its loop.
+	 */
+	if (cur->sg && len < sg_dma_len(cur->sg) - cur->off) {
+		d.addr = cpu_to_le64(cursor_addr(cur));
+		d.length = cpu_to_le32(len);
+		d.type = NVME_SGL_FMT_DATA_DESC << 4;
+		cmd->rw.dptr.sgl = d;
+		cur->off += len;
+		return 0;
+	}
+	return build_sgl_walk(list, list_dma, cur, len, cmd);
 }
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_build_sgl);
 

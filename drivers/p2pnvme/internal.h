@@ -124,17 +124,22 @@
 #define P2PNVME_CID_SLOT_MASK	((1U << P2PNVME_CID_SLOT_BITS) - 1)
 static_assert(P2PNVME_MAX_DEPTH <= 1U << P2PNVME_CID_SLOT_BITS);
 
+#define P2PNVME_IO_TIMEOUT_MS	5000	/* io_timeout_ms's default */
 extern unsigned int p2pnvme_io_timeout_ms;
+extern unsigned long p2pnvme_io_timeout_jiffies;
 extern bool p2pnvme_bounce;
 extern unsigned int p2pnvme_coalesce_entries;
 extern unsigned int p2pnvme_coalesce_time_us;
 extern unsigned int p2pnvme_max_bounced_reg_mb;
 extern bool p2pnvme_shadow_doorbells;
 
-/* the command timeout in jiffies, at least one */
+/*
+ * the command timeout in jiffies, at least one: io_timeout_ms as its
+ * setter converted it (pci.c), not converted again for every command
+ */
 static inline unsigned long p2pnvme_io_timeout(void)
 {
-	return msecs_to_jiffies(READ_ONCE(p2pnvme_io_timeout_ms)) ?: 1;
+	return READ_ONCE(p2pnvme_io_timeout_jiffies);
 }
 
 /* why a transfer takes its path (the p2pnvme_path tracepoint, dev_dbg) */
@@ -428,7 +433,9 @@ static inline void p2pnvme_req_error(struct p2pnvme_req *r)
  *	     commands are still being submitted
  * @done: completed by whoever drops @pending to 0 (and then touches the
  *	  batch no more); the waiter returns only after taking it, so an
- *	  on-stack batch is safe and a completion wakes just its own waiter
+ *	  on-stack batch is safe and a completion wakes just its own waiter.
+ *	  Not set up for an asynchronous batch (p2pnvme_batch_init_async()),
+ *	  which has @end instead, nor is @next_check
  * @admin: the commands go to the admin queue (always polled)
  * @any_async: matches the commands of every asynchronous batch (the
  *	       watchdog's: see p2pnvme_async_watch())
@@ -489,7 +496,8 @@ struct p2pnvme_batch {
  * @sq_db_tail: tail last written to @sq_db
  * @stopped: no submissions (reset or removal in progress)
  * @submitted: commands published, ever (wraps)
- * @inflight_max: most commands in flight seen at once (debugfs)
+ * @inflight_max: most commands in flight seen at once (debugfs), looked
+ *		 at each doorbell
  * @cq_lock: protects the completion side (the fields below and the busy
  *	     slots), see the top of the file
  * @cq_head: next CQ entry to look at
@@ -776,17 +784,26 @@ struct p2pnvme_watch {
 	atomic64_t moved;
 };
 
+/* registered buffer ids a file also keeps in a plain array (reg.c) */
+#define P2PNVME_REG_FAST	8
+
+struct p2pnvme_reg;
+
 /**
  * struct p2pnvme_file - one open() of /dev/p2pnvmeN
  * @c: the controller, with a reference
  * @inflight: bytes of the file's transfers under way now (pinned user
  *	      memory or bounce pages), bounded by max_inflight_mb
  * @regs: its registered buffers by id (XA_FLAGS_ALLOC; RCU lookups)
+ * @reg_fast: the entries of @regs below P2PNVME_REG_FAST, the same ones,
+ *	      for a lookup per transfer without walking @regs; set and
+ *	      cleared with them under @regs' lock, read under RCU
  */
 struct p2pnvme_file {
 	struct p2pnvme *c;
 	atomic64_t inflight;
 	struct xarray regs;
+	struct p2pnvme_reg __rcu *reg_fast[P2PNVME_REG_FAST];
 };
 
 /* Any context: this CPU's counter, no cache line shared with others. */

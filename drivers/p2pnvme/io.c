@@ -601,9 +601,13 @@ static void req_release(struct p2pnvme *c, struct p2pnvme_req *r, bool ok)
 	if (r->dmabuf)
 		p2pnvme_dmabuf_release(r);
 	req_table_free(r);
-	for (i = 0; r->bpages && i < r->bnr && r->bpages[i]; i++)
-		__free_page(r->bpages[i]);
-	kvfree(r->bpages);
+	/* only a bounce has pages of its own: no kvfree(NULL) per transfer */
+	if (r->bpages) {
+		for (i = 0; i < r->bnr && r->bpages[i]; i++)
+			__free_page(r->bpages[i]);
+		kvfree(r->bpages);
+		r->bpages = NULL;
+	}
 	if (r->pages) {
 		if (!r->borrowed)
 			unpin_user_pages_dirty_lock(r->pages, r->nr,
@@ -648,8 +652,8 @@ static unsigned int req_lists(struct p2pnvme *c, struct p2pnvme_req *r)
 	return n;
 }
 
-/* Give back what lists_take() took and no command used. */
-static void lists_put(struct p2pnvme_queue *q, struct p2pnvme_lists *l)
+/* out of line: its loop would cost lists_put()'s callers register saves */
+static noinline void lists_free(struct p2pnvme_queue *q, struct p2pnvme_lists *l)
 {
 	while (l->nr) {
 		l->nr--;
@@ -659,27 +663,38 @@ static void lists_put(struct p2pnvme_queue *q, struct p2pnvme_lists *l)
 		kvfree(l->list);
 	if (l->dma != l->dma1)
 		kvfree(l->dma);
+}
+
+/*
+ * Give back what lists_take() took and no command used: in line, nothing
+ * for the many that took none, or used them all.
+ */
+static inline void lists_put(struct p2pnvme_queue *q, struct p2pnvme_lists *l)
+{
+	if (l->nr || l->list != l->list1 || l->dma != l->dma1)
+		lists_free(q, l);
 	l->list = NULL;
 	l->dma = NULL;
 }
 
-/*
- * The list blocks of a batch whose dma-buf fences are about to be
- * published, taken while reclaim is still allowed: as many as its commands
- * need, at most what the queue holds at once (beyond that, commands wait
- * for their predecessors' slots, whose blocks go back to the pool).
- */
-static int lists_take(struct p2pnvme *c, struct p2pnvme_queue *q, struct p2pnvme_req *reqs,
-		      unsigned int nr, struct p2pnvme_lists *l)
+/* @l holds none yet, in its own arrays */
+static void lists_init(struct p2pnvme_lists *l)
 {
-	unsigned int i, want = 0;
-
-	for (i = 0; i < nr && want < q->depth - 1; i++)
-		want += req_lists(c, &reqs[i]);
-	want = min(want, q->depth - 1U);
-	/* a few (an io_uring request's): no arrays to allocate and free */
+	l->nr = 0;
 	l->list = l->list1;
 	l->dma = l->dma1;
+}
+
+/*
+ * @want list blocks of @q's pool, at most what the queue holds at once
+ * (beyond that, commands wait for their predecessors' slots, whose blocks
+ * go back to the pool), into @l: taken while reclaim is still allowed.
+ */
+static int lists_alloc(struct p2pnvme_queue *q, unsigned int want, struct p2pnvme_lists *l)
+{
+	want = min(want, q->depth - 1U);
+	/* a few (an io_uring request's): no arrays to allocate and free */
+	lists_init(l);
 	if (want > P2PNVME_LISTS_INLINE) {
 		l->list = kvcalloc(want, sizeof(*l->list), GFP_KERNEL);
 		l->dma = kvcalloc(want, sizeof(*l->dma), GFP_KERNEL);
@@ -696,6 +711,20 @@ static int lists_take(struct p2pnvme *c, struct p2pnvme_queue *q, struct p2pnvme
 out_put:
 	lists_put(q, l);
 	return -ENOMEM;
+}
+
+/*
+ * The list blocks of a batch whose dma-buf fences are about to be
+ * published: as many as its commands need (lists_alloc()).
+ */
+static int lists_take(struct p2pnvme *c, struct p2pnvme_queue *q, struct p2pnvme_req *reqs,
+		      unsigned int nr, struct p2pnvme_lists *l)
+{
+	unsigned int i, want = 0;
+
+	for (i = 0; i < nr && want < q->depth - 1; i++)
+		want += req_lists(c, &reqs[i]);
+	return lists_alloc(q, want, l);
 }
 
 /* Queue the request's commands, one per max_xfer bytes. */
@@ -1140,14 +1169,25 @@ int p2pnvme_req_map(struct p2pnvme *c, struct p2pnvme_req *r, struct p2pnvme_lis
 		    struct p2pnvme_fence_slot *(*batch)(struct p2pnvme_queue *q))
 {
 	int ret = req_map(c, r, NULL);
+	unsigned int want;
 
 	if (ret || !r->reg)
 		return ret;
 	if (r->reg->kind == P2PNVME_REG_DMABUF) {
 		if (l) {
-			ret = lists_take(c, r->q, r, 1, l);
-			if (ret)
-				return ret;
+			/*
+			 * counted, then taken: a registered range in one DMA
+			 * segment counts none for most reads (4 KiB ones),
+			 * which then take nothing (never walks, never calls)
+			 */
+			want = p2pnvme_reg_lists(r, c->max_xfer);
+			if (!want) {
+				lists_init(l);
+			} else {
+				ret = lists_alloc(r->q, want, l);
+				if (ret)
+					return ret;
+			}
 			r->lists = l;
 		}
 		ret = p2pnvme_dmabuf_fence_reg(r, batch);

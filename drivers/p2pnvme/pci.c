@@ -83,9 +83,28 @@ static const struct kernel_param_ops uint_range_ops = {
 	.get = uint_range_get,
 };
 
-unsigned int p2pnvme_io_timeout_ms = 5000;
+unsigned int p2pnvme_io_timeout_ms = P2PNVME_IO_TIMEOUT_MS;
+/* msecs_to_jiffies() of it, rounded up as that does, for every command */
+unsigned long p2pnvme_io_timeout_jiffies = DIV_ROUND_UP(P2PNVME_IO_TIMEOUT_MS * HZ, MSEC_PER_SEC);
 static struct uint_range io_timeout_range = { &p2pnvme_io_timeout_ms, 10, 3600000 };
-module_param_cb(io_timeout_ms, &uint_range_ops, &io_timeout_range, 0644);
+
+/* io_timeout_ms, and the jiffies p2pnvme_io_timeout() reads from it */
+static int io_timeout_set(const char *arg, const struct kernel_param *kp)
+{
+	int ret = uint_range_set(arg, kp);
+
+	if (!ret)
+		WRITE_ONCE(p2pnvme_io_timeout_jiffies,
+			   msecs_to_jiffies(READ_ONCE(p2pnvme_io_timeout_ms)) ?: 1);
+	return ret;
+}
+
+static const struct kernel_param_ops io_timeout_ops = {
+	.set = io_timeout_set,
+	.get = uint_range_get,
+};
+
+module_param_cb(io_timeout_ms, &io_timeout_ops, &io_timeout_range, 0644);
 MODULE_PARM_DESC(io_timeout_ms, "Per-command timeout before abort and reset, 10 .. 3600000 (default 5000)");
 
 bool p2pnvme_bounce = true;

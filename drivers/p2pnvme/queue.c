@@ -219,12 +219,18 @@ static bool doorbell_needs_mmio(u16 value, __le32 *shadow, __le32 *ei)
 	return (u16)(value - event - 1) < (u16)(value - old);
 }
 
-/* Let the controller see every entry queued so far. Caller holds sq_lock. */
+/*
+ * Let the controller see every entry queued so far. Caller holds sq_lock.
+ * The most commands in flight are counted here, once per doorbell, when
+ * all of a batch's are (not per command: that reads the completion
+ * side's counter, another CPU's cache line, every time).
+ */
 static void queue_ring_locked(struct p2pnvme_queue *q)
 {
 	lockdep_assert_held(&q->sq_lock);
 	if (q->sq_tail == q->sq_db_tail)
 		return;
+	q->inflight_max = max_t(u16, q->inflight_max, p2pnvme_queue_inflight(q));
 	/*
 	 * writel() orders the SQ entries (coherent host memory) before the
 	 * doorbell MMIO write, so the controller never fetches a stale slot.
@@ -346,6 +352,12 @@ static unsigned int slot_get(struct p2pnvme_queue *q)
 {
 	unsigned int n = q->depth - 1, i = READ_ONCE(q->next_slot);
 
+	/*
+	 * the hint itself first, in line: slots go round the queue, so with
+	 * fewer commands in flight than it holds the next one is free
+	 */
+	if (i < n && !test_bit(i, q->slot_map) && !test_and_set_bit_lock(i, q->slot_map))
+		goto found;
 	for (;;) {
 		i = find_next_zero_bit(q->slot_map, n, i);
 		/* acquire: what the slot's last user wrote is seen */
@@ -356,6 +368,7 @@ static unsigned int slot_get(struct p2pnvme_queue *q)
 			cpu_relax();
 		}
 	}
+found:
 	WRITE_ONCE(q->next_slot, i + 1 < n ? i + 1 : 0);
 	return i;
 }
@@ -696,7 +709,6 @@ int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_re
 	/* publish: the slot's fields before @busy, for the scans under cq_lock */
 	smp_store_release(&slot->busy, true);
 	WRITE_ONCE(q->submitted, q->submitted + 1);
-	q->inflight_max = max_t(u16, q->inflight_max, p2pnvme_queue_inflight(q));
 	memcpy(&q->sq[q->sq_tail], cmd, sizeof(*cmd));
 	if (++q->sq_tail == q->depth)
 		q->sq_tail = 0;

@@ -69,6 +69,27 @@ int p2pnvme_admin_exec_timeout(struct p2pnvme *c, struct nvme_command *cmd,
 			       unsigned long timeout, u32 *result, u16 *status);
 bool p2pnvme_admin_abandoned(struct p2pnvme *c);
 void p2pnvme_batch_init(struct p2pnvme_batch *b, bool admin);
+
+/**
+ * p2pnvme_batch_init_async - an asynchronous batch: @end runs when its
+ *	last command is over and it was launched (p2pnvme_batch_launch())
+ * @b: the batch
+ * @end: called instead of completing @b->done, which nothing waits on:
+ *	 neither it nor @b->next_check is set (p2pnvme_wait_batch() and a
+ *	 waiter's timeout checks never see an asynchronous batch; the
+ *	 watchdog's are @c->async_any's). In line: one per io_uring request.
+ */
+static inline void p2pnvme_batch_init_async(struct p2pnvme_batch *b,
+					    void (*end)(struct p2pnvme_batch *b))
+{
+	atomic_set(&b->pending, 1);	/* the submitter's, see the struct */
+	b->admin = false;
+	b->any_async = false;
+	b->timeout = 0;
+	b->end = end;
+	b->lists = NULL;
+}
+
 int p2pnvme_submit(struct p2pnvme *c, struct p2pnvme_batch *b, struct p2pnvme_req *r,
 		   struct nvme_command *cmd, struct p2pnvme_cursor *cur, u64 len, bool ring);
 void p2pnvme_ring(struct p2pnvme_queue *q);

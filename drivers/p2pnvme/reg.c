@@ -65,6 +65,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
+#include <linux/nospec.h>
 #include <linux/pci.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
@@ -259,25 +260,18 @@ unsigned int p2pnvme_reg_lists(struct p2pnvme_req *r, u32 max_xfer)
 EXPORT_SYMBOL_IF_KUNIT(p2pnvme_reg_lists);
 
 /**
- * p2pnvme_reg_sync - hand a registered host buffer's range to the
- *	controller (before the commands) or back to the CPU (after a read)
+ * p2pnvme_reg_sync_range - p2pnvme_reg_sync() of a registered host buffer
+ *	whose mapping needs syncs
  * @c: the controller
  * @r: the request
  * @for_device: which way
- *
- * The buffer is mapped without CPU syncs once; each transfer syncs just
- * its bytes when the mapping needs it at all (a copy under swiotlb; each
- * DMA segment is then one physical run, see reg_host()). A dma-buf needs
- * none (registration refuses one that would).
  */
-void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
+void p2pnvme_reg_sync_range(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
 {
 	struct device *dev = &c->pdev->dev;
 	struct p2pnvme_cursor cur;
 	u64 left = r->io->len;
 
-	if (r->reg->kind != P2PNVME_REG_HOST || !r->reg->need_sync)
-		return;
 	p2pnvme_reg_cursor(r, &cur);
 	while (left && cur.sg) {
 		u64 n = min_t(u64, left, sg_dma_len(cur.sg) - cur.off);
@@ -516,6 +510,36 @@ void p2pnvme_reg_put(struct p2pnvme_req *r)
 	r->reg = NULL;
 }
 
+/*
+ * The file's buffer @id, with a reference, or NULL: one that is not
+ * registered, still being registered, or whose last reference is going.
+ * An id below P2PNVME_REG_FAST is read from @f->reg_fast, which holds the
+ * same buffers as @f->regs there: one load per transfer, not an xarray
+ * walk (the index clamped under speculation: @id is the caller's).
+ */
+static struct p2pnvme_reg *reg_lookup(struct p2pnvme_file *f, u32 id)
+{
+	struct p2pnvme_reg *b;
+
+	rcu_read_lock();
+	if (id < P2PNVME_REG_FAST)
+		b = rcu_dereference(f->reg_fast[array_index_nospec(id, P2PNVME_REG_FAST)]);
+	else
+		b = xa_load(&f->regs, id);
+	if (b && !kref_get_unless_zero(&b->kref))
+		b = NULL;
+	rcu_read_unlock();
+	return b;
+}
+
+/* @f->reg_fast's entry of @id, if it has one, to what @f->regs holds now */
+static void reg_fast_set(struct p2pnvme_file *f, u32 id, struct p2pnvme_reg *b)
+{
+	lockdep_assert_held(&f->regs.xa_lock);
+	if (id < P2PNVME_REG_FAST)
+		rcu_assign_pointer(f->reg_fast[array_index_nospec(id, P2PNVME_REG_FAST)], b);
+}
+
 /**
  * p2pnvme_reg_find - a registered buffer of the file, for a user outside
  *	the engine's requests (the file command, file.c)
@@ -531,14 +555,7 @@ void p2pnvme_reg_put(struct p2pnvme_req *r)
  */
 struct p2pnvme_reg *p2pnvme_reg_find(struct p2pnvme_file *f, u32 id)
 {
-	struct p2pnvme_reg *b;
-
-	rcu_read_lock();
-	b = xa_load(&f->regs, id);
-	if (b && !kref_get_unless_zero(&b->kref))
-		b = NULL;
-	rcu_read_unlock();
-	return b;
+	return reg_lookup(f, id);
 }
 
 /**
@@ -569,13 +586,8 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r);
 int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 {
 	const struct p2pnvme_io *io = r->io;
-	struct p2pnvme_reg *b;
+	struct p2pnvme_reg *b = reg_lookup(f, io->buf_id);
 
-	rcu_read_lock();
-	b = xa_load(&f->regs, io->buf_id);
-	if (b && !kref_get_unless_zero(&b->kref))
-		b = NULL;
-	rcu_read_unlock();
 	if (!b)
 		return -ENOENT;
 	r->reg = b;
@@ -1039,7 +1051,10 @@ long p2pnvme_ioc_buf_register(struct p2pnvme_file *f, unsigned long uarg)
 	if (ret)
 		goto out_put;
 	/* a reserved slot: storing allocates nothing; unregister skips it */
-	xa_store(&f->regs, id, b, GFP_KERNEL);
+	xa_lock(&f->regs);
+	__xa_store(&f->regs, id, b, GFP_NOWAIT);
+	reg_fast_set(f, id, b);
+	xa_unlock(&f->regs);
 	return 0;
 
 out_put:
@@ -1072,8 +1087,10 @@ long p2pnvme_ioc_buf_unregister(struct p2pnvme_file *f, unsigned long uarg)
 	/* an id still being registered reads as NULL and stays reserved */
 	xa_lock(&f->regs);
 	b = xa_load(&f->regs, u.id);
-	if (b)
+	if (b) {
 		__xa_erase(&f->regs, u.id);
+		reg_fast_set(f, u.id, NULL);
+	}
 	xa_unlock(&f->regs);
 	if (!b)
 		return -ENOENT;
@@ -1091,7 +1108,10 @@ void p2pnvme_reg_file_release(struct p2pnvme_file *f)
 	unsigned long id;
 
 	xa_for_each(&f->regs, id, b) {
-		xa_erase(&f->regs, id);
+		xa_lock(&f->regs);
+		__xa_erase(&f->regs, id);
+		reg_fast_set(f, id, NULL);
+		xa_unlock(&f->regs);
 		kref_put(&b->kref, reg_free);
 	}
 	xa_destroy(&f->regs);

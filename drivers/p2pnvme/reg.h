@@ -147,7 +147,8 @@ struct p2pnvme_reg {
  *	    else NULL
  * @pending: transfers it covers that have not ended; it signals when the
  *	     last one ends (p2pnvme_fence_end()), and is joined by no other
- *	     from then on
+ *	     from then on. Holds one reference of @base for them all, which
+ *	     the last one puts
  * @error: the first error of those transfers (a real one over a
  *	   cancellation), set on the fence when it signals; 0 if none
  */
@@ -218,7 +219,26 @@ struct p2pnvme_reg *p2pnvme_reg_find(struct p2pnvme_file *f, u32 id);
 void p2pnvme_reg_release(struct p2pnvme_reg *b);
 void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
 unsigned int p2pnvme_reg_lists(struct p2pnvme_req *r, u32 max_xfer);
-void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
+void p2pnvme_reg_sync_range(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
+
+/**
+ * p2pnvme_reg_sync - hand a registered host buffer's range to the
+ *	controller (before the commands) or back to the CPU (after a read)
+ * @c: the controller
+ * @r: the request
+ * @for_device: which way
+ *
+ * The buffer is mapped without CPU syncs once; each transfer syncs just
+ * its bytes when the mapping needs it at all (a copy under swiotlb; each
+ * DMA segment is then one physical run, see reg_host()). A dma-buf needs
+ * none (registration refuses one that would). Inline: most transfers
+ * have nothing to sync, and test only that, twice each.
+ */
+static inline void p2pnvme_reg_sync(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device)
+{
+	if (r->reg->kind == P2PNVME_REG_HOST && r->reg->need_sync)
+		p2pnvme_reg_sync_range(c, r, for_device);
+}
 
 /*
  * An exporter's errno, for userspace: NVIDIA's attach refuses with the

@@ -71,7 +71,7 @@
 #define DOFF		CHUNK		/* ... its registered range (id 1) starts here */
 #define D2OFF		(5 * MIB)	/* ... the range unregistered in flight */
 
-#define PLAN_SEQUENCE	82	/* the cases of main_mode()'s sequence */
+#define PLAN_SEQUENCE	84	/* the cases of main_mode()'s sequence */
 #define PLAN_REVOKE	11
 #define PLAN_UNBIND	8
 #define PLAN_CAP	3
@@ -1256,6 +1256,27 @@ static void limit_cases(unsigned char *buf)
 	}
 	tap(fd >= 0 && !bad, "%d registrations of 4 KiB on a new open file: ids 0..%d in order",
 	    P2PNVME_BUF_MAX, P2PNVME_BUF_MAX - 1);
+	/*
+	 * ids below 8 are looked up in a plain array beside the file's
+	 * xarray (reg.c): the array's last and the xarray's first and last,
+	 * each read into its own buffer, the ones around it untouched
+	 */
+	for (i = 0, bad = 0; fd >= 0 && i < 3; i++) {
+		static const uint32_t ids[] = { 7, 8, P2PNVME_BUF_MAX - 1 };
+		struct p2pnvme_io io = rio(P2PNVME_OP_READ, REF_LBA + 8 * ids[i], 4096, ids[i], 0, 0);
+
+		memset(small, 0xee, P2PNVME_BUF_MAX * 4096);
+		ret = xfer(fd, &io);
+		if (ret || io.path != P2PNVME_PATH_HOST ||
+		    memcmp(small + ids[i] * 4096, ref + ids[i] * 4096, 4096) ||
+		    !all(small, 0xee, ids[i] * 4096) ||
+		    !all(small + (ids[i] + 1) * 4096, 0xee, (P2PNVME_BUF_MAX - 1 - ids[i]) * 4096)) {
+			say("read naming that id", ret, io.path);
+			bad++;
+		}
+	}
+	tap(fd >= 0 && !bad, "reads naming ids 7, 8 and %d land in those buffers alone",
+	    P2PNVME_BUF_MAX - 1);
 	ret = fd < 0 ? -EBADF : reg_host(fd, buf, 4096, &id);
 	result(ret == -ENOSPC, "registration 1025 on that file", ENOSPC, -ret);
 	r1 = fd < 0 ? -EBADF : p2p_nvme_unregister(fd, 500);
@@ -1272,6 +1293,17 @@ static void limit_cases(unsigned char *buf)
 	       strerror(-ret), id);
 	tap(fd >= 0 && !bad && !ret && id == 0,
 	    "all %d unregister; the next registration gets id 0", P2PNVME_BUF_MAX);
+	/* gone from the plain array as from the xarray */
+	for (i = 0, bad = 0; fd >= 0 && i < 2; i++) {
+		struct p2pnvme_io io = rio(P2PNVME_OP_READ, REF_LBA, 4096, i ? 900 : 3, 0, 0);
+
+		ret = xfer(fd, &io);
+		if (ret != -ENOENT) {
+			say("read naming an unregistered id", ret, io.path);
+			bad++;
+		}
+	}
+	tap(fd >= 0 && !bad, "reads naming ids 3 and 900, unregistered: ENOENT");
 	if (fd >= 0)
 		close(fd);
 	if (small)
