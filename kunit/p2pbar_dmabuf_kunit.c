@@ -13,6 +13,9 @@
  *   maximum segment size allows;
  * - the CPU views: vmap gives the I/O memory, CPU access brackets succeed;
  * - a pinned revocable importer is revoked on unbind, in bounded time;
+ * - the calls an importer that does not depend on p2pbar makes through
+ *   the dma-buf (p2pbar_dmabuf_ops_of()) are found on p2pbar's dma-bufs
+ *   alone, and hold the pages;
  * - with the RDMA core in the kernel (the bench's debug kernel), the
  *   kernel's own importer, ib_umem_dmabuf: dynamic, pinned revocable (as
  *   irdma), and plain pinned (refused), with the NVMe controller as DMA
@@ -28,6 +31,7 @@
 #include <linux/jiffies.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/pci-p2pdma.h>
 #include <linux/p2pbar.h>
 #include <linux/sizes.h>
 #include <p2p_compat.h>
@@ -400,6 +404,53 @@ static void pinned_revocable_unbind(struct kunit *test)
 	dma_buf_put(dmabuf);
 }
 
+/*
+ * What an importer that must not depend on p2pbar (p2pnvme's file command)
+ * calls p2pbar through: p2pbar_dmabuf_ops_of() finds p2pbar's calls on a
+ * dma-buf p2pbar exported, and they hold its pages; it finds nothing on
+ * one owned by another module, even if that one had p2pbar's operations,
+ * nor on one without an owner.
+ */
+static void importer_calls(struct kunit *test)
+{
+	struct dmabuf_ctx *ctx = test->priv;
+	const struct p2pbar_dmabuf_ops *ops;
+	struct dma_buf *dmabuf, *fake;
+	struct pci_dev *provider = NULL;
+	struct page *page;
+
+	dmabuf = p2pbar_dmabuf_export(ctx->pb, SZ_64K, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
+	KUNIT_EXPECT_STREQ(test, module_name(dmabuf->owner), P2PBAR_MODNAME);
+	ops = p2pbar_dmabuf_ops_of(dmabuf);
+	KUNIT_ASSERT_PTR_EQ(test, ops, &p2pbar_dmabuf_ops);
+	KUNIT_EXPECT_PTR_EQ(test, ops->pages, &p2pbar_dmabuf_pages);
+	KUNIT_EXPECT_PTR_EQ(test, ops->pages_put, &p2pbar_dmabuf_pages_put);
+	page = ops->pages(dmabuf, SZ_8K, SZ_4K, &provider);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(page));
+	KUNIT_EXPECT_TRUE(test, is_pci_p2pdma_page(page));
+	KUNIT_EXPECT_PTR_EQ(test, provider, ctx->pdev);
+	ops->pages_put(dmabuf);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(ops->pages(dmabuf, SZ_64K - SZ_4K, SZ_8K, &provider)),
+			-EINVAL);
+	dma_buf_put(dmabuf);
+
+	/* only looked at, never exported: its owner and operations */
+	fake = kunit_kzalloc(test, sizeof(*fake), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, fake);
+	fake->ops = &p2pbar_dmabuf_ops.ops;
+	fake->owner = THIS_MODULE;
+#if !IS_BUILTIN(CONFIG_P2PBAR)
+	/*
+	 * a modular p2pbar is known by its module, not by its operations;
+	 * this module's name, p2pbar_dmabuf_kunit, begins with p2pbar's
+	 */
+	KUNIT_EXPECT_NULL(test, p2pbar_dmabuf_ops_of(fake));
+	fake->owner = NULL;
+	KUNIT_EXPECT_NULL(test, p2pbar_dmabuf_ops_of(fake));
+#endif
+}
+
 /* ---- the kernel's RDMA importer ---------------------------------------- */
 
 #if IS_ENABLED(CONFIG_INFINIBAND_USER_MEM)
@@ -569,6 +620,7 @@ static struct kunit_case dmabuf_cases[] = {
 	KUNIT_CASE(coalesced_mapping),
 	KUNIT_CASE(cpu_views),
 	KUNIT_CASE(pinned_revocable_unbind),
+	KUNIT_CASE(importer_calls),
 	KUNIT_CASE(rdma_dynamic_import),
 	KUNIT_CASE(rdma_pinned_revocable_import),
 	KUNIT_CASE(rdma_pinned_import_refused),

@@ -32,7 +32,9 @@
  *
  * An in-kernel importer may instead hold the pages themselves for block
  * I/O (p2pbar_dmabuf_pages()): a hold is counted and waited for as a
- * mapping.
+ * mapping. It reaches those calls through the dma-buf's operations
+ * (struct p2pbar_dmabuf_ops, p2pbar_dmabuf_ops_of()), so that it needs
+ * neither a dependency on this module nor a symbol lookup.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -440,19 +442,31 @@ static void p2pbar_dmabuf_release(struct dma_buf *dmabuf)
 	kfree(d);
 }
 
-static const struct dma_buf_ops p2pbar_dmabuf_ops = {
-	.attach = p2pbar_dmabuf_attach,
-	.pin = p2pbar_dmabuf_pin,
-	.unpin = p2pbar_dmabuf_unpin,
-	.map_dma_buf = p2pbar_dmabuf_map,
-	.unmap_dma_buf = p2pbar_dmabuf_unmap,
-	.mmap = p2pbar_dmabuf_mmap,
-	.vmap = p2pbar_dmabuf_vmap,
-	.vunmap = p2pbar_dmabuf_vunmap,
-	.begin_cpu_access = p2pbar_dmabuf_cpu_access,
-	.end_cpu_access = p2pbar_dmabuf_cpu_access,
-	.release = p2pbar_dmabuf_release,
+/*
+ * The operations of every dma-buf p2pbar exports (all come from
+ * dmabuf_export()), with p2pbar's in-kernel calls on them (struct
+ * p2pbar_dmabuf_ops in <linux/p2pbar.h>). An importer finds them through
+ * the dma-buf (p2pbar_dmabuf_ops_of()), not by symbol; the symbol is
+ * exported for the comparison a built-in p2pbar is known by.
+ */
+const struct p2pbar_dmabuf_ops p2pbar_dmabuf_ops = {
+	.ops = {
+		.attach = p2pbar_dmabuf_attach,
+		.pin = p2pbar_dmabuf_pin,
+		.unpin = p2pbar_dmabuf_unpin,
+		.map_dma_buf = p2pbar_dmabuf_map,
+		.unmap_dma_buf = p2pbar_dmabuf_unmap,
+		.mmap = p2pbar_dmabuf_mmap,
+		.vmap = p2pbar_dmabuf_vmap,
+		.vunmap = p2pbar_dmabuf_vunmap,
+		.begin_cpu_access = p2pbar_dmabuf_cpu_access,
+		.end_cpu_access = p2pbar_dmabuf_cpu_access,
+		.release = p2pbar_dmabuf_release,
+	},
+	.pages = p2pbar_dmabuf_pages,
+	.pages_put = p2pbar_dmabuf_pages_put,
 };
+EXPORT_SYMBOL_GPL(p2pbar_dmabuf_ops);
 
 /*
  * The provider is going away (p2pbar_user_ops.revoke, from a work item of
@@ -551,6 +565,8 @@ static struct dma_buf *dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 	struct p2pbar_mem *mem;
 	struct dma_buf *dmabuf;
 
+	/* importers know this module's dma-bufs by its name (p2pbar_dmabuf_ops_of()) */
+	BUILD_BUG_ON(__builtin_strcmp(KBUILD_MODNAME, P2PBAR_MODNAME));
 	if (!size || !PAGE_ALIGNED(size))
 		return ERR_PTR(-EINVAL);
 	d = kzalloc_obj(*d, GFP_KERNEL);
@@ -572,7 +588,7 @@ static struct dma_buf *dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 		goto err_free;
 	}
 	d->mem = mem;
-	exp.ops = &p2pbar_dmabuf_ops;
+	exp.ops = &p2pbar_dmabuf_ops.ops;
 	exp.size = size;
 	exp.flags = mode;
 	exp.priv = d;
@@ -614,6 +630,8 @@ err_free:
  * for p2pbar_dmabuf_pages_put() as for an unmap, bounded, and quarantines
  * the memory past the bound, so the pages are never given back while the
  * I/O may still reach them. Process context; takes the reservation lock.
+ * An importer that must not depend on this module calls it as
+ * p2pbar_dmabuf_ops_of(@dmabuf)->pages.
  *
  * Return: the page that holds byte @offset (at offset_in_page(@offset)),
  * or ERR_PTR(): -EOPNOTSUPP (not a p2pbar dma-buf), -EINVAL (the range
@@ -625,7 +643,7 @@ struct page *p2pbar_dmabuf_pages(struct dma_buf *dmabuf, u64 offset, u64 len,
 	struct p2pbar_dmabuf *d = dmabuf->priv;
 	struct page *page;
 
-	if (dmabuf->ops != &p2pbar_dmabuf_ops)
+	if (dmabuf->ops != &p2pbar_dmabuf_ops.ops)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!len || offset >= d->size || len > d->size - offset)
 		return ERR_PTR(-EINVAL);

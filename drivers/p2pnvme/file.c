@@ -23,10 +23,14 @@
  * block layer as for O_DIRECT (the disk has BLK_FEAT_PCI_P2PDMA, so a
  * /dev/p2pbarN mapping is pinned too); a registered host buffer becomes a
  * bvec of its pinned pages; a registered p2pbar dma-buf a bvec of p2pbar's
- * own pages (p2pbar_dmabuf_pages(), found with symbol_get(): p2pnvme does
- * not need p2pbar loaded), held for the transfer as a mapping of it, so a
- * revocation waits for it. Only this disk is trusted with such a kernel
- * bvec of P2PDMA pages: its request mapping takes each segment as it is.
+ * own pages (p2pbar_dmabuf_pages()), held for the transfer as a mapping of
+ * it, so a revocation waits for it. p2pnvme does not depend on p2pbar (it
+ * loads and works without it; p2pbar may come, go and come again): it
+ * calls p2pbar through the dma-buf it holds (p2pbar_dmabuf_ops_of(): the
+ * dma-buf holds p2pbar's module), with no symbol lookup, no module
+ * reference of its own and no state that p2pbar's unload could leave
+ * stale. Only this disk is trusted with such a kernel bvec of P2PDMA
+ * pages: its request mapping takes each segment as it is.
  * A dma-buf of another exporter has no pages (GPU memory): -EOPNOTSUPP
  * until placeholders exist (files.rst, step 6).
  *
@@ -70,7 +74,6 @@
 #include <linux/math64.h>
 #include <linux/memremap.h>
 #include <linux/mm.h>
-#include <linux/module.h>
 #include <linux/pci-p2pdma.h>
 #include <linux/slab.h>
 #include <linux/stat.h>
@@ -116,6 +119,8 @@ struct file_batch;
  * @file: the file, with a reference
  * @reg: the registered buffer it names, with a reference, or NULL
  * @dmabuf: a p2pbar dma-buf whose pages are held, with a reference, or NULL
+ * @p2pbar: @dmabuf's p2pbar calls (p2pbar_dmabuf_ops_of()), valid while
+ *	    @dmabuf is held
  * @bvec: the registered memory as a bvec (@bv1 for one run), or NULL
  * @bv1: the one run of a p2pbar dma-buf
  * @nr_bvec: entries at @bvec
@@ -135,6 +140,7 @@ struct file_xfer {
 	struct file *file;
 	struct p2pnvme_reg *reg;
 	struct dma_buf *dmabuf;
+	const struct p2pbar_dmabuf_ops *p2pbar;
 	struct bio_vec *bvec;
 	struct bio_vec bv1;
 	unsigned int nr_bvec;
@@ -152,9 +158,6 @@ struct file_xfer {
  * @pending: transfers not ended yet, and one for the submitter
  * @ended: called by the transfer that drops @pending to 0 (any context)
  * @done: completed by an ioctl's @ended
- * @pages: p2pbar_dmabuf_pages(), from symbol_get() at the first p2pbar
- *	   dma-buf, or NULL
- * @pages_put: p2pbar_dmabuf_pages_put(), with it
  * @pgmap: the P2PDMA page map whose verdict was last taken
  * @verdict: that verdict (0 or -EREMOTEIO)
  */
@@ -163,9 +166,6 @@ struct file_batch {
 	atomic_t pending;
 	void (*ended)(struct file_batch *fb);
 	struct completion done;
-	struct page *(*pages)(struct dma_buf *dmabuf, u64 offset, u64 len,
-			      struct pci_dev **provider);
-	void (*pages_put)(struct dma_buf *dmabuf);
 	struct dev_pagemap *pgmap;
 	int verdict;
 };
@@ -452,43 +452,18 @@ static int file_reg_host(struct file_xfer *x, struct p2pnvme_reg *b, u64 *mem)
 }
 
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
-/* p2pbar's in-kernel calls, if p2pbar is loaded (symbol_get()) */
-static bool file_get_p2pbar(struct file_batch *fb)
-{
-	if (fb->pages)
-		return true;
-	fb->pages = symbol_get(p2pbar_dmabuf_pages);
-	fb->pages_put = symbol_get(p2pbar_dmabuf_pages_put);
-	if (fb->pages && fb->pages_put)
-		return true;
-	/* p2pbar came or went between the two: neither */
-	if (fb->pages)
-		symbol_put(p2pbar_dmabuf_pages);
-	if (fb->pages_put)
-		symbol_put(p2pbar_dmabuf_pages_put);
-	fb->pages = NULL;
-	fb->pages_put = NULL;
-	return false;
-}
-
-static void file_put_p2pbar(struct file_batch *fb)
-{
-	if (!fb->pages)
-		return;
-	symbol_put(p2pbar_dmabuf_pages);
-	symbol_put(p2pbar_dmabuf_pages_put);
-}
-
 /*
  * A registered dma-buf: p2pbar's pages, held until the transfer ends; the
  * provider's verdict. Another exporter's memory (GPU memory) has no pages
- * the block layer can take.
+ * the block layer can take. p2pbar's calls come with the dma-buf, which
+ * holds p2pbar's module until file_release() puts it.
  */
 static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2pnvme_reg *b,
 			   u64 *mem)
 {
 	struct p2pnvme *c = fb->c;
 	u64 pos = b->start + x->io->addr;
+	const struct p2pbar_dmabuf_ops *p2pbar;
 	struct pci_dev *provider;
 	struct dma_buf *dmabuf;
 	struct page *page;
@@ -496,8 +471,9 @@ static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2
 	dmabuf = p2pnvme_reg_dmabuf_get(b);
 	if (!dmabuf)
 		return -ENODEV;		/* revoked for good */
-	page = file_get_p2pbar(fb) ? fb->pages(dmabuf, pos, x->io->len, &provider) :
-				     ERR_PTR(-EOPNOTSUPP);
+	p2pbar = p2pbar_dmabuf_ops_of(dmabuf);
+	page = p2pbar ? p2pbar->pages(dmabuf, pos, x->io->len, &provider) :
+			ERR_PTR(-EOPNOTSUPP);
 	if (IS_ERR(page)) {
 		if (PTR_ERR(page) == -EOPNOTSUPP)
 			dev_info_ratelimited(&c->pdev->dev,
@@ -507,6 +483,7 @@ static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2
 		return PTR_ERR(page);
 	}
 	x->dmabuf = dmabuf;	/* held: released by file_release() */
+	x->p2pbar = p2pbar;
 	x->bv1.bv_page = page;
 	x->bv1.bv_offset = offset_in_page(pos);
 	x->bv1.bv_len = x->io->len;
@@ -516,10 +493,6 @@ static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2
 	return file_reachable(c, provider);
 }
 #else
-static void file_put_p2pbar(struct file_batch *fb)
-{
-}
-
 static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2pnvme_reg *b,
 			   u64 *mem)
 {
@@ -920,8 +893,8 @@ static void file_release(struct file_batch *fb, struct file_xfer *x)
 	file_unwatch(fb->c, x);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 	if (x->dmabuf) {
-		fb->pages_put(x->dmabuf);
-		dma_buf_put(x->dmabuf);
+		x->p2pbar->pages_put(x->dmabuf);
+		dma_buf_put(x->dmabuf);	/* may let p2pbar's module go */
 	}
 #endif
 	if (x->pinned)
@@ -1043,7 +1016,6 @@ out_failed:
 		ret = -EFAULT;
 	for (i = 0; i < prepared; i++)
 		file_release(&fb, &xs[i]);
-	file_put_p2pbar(&fb);
 	kvfree(xs);
 out_free_ios:
 	kfree(ios);
@@ -1190,7 +1162,6 @@ void p2pnvme_file_cmd_free(struct p2pnvme_file_cmd *fc)
 {
 	p2pnvme_inflight_put(fc->f, fc->bytes);
 	file_release(&fc->fb, &fc->x);
-	file_put_p2pbar(&fc->fb);
 	kfree(fc);
 }
 #endif /* P2P_HAVE_URING_CMD */

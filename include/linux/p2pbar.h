@@ -11,7 +11,10 @@
 #ifndef _LINUX_P2PBAR_H
 #define _LINUX_P2PBAR_H
 
+#include <linux/dma-buf.h>
+#include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/string.h>
 #include <linux/types.h>
 #include <uapi/linux/p2pbar.h>
 
@@ -73,6 +76,61 @@ struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size, pci_bus_add
 struct page *p2pbar_dmabuf_pages(struct dma_buf *dmabuf, u64 offset, u64 len,
 				 struct pci_dev **provider);
 void p2pbar_dmabuf_pages_put(struct dma_buf *dmabuf);
+
+/* the name of p2pbar's module, by which p2pbar_dmabuf_ops_of() knows it */
+#define P2PBAR_MODNAME	"p2pbar"
+
+/**
+ * struct p2pbar_dmabuf_ops - the operations of every dma-buf p2pbar exports
+ * @ops: its dma-buf operations: such a dma-buf's ->ops is &@ops
+ * @pages: p2pbar_dmabuf_pages()
+ * @pages_put: p2pbar_dmabuf_pages_put()
+ *
+ * p2pbar's in-kernel calls on its own dma-bufs, reached through the
+ * dma-buf itself (p2pbar_dmabuf_ops_of()): an importer that must not
+ * depend on p2pbar's module (p2pnvme's file command) calls them without a
+ * symbol lookup, a module reference or a cache of its own.
+ */
+struct p2pbar_dmabuf_ops {
+	struct dma_buf_ops ops;
+	struct page *(*pages)(struct dma_buf *dmabuf, u64 offset, u64 len,
+			      struct pci_dev **provider);
+	void (*pages_put)(struct dma_buf *dmabuf);
+};
+
+extern const struct p2pbar_dmabuf_ops p2pbar_dmabuf_ops;
+
+/**
+ * p2pbar_dmabuf_ops_of - p2pbar's calls on a dma-buf, if p2pbar exported it
+ * @dmabuf: a dma-buf the caller holds a reference to, of any exporter
+ *
+ * A dma-buf holds its exporter's module (dmabuf->owner, taken by
+ * dma_buf_export() and put at its release), so the calls returned stay
+ * valid for as long as the caller holds @dmabuf, whatever p2pbar's module
+ * does meanwhile: it cannot be unloaded, and a p2pbar loaded again later
+ * is found afresh through its own dma-bufs. Nothing is looked up by symbol
+ * and nothing is cached, so nothing can go stale, and the caller holds no
+ * reference to p2pbar's module beyond the dma-buf's own.
+ *
+ * A modular p2pbar is known by its module's name (P2PBAR_MODNAME), unique
+ * among the loaded modules, and exports no dma-buf with other operations
+ * than p2pbar_dmabuf_ops (drivers/p2pbar/dmabuf.c); a built-in one (no
+ * module to depend on, and dmabuf->owner NULL) by its operations' address.
+ * The caller's cost: a look at the owner's name, no lock, no atomic.
+ *
+ * Return: p2pbar's operations, or NULL for another exporter's dma-buf.
+ */
+static inline const struct p2pbar_dmabuf_ops *p2pbar_dmabuf_ops_of(const struct dma_buf *dmabuf)
+{
+#if IS_BUILTIN(CONFIG_P2PBAR)
+	if (dmabuf->ops != &p2pbar_dmabuf_ops.ops)
+		return NULL;
+#else
+	if (!dmabuf->owner || strcmp(module_name(dmabuf->owner), P2PBAR_MODNAME))
+		return NULL;
+#endif
+	return container_of(dmabuf->ops, struct p2pbar_dmabuf_ops, ops);
+}
 #else
 static inline struct dma_buf *p2pbar_dmabuf_export(struct p2pbar *pb, size_t size,
 						   pci_bus_addr_t *bus_addr)

@@ -30,8 +30,13 @@
 # controller: EXDEV; SKIP on a kernel without CONFIG_XFS_RT); p2pbar
 # unbound while file commands read into its dma-buf and a mapping
 # (p2pfilecmd-test --bar-unbind: bounded, ENODEV or EFAULT, no DMA into the
-# BAR once the unbind returned, by QEMU's trace); a stream while p2pnvme is
-# unbound (bounded, it fails, no splat, umount works).
+# BAR once the unbind returned, by QEMU's trace); p2pbar unloaded and
+# loaded again while p2pnvme stays (p2pfilecmd-test --bar-reload: rmmod
+# p2pbar EAGAIN while a dma-buf of its own a file command read into lives,
+# and it unloads once that is closed, p2pnvme holding nothing of p2pbar's;
+# the ioctl and io_uring read into a new p2pbar dma-buf after, checked on
+# the host); a stream while p2pnvme is unbound (bounded, it fails, no
+# splat, umount works).
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
@@ -64,7 +69,8 @@ fs_suites() {
 }
 expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_fallback_mount \
 	guest.filecmd_fallback guest.filecmd_fallback_after guest.filecmd_xfs_rt \
-	guest.filecmd_bar_setup guest.filecmd_bar_unbind guest.filecmd_bar_after guest.filecmd_unbind
+	guest.filecmd_bar_setup guest.filecmd_bar_unbind guest.filecmd_bar_after \
+	guest.filecmd_bar_reload guest.filecmd_unbind
 
 mkfs_on() {
 	case "$1" in
@@ -292,11 +298,24 @@ fi
 suite_begin filecmd_bar_after
 check "p2pbar binds to $IVSHMEM again" bind p2pbar "$IVSHMEM"
 check "/dev/p2pbar0 is back" test -c /dev/p2pbar0
-[ -z "$bar_mounted" ] || check "umount" umount $MNT
 suite_end
+
+# p2pbar unloaded and loaded again under p2pnvme, around file commands into
+# its dma-bufs (p2pfilecmd-test --bar-reload); it leaves p2pbar loaded and bound
+if [ -n "$bar_mounted" ]; then
+	echo "<<<KTAP-BEGIN guest.filecmd_bar_reload>>>"
+	p2pfilecmd-test --bar-reload "$IVSHMEM" /lib/modules/p2pbar.ko filecmd_bar_reload $MNT $N \
+		/dev/p2pbar0 bar0 nvme0 0x1e00 $OTHER || _any_failed=1
+	echo "<<<KTAP-END>>>"
+else
+	suite_begin filecmd_bar_reload
+	fail "not run: ext4 is not mounted"
+	suite_end
+fi
 
 # p2pnvme unbound under a stream of file commands: bounded, errors, umount works
 suite_begin filecmd_unbind
+[ -z "$bar_mounted" ] || check "umount the p2pbar suites' ext4" umount $MNT
 if ! has_fs ext4; then
 	fail "the kernel has no ext4"
 else

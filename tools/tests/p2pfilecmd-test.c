@@ -4,8 +4,8 @@
  * Documentation/files.rst step 4) on a filesystem mounted from p2pnvme's
  * disk, with KTAP output (qemu/tests/filecmd.guest.sh).
  *
- *   p2pfilecmd-test [--bar-unbind BDF | --fallback] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN
- *		     BAR_NAME IMG_NAME ID_BASE OTHER
+ *   p2pfilecmd-test [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback] SUITE DIR
+ *		     /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER
  *
  * DIR: a directory of the filesystem on /dev/p2pnvmeNn1 (the whole disk:
  * FIEMAP's physical offsets are the image's); OTHER: a directory on any
@@ -66,11 +66,24 @@
  * mapping: bounded, each batch moved or ENODEV/EFAULT, none issued after
  * the unbind returned moved, and QEMU's trace shows no DMA into the BAR
  * from then on; p2pbar is left unbound.
+ *
+ * --bar-reload BDF MODULE: the suite of one test, p2pbar unloaded and
+ * loaded again (from MODULE, its .ko; bound to BDF again) while p2pnvme
+ * stays: with a dma-buf of p2pbar's that a file command read into still
+ * open, mapped and registered, rmmod p2pbar is EAGAIN ("in use", the
+ * dma-buf holds the module) and p2pbar stays; closed and unregistered, its
+ * module references drop to 0 and rmmod succeeds (p2pnvme holds nothing of
+ * p2pbar's); p2pnvme's file command goes on into host memory without
+ * p2pbar; loaded again, reads through the ioctl and through io_uring into
+ * a new registered p2pbar dma-buf are the file's bytes, here and on the
+ * host in the BAR's backing file; closed, rmmod succeeds again after the
+ * io_uring command. p2pbar is left loaded and bound, as found.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <liburing.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -83,6 +96,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/swap.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/fiemap.h>
@@ -97,7 +111,7 @@
 #define MIB		(1024 * KIB)
 #define NR_MAX		P2PNVME_SUBMIT_MAX
 
-static const char *dir, *node, *bar_path, *bar_name, *img_name, *other, *bar_bdf;
+static const char *dir, *node, *bar_path, *bar_name, *img_name, *other, *bar_bdf, *bar_ko;
 static unsigned int idbase;
 static int race_ms = 300;
 
@@ -1906,23 +1920,232 @@ TEST_F(filecmd_bar_unbind, fc, unbind_mid_stream, 7, 120)
 	close(s.fd);
 }
 
+/* ---- p2pbar unloaded and loaded again under p2pnvme (--bar-reload) -------- */
+
+/* p2pbar's module references (/sys/module/p2pbar/refcnt); -1: not loaded */
+static long long bar_refcnt(void)
+{
+	return p2p_sysfs_num("/sys/module/p2pbar/refcnt");
+}
+
+/* rmmod p2pbar, as busybox's and kmod's rmmod ask it: 0 or errno */
+static int bar_unload(void)
+{
+	return syscall(SYS_delete_module, "p2pbar", O_NONBLOCK) ? errno : 0;
+}
+
+/* @bar_bdf's driver is p2pbar */
+static int bar_bound(void)
+{
+	char path[256], link[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", bar_bdf);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	return !strcmp(strrchr(link, '/') ? strrchr(link, '/') + 1 : link, "p2pbar");
+}
+
+/*
+ * insmod @bar_ko; it binds @bar_bdf (whose driver_override still names
+ * p2pbar) at its registration, probed again here in case. 0 once bound
+ * and its node is there, or errno.
+ */
+static int bar_load(long long scale)
+{
+	int fd = open(bar_ko, O_RDONLY | O_CLOEXEC), ret, k;
+
+	if (fd < 0)
+		return errno;
+	ret = syscall(SYS_finit_module, fd, "", 0) ? errno : 0;
+	close(fd);
+	if (ret)
+		return ret;
+	for (k = 0; k < 1000 * scale; k++) {
+		if (bar_bound() && !access(bar_path, R_OK | W_OK))
+			return 0;
+		if (k == 100)
+			p2p_sysfs_write("/sys/bus/pci/drivers_probe", bar_bdf);
+		usleep(10000);
+	}
+	return ETIMEDOUT;
+}
+
+/* p2pbar's references back to 0 within 2 s (@scale): the time, or -1 */
+static double bar_unheld(long long scale)
+{
+	long long t0 = now_ms();
+
+	while (bar_refcnt() != 0) {
+		if (now_ms() - t0 > 2000 * scale)
+			return -1;
+		usleep(10000);
+	}
+	return (now_ms() - t0) / 1000.0;
+}
+
+/* One P2PNVME_URING_CMD_FILE_IO read on a ring of its own: the CQE's res and res2. */
+static int uring_read1(int nfd, const struct p2pnvme_file_io *io, uint64_t *res2)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 };
+	struct p2pnvme_uring_file_cmd c = { .flags = io->flags, .op = io->op, .fd = io->fd,
+					    .buf_id = io->buf_id, .offset = io->offset,
+					    .len = io->len, .addr = io->addr };
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	int ret;
+
+	ret = io_uring_queue_init_params(4, &ring, &p);
+	if (ret)
+		return ret;
+	sqe = io_uring_get_sqe(&ring);
+	if (!sqe) {
+		io_uring_queue_exit(&ring);
+		return -EBUSY;
+	}
+	memset(sqe, 0, 2 * sizeof(*sqe));	/* SQE128 */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = nfd;
+	sqe->cmd_op = P2PNVME_URING_CMD_FILE_IO;
+	memcpy(sqe->cmd, &c, sizeof(c));
+	ret = io_uring_submit(&ring);
+	ret = ret == 1 ? io_uring_wait_cqe(&ring, &cqe) : ret < 0 ? ret : -EIO;
+	if (!ret) {
+		ret = cqe->res;
+		*res2 = cqe->big_cqe[0];
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
+	return ret;
+}
+
+/*
+ * p2pbar unloaded and loaded again while p2pnvme stays, around file
+ * commands into its dma-bufs: a dma-buf holds p2pbar's module while it
+ * lives (rmmod EAGAIN), p2pnvme holds nothing of p2pbar's after its file
+ * command used one (closed: rmmod succeeds), and finds the new p2pbar's
+ * dma-bufs through the ioctl and io_uring, with the file's bytes in the
+ * BAR. Leaves p2pbar loaded and bound.
+ */
+TEST_F(filecmd_bar_reload, fc, reload, 10, 120)
+{
+	long long scale = getenv("P2P_TIMEOUT_SCALE") ? atoll(getenv("P2P_TIMEOUT_SCALE")) : 1;
+	uint32_t flags = P2PNVME_FILE_F_REGISTERED | P2PNVME_FILE_F_REQUIRE_P2P;
+	int fd = open(self->path, O_RDONLY | O_CLOEXEC), ret, r2;
+	unsigned char *host = mmap(NULL, 64 * KIB, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct p2pnvme_file_io io;
+	long long held, d, d2;
+	uint64_t res2 = ~0ULL;
+	double took;
+	struct dbuf b;
+
+	if (fd < 0 || host == MAP_FAILED)
+		kt_fail("setup: %s", strerror(errno));
+	if (bar_refcnt() < 0)
+		kt_fail("p2pbar is not loaded (/sys/module/p2pbar/refcnt)");
+
+	/* a file command into a p2pbar dma-buf, which stays open, mapped, registered */
+	ret = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
+	if (ret)
+		kt_fail("a registered p2pbar dma-buf: %s", strerror(ret));
+	io = fio(P2PNVME_OP_READ, fd, 0, 256 * KIB, 0, flags, b.id);
+	ret = submit1(self->nfd, &io);
+	d = pat_diff(b.p, self->id, 0, 256 * KIB);
+	tap(!ret && io.bytes == 256 * KIB && io.path == P2PNVME_PATH_DMABUF && d < 0,
+	    "before: 256 KiB into a registered p2pbar dma-buf, path dmabuf, the file's bytes (%s, %llu bytes, path %u, first wrong %lld)",
+	    err_str(ret), (unsigned long long)io.bytes, io.path, d);
+	held = bar_refcnt();
+	ret = bar_unload();
+	tap(ret == EAGAIN && bar_refcnt() >= 1,
+	    "rmmod p2pbar while that dma-buf lives: EAGAIN (in use), p2pbar stays (%s; refcnt %lld)",
+	    err_str(ret), held);
+	if (!ret)
+		kt_fail("p2pbar unloaded under a live dma-buf of its own");
+
+	/* closed: nothing holds p2pbar, p2pnvme least of all */
+	dbuf_put(self->nfd, &b);
+	took = bar_unheld(scale);
+	tap(took >= 0,
+	    "closed and unregistered: p2pbar's references drop to 0 (in %.2f s; refcnt %lld)",
+	    took, bar_refcnt());
+	ret = bar_unload();
+	tap(!ret && bar_refcnt() < 0 && access(bar_path, F_OK),
+	    "rmmod p2pbar after the file command used its dma-buf: it unloads, %s is gone (%s)",
+	    bar_path, err_str(ret));
+	if (ret)
+		kt_fail("p2pbar did not unload: %s", err_str(ret));
+	io = fio(P2PNVME_OP_READ, fd, 64 * KIB, 64 * KIB, (uintptr_t)host, 0, 0);
+	ret = submit1(self->nfd, &io);
+	d = pat_diff(host, self->id, 64 * KIB, 64 * KIB);
+	tap(!ret && io.bytes == 64 * KIB && io.path == P2PNVME_PATH_HOST && d < 0,
+	    "without p2pbar: p2pnvme's file command reads into host memory (%s, first wrong %lld)",
+	    err_str(ret), d);
+
+	/* loaded again, at the same address or not: its dma-bufs are found afresh */
+	ret = bar_load(scale);
+	tap(!ret, "p2pbar loads again from %s and binds %s, %s is back (%s)", bar_ko, bar_bdf,
+	    bar_path, err_str(ret));
+	if (ret)
+		kt_fail("p2pbar did not come back: %s", err_str(ret));
+	ret = dbuf_get(bar_path, self->nfd, 2 * MIB, &b);
+	if (ret)
+		kt_fail("a registered dma-buf of the new p2pbar: %s", strerror(ret));
+	memset(b.p, 0xee, 2 * MIB);
+	io = fio(P2PNVME_OP_READ, fd, MIB, MIB, 0, flags, b.id);
+	ret = submit1(self->nfd, &io);
+	d = pat_diff(b.p, self->id, MIB, MIB);
+	tap(!ret && io.bytes == MIB && io.path == P2PNVME_PATH_DMABUF && d < 0,
+	    "after: 1 MiB through the ioctl into a new p2pbar dma-buf, path dmabuf, the file's bytes (%s, %llu bytes, path %u, first wrong %lld)",
+	    err_str(ret), (unsigned long long)io.bytes, io.path, d);
+	hostcheck("pattern %llu %s@%llu %#x %llu", MIB, bar_name,
+		  (unsigned long long)b.bar_offset, self->id, MIB);
+	io = fio(P2PNVME_OP_READ, fd, 2 * MIB, MIB, MIB, flags, b.id);
+	r2 = uring_read1(self->nfd, &io, &res2);
+	d2 = pat_diff(b.p + MIB, self->id, 2 * MIB, MIB);
+	tap(r2 == (int)MIB && res2 == P2PNVME_URING_RES2(P2PNVME_PATH_DMABUF, 0) && d2 < 0,
+	    "after: 1 MiB through io_uring into it, path dmabuf, the file's bytes (res %d, res2 %#llx, first wrong %lld)",
+	    r2, (unsigned long long)res2, d2);
+	hostcheck("pattern %llu %s@%llu %#x %llu", MIB, bar_name,
+		  (unsigned long long)b.bar_offset + MIB, self->id, 2 * MIB);
+
+	/* closed again: the io_uring command left nothing held either */
+	dbuf_put(self->nfd, &b);
+	took = bar_unheld(scale);
+	held = bar_refcnt();
+	ret = bar_unload();
+	tap(took >= 0 && !ret && bar_refcnt() < 0,
+	    "closed: rmmod p2pbar after the io_uring command used its dma-buf: it unloads (%s; refcnt %lld after %.2f s)",
+	    err_str(ret), held, took);
+	ret = bar_refcnt() < 0 ? bar_load(scale) : 0;
+	tap(!ret && bar_bound(), "p2pbar loaded and bound to %s again, as found (%s)", bar_bdf,
+	    err_str(ret));
+	munmap(host, 64 * KIB);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *ms = getenv("P2P_FILES_RACE_MS");
 	int unbind = argc > 2 && !strcmp(argv[1], "--bar-unbind");
 	int fallback = argc > 1 && !strcmp(argv[1], "--fallback");
+	int reload = argc > 3 && !strcmp(argv[1], "--bar-reload");
 
-	if (unbind) {
+	if (unbind || reload) {
 		bar_bdf = argv[2];
-		argc -= 2;
-		argv += 2;
+		bar_ko = reload ? argv[3] : NULL;
+		argc -= 2 + reload;
+		argv += 2 + reload;
 	} else if (fallback) {
 		argc--;
 		argv++;
 	}
 	if (argc != 9) {
 		fprintf(stderr,
-			"usage: %s [--bar-unbind BDF | --fallback] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
 			argv[0]);
 		return 2;
 	}
@@ -1942,6 +2165,9 @@ int main(int argc, char **argv)
 	/* --bar-unbind: p2pbar unbound mid-stream, alone (it leaves p2pbar unbound) */
 	if (unbind)
 		return kt_run_as("filecmd_bar_unbind", argv[1]);
+	/* --bar-reload: p2pbar unloaded and loaded again, alone */
+	if (reload)
+		return kt_run_as("filecmd_bar_reload", argv[1]);
 	/* --fallback: the page cache after the check, on ext4 mounted nodelalloc */
 	return kt_run_as(fallback ? "filecmd_fallback" : "filecmd", argv[1]);
 }
