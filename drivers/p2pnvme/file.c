@@ -14,7 +14,9 @@
  * xfs realtime file, not an active swap file for a write, FMODE_CAN_ODIRECT,
  * the statx() direct I/O alignment);
  * the memory, with the P2P rules (the kernel's P2PDMA verdict for p2pmem,
- * host memory refused under P2PNVME_FILE_F_REQUIRE_P2P). Then every
+ * host memory refused under P2PNVME_FILE_F_REQUIRE_P2P, and so is p2pmem
+ * for an encrypted file, whose contents the CPU en/decrypts: without the
+ * flag such a transfer goes on, on the bounce path). Then every
  * transfer is an asynchronous kiocb with IOCB_DIRECT, all in flight at
  * once, and the ioctl waits for the last (uninterruptibly: the I/O is
  * bounded by the disk's timeouts and its removal).
@@ -71,6 +73,7 @@
 #include <linux/file.h>
 #include <linux/fileattr.h>
 #include <linux/fs.h>
+#include <linux/fscrypt.h>
 #include <linux/math64.h>
 #include <linux/memremap.h>
 #include <linux/mm.h>
@@ -632,6 +635,35 @@ static int file_refuse(struct p2pnvme *c, enum p2pnvme_stat s, int err)
 }
 
 /*
+ * An encrypted file's contents are the CPU's to encrypt and decrypt: the
+ * disk has no inline encryption hardware (no blk_crypto_profile), so
+ * blk-crypto's fallback does it (block/blk-crypto-fallback.c). A read's
+ * ciphertext is DMAed into the memory and decrypted there in place by the
+ * CPU, through its mapping of the BAR; a write is encrypted by the CPU into
+ * bounce pages, which the controller reads. So a transfer into or from
+ * p2pmem or a p2pbar dma-buf is on the bounce path, or with
+ * P2PNVME_FILE_F_REQUIRE_P2P refused here, before anything is issued. A
+ * regular file's encryption is fixed when it is created: no window after
+ * this check. Host memory is not concerned.
+ */
+static int file_check_crypt(struct p2pnvme *c, struct file_xfer *x)
+{
+	struct p2pnvme_file_io *io = x->io;
+
+	if (io->path != P2PNVME_PATH_P2P && io->path != P2PNVME_PATH_DMABUF)
+		return 0;
+	if (!fscrypt_needs_contents_encryption(file_inode(x->file)))
+		return 0;
+	io->path = P2PNVME_PATH_BOUNCE;
+	if (!(io->flags & P2PNVME_FILE_F_REQUIRE_P2P))
+		return 0;
+	dev_info_ratelimited(&c->pdev->dev,
+			     "file command: a %s of an encrypted file with REQUIRE_P2P refused (-EREMOTEIO): the CPU en/decrypts its contents (blk-crypto fallback), the disk has no inline encryption\n",
+			     io->op == P2PNVME_OP_READ ? "read" : "write");
+	return -EREMOTEIO;
+}
+
+/*
  * Check everything about @x that can be checked before any I/O is issued;
  * what it takes (the file, the buffer, the pages) is released by
  * file_release() whatever this returns.
@@ -692,6 +724,9 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 		return file_refuse(c, ST_FILE_REFUSED_ALIGN, ret);
 	if (ret)
 		return ret;
+	ret = file_check_crypt(c, x);
+	if (ret)
+		return file_refuse(c, ST_FILE_REFUSED_P2P, ret);
 	/* a write from p2pmem: the disk says what it moved (file_verdict()) */
 	if (io->op == P2PNVME_OP_WRITE && x->bvec &&
 	    (io->path == P2PNVME_PATH_P2P || io->path == P2PNVME_PATH_DMABUF))

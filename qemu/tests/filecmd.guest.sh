@@ -36,7 +36,10 @@
 # and it unloads once that is closed, p2pnvme holding nothing of p2pbar's;
 # the ioctl and io_uring read into a new p2pbar dma-buf after, checked on
 # the host); a stream while p2pnvme is unbound (bounded, it fails, no
-# splat, umount works).
+# splat, umount works). An encrypted file (p2pfilecmd-test --crypt, ext4
+# -O encrypt mounted inlinecrypt: blk-crypto's fallback, the CPU, en/decrypts
+# its contents): REQUIRE_P2P into or from p2pmem EREMOTEIO at the check,
+# nothing issued; without it path bounce, the plaintext read.
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
@@ -68,7 +71,8 @@ fs_suites() {
 	done
 }
 expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_fallback_mount \
-	guest.filecmd_fallback guest.filecmd_fallback_after guest.filecmd_xfs_rt \
+	guest.filecmd_fallback guest.filecmd_fallback_after guest.filecmd_crypt_mount \
+	guest.filecmd_crypt guest.filecmd_crypt_after guest.filecmd_xfs_rt \
 	guest.filecmd_bar_setup guest.filecmd_bar_unbind guest.filecmd_bar_after \
 	guest.filecmd_bar_reload guest.filecmd_unbind
 
@@ -223,6 +227,41 @@ else
 fi
 suite_begin filecmd_fallback_after
 if [ -n "$fb_mounted" ]; then
+	check "umount" umount $MNT
+else
+	skip "umount" "ext4 was not mounted"
+fi
+suite_end
+
+# An encrypted file (Documentation/files.rst, step 4): ext4 made with
+# -O encrypt and mounted inlinecrypt, where a file of an fscrypt directory
+# has direct I/O through blk-crypto's fallback, the CPU en/decrypting its
+# contents (the disk has no inline encryption); p2pfilecmd-test --crypt:
+# REQUIRE_P2P into or from p2pmem EREMOTEIO at the check, bounce without
+# it (the plaintext read); SKIP on a kernel without inline encryption
+suite_begin filecmd_crypt_mount
+cr_mounted=
+if ! has_fs ext4; then
+	fail "the kernel has no ext4"
+elif mke2fs -q -t ext4 -b 4096 -O encrypt -F $B && mount -t ext4 -o inlinecrypt $B $MNT; then
+	cr_mounted=1
+	pass "mkfs -O encrypt and mount ext4 -o inlinecrypt on $B"
+else
+	fail "mkfs -O encrypt and mount ext4 -o inlinecrypt on $B"
+fi
+suite_end
+if [ -n "$cr_mounted" ]; then
+	echo "<<<KTAP-BEGIN guest.filecmd_crypt>>>"
+	p2pfilecmd-test --crypt filecmd_crypt $MNT $N /dev/p2pbar0 bar0 nvme0 0x1d00 $OTHER ||
+		_any_failed=1
+	echo "<<<KTAP-END>>>"
+else
+	suite_begin filecmd_crypt
+	fail "not run: ext4 is not mounted"
+	suite_end
+fi
+suite_begin filecmd_crypt_after
+if [ -n "$cr_mounted" ]; then
 	check "umount" umount $MNT
 else
 	skip "umount" "ext4 was not mounted"

@@ -4,8 +4,8 @@
  * Documentation/files.rst step 4) on a filesystem mounted from p2pnvme's
  * disk, with KTAP output (qemu/tests/filecmd.guest.sh).
  *
- *   p2pfilecmd-test [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback] SUITE DIR
- *		     /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER
+ *   p2pfilecmd-test [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt]
+ *		     SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER
  *
  * DIR: a directory of the filesystem on /dev/p2pnvmeNn1 (the whole disk:
  * FIEMAP's physical offsets are the image's); OTHER: a directory on any
@@ -61,6 +61,18 @@
  * transfers come back on the p2p or dmabuf path, bytes the disk never
  * moved.
  *
+ * --crypt: an encrypted file (fscrypt v2, a raw key added by root) on ext4
+ * made with -O encrypt and mounted -o inlinecrypt, whose contents the CPU
+ * en/decrypts (blk-crypto's fallback: the disk has no inline encryption):
+ * REQUIRE_P2P reads into a /dev/p2pbarN mapping and a registered p2pbar
+ * dma-buf EREMOTEIO at the check, nothing issued (the memory untouched,
+ * the disk's bytes_p2p unmoved), counted in file_refused_p2p; the same
+ * without REQUIRE_P2P the file's plaintext on path bounce, into host
+ * memory path host; REQUIRE_P2P writes EREMOTEIO at the check, the file
+ * unchanged. SKIP where the file has no direct I/O (statx): a kernel
+ * without inline encryption. A kernel without the check answers the reads
+ * on the p2p and dmabuf paths and issues the writes.
+ *
  * --bar-unbind BDF: the suite of one test, p2pbar unbound from BDF while a
  * thread keeps batches reading into a registered p2pbar dma-buf and a
  * mapping: bounded, each batch moved or ENODEV/EFAULT, none issued after
@@ -101,6 +113,7 @@
 
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <linux/fscrypt.h>
 
 #include "harness.h"
 #include "libp2p.h"
@@ -1748,6 +1761,287 @@ TEST_F(filecmd_fallback, fb, write_require_p2p, 6, 120)
 	free(back);
 }
 
+/* ---- an encrypted file (--crypt) ------------------------------------------ */
+
+#define CR_TSIZE	(64 * KIB)	/* the file */
+#define CR_OFF		(16 * KIB)	/* a transfer: its offset ... */
+#define CR_LEN		(16 * KIB)	/* ... and length */
+/* what ENOPKG (fscrypt's "Missing crypto API support") means here */
+#define CR_NOPKG	"the kernel lacks the crypto fscrypt's v2 AES-256-XTS policy needs (CONFIG_CRYPTO_AES, _XTS, _CBC, _CTS, _HMAC, _SHA512)"
+
+/*
+ * A file of an fscrypt v2 directory (a raw key added by root) on ext4 made
+ * with -O encrypt and mounted -o inlinecrypt (the filecmd script's crypt
+ * suite): its contents are encrypted by blk-crypto's fallback, the CPU,
+ * since p2pnvme's disk has no inline encryption. A registered p2pbar
+ * dma-buf and a /dev/p2pbarN mapping of CR_LEN each.
+ */
+/* does /proc/crypto list an algorithm named @alg (built in or loaded)? */
+static bool crypto_has(const char *alg)
+{
+	char line[256], want[128];
+	bool found = false;
+	FILE *f = fopen("/proc/crypto", "re");
+
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), "name         : %s\n", alg);
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strcmp(line, want);
+	fclose(f);
+	return found;
+}
+
+FIXTURE(cr) {
+	int nfd, bfd;
+	unsigned int tid;
+	char path[512];
+	struct dbuf b;
+	struct p2p_mem m;
+};
+
+FIXTURE_SETUP(cr)
+{
+	struct {
+		struct fscrypt_add_key_arg a;
+		__u8 raw[FSCRYPT_MAX_KEY_SIZE];
+	} k = { .a = { .key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER,
+		       .raw_size = FSCRYPT_MAX_KEY_SIZE } };
+	struct fscrypt_policy_v2 pol = {
+		.version = FSCRYPT_POLICY_V2,
+		.contents_encryption_mode = FSCRYPT_MODE_AES_256_XTS,
+		.filenames_encryption_mode = FSCRYPT_MODE_AES_256_CTS,
+		.flags = FSCRYPT_POLICY_FLAGS_PAD_32,
+	};
+	struct p2pbar_info i;
+	char d[512];
+	struct statx st;
+	int dfd, ret, j;
+
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	self->tid = idbase + 0x50;
+	snprintf(d, sizeof(d), "%s/crypt", dir);
+	if (mkdir(d, 0755) && errno != EEXIST)
+		kt_fail("mkdir %s: %s", d, strerror(errno));
+	dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		kt_fail("open %s: %s", d, strerror(errno));
+	for (j = 0; j < FSCRYPT_MAX_KEY_SIZE; j++)
+		k.raw[j] = 0xc0 ^ j;
+	ret = ioctl(dfd, FS_IOC_ADD_ENCRYPTION_KEY, &k.a) ? errno : 0;
+	/*
+	 * ENOPKG, or the crypto API's ENOENT: hmac(sha512) missing (fscrypt's
+	 * HKDF); an ENOENT with sha512 in /proc/crypto is a failure
+	 */
+	if (ret == ENOPKG || (ret == ENOENT && !crypto_has("sha512")))
+		kt_skip("FS_IOC_ADD_ENCRYPTION_KEY: %s (%s; /proc/crypto has no sha512)", CR_NOPKG,
+			strerror(ret));
+	if (ret)
+		kt_fail("FS_IOC_ADD_ENCRYPTION_KEY on %s: %s (CONFIG_FS_ENCRYPTION?)", d,
+			strerror(ret));
+	memcpy(pol.master_key_identifier, k.a.key_spec.u.identifier,
+	       FSCRYPT_KEY_IDENTIFIER_SIZE);
+	/* an empty directory, or one with this very policy already */
+	if (ioctl(dfd, FS_IOC_SET_ENCRYPTION_POLICY, &pol))
+		kt_fail("FS_IOC_SET_ENCRYPTION_POLICY v2 on %s: %s (mke2fs -O encrypt?)", d,
+			strerror(errno));
+	close(dfd);
+	ret = mkfile(d, "f", self->tid, CR_TSIZE, self->path) ? errno : 0;
+	/* ENOPKG: xts(aes) (blk-crypto's fallback) or cts(cbc(aes)) (the name) missing */
+	if (ret == ENOPKG)
+		kt_skip("the file %s/f: %s", d, CR_NOPKG);
+	if (ret)
+		kt_fail("the file %s/f: %s", d, strerror(ret));
+	if (statx(AT_FDCWD, self->path, 0, STATX_DIOALIGN, &st))
+		kt_fail("statx %s: %s", self->path, strerror(errno));
+	if (!(st.stx_mask & STATX_DIOALIGN) || !st.stx_dio_offset_align)
+		kt_skip("%s",
+			"the encrypted file has no direct I/O (statx STATX_DIOALIGN 0): the kernel lacks inline encryption (CONFIG_FS_ENCRYPTION_INLINE_CRYPT, CONFIG_BLK_INLINE_ENCRYPTION_FALLBACK)");
+	if (CR_OFF % st.stx_dio_offset_align || CR_LEN % st.stx_dio_offset_align)
+		kt_fail("statx: direct I/O offset alignment %u, more than the transfers' %llu",
+			st.stx_dio_offset_align, CR_LEN);
+	ret = dbuf_get(bar_path, self->nfd, CR_LEN, &self->b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	self->bfd = p2p_bar_open(bar_path, &i);
+	if (self->bfd < 0 || p2p_mem_get(self->bfd, CR_LEN, 0, &self->m))
+		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(cr)
+{
+	p2p_mem_put(&self->m);
+	close(self->bfd);
+	dbuf_put(self->nfd, &self->b);
+	unlink(self->path);
+	close(self->nfd);
+}
+
+/* one transfer of [CR_OFF, +CR_LEN) on @fd, into or from the mapping or the dma-buf */
+static int cr_one(struct _kt_fixture_cr *self, int fd, bool write, bool dmabuf, uint32_t flags,
+		  struct p2pnvme_file_io *io, unsigned int *failed)
+{
+	uint32_t op = write ? P2PNVME_OP_WRITE : P2PNVME_OP_READ;
+
+	*io = dmabuf ? fio(op, fd, CR_OFF, CR_LEN, 0, flags | P2PNVME_FILE_F_REGISTERED,
+			   self->b.id) :
+		       fio(op, fd, CR_OFF, CR_LEN, (uintptr_t)self->m.p, flags, 0);
+	__sync_synchronize();
+	return submit(self->nfd, io, 1, failed);
+}
+
+/* what cr_one()'s @dmabuf names */
+static const char * const cr_what[] = { "a /dev/p2pbarN mapping", "a registered p2pbar dma-buf" };
+
+/* 1 if all @len bytes at @p are @c */
+static int all_are(const unsigned char *p, size_t len, unsigned char c)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != c)
+			return 0;
+	return 1;
+}
+
+/*
+ * REQUIRE_P2P reads of the encrypted file into the mapping and the dma-buf:
+ * the fallback would decrypt them in place in the BAR, with the CPU, so
+ * each is EREMOTEIO at the check, nothing issued (the memory untouched,
+ * the disk's bytes_p2p unmoved), counted once each in file_refused_p2p. A
+ * kernel without the check answers path p2p or dmabuf.
+ */
+TEST_F(filecmd_crypt, cr, read_require_p2p, 3, 60)
+{
+	struct p2pnvme_file_io io;
+	struct cnt c0, c1;
+	unsigned int failed;
+	char why[160];
+	int fd, at, ret;
+
+	fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || cnt_get(&c0))
+		kt_fail("setup: %s", fd < 0 ? strerror(errno) : "the counters: missing");
+	for (at = 0; at < 2; at++) {
+		unsigned char *p = at ? self->b.p : self->m.p;
+
+		memset(p, 0xee, CR_LEN);
+		ret = cr_one(self, fd, false, at, P2PNVME_FILE_F_REQUIRE_P2P, &io, &failed);
+		tap(ret == EREMOTEIO && !failed && all_are(p, CR_LEN, 0xee),
+		    "a REQUIRE_P2P read of the encrypted file into %s: EREMOTEIO at the check (%s, failed %u, path %u), the memory untouched",
+		    cr_what[at], err_str(ret), failed, io.path);
+	}
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	{
+		long long want[C_NR] = { [C_P2P] = 2 };
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_refused_p2p +2, nothing issued (the disk's bytes_p2p unmoved), nothing else (%s)",
+		    why);
+	}
+	close(fd);
+}
+
+/*
+ * The same reads without REQUIRE_P2P: the file's plaintext, on path
+ * bounce (the controller moved the ciphertext into p2pmem, the disk's
+ * bytes_p2p says, and the CPU decrypted it there); into host memory, path
+ * host, as ever.
+ */
+TEST_F(filecmd_crypt, cr, read_bounce, 4, 60)
+{
+	struct p2pnvme_file_io io;
+	struct cnt c0, c1;
+	unsigned int failed;
+	unsigned char *h;
+	long long d;
+	char why[160];
+	int fd, at, ret;
+
+	fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || cnt_get(&c0) || posix_memalign((void **)&h, 4096, CR_LEN))
+		kt_fail("setup: %s", fd < 0 ? strerror(errno) : "the counters or memory: missing");
+	for (at = 0; at < 2; at++) {
+		unsigned char *p = at ? self->b.p : self->m.p;
+
+		memset(p, 0xee, CR_LEN);
+		ret = cr_one(self, fd, false, at, 0, &io, &failed);
+		d = pat_diff(p, self->tid, CR_OFF, CR_LEN);
+		tap(!ret && io.bytes == CR_LEN && io.path == P2PNVME_PATH_BOUNCE && d < 0,
+		    "a read of the encrypted file into %s: %s, %llu bytes, path %u (want %u, bounce), the file's plaintext (first wrong byte %lld)",
+		    cr_what[at], err_str(ret), (unsigned long long)io.bytes, io.path,
+		    P2PNVME_PATH_BOUNCE, d);
+	}
+	memset(h, 0xee, CR_LEN);
+	io = fio(P2PNVME_OP_READ, fd, CR_OFF, CR_LEN, (uintptr_t)h, 0, 0);
+	ret = submit(self->nfd, &io, 1, &failed);
+	d = pat_diff(h, self->tid, CR_OFF, CR_LEN);
+	tap(!ret && io.bytes == CR_LEN && io.path == P2PNVME_PATH_HOST && d < 0,
+	    "a read of the encrypted file into host memory: %s, %llu bytes, path %u (want %u, host), the file's plaintext (first wrong byte %lld)",
+	    err_str(ret), (unsigned long long)io.bytes, io.path, P2PNVME_PATH_HOST, d);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	{
+		long long want[C_NR] = {
+			[C_READS_BOUNCE] = 2, [C_BYTES_BOUNCE] = 2 * CR_LEN,
+			[C_READS_HOST] = 1, [C_BYTES_HOST] = CR_LEN, [C_DISK_P2P] = 2 * CR_LEN,
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_reads_bounce +2, file_reads_host +1 and their bytes; the disk's bytes_p2p by the two p2pmem reads' ciphertext; nothing else (%s)",
+		    why);
+	}
+	free(h);
+	close(fd);
+}
+
+/*
+ * REQUIRE_P2P writes into the encrypted file from the mapping and the
+ * dma-buf: the fallback would encrypt them with the CPU into bounce pages,
+ * so each is EREMOTEIO at the check, the file unchanged, counted in
+ * file_refused_p2p (a kernel that issues them fails them after the fact,
+ * their bytes written).
+ */
+TEST_F(filecmd_crypt, cr, write_require_p2p, 4, 60)
+{
+	unsigned char *back = malloc(CR_TSIZE);
+	struct p2pnvme_file_io io;
+	struct cnt c0, c1;
+	unsigned int failed;
+	long long d = -2;
+	char why[160];
+	int fd, at, ret;
+
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || !back || cnt_get(&c0))
+		kt_fail("setup: %s", fd < 0 ? strerror(errno) : "the counters or memory: missing");
+	for (at = 0; at < 2; at++) {
+		/* another file's bytes: a write that happened shows */
+		pat_fill(at ? self->b.p : self->m.p, self->tid + 1, CR_OFF, CR_LEN);
+		ret = cr_one(self, fd, true, at, P2PNVME_FILE_F_REQUIRE_P2P, &io, &failed);
+		tap(ret == EREMOTEIO && !failed,
+		    "a REQUIRE_P2P write of the encrypted file from %s: EREMOTEIO at the check (%s, failed %u, path %u)",
+		    cr_what[at], err_str(ret), failed, io.path);
+	}
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	{
+		long long want[C_NR] = { [C_P2P] = 2 };
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_refused_p2p +2, nothing issued (the disk's bytes_p2p unmoved), nothing else (%s)",
+		    why);
+	}
+	if (!fsync(fd) && pread(fd, back, CR_TSIZE, 0) == (ssize_t)CR_TSIZE)
+		d = pat_diff(back, self->tid, 0, CR_TSIZE);
+	tap(d == -1, "the file after: its own bytes, whole (first wrong byte %lld)", d);
+	free(back);
+	close(fd);
+}
+
 /* ---- p2pbar unbound mid-stream (--bar-unbind) ------------------------------ */
 
 #define UB_ENTRIES	8
@@ -2132,6 +2426,7 @@ int main(int argc, char **argv)
 	const char *ms = getenv("P2P_FILES_RACE_MS");
 	int unbind = argc > 2 && !strcmp(argv[1], "--bar-unbind");
 	int fallback = argc > 1 && !strcmp(argv[1], "--fallback");
+	int crypt = argc > 1 && !strcmp(argv[1], "--crypt");
 	int reload = argc > 3 && !strcmp(argv[1], "--bar-reload");
 
 	if (unbind || reload) {
@@ -2139,13 +2434,13 @@ int main(int argc, char **argv)
 		bar_ko = reload ? argv[3] : NULL;
 		argc -= 2 + reload;
 		argv += 2 + reload;
-	} else if (fallback) {
+	} else if (fallback || crypt) {
 		argc--;
 		argv++;
 	}
 	if (argc != 9) {
 		fprintf(stderr,
-			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
 			argv[0]);
 		return 2;
 	}
@@ -2168,6 +2463,9 @@ int main(int argc, char **argv)
 	/* --bar-reload: p2pbar unloaded and loaded again, alone */
 	if (reload)
 		return kt_run_as("filecmd_bar_reload", argv[1]);
+	/* --crypt: an encrypted file, on ext4 mounted inlinecrypt */
+	if (crypt)
+		return kt_run_as("filecmd_crypt", argv[1]);
 	/* --fallback: the page cache after the check, on ext4 mounted nodelalloc */
 	return kt_run_as(fallback ? "filecmd_fallback" : "filecmd", argv[1]);
 }

@@ -312,14 +312,20 @@ struct p2pnvme_buf_unreg {
  *	  P2PNVME_PATH_DMABUF (a registered p2pbar dma-buf); set when the
  *	  transfer was checked, whatever its @status; P2PNVME_PATH_BOUNCE
  *	  when it ended, if the filesystem moved p2pmem's or the dma-buf's
- *	  bytes through its page cache, the CPU copying them (see below)
+ *	  bytes through its page cache, the CPU copying them (see below),
+ *	  and from the check for p2pmem or a dma-buf and an encrypted file,
+ *	  whose contents the CPU en/decrypts
  * @reserved: must be zero
  *
  * The ioctls ignore @status, @bytes and @path on input.
  *
  * P2PNVME_FILE_F_REQUIRE_P2P: the data must move between the controller and
  * the memory peer to peer. Host memory is refused before anything is
- * issued (-EREMOTEIO). The filesystem may still take its page cache after
+ * issued (-EREMOTEIO), and so is p2pmem or a dma-buf for an encrypted
+ * file (fscrypt): the disk has no inline encryption, so blk-crypto's
+ * fallback en/decrypts its contents with the CPU (a read's in place in the
+ * memory, a write's into bounce pages); without the flag such a transfer
+ * goes on, @path P2PNVME_PATH_BOUNCE. The filesystem may still take its page cache after
  * the checks, inside the call (ext4 when the file's direct I/O went away
  * meanwhile: chattr +j on a nodelalloc mount, fsverity; a write whose page
  * cache cannot be invalidated; xfs's sub-block write to a reflinked file):
@@ -363,7 +369,8 @@ struct p2pnvme_file_io {
  * file for a write (-ETXTBSY), direct I/O and its alignment), the memory,
  * and the P2P rules: p2pmem the controller cannot
  * reach (the kernel's P2PDMA verdict) is -EREMOTEIO, and so is host memory
- * with P2PNVME_FILE_F_REQUIRE_P2P; a buffer of host memory and p2pmem
+ * with P2PNVME_FILE_F_REQUIRE_P2P, and p2pmem for an encrypted file with
+ * it; a buffer of host memory and p2pmem
  * together is -EINVAL. A registered buffer: -ENOENT (no such id), -EINVAL
  * (range past its end), -EBADF (a read into a dma-buf registered from a
  * read-only fd), -ENODEV (revoked), -EOPNOTSUPP (a dma-buf that is not
