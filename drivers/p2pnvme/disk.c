@@ -229,6 +229,20 @@ static void disk_unquiesce(struct p2pnvme_disk *d)
 
 /* ---- mapping ---------------------------------------------------------- */
 
+/*
+ * A request of P2PDMA pages only is mapped without CPU syncs: a BAR has no
+ * CPU cache to sync, and the file command's callers may point several
+ * transfers at the same p2pmem at once (their own race, as with O_DIRECT),
+ * which DMA-API debugging would otherwise report as overlapping mappings
+ * (the engine maps user pages the same way, req_attrs() in io.c). Host
+ * memory keeps the syncs, and the check: the kernel's own buffers (page
+ * cache, metadata) must never overlap.
+ */
+static unsigned long disk_dma_attrs(const struct disk_pdu *pdu)
+{
+	return DMA_ATTR_NO_WARN | (pdu->bytes_host ? 0 : DMA_ATTR_SKIP_CPU_SYNC);
+}
+
 /* Undo what the dispatch mapped (any context). */
 static void disk_unmap(struct p2pnvme_disk *d, struct request *rq)
 {
@@ -239,7 +253,7 @@ static void disk_unmap(struct p2pnvme_disk *d, struct request *rq)
 		pdu->list = NULL;
 	}
 	if (pdu->mapped) {
-		dma_unmap_sgtable(&d->c->pdev->dev, &pdu->sgt, rq_dma_dir(rq), 0);
+		dma_unmap_sgtable(&d->c->pdev->dev, &pdu->sgt, rq_dma_dir(rq), disk_dma_attrs(pdu));
 		pdu->mapped = false;
 	}
 	if (pdu->sgt.sgl && pdu->sgt.sgl != pdu->sg_inline)
@@ -278,7 +292,7 @@ static blk_status_t disk_map(struct p2pnvme_disk *d, struct request *rq, struct 
 			pdu->bytes_host += sg->length;
 	}
 	/* per segment: P2PDMA pages by the kernel's verdict, host pages as usual */
-	ret = dma_map_sgtable(&c->pdev->dev, &pdu->sgt, rq_dma_dir(rq), DMA_ATTR_NO_WARN);
+	ret = dma_map_sgtable(&c->pdev->dev, &pdu->sgt, rq_dma_dir(rq), disk_dma_attrs(pdu));
 	if (ret) {
 		if (ret == -EREMOTEIO) {
 			disk_stat_add(d, DS_REFUSED, 1);
