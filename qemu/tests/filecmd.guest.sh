@@ -10,14 +10,14 @@
 # (P2PNVME_URING_CMD_FILE_IO, files.rst step 5: tools/tests/p2pfileuring-test.c,
 # each errno in the CQE, reads checked on the host, a write in the image,
 # 256 in flight on plain, DEFER_TASKRUN and SQPOLL rings, an IOPOLL ring
-# refused, the ring closed and its task gone with 256 in flight, truncate
-# racing a stream of reads). p2pfilecmd-test also runs step 3's races
-# through the command (truncate, punch, collapse, insert, reallocating
-# writes, reflink, exchange range, move extents, each against a stream of
-# file commands, a canary that never reaches the BAR), a swap file (writes
-# ETXTBSY) and max_inflight_mb (E2BIG; EAGAIN in p2pfileuring-test), and
-# the counters (stats/file_*, disk/bytes_p2p) moved by exactly what known
-# operations did. Then p2pctl read-file and write-file (bytes on the host,
+# refused, the ring closed and its task gone with 256 in flight). Both run
+# step 3's races, through the ioctl and through io_uring (truncate, punch,
+# collapse, insert, reallocating writes, reflink, exchange range, move
+# extents, each against a stream of file commands, 32 in flight on the
+# ring, a canary that never reaches the BAR). p2pfilecmd-test also runs a
+# swap file (writes ETXTBSY), max_inflight_mb (E2BIG; EAGAIN in
+# p2pfileuring-test) and the counters (stats/file_*, disk/bytes_p2p)
+# moved by exactly what known operations did. Then p2pctl read-file and write-file (bytes on the host,
 # JSON, EREMOTEIO, EXDEV, the counters in nvme-stats); a stream of file commands on an open fd while the filesystem is
 # lazily unmounted (it goes on, then the mount is gone). Once: the page
 # cache after the command's check (p2pfilecmd-test --fallback, ext4 mounted

@@ -6,7 +6,8 @@
  * the races of Documentation/files.rst step 3: an operation on a target
  * file again and again, each followed by a canary file written into what
  * it freed, against a stream of reads whose reader each program brings
- * (O_DIRECT pread and io_uring; the file command).
+ * (O_DIRECT pread and io_uring; the file command through the ioctl and
+ * through io_uring).
  */
 #ifndef P2PFILE_COMMON_H
 #define P2PFILE_COMMON_H

@@ -27,10 +27,19 @@
  * the buffer unregistered after, the next command good. max_inflight_mb
  * at 1: a 2 MiB command at a user address -E2BIG in its CQE; a 1 MiB one
  * answered but not reaped (DEFER_TASKRUN) holds the room, so an ioctl of
- * the same open file is EAGAIN, nothing moved, until it is reaped. A
- * stream of reads while another process truncates the file and writes a canary file into
- * the blocks it freed: every word read the file's at its offset or zero,
- * never the canary's, in the BAR (here and on the host).
+ * the same open file is EAGAIN, nothing moved, until it is reaped.
+ *
+ * Step 3's races (p2pfile-common.h, as p2pfilecmd-test runs them through
+ * the ioctl): truncate, punch hole, collapse and insert range,
+ * reallocating writes, reflink, exchange range and move extents where the
+ * filesystem has them, each against a stream of reads through the ring
+ * into a registered dma-buf and a /dev/p2pbarN mapping, each read 32
+ * commands of 4 KiB or 8 of 16 KiB in flight at once; every word each CQE
+ * claims read the target's (zero or moved where the operation makes it
+ * so), a canary file written into what each operation freed in none of
+ * them (here and on the host); every CQE's res and extra word (the
+ * memory's path); the target whole after, here and on the host.
+ * P2P_FILES_RACE_MS (default 300) how long each racer goes on at least.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +54,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,12 +70,10 @@
 #define MIB		(1024 * KIB)
 #define NR_FLIGHT	256
 #define RING_FLAGS	(IORING_SETUP_SQE128 | IORING_SETUP_CQE32)
-#define TSIZE		(1 * MIB)	/* the race's target */
-#define RPIECE		(128 * KIB)	/* one read of the race */
-#define RQD		8		/* the race's reads in flight */
 
 static const char *dir, *node, *bar_path, *bar_name, *img_name, *other;
 static unsigned int idbase;
+static int race_ms = 300;
 
 /* ---- the pattern, as p2pfilecmd-test writes it --------------------------- */
 
@@ -768,154 +776,229 @@ TEST_F(fileuring, fu, inflight, 5, 60)
 	close(fd);
 }
 
-/* ---- truncate racing a stream of reads ------------------------------------ */
+/* ---- step 3's races through io_uring --------------------------------------- */
+
+#define RACE_QD		32	/* an even read of the stream: commands in flight at once */
+#define RACE_QD_BIG	8	/* an odd one's */
 
 /*
- * The racer (a child): the target truncated to 0, a canary file written
- * (O_DIRECT, synced: into the blocks just freed), the target written
- * again; until told to stop. Its exit status: 0, or 1 on a failed step.
+ * A registered dma-buf and a /dev/p2pbarN mapping (eight RACE_SLOT slots
+ * each), a ring of its own
  */
-static void racer(const char *target, const char *canary, unsigned int tid, unsigned int cid,
-		  int *stop, int *ops)
-{
-	int t = open(target, O_RDWR | O_DIRECT | O_CLOEXEC);
-	int k = open(canary, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
-
-	if (t < 0 || k < 0)
-		_exit(1);
-	while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
-		if (ftruncate(t, 0) || write_pat(k, cid, 0, TSIZE) || fsync(k) ||
-		    ftruncate(k, 0) || write_pat(t, tid, 0, TSIZE))
-			_exit(1);
-		__atomic_add_fetch(ops, 1, __ATOMIC_RELEASE);
-	}
-	_exit(0);
-}
-
-/* each 8-byte word of a read: the target's at its offset, zero, or else */
-struct tally {
-	long long words, zeros, canary, other, reads, failed, bytes;
-	int first_err;
+FIXTURE(ur) {
+	int nfd, dirfd, fstype, bfd;
+	struct dbuf b;
+	struct p2p_mem m;
+	struct io_uring ring;
 };
 
-static void classify(struct tally *t, const unsigned char *p, int n, uint64_t off,
-		     unsigned int tid, unsigned int cid)
+FIXTURE_SETUP(ur)
 {
-	int i;
+	struct p2pbar_info i;
+	struct statfs sf;
+	int ret;
 
-	for (i = 0; i + 8 <= (int)RPIECE; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, p + i, 8);	/* little endian, as the guest */
-		if (w >> 48 == PAT_MAGIC && ((w >> 32) & 0xffff) == cid)
-			t->canary++;
-		else if (i >= n)
-			continue;	/* not claimed read: whatever was there but the canary */
-		else if (!w)
-			t->zeros++;
-		else if (w == (PAT_MAGIC << 48 | (uint64_t)tid << 32 | (uint32_t)((off + i) >> 3)))
-			t->words++;
-		else
-			t->other++;
-	}
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	self->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (self->nfd < 0 || self->dirfd < 0 || fstatfs(self->dirfd, &sf))
+		kt_fail("open %s, %s: %s", node, dir, strerror(errno));
+	self->fstype = sf.f_type;
+	ret = dbuf_get(bar_path, self->nfd, RACE_TSIZE, &self->b);
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+	self->bfd = p2p_bar_open(bar_path, &i);
+	if (self->bfd < 0 || p2p_mem_get(self->bfd, RACE_TSIZE, 0, &self->m))
+		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+	ret = ring_init(&self->ring, 2 * RACE_QD, RING_FLAGS);
+	if (ret)
+		kt_fail("io_uring_queue_init: %s", strerror(-ret));
 }
 
-TEST_F(fileuring, fu, truncate_race, 3, 120)
+FIXTURE_TEARDOWN(ur)
 {
-	unsigned int tid = self->id + 8, cid = self->id + 9, i, inflight = 0;
-	long long t0, scale = getenv("P2P_TIMEOUT_SCALE") ? 4 : 1;
-	static int res[RQD];
-	static uint64_t off[RQD];
-	char target[512], canary[512];
+	io_uring_queue_exit(&self->ring);
+	p2p_mem_put(&self->m);
+	close(self->bfd);
+	dbuf_put(self->nfd, &self->b);
+	close(self->dirfd);
+	close(self->nfd);
+}
+
+/*
+ * The stream's reads (race_run()): into the registered dma-buf, then into
+ * the mapping, two reads each in turn (p2pfilecmd-test's slots); each read
+ * its slot's pieces submitted at once, all in flight together: RACE_QD
+ * commands of 4 KiB, then RACE_QD_BIG of 16 KiB, in turn. Every CQE is
+ * counted, and one whose res is more than its piece, or that moved bytes
+ * with an extra word other than the memory's path (dmabuf, p2p) and
+ * status 0, is a wrong answer.
+ */
+struct ur_reader {
+	struct race_reader r;
+	struct _kt_fixture_ur *self;
+	long long cqes, wrong;
+	uint64_t first_res2;
+	int first_res;
+};
+
+static unsigned char *ur_slot(struct race_reader *r, long long n)
+{
+	struct _kt_fixture_ur *self = ((struct ur_reader *)r)->self;
+
+	return ((n >> 1) & 1 ? self->m.p : self->b.p) + (n % 8) * RACE_SLOT;
+}
+
+static ssize_t ur_read(struct race_reader *r, long long n, int fd, unsigned char *p, uint64_t off,
+		       ssize_t *res, unsigned int *np)
+{
+	struct ur_reader *ur = (struct ur_reader *)r;
+	struct _kt_fixture_ur *self = ur->self;
+	unsigned int k = n & 1 ? RACE_QD_BIG : RACE_QD, i;
+	size_t piece = RACE_SLOT / k;
+	int dmabuf = !((n >> 1) & 1), first_err = 0;
+	uint64_t want2 = P2PNVME_URING_RES2(dmabuf ? P2PNVME_PATH_DMABUF : P2PNVME_PATH_P2P, 0);
 	struct p2pnvme_uring_file_cmd c;
+	uint64_t pending = (1ULL << k) - 1;
 	struct io_uring_cqe *cqe;
-	struct tally t = { 0 };
-	int *shared;
-	struct dbuf b;
-	int fd, ret, st = -1;
-	pid_t pid;
+	ssize_t total = 0;
+	int ret;
 
-	if (mkfile(dir, "utarget", tid, TSIZE, target) || mkfile(dir, "ucanary", cid, 0, canary))
-		kt_fail("setup: %s", strerror(errno));
-	fd = open(target, O_RDONLY | O_CLOEXEC);
-	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ret = dbuf_get(bar_path, self->nfd, RQD * RPIECE, &b);
-	if (fd < 0 || shared == MAP_FAILED || ret)
-		kt_fail("setup: %s", strerror(fd < 0 ? errno : ret));
-	memset(b.p, 0xee, RQD * RPIECE);
-	memset(shared, 0, 4096);
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		kt_fail("fork: %s", strerror(errno));
-	if (!pid)
-		racer(target, canary, tid, cid, &shared[0], &shared[1]);
-
-	/* RQD reads in flight, each slot filled with 0xee again before its next read */
-	t0 = now_ms();
-	for (i = 0; i < RQD; i++) {
-		off[i] = (uint64_t)(random() % (TSIZE / RPIECE)) * RPIECE;
-		c = fcmd(P2PNVME_OP_READ, fd, off[i], RPIECE, (uint64_t)i * RPIECE,
-			 P2PNVME_FILE_F_REGISTERED, b.id);
+	for (i = 0; i < k; i++) {
+		c = dmabuf ? fcmd(P2PNVME_OP_READ, fd, off + i * piece, piece,
+				  (n % 8) * RACE_SLOT + i * piece, P2PNVME_FILE_F_REGISTERED,
+				  self->b.id) :
+			     fcmd(P2PNVME_OP_READ, fd, off + i * piece, piece,
+				  (uintptr_t)(p + i * piece), 0, 0);
 		prep(io_uring_get_sqe(&self->ring), self->nfd, &c, i);
-		inflight++;
 	}
-	if (io_uring_submit(&self->ring) != RQD)
-		kt_fail("the first reads: not submitted");
-	while (inflight) {
-		if (io_uring_wait_cqe(&self->ring, &cqe))
-			kt_fail("io_uring_wait_cqe");
+	ret = io_uring_submit(&self->ring);
+	if (ret != (int)k)
+		kt_fail("%d commands submitted of %u: %s", ret, k,
+			ret < 0 ? strerror(-ret) : "short");
+	/* every one reaped before the slot is used again */
+	while (pending) {
+		ret = io_uring_wait_cqe(&self->ring, &cqe);
+		if (ret)
+			kt_fail("io_uring_wait_cqe: %s", strerror(-ret));
 		i = cqe->user_data;
+		if (cqe->user_data >= k || !(pending & 1ULL << i))
+			kt_fail("a CQE of no command in flight (user_data %llu)",
+				(unsigned long long)cqe->user_data);
 		res[i] = cqe->res;
-		io_uring_cqe_seen(&self->ring, cqe);
-		inflight--;
-		t.reads++;
-		if (res[i] < 0) {
-			if (!t.failed++)
-				t.first_err = -res[i];
-		} else {
-			t.bytes += res[i];
+		ur->cqes++;
+		if (cqe->res > (int)piece || (cqe->res >= 0 && cqe->big_cqe[0] != want2)) {
+			if (!ur->wrong++) {
+				ur->first_res = cqe->res;
+				ur->first_res2 = cqe->big_cqe[0];
+			}
+			/* a res beyond its piece: not one of its bytes is claimed read */
+			if (cqe->res > (int)piece)
+				res[i] = 0;
 		}
-		classify(&t, b.p + i * RPIECE, res[i] < 0 ? 0 : res[i], off[i], tid, cid);
-		if (now_ms() - t0 > 3000 * scale &&
-		    __atomic_load_n(&shared[1], __ATOMIC_ACQUIRE) >= 20)
-			continue;	/* enough: let the rest drain */
-		memset(b.p + i * RPIECE, 0xee, RPIECE);
-		__sync_synchronize();
-		off[i] = (uint64_t)(random() % (TSIZE / RPIECE)) * RPIECE;
-		c = fcmd(P2PNVME_OP_READ, fd, off[i], RPIECE, (uint64_t)i * RPIECE,
-			 P2PNVME_FILE_F_REGISTERED, b.id);
-		prep(io_uring_get_sqe(&self->ring), self->nfd, &c, i);
-		if (io_uring_submit(&self->ring) != 1)
-			kt_fail("a read: not submitted");
-		inflight++;
-		if (now_ms() - t0 > 30000 * scale)
-			break;	/* the racer is stuck: its case says so */
+		io_uring_cqe_seen(&self->ring, cqe);
+		pending &= ~(1ULL << i);
 	}
-	__atomic_store_n(&shared[0], 1, __ATOMIC_RELEASE);
-	t0 = now_ms();
-	while (now_ms() - t0 < 10000 * scale && waitpid(pid, &st, WNOHANG) == 0)
-		usleep(10000);
-	if (st == -1) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	/* race_run() checks each piece for the bytes its CQE reports */
+	for (i = 0; i < k; i++) {
+		if (res[i] < 0 && !first_err)
+			first_err = res[i];
+		if (res[i] > 0)
+			total += res[i];
 	}
-	tap(WIFEXITED(st) && !WEXITSTATUS(st) && shared[1] >= 20,
-	    "the racer: %d truncates, each followed by a canary written into what it freed (status %#x)",
-	    shared[1], st);
-	tap(!t.failed && t.reads >= 40 && t.bytes > 0,
-	    "%lld reads during them (%lld bytes), none failed (%s)", t.reads, t.bytes,
-	    t.failed ? strerror(t.first_err) : "none");
-	tap(!t.canary && !t.other,
-	    "every word read the target's at its offset or zero (%lld and %lld), never the canary's (%lld), nothing else (%lld)",
-	    t.words, t.zeros, t.canary, t.other);
-	hostcheck("nopattern %s %#x", bar_name, cid);
-	dbuf_put(self->nfd, &b);
-	close(fd);
+	*np = k;
+	return first_err ? first_err : total;
+}
+
+/*
+ * A stream of file commands through io_uring reading the target while the
+ * racer does @kind (race_run(): three cases); every CQE's answer (a case);
+ * then the target read whole by one command into the dma-buf: its
+ * pattern, here and on the host.
+ */
+static void ur_race(struct _kt_fixture_ur *self, enum race kind)
+{
+	struct race_ctx rc = { .dirfd = self->dirfd, .fstype = self->fstype, .ms = race_ms,
+			       .bar_name = bar_name };
+	struct ur_reader ur = { .r = { "the dma-buf or the mapping", ur_slot, ur_read },
+				.self = self };
+	unsigned int tid = idbase + 0xa0 + 4 * kind;
+	struct p2pnvme_uring_file_cmd c;
+	uint64_t res2 = ~0ULL;
+	long long d = 0;
+	int fd, ret;
+
+	race_skip_absent(&rc, kind);
+	memset(self->b.p, 0, RACE_TSIZE);
+	memset(self->m.p, 0, RACE_TSIZE);
+	race_run(&rc, kind, tid, &ur.r);
+	tap(!ur.wrong && ur.cqes >= RACE_MIN_READS * RACE_QD_BIG,
+	    "%s: %lld CQEs, each res a -errno or at most its command's bytes, its extra word the memory's path (dmabuf, p2p) with status 0 when it moved bytes (%lld wrong)",
+	    race_name(kind), ur.cqes, ur.wrong);
+	if (ur.wrong)
+		printf("    # the first wrong CQE: res %d, extra word %#llx\n", ur.first_res,
+		       (unsigned long long)ur.first_res2);
+	fd = race_open(&rc, "target", O_RDONLY);
+	memset(self->b.p, 0xee, RACE_TSIZE);
+	c = fcmd(P2PNVME_OP_READ, fd, 0, RACE_TSIZE, 0,
+		 P2PNVME_FILE_F_REGISTERED | P2PNVME_FILE_F_REQUIRE_P2P, self->b.id);
+	ret = fd < 0 ? -errno : one(&self->ring, self->nfd, &c, &res2);
+	if (ret == (int)RACE_TSIZE)
+		d = pat_diff(self->b.p, tid, 0, RACE_TSIZE);
+	tap(ret == (int)RACE_TSIZE && res2 == P2PNVME_URING_RES2(P2PNVME_PATH_DMABUF, 0) && d < 0,
+	    "%s: the target after, whole by one command into the dma-buf: res %d, path dmabuf (%#llx), its pattern (first wrong %lld)",
+	    race_name(kind), ret, (unsigned long long)res2, d);
+	if (ret == (int)RACE_TSIZE)
+		hostcheck("pattern %llu %s@%llu %#x 0", RACE_TSIZE, bar_name,
+			  (unsigned long long)self->b.bar_offset, tid);
+	if (fd >= 0)
+		close(fd);
+	race_end(&rc);
+}
+
+TEST_F(fileuring, ur, race_truncate, 5, 120)
+{
+	ur_race(self, R_TRUNCATE);
+}
+
+TEST_F(fileuring, ur, race_punch, 5, 120)
+{
+	ur_race(self, R_PUNCH);
+}
+
+TEST_F(fileuring, ur, race_collapse, 5, 120)
+{
+	ur_race(self, R_COLLAPSE);
+}
+
+TEST_F(fileuring, ur, race_insert, 5, 120)
+{
+	ur_race(self, R_INSERT);
+}
+
+TEST_F(fileuring, ur, race_write, 5, 120)
+{
+	ur_race(self, R_WRITE);
+}
+
+TEST_F(fileuring, ur, race_reflink, 5, 120)
+{
+	ur_race(self, R_REFLINK);
+}
+
+TEST_F(fileuring, ur, race_exchange, 5, 120)
+{
+	ur_race(self, R_EXCHANGE);
+}
+
+TEST_F(fileuring, ur, race_defrag, 5, 120)
+{
+	ur_race(self, R_DEFRAG);
 }
 
 int main(int argc, char **argv)
 {
+	const char *ms = getenv("P2P_FILES_RACE_MS");
+
 	if (argc != 9) {
 		fprintf(stderr,
 			"usage: %s SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
@@ -929,6 +1012,8 @@ int main(int argc, char **argv)
 	img_name = argv[6];
 	idbase = strtoul(argv[7], NULL, 0);
 	other = argv[8];
+	if (ms && atoi(ms) > 0)
+		race_ms = atoi(ms);
 	if ((idbase & 0xff) || idbase > 0xff00) {
 		fprintf(stderr, "ID_BASE: a multiple of 0x100 below 0x10000\n");
 		return 2;
