@@ -1631,6 +1631,87 @@ static void fb_common(const struct fb_tally *t, bool write)
 }
 
 /*
+ * One fallback case: the counters read around a stream (fb_stream()) of
+ * reads, or @write writes of the file's own bytes, with REQUIRE_P2P if
+ * @require; then fb_common()'s lines and three of the case's own: the
+ * bytes (a read's in the memory, a write's in the file after), every
+ * transfer ending as the flags allow (REQUIRE_P2P: moved or refused,
+ * never bounced; without: moved or bounced, never EREMOTEIO), and every
+ * counter moved by exactly those transfers. 6 lines.
+ */
+static void fb_case(struct _kt_fixture_fb *self, bool write, bool require)
+{
+	const char *op = write ? "write" : "read";
+	long long rio, bounce, want[C_NR] = { 0 }, d = -2;
+	unsigned char *back = NULL;
+	struct cnt c0, c1;
+	struct fb_tally t;
+	char why[160];
+	int fd;
+
+	if (write) {
+		back = malloc(FB_TSIZE);
+		if (!back)
+			kt_fail("setup: %s", "no memory");
+	}
+	if (cnt_get(&c0))
+		kt_fail("%sthe counters in /sys/class/p2pnvme/: missing", write ? "setup: " : "");
+	fb_stream(self, write, require ? P2PNVME_FILE_F_REQUIRE_P2P : 0, &t);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	fb_common(&t, write);
+	rio = t.remoteio[0] + t.remoteio[1];
+	bounce = t.bounce[0] + t.bounce[1];
+	if (write) {
+		fd = open(self->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && !fsync(fd) && pread(fd, back, FB_TSIZE, 0) == (ssize_t)FB_TSIZE)
+			d = pat_diff(back, self->tid, 0, FB_TSIZE);
+		if (fd >= 0)
+			close(fd);
+		tap(d < 0 && d != -2 && !t.short_moves,
+		    "the file after: its pattern whole (first wrong byte %lld; %lld writes short)", d,
+		    t.short_moves);
+	} else if (require) {
+		tap(!t.bad && !t.short_moves,
+		    "every read answered moved holds the file's 4 KiB (%lld wrong, the first at %lld; %lld short)",
+		    t.bad, t.bad_off, t.short_moves);
+	} else {
+		tap(!t.bad && !t.short_moves,
+		    "every read answered holds the file's 4 KiB, bounce ones too (%lld wrong, the first at %lld; %lld short)",
+		    t.bad, t.bad_off, t.short_moves);
+	}
+	if (require)
+		tap(!t.other && !bounce,
+		    "every %s moved (%lld + %lld), or refused: EREMOTEIO after the page cache %s it (%lld + %lld), EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+		    op, t.moved[0], t.moved[1], write ? "took" : "served", t.remoteio[0],
+		    t.remoteio[1], t.notsupp, t.other + bounce, err_str(t.other_err));
+	else
+		tap(!t.other && !rio,
+		    "every %s moved by the controller (%lld + %lld) or bounced (%lld + %lld), or refused EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+		    op, t.moved[0], t.moved[1], t.bounce[0], t.bounce[1], t.notsupp,
+		    t.other + rio, err_str(t.other_err));
+	want[write ? C_WRITES_P2P : C_READS_P2P] = t.moved[0];
+	want[write ? C_WRITES_DMABUF : C_READS_DMABUF] = t.moved[1];
+	want[C_BYTES_P2P] = t.moved_bytes[0];
+	want[C_BYTES_DMABUF] = t.moved_bytes[1];
+	want[C_DISK_P2P] = t.disk;
+	if (require) {
+		want[C_ERRORS] = rio;
+		want[C_ERRORS_FALLBACK] = rio;
+	} else {
+		want[write ? C_WRITES_BOUNCE : C_READS_BOUNCE] = bounce;
+		want[C_BYTES_BOUNCE] = t.bounce_bytes;
+	}
+	tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+	    "counted: file_%ss_p2p and _dmabuf by the %ss moved, %s, nothing else (%s)", op, op,
+	    require ? "file_errors and file_errors_fallback by the EREMOTEIO ones" :
+		      write ? "file_writes_bounce and file_bytes_bounce by the bounced ones" :
+			      "file_reads_bounce and file_bytes_bounce by the bounced ones",
+	    why);
+	free(back);
+}
+
+/*
  * REQUIRE_P2P reads of a file whose direct I/O comes and goes: each read
  * the controller moved (the file's bytes, the disk's bytes_p2p by exactly
  * theirs), or refused: EOPNOTSUPP at the check (the flag set then), or
@@ -1640,35 +1721,7 @@ static void fb_common(const struct fb_tally *t, bool write)
  */
 TEST_F(filecmd_fallback, fb, read_require_p2p, 6, 120)
 {
-	struct cnt c0, c1;
-	struct fb_tally t;
-	char why[160];
-
-	if (cnt_get(&c0))
-		kt_fail("the counters in /sys/class/p2pnvme/: missing");
-	fb_stream(self, false, P2PNVME_FILE_F_REQUIRE_P2P, &t);
-	if (cnt_get(&c1))
-		kt_fail("the counters went away");
-	fb_common(&t, false);
-	tap(!t.bad && !t.short_moves,
-	    "every read answered moved holds the file's 4 KiB (%lld wrong, the first at %lld; %lld short)",
-	    t.bad, t.bad_off, t.short_moves);
-	tap(!t.other && !t.bounce[0] && !t.bounce[1],
-	    "every read moved (%lld + %lld), or refused: EREMOTEIO after the page cache served it (%lld + %lld), EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
-	    t.moved[0], t.moved[1], t.remoteio[0], t.remoteio[1], t.notsupp,
-	    t.other + t.bounce[0] + t.bounce[1], err_str(t.other_err));
-	{
-		long long want[C_NR] = {
-			[C_READS_P2P] = t.moved[0], [C_READS_DMABUF] = t.moved[1],
-			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
-			[C_ERRORS] = t.remoteio[0] + t.remoteio[1],
-			[C_ERRORS_FALLBACK] = t.remoteio[0] + t.remoteio[1], [C_DISK_P2P] = t.disk,
-		};
-
-		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
-		    "counted: file_reads_p2p and _dmabuf by the reads moved, file_errors and file_errors_fallback by the EREMOTEIO ones, nothing else (%s)",
-		    why);
-	}
+	fb_case(self, false, true);
 }
 
 /*
@@ -1679,35 +1732,7 @@ TEST_F(filecmd_fallback, fb, read_require_p2p, 6, 120)
  */
 TEST_F(filecmd_fallback, fb, read_bounce, 6, 120)
 {
-	struct cnt c0, c1;
-	struct fb_tally t;
-	char why[160];
-
-	if (cnt_get(&c0))
-		kt_fail("the counters in /sys/class/p2pnvme/: missing");
-	fb_stream(self, false, 0, &t);
-	if (cnt_get(&c1))
-		kt_fail("the counters went away");
-	fb_common(&t, false);
-	tap(!t.bad && !t.short_moves,
-	    "every read answered holds the file's 4 KiB, bounce ones too (%lld wrong, the first at %lld; %lld short)",
-	    t.bad, t.bad_off, t.short_moves);
-	tap(!t.other && !t.remoteio[0] && !t.remoteio[1],
-	    "every read moved by the controller (%lld + %lld) or bounced (%lld + %lld), or refused EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
-	    t.moved[0], t.moved[1], t.bounce[0], t.bounce[1], t.notsupp,
-	    t.other + t.remoteio[0] + t.remoteio[1], err_str(t.other_err));
-	{
-		long long want[C_NR] = {
-			[C_READS_P2P] = t.moved[0], [C_READS_DMABUF] = t.moved[1],
-			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
-			[C_READS_BOUNCE] = t.bounce[0] + t.bounce[1],
-			[C_BYTES_BOUNCE] = t.bounce_bytes, [C_DISK_P2P] = t.disk,
-		};
-
-		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
-		    "counted: file_reads_p2p and _dmabuf by the reads moved, file_reads_bounce and file_bytes_bounce by the bounced ones, nothing else (%s)",
-		    why);
-	}
+	fb_case(self, false, false);
 }
 
 /*
@@ -1720,45 +1745,7 @@ TEST_F(filecmd_fallback, fb, read_bounce, 6, 120)
  */
 TEST_F(filecmd_fallback, fb, write_require_p2p, 6, 120)
 {
-	unsigned char *back = malloc(FB_TSIZE);
-	struct cnt c0, c1;
-	struct fb_tally t;
-	char why[160];
-	long long d = -2;
-	int fd;
-
-	if (!back || cnt_get(&c0))
-		kt_fail("setup: %s", back ? "the counters in /sys/class/p2pnvme/: missing" :
-					   "no memory");
-	fb_stream(self, true, P2PNVME_FILE_F_REQUIRE_P2P, &t);
-	if (cnt_get(&c1))
-		kt_fail("the counters went away");
-	fb_common(&t, true);
-	fd = open(self->path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && !fsync(fd) && pread(fd, back, FB_TSIZE, 0) == (ssize_t)FB_TSIZE)
-		d = pat_diff(back, self->tid, 0, FB_TSIZE);
-	if (fd >= 0)
-		close(fd);
-	tap(d < 0 && d != -2 && !t.short_moves,
-	    "the file after: its pattern whole (first wrong byte %lld; %lld writes short)", d,
-	    t.short_moves);
-	tap(!t.other && !t.bounce[0] && !t.bounce[1],
-	    "every write moved (%lld + %lld), or refused: EREMOTEIO after the page cache took it (%lld + %lld), EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
-	    t.moved[0], t.moved[1], t.remoteio[0], t.remoteio[1], t.notsupp,
-	    t.other + t.bounce[0] + t.bounce[1], err_str(t.other_err));
-	{
-		long long want[C_NR] = {
-			[C_WRITES_P2P] = t.moved[0], [C_WRITES_DMABUF] = t.moved[1],
-			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
-			[C_ERRORS] = t.remoteio[0] + t.remoteio[1],
-			[C_ERRORS_FALLBACK] = t.remoteio[0] + t.remoteio[1], [C_DISK_P2P] = t.disk,
-		};
-
-		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
-		    "counted: file_writes_p2p and _dmabuf by the writes moved, file_errors and file_errors_fallback by the EREMOTEIO ones, nothing else (%s)",
-		    why);
-	}
-	free(back);
+	fb_case(self, true, true);
 }
 
 /* ---- an encrypted file (--crypt) ------------------------------------------ */
