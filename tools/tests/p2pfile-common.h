@@ -2,8 +2,10 @@
 /*
  * What the file tests share (p2pfile-test.c, p2pfilecmd-test.c,
  * p2pfileuring-test.c): the byte pattern (a word per 8 bytes: magic, file
- * id, offset >> 3), p2pmem of the provider as a registered dma-buf, and
- * the races of Documentation/files.rst step 3: an operation on a target
+ * id, offset >> 3), p2pmem of the provider as a registered dma-buf, what
+ * the file command's two tests set up alike (the controller's node and a
+ * patterned file, its counters, the host's check of a file's extents in
+ * the image), and the races of Documentation/files.rst step 3: an operation on a target
  * file again and again, each followed by a canary file written into what
  * it freed, against a stream of reads whose reader each program brings
  * (O_DIRECT pread and io_uring; the file command through the ioctl and
@@ -31,6 +33,7 @@
 #include <unistd.h>
 
 #include <linux/falloc.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/types.h>
 
@@ -177,6 +180,124 @@ static inline void dbuf_put(int nfd, struct dbuf *b)
 	p2p_nvme_unregister(nfd, b->id);
 	munmap(b->p, b->len);
 	close(b->dfd);
+}
+
+/* dbuf_get(), or the test fails */
+static inline void dbuf_must(const char *bar_path, int nfd, size_t len, struct dbuf *b)
+{
+	int ret = dbuf_get(bar_path, nfd, len, b);
+
+	if (ret)
+		kt_fail("a registered dma-buf: %s", strerror(ret));
+}
+
+/*
+ * @len bytes of p2pmem twice: a registered dma-buf (@b) and a /dev/p2pbarN
+ * mapping (@m, of the provider's file *@bfd); or the test fails.
+ */
+static inline void mem2_get(const char *bar_path, int nfd, size_t len, struct dbuf *b, int *bfd,
+			    struct p2p_mem *m)
+{
+	struct p2pbar_info i;
+
+	dbuf_must(bar_path, nfd, len, b);
+	*bfd = p2p_bar_open(bar_path, &i);
+	if (*bfd < 0 || p2p_mem_get(*bfd, len, 0, m))
+		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+}
+
+static inline void mem2_put(int nfd, struct dbuf *b, int bfd, struct p2p_mem *m)
+{
+	p2p_mem_put(m);
+	close(bfd);
+	dbuf_put(nfd, b);
+}
+
+/* ---- the file command's tests (p2pfilecmd-test.c, p2pfileuring-test.c) ---- */
+
+/* the tests' paths: char path[FILE_PATH_LEN] */
+#define FILE_PATH_LEN	512
+
+/* file @name in @d: @size bytes of @id's pattern, written back and synced */
+static inline int mkfile(const char *d, const char *name, unsigned int id, size_t size,
+			 char *path)
+{
+	int fd, ok;
+
+	if (snprintf(path, FILE_PATH_LEN, "%s/%s", d, name) >= FILE_PATH_LEN) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	ok = (!size || !write_pat(fd, id, 0, size)) && !fsync(fd);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * The fixtures' start: the controller's @node opened (returned), a file
+ * @name of @size bytes of @id's pattern in @dir (its path in @path) and
+ * its direct I/O alignment in @st; or the test fails.
+ */
+static inline int node_and_file(const char *node, const char *dir, const char *name,
+				unsigned int id, size_t size, char *path, struct statx *st)
+{
+	int nfd = open(node, O_RDWR | O_CLOEXEC);
+
+	if (nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	if (mkfile(dir, name, id, size, path))
+		kt_fail("writing %s/%s: %s", dir, name, strerror(errno));
+	if (statx(AT_FDCWD, path, 0, STATX_DIOALIGN, st) || !(st->stx_mask & STATX_DIOALIGN) ||
+	    !st->stx_dio_offset_align)
+		kt_fail("statx STATX_DIOALIGN of %s: no direct I/O alignment", path);
+	return nfd;
+}
+
+/* the number in /sys/class/p2pnvme/<@node's name>/@file, or -1 */
+static inline long long node_num(const char *node, const char *file)
+{
+	const char *name = strrchr(node, '/') ? strrchr(node, '/') + 1 : node;
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/%s", name, file);
+	return p2p_sysfs_num(path);
+}
+
+/*
+ * @fd's extents under [@off, @off + @len) as the host must find them in
+ * the image @img_name: each a "pattern" check of file @id's bytes at its
+ * physical offset. 0, or -1 where the range is not all written extents.
+ */
+static inline int extents_check(int fd, const char *img_name, unsigned int id, uint64_t off,
+				uint64_t len)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent fe[64];
+	} x = { .fm = { .fm_start = off, .fm_length = len, .fm_flags = FIEMAP_FLAG_SYNC,
+			.fm_extent_count = 64 } };
+	unsigned int i;
+	uint64_t n = 0;
+
+	if (ioctl(fd, FS_IOC_FIEMAP, &x))
+		return -1;
+	for (i = 0; i < x.fm.fm_mapped_extents; i++) {
+		struct fiemap_extent *e = &x.fe[i];
+		uint64_t lo = e->fe_logical > off ? e->fe_logical : off;
+		uint64_t hi = e->fe_logical + e->fe_length < off + len ?
+			      e->fe_logical + e->fe_length : off + len;
+
+		if (hi <= lo || (e->fe_flags & (FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_UNKNOWN)))
+			return -1;
+		hostcheck("pattern %llu %s@%llu %#x %llu", (unsigned long long)(hi - lo), img_name,
+			  (unsigned long long)(e->fe_physical + (lo - e->fe_logical)), id,
+			  (unsigned long long)lo);
+		n += hi - lo;
+	}
+	return n == len ? 0 : -1;
 }
 
 /* ---- races (Documentation/files.rst, step 3) ------------------------------ */

@@ -128,27 +128,6 @@ static const char *dir, *node, *bar_path, *bar_name, *img_name, *other, *bar_bdf
 static unsigned int idbase;
 static int race_ms = 300;
 
-/* ---- the pattern, as p2pfile-test writes it ------------------------------ */
-
-/* file @name in @d: @size bytes of @id's pattern, written back and synced */
-static int mkfile(const char *d, const char *name, unsigned int id, size_t size, char *path)
-{
-	unsigned char *p = malloc(size ? size : 1);
-	int fd, ok;
-
-	sprintf(path, "%s/%s", d, name);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || !p) {
-		free(p);
-		return -1;
-	}
-	pat_fill(p, id, 0, size);
-	ok = pwrite(fd, p, size, 0) == (ssize_t)size && !fsync(fd);
-	free(p);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
 /* ---- the command ---------------------------------------------------------- */
 
 static struct p2pnvme_file_io fio(uint32_t op, int fd, uint64_t off, uint64_t len, uint64_t addr,
@@ -192,15 +171,8 @@ FIXTURE(fc) {
 
 FIXTURE_SETUP(fc)
 {
-	self->nfd = open(node, O_RDWR | O_CLOEXEC);
-	if (self->nfd < 0)
-		kt_fail("open %s: %s", node, strerror(errno));
 	self->id = idbase + 1;
-	if (mkfile(dir, "data", self->id, 4 * MIB, self->path))
-		kt_fail("writing %s/data: %s", dir, strerror(errno));
-	if (statx(AT_FDCWD, self->path, 0, STATX_DIOALIGN, &self->st) ||
-	    !(self->st.stx_mask & STATX_DIOALIGN) || !self->st.stx_dio_offset_align)
-		kt_fail("statx STATX_DIOALIGN of %s: no direct I/O alignment", self->path);
+	self->nfd = node_and_file(node, dir, "data", self->id, 4 * MIB, self->path, &self->st);
 }
 
 FIXTURE_TEARDOWN(fc)
@@ -224,9 +196,7 @@ TEST_F(filecmd, fc, bad_input, 24, 60)
 
 	if (rfd < 0 || wfd < 0 || host == MAP_FAILED)
 		kt_fail("setup: %s", strerror(errno));
-	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
+	dbuf_must(bar_path, self->nfd, 64 * KIB, &b);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ofd = mkfile(other, "filecmd-other", self->id, 64 * KIB, opath) ? -1 :
 	      open(opath, O_RDONLY | O_CLOEXEC);
@@ -373,37 +343,6 @@ TEST_F(filecmd, fc, read_host_eof, 4, 60)
 	munmap(host, MIB);
 }
 
-/*
- * The file's extents under [@off, @off + @len) as the host must find them in
- * the image: each a "pattern" check of the image at its physical offset.
- */
-static int extents_check(int fd, unsigned int id, uint64_t off, uint64_t len)
-{
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[64];
-	} x = { .fm = { .fm_start = off, .fm_length = len, .fm_flags = FIEMAP_FLAG_SYNC,
-			.fm_extent_count = 64 } };
-	unsigned int i, n = 0;
-
-	if (ioctl(fd, FS_IOC_FIEMAP, &x))
-		return -1;
-	for (i = 0; i < x.fm.fm_mapped_extents; i++) {
-		struct fiemap_extent *e = &x.fe[i];
-		uint64_t a = e->fe_logical > off ? e->fe_logical : off;
-		uint64_t z = e->fe_logical + e->fe_length < off + len ?
-			     e->fe_logical + e->fe_length : off + len;
-
-		if (z <= a || (e->fe_flags & (FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_UNKNOWN)))
-			return -1;
-		hostcheck("pattern %llu %s@%llu %#x %llu", (unsigned long long)(z - a), img_name,
-			  (unsigned long long)(e->fe_physical + (a - e->fe_logical)), id,
-			  (unsigned long long)a);
-		n += z - a;
-	}
-	return n == len ? 0 : -1;
-}
-
 /* a write from a registered p2pbar dma-buf: the image holds it */
 TEST_F(filecmd, fc, write_dmabuf, 5, 60)
 {
@@ -433,7 +372,7 @@ TEST_F(filecmd, fc, write_dmabuf, 5, 60)
 	memset(back, 0, MIB);
 	tap(pread(fd, back, MIB, 256 * KIB) == (ssize_t)MIB &&
 	    pat_diff(back, id, 256 * KIB, MIB) < 0, "read back: the pattern");
-	tap(!extents_check(fd, id, 256 * KIB, MIB),
+	tap(!extents_check(fd, img_name, id, 256 * KIB, MIB),
 	    "FIEMAP: written extents cover the range; the host checks each in %s", img_name);
 	dbuf_put(self->nfd, &b);
 	free(back);
@@ -750,13 +689,10 @@ struct cnt {
 /* every counter of /sys/class/p2pnvme/<node's name>/; 0, or -1 if one is missing */
 static int cnt_get(struct cnt *c)
 {
-	const char *name = strrchr(node, '/') ? strrchr(node, '/') + 1 : node;
-	char path[256];
 	unsigned int i;
 
 	for (i = 0; i < C_NR; i++) {
-		snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/%s", name, cnt_name[i]);
-		c->v[i] = p2p_sysfs_num(path);
+		c->v[i] = node_num(node, cnt_name[i]);
 		if (c->v[i] < 0)
 			return -1;
 	}
@@ -835,9 +771,7 @@ TEST_F(filecmd, fc, counters, 9, 60)
 	bfd = p2p_bar_open(bar_path, &i);
 	if (fd < 0 || host == MAP_FAILED || bfd < 0 || p2p_mem_get(bfd, MIB, 0, &m))
 		kt_fail("setup: %s", strerror(errno));
-	ret = dbuf_get(bar_path, self->nfd, MIB, &b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
+	dbuf_must(bar_path, self->nfd, MIB, &b);
 	if (cnt_get(&c0))
 		kt_fail("the counters in /sys/class/p2pnvme/: missing (a module without them?)");
 	ofd = mkfile(other, "filecmd-cnt", self->id, 64 * KIB, opath) ? -1 :
@@ -1019,9 +953,7 @@ TEST_F(filecmd, fc, write_cow_bounce, 4, 60)
 		kt_skip("the reflinked file's direct I/O write alignment is %u (7.x's xfs reports the allocation unit): a sub-block write is refused at the command's check, never reaches the page cache",
 			st.stx_dio_offset_align);
 	}
-	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
+	dbuf_must(bar_path, self->nfd, 64 * KIB, &b);
 	pat_fill(b.p, nid, 512, 512);
 	cnt_get(&c0);
 	io = fio(P2PNVME_OP_WRITE, fd, 512, 512, 0, P2PNVME_FILE_F_REGISTERED, b.id);
@@ -1038,7 +970,7 @@ TEST_F(filecmd, fc, write_cow_bounce, 4, 60)
 	     pat_diff(back, id, 0, 512) < 0 && pat_diff(back + 512, nid, 512, 512) < 0 &&
 	     pat_diff(back + 1024, id, 1024, 63 * KIB) < 0;
 	tap(ok, "fsync, read back: the 512 bytes written, the rest as before");
-	tap(!extents_check(fd, nid, 512, 512),
+	tap(!extents_check(fd, img_name, nid, 512, 512),
 	    "FIEMAP: the written range is on the disk; the host checks it in %s", img_name);
 	dbuf_put(self->nfd, &b);
 	close(cfd);
@@ -1238,28 +1170,19 @@ FIXTURE(fr) {
 
 FIXTURE_SETUP(fr)
 {
-	struct p2pbar_info i;
 	struct statfs sf;
-	int ret;
 
 	self->nfd = open(node, O_RDWR | O_CLOEXEC);
 	self->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (self->nfd < 0 || self->dirfd < 0 || fstatfs(self->dirfd, &sf))
 		kt_fail("open %s, %s: %s", node, dir, strerror(errno));
 	self->fstype = sf.f_type;
-	ret = dbuf_get(bar_path, self->nfd, RACE_TSIZE, &self->b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
-	self->bfd = p2p_bar_open(bar_path, &i);
-	if (self->bfd < 0 || p2p_mem_get(self->bfd, RACE_TSIZE, 0, &self->m))
-		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+	mem2_get(bar_path, self->nfd, RACE_TSIZE, &self->b, &self->bfd, &self->m);
 }
 
 FIXTURE_TEARDOWN(fr)
 {
-	p2p_mem_put(&self->m);
-	close(self->bfd);
-	dbuf_put(self->nfd, &self->b);
+	mem2_put(self->nfd, &self->b, self->bfd, &self->m);
 	close(self->dirfd);
 	close(self->nfd);
 }
@@ -1409,7 +1332,6 @@ FIXTURE(fb) {
 
 FIXTURE_SETUP(fb)
 {
-	struct p2pbar_info i;
 	int fd, ret;
 
 	self->nfd = open(node, O_RDWR | O_CLOEXEC);
@@ -1429,19 +1351,12 @@ FIXTURE_SETUP(fb)
 	if (!ret)
 		kt_fail("%s",
 			"chattr +j leaves the file's direct I/O on: ext4 honours the flag only without delalloc (mount -o nodelalloc)");
-	ret = dbuf_get(bar_path, self->nfd, FB_BATCH * FB_BLK, &self->b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
-	self->bfd = p2p_bar_open(bar_path, &i);
-	if (self->bfd < 0 || p2p_mem_get(self->bfd, FB_BATCH * FB_BLK, 0, &self->m))
-		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+	mem2_get(bar_path, self->nfd, FB_BATCH * FB_BLK, &self->b, &self->bfd, &self->m);
 }
 
 FIXTURE_TEARDOWN(fb)
 {
-	p2p_mem_put(&self->m);
-	close(self->bfd);
-	dbuf_put(self->nfd, &self->b);
+	mem2_put(self->nfd, &self->b, self->bfd, &self->m);
 	unlink(self->path);
 	close(self->nfd);
 }
@@ -1463,11 +1378,7 @@ struct fb_tally {
 
 static long long fb_disk_p2p(void)
 {
-	const char *name = strrchr(node, '/') ? strrchr(node, '/') + 1 : node;
-	char path[256];
-
-	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/disk/bytes_p2p", name);
-	return p2p_sysfs_num(path);
+	return node_num(node, "disk/bytes_p2p");
 }
 
 /*
@@ -1800,7 +1711,6 @@ FIXTURE_SETUP(cr)
 		.filenames_encryption_mode = FSCRYPT_MODE_AES_256_CTS,
 		.flags = FSCRYPT_POLICY_FLAGS_PAD_32,
 	};
-	struct p2pbar_info i;
 	char d[512];
 	struct statx st;
 	int dfd, ret, j;
@@ -1849,19 +1759,12 @@ FIXTURE_SETUP(cr)
 	if (CR_OFF % st.stx_dio_offset_align || CR_LEN % st.stx_dio_offset_align)
 		kt_fail("statx: direct I/O offset alignment %u, more than the transfers' %llu",
 			st.stx_dio_offset_align, CR_LEN);
-	ret = dbuf_get(bar_path, self->nfd, CR_LEN, &self->b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
-	self->bfd = p2p_bar_open(bar_path, &i);
-	if (self->bfd < 0 || p2p_mem_get(self->bfd, CR_LEN, 0, &self->m))
-		kt_fail("a mapping of %s: %s", bar_path, strerror(errno));
+	mem2_get(bar_path, self->nfd, CR_LEN, &self->b, &self->bfd, &self->m);
 }
 
 FIXTURE_TEARDOWN(cr)
 {
-	p2p_mem_put(&self->m);
-	close(self->bfd);
-	dbuf_put(self->nfd, &self->b);
+	mem2_put(self->nfd, &self->b, self->bfd, &self->m);
 	unlink(self->path);
 	close(self->nfd);
 }

@@ -75,22 +75,6 @@ static const char *dir, *node, *bar_path, *bar_name, *img_name, *other;
 static unsigned int idbase;
 static int race_ms = 300;
 
-/* ---- the pattern, as p2pfilecmd-test writes it --------------------------- */
-
-/* file @name in @d: @size bytes of @id's pattern, written back and synced */
-static int mkfile(const char *d, const char *name, unsigned int id, size_t size, char *path)
-{
-	int fd, ok;
-
-	sprintf(path, "%s/%s", d, name);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	ok = (!size || !write_pat(fd, id, 0, size)) && !fsync(fd);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
 /* ---- the command ---------------------------------------------------------- */
 
 static struct p2pnvme_uring_file_cmd fcmd(uint32_t op, int fd, uint64_t off, uint64_t len,
@@ -177,15 +161,8 @@ FIXTURE_SETUP(fu)
 {
 	int ret;
 
-	self->nfd = open(node, O_RDWR | O_CLOEXEC);
-	if (self->nfd < 0)
-		kt_fail("open %s: %s", node, strerror(errno));
 	self->id = idbase + 0x81;
-	if (mkfile(dir, "udata", self->id, 4 * MIB, self->path))
-		kt_fail("writing %s/udata: %s", dir, strerror(errno));
-	if (statx(AT_FDCWD, self->path, 0, STATX_DIOALIGN, &self->st) ||
-	    !(self->st.stx_mask & STATX_DIOALIGN) || !self->st.stx_dio_offset_align)
-		kt_fail("statx STATX_DIOALIGN of %s: no direct I/O alignment", self->path);
+	self->nfd = node_and_file(node, dir, "udata", self->id, 4 * MIB, self->path, &self->st);
 	ret = ring_init(&self->ring, 2 * NR_FLIGHT, RING_FLAGS);
 	if (ret)
 		kt_fail("io_uring_queue_init: %s", strerror(-ret));
@@ -216,9 +193,7 @@ TEST_F(fileuring, fu, bad_input, 24, 60)
 
 	if (rfd < 0 || wfd < 0 || host == MAP_FAILED)
 		kt_fail("setup: %s", strerror(errno));
-	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
+	dbuf_must(bar_path, self->nfd, 64 * KIB, &b);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ofd = mkfile(other, "fileuring-other", self->id, 64 * KIB, opath) ? -1 :
 	      open(opath, O_RDONLY | O_CLOEXEC);
@@ -365,11 +340,10 @@ TEST_F(fileuring, fu, read_p2pmem, 3, 60)
 /* one of the controller's counters (stats/@counter), or -1 */
 static long long nvme_stat(const char *counter)
 {
-	const char *name = strrchr(node, '/') ? strrchr(node, '/') + 1 : node;
-	char path[256];
+	char file[64];
 
-	snprintf(path, sizeof(path), "/sys/class/p2pnvme/%s/stats/%s", name, counter);
-	return p2p_sysfs_num(path);
+	snprintf(file, sizeof(file), "stats/%s", counter);
+	return node_num(node, file);
 }
 
 /*
@@ -411,35 +385,6 @@ TEST_F(fileuring, fu, read_host_eof, 4, 60)
 	munmap(host, MIB);
 }
 
-/* the file's extents under [@off, @off + @len): each checked by the host in the image */
-static int extents_check(int fd, unsigned int id, uint64_t off, uint64_t len)
-{
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[64];
-	} x = { .fm = { .fm_start = off, .fm_length = len, .fm_flags = FIEMAP_FLAG_SYNC,
-			.fm_extent_count = 64 } };
-	unsigned int i;
-	uint64_t n = 0;
-
-	if (ioctl(fd, FS_IOC_FIEMAP, &x))
-		return -1;
-	for (i = 0; i < x.fm.fm_mapped_extents; i++) {
-		struct fiemap_extent *e = &x.fe[i];
-		uint64_t lo = e->fe_logical > off ? e->fe_logical : off;
-		uint64_t hi = e->fe_logical + e->fe_length < off + len ?
-			      e->fe_logical + e->fe_length : off + len;
-
-		if (hi <= lo || (e->fe_flags & (FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_UNKNOWN)))
-			return -1;
-		hostcheck("pattern %llu %s@%llu %#x %llu", (unsigned long long)(hi - lo), img_name,
-			  (unsigned long long)(e->fe_physical + (lo - e->fe_logical)), id,
-			  (unsigned long long)lo);
-		n += hi - lo;
-	}
-	return n == len ? 0 : -1;
-}
-
 /* a write from a registered p2pbar dma-buf: the image holds it */
 TEST_F(fileuring, fu, write_dmabuf, 4, 60)
 {
@@ -468,7 +413,7 @@ TEST_F(fileuring, fu, write_dmabuf, 4, 60)
 	memset(back, 0, MIB);
 	tap(!fsync(fd) && pread(fd, back, MIB, 128 * KIB) == (ssize_t)MIB &&
 	    pat_diff(back, id, 128 * KIB, MIB) < 0, "fsync, read back: the pattern");
-	tap(!extents_check(fd, id, 128 * KIB, MIB),
+	tap(!extents_check(fd, img_name, id, 128 * KIB, MIB),
 	    "FIEMAP: written extents cover the range; the host checks each in %s", img_name);
 	dbuf_put(self->nfd, &b);
 	free(back);
@@ -517,9 +462,7 @@ TEST_F(fileuring, fu, write_cow_bounce, 4, 60)
 				st.stx_dio_offset_align);
 		kt_skip("no reflink here (FICLONE: %s): ext4, or xfs without it", strerror(ret));
 	}
-	ret = dbuf_get(bar_path, self->nfd, 64 * KIB, &b);
-	if (ret)
-		kt_fail("a registered dma-buf: %s", strerror(ret));
+	dbuf_must(bar_path, self->nfd, 64 * KIB, &b);
 	pat_fill(b.p, nid, 512, 512);
 	n0 = nvme_stat("file_writes_bounce");
 	b0 = nvme_stat("file_bytes_bounce");
@@ -539,7 +482,7 @@ TEST_F(fileuring, fu, write_cow_bounce, 4, 60)
 	    pat_diff(back, id, 0, 512) < 0 && pat_diff(back + 512, nid, 512, 512) < 0 &&
 	    pat_diff(back + 1024, id, 1024, 63 * KIB) < 0,
 	    "fsync, read back: the 512 bytes written, the rest as before");
-	tap(!extents_check(fd, nid, 512, 512),
+	tap(!extents_check(fd, img_name, nid, 512, 512),
 	    "FIEMAP: the written range is on the disk; the host checks it in %s", img_name);
 	dbuf_put(self->nfd, &b);
 	close(cfd);
