@@ -116,6 +116,7 @@
 #include <linux/p2pnvme.h>
 
 #include "libp2p.h"
+#include "p2puring.h"
 
 static double now(void)
 {
@@ -462,20 +463,114 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum { U_ENGINE, U_BLK, U_NG, U_ENGINE_REG, U_ENGINE_STD, U_DISK };
+/*
+ * What one thread keeps in flight through io_uring (uring(), file_bench()):
+ * the ring and its depth, for how long, per slot a read to prepare and its
+ * completion to check; and what was measured.
+ */
+struct uloop {
+	struct io_uring *ring;
+	int qd;
+	double secs;
+	/* a read into slot @i of the run's buffer */
+	void (*prep)(struct io_uring_sqe *sqe, void *arg, int i);
+	/* slot @i's completion: 0, or 1 once it said what was wrong */
+	int (*done)(const struct io_uring_cqe *cqe, void *arg, int i);
+	void *arg;
+	double *start;		/* per slot: when its read was submitted */
+	double *lats;		/* each read's latency, @maxlat at most (@nlat) */
+	size_t nlat, maxlat;
+	double lat;		/* their sum */
+	double t0, t1;		/* the start (the caller's), the last completions' time */
+	long ops;
+};
 
 /*
- * One read at a random 4 KiB-aligned offset into slot @i of @buf (for
- * U_ENGINE_REG: of registered buffer @buf_id, at offset i * size).
+ * @u->qd reads in flight from @u->t0 on, each slot given a new read as its
+ * completion is reaped (many per io_uring_enter()) until @u->secs have
+ * passed, then drained: 0, or 1 after saying why not. Inlined into each
+ * caller, where prep() and done() are known: the measured loop calls them
+ * directly, as when each caller had a loop of its own.
  */
-static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid,
-		       unsigned char *buf, uint32_t buf_id, size_t size, uint64_t blocks, int i,
-		       int flags)
+static __always_inline int uring_loop(struct uloop *u)
 {
-	uint64_t off = ((uint64_t)rand() % blocks) * 4096;
+	long inflight;
+	int i, ret;
+
+	for (i = 0; i < u->qd; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(u->ring);
+
+		if (!sqe)
+			return fprintf(stderr, "ring full\n"), 1;
+		u->prep(sqe, u->arg, i);
+		u->start[i] = now();
+	}
+	inflight = io_uring_submit(u->ring);
+	while (inflight) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, n = 0;
+
+		ret = io_uring_wait_cqe(u->ring, &cqe);
+		if (ret)
+			return fprintf(stderr, "wait: %s\n", strerror(-ret)), 1;
+		u->t1 = now();
+		io_uring_for_each_cqe(u->ring, head, cqe) {
+			int slot = cqe->user_data;
+			double l = u->t1 - u->start[slot];
+
+			if (u->done(cqe, u->arg, slot))
+				return 1;
+			u->lat += l;
+			if (u->nlat < u->maxlat)
+				u->lats[u->nlat++] = l;
+			u->ops++;
+			inflight--;
+			n++;
+			if (u->t1 - u->t0 < u->secs) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(u->ring);
+
+				if (!sqe)
+					return fprintf(stderr, "ring full\n"), 1;
+				u->prep(sqe, u->arg, slot);
+				u->start[slot] = u->t1;
+				inflight++;
+			}
+		}
+		io_uring_cq_advance(u->ring, n);
+		if (io_uring_sq_ready(u->ring) && io_uring_submit(u->ring) < 0)
+			return perror("io_uring_submit"), 1;
+	}
+	return 0;
+}
+
+enum { U_ENGINE, U_BLK, U_NG, U_ENGINE_REG, U_ENGINE_STD, U_DISK };
+
+/* what uring() reads with, and into */
+struct uctx {
+	int kind, fd, flags;
+	uint32_t nsid, buf_id;
+	unsigned char *buf;
+	size_t size;
+	uint64_t blocks;
+	uint32_t path;		/* the engine's last completion's */
+};
+
+/*
+ * One read at a random 4 KiB-aligned offset into slot @i of the buffer
+ * (for U_ENGINE_REG: of the registered buffer, at offset i * size).
+ */
+static void uring_prep(struct io_uring_sqe *sqe, void *arg, int i)
+{
+	const struct uctx *c = arg;
+	int kind = c->kind, fd = c->fd, flags = c->flags;
+	uint32_t nsid = c->nsid, buf_id = c->buf_id;
+	unsigned char *buf = c->buf;
+	size_t size = c->size;
+	uint64_t off = ((uint64_t)rand() % c->blocks) * 4096;
 
 	if (kind == U_BLK || kind == U_DISK) {
 		io_uring_prep_read(sqe, fd, buf + i * size, size, off);
+		sqe->user_data = i;
 	} else if (kind == U_NG || kind == U_ENGINE_STD) {
 		struct nvme_uring_cmd *cmd = (struct nvme_uring_cmd *)sqe->cmd;
 
@@ -483,6 +578,7 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 		sqe->opcode = IORING_OP_URING_CMD;
 		sqe->fd = fd;
 		sqe->cmd_op = NVME_URING_CMD_IO;
+		sqe->user_data = i;
 		cmd->opcode = 0x02;	/* Read */
 		cmd->nsid = nsid;
 		cmd->addr = (uintptr_t)(buf + i * size);
@@ -501,13 +597,21 @@ static void uring_prep(struct io_uring_sqe *sqe, int kind, int fd, uint32_t nsid
 		} else {
 			io.addr = (uintptr_t)(buf + i * size);
 		}
-		memset(sqe, 0, 2 * sizeof(*sqe));
-		sqe->opcode = IORING_OP_URING_CMD;
-		sqe->fd = fd;
-		sqe->cmd_op = P2PNVME_URING_CMD_IO;
-		memcpy(sqe->cmd, &io, sizeof(io));
+		p2p_uring_cmd(sqe, fd, P2PNVME_URING_CMD_IO, &io, sizeof(io), i);
 	}
-	sqe->user_data = i;
+}
+
+/* a read's completion: all its bytes (the engine's: its path kept) */
+static int uring_done(const struct io_uring_cqe *cqe, void *arg, int i)
+{
+	struct uctx *c = arg;
+
+	(void)i;
+	if (cqe->res < 0 || ((c->kind == U_BLK || c->kind == U_DISK) && cqe->res != (int)c->size))
+		return fprintf(stderr, "read failed: %s\n", strerror(-cqe->res)), 1;
+	if (c->kind == U_ENGINE || c->kind == U_ENGINE_REG)
+		c->path = cqe->big_cqe[0] & 0xffff;
+	return 0;
 }
 
 /*
@@ -601,14 +705,16 @@ static int uring(int argc, char **argv)
 		   !strcmp(argv[0], "ng") ? U_NG : !strcmp(argv[0], "engine-reg") ? U_ENGINE_REG :
 		   !strcmp(argv[0], "engine-std") ? U_ENGINE_STD :
 		   !strcmp(argv[0], "disk") ? U_DISK : -1;
-	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22;
-	double secs = atof(argv[3]), t0, t1, c0, c1, lat = 0, *start, *lats;
-	int qd = atoi(argv[4]), host = 0, flags = 0, iopoll = 0, defer = 0, fd, i, ret;
+	size_t size = strtoul(argv[2], NULL, 0), maxlat = 1 << 22;
+	double secs = atof(argv[3]), c0, c1, *start, *lats;
+	int qd = atoi(argv[4]), host = 0, flags = 0, iopoll = 0, defer = 0, fd, i;
 	unsigned int setup = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
 	char name[32];
-	long ops = 0, inflight = 0, buf_id = 0;
-	uint32_t nsid = 1, path = 0;
+	long buf_id = 0;
+	uint32_t nsid = 1;
 	struct io_uring ring;
+	struct uctx c;
+	struct uloop u;
 	unsigned char *buf = NULL;
 	uint64_t blocks;
 	off_t devsize;
@@ -687,71 +793,32 @@ static int uring(int argc, char **argv)
 	bytes0 = kind == U_DISK ? disk_bytes(fd, host) : 0;
 	if (bytes0 < 0)
 		return fprintf(stderr, "%s: not a p2pnvme disk (p2pnvme disk=1)\n", argv[1]), 1;
+	c = (struct uctx){ .kind = kind, .fd = fd, .flags = flags, .nsid = nsid, .buf_id = buf_id,
+			   .buf = buf, .size = size, .blocks = blocks };
+	u = (struct uloop){ .ring = &ring, .qd = qd, .secs = secs, .prep = uring_prep,
+			    .done = uring_done, .arg = &c, .start = start, .lats = lats,
+			    .maxlat = maxlat };
 	srand(1);
 	mark(0);
 	c0 = cpu_busy();
-	t0 = t1 = now();
-	for (i = 0; i < qd; i++) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-
-		if (!sqe)
-			return fprintf(stderr, "ring full\n"), 1;
-		uring_prep(sqe, kind, fd, nsid, buf, buf_id, size, blocks, i, flags);
-		start[i] = now();
-	}
-	inflight = io_uring_submit(&ring);
-	while (inflight) {
-		struct io_uring_cqe *cqe;
-		unsigned int head, n = 0;
-
-		ret = io_uring_wait_cqe(&ring, &cqe);
-		if (ret)
-			return fprintf(stderr, "wait: %s\n", strerror(-ret)), 1;
-		t1 = now();
-		io_uring_for_each_cqe(&ring, head, cqe) {
-			int slot = cqe->user_data;
-			double l = t1 - start[slot];
-
-			if (cqe->res < 0 || ((kind == U_BLK || kind == U_DISK) && cqe->res != (int)size))
-				return fprintf(stderr, "read failed: %s\n", strerror(-cqe->res)), 1;
-			if (kind == U_ENGINE || kind == U_ENGINE_REG)
-				path = cqe->big_cqe[0] & 0xffff;
-			lat += l;
-			if (nlat < maxlat)
-				lats[nlat++] = l;
-			ops++;
-			inflight--;
-			n++;
-			if (t1 - t0 < secs) {
-				struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-
-				if (!sqe)
-					return fprintf(stderr, "ring full\n"), 1;
-				uring_prep(sqe, kind, fd, nsid, buf, buf_id, size, blocks, slot,
-					   flags);
-				start[slot] = t1;
-				inflight++;
-			}
-		}
-		io_uring_cq_advance(&ring, n);
-		if (io_uring_sq_ready(&ring) && io_uring_submit(&ring) < 0)
-			return perror("io_uring_submit"), 1;
-	}
+	u.t0 = u.t1 = now();
+	if (uring_loop(&u))
+		return 1;
 	c1 = cpu_busy();	/* before the sort: its CPU is not the I/O's */
 	mark(1);
 	/* the disk's reads all went through p2pnvme's disk, on the path meant */
 	bytes1 = kind == U_DISK ? disk_bytes(fd, host) : 0;
-	if (bytes1 - bytes0 != (long long)(kind == U_DISK ? ops * size : 0))
+	if (bytes1 - bytes0 != (long long)(kind == U_DISK ? u.ops * size : 0))
 		return fprintf(stderr, "%s: the disk counted %lld bytes %s for %ld reads of %zu\n",
-			       argv[1], bytes1 - bytes0, host ? "host" : "p2p", ops, size), 1;
-	qsort(lats, nlat, sizeof(*lats), cmp_double);
+			       argv[1], bytes1 - bytes0, host ? "host" : "p2p", u.ops, size), 1;
+	qsort(lats, u.nlat, sizeof(*lats), cmp_double);
 	snprintf(name, sizeof(name), "%s%s%s", names[kind], iopoll ? "-iopoll" : "",
 		 defer ? "-defer" : "");
 	report_p99(name, argv[1], size, qd,
 		   host ? "host" : kind == U_BLK || kind == U_NG || kind == U_DISK ? "p2p" :
-		   path == P2PNVME_PATH_P2P ? "p2p" : path == P2PNVME_PATH_BOUNCE ? "bounce" :
-		   path == P2PNVME_PATH_DMABUF ? "dmabuf" : "host",
-		   ops, t1 - t0, lat, c1 - c0, nlat ? lats[nlat * 99 / 100] : 0);
+		   c.path == P2PNVME_PATH_P2P ? "p2p" : c.path == P2PNVME_PATH_BOUNCE ? "bounce" :
+		   c.path == P2PNVME_PATH_DMABUF ? "dmabuf" : "host",
+		   u.ops, u.t1 - u.t0, u.lat, c1 - c0, u.nlat ? lats[u.nlat * 99 / 100] : 0);
 	return 0;
 }
 
@@ -769,6 +836,39 @@ struct fext {
 	uint64_t l, p, n;
 };
 
+/* what file_extents() gathers, extent by extent (file_extent_add()) */
+struct fext_walk {
+	struct fext *e;
+	long n, max;
+};
+
+static int file_extent_add(const struct fiemap_extent *f, void *arg)
+{
+	const uint32_t bad = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+			     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_ENCRYPTED |
+			     FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
+			     FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_UNWRITTEN;
+	struct fext_walk *w = arg;
+	struct fext *t;
+
+	if (f->fe_flags & bad)
+		return 0;
+	if (w->n && w->e[w->n - 1].l + w->e[w->n - 1].n == f->fe_logical &&
+	    w->e[w->n - 1].p + w->e[w->n - 1].n == f->fe_physical) {
+		w->e[w->n - 1].n += f->fe_length;
+		return 0;
+	}
+	if (w->n == w->max) {
+		w->max = w->max ? 2 * w->max : 64;
+		t = realloc(w->e, w->max * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		w->e = t;
+	}
+	w->e[w->n++] = (struct fext){ f->fe_logical, f->fe_physical, f->fe_length };
+	return 0;
+}
+
 /*
  * The written extents of @fd below @fsize (FIEMAP, synced first), adjacent
  * ones merged, in *@out: how many, or -errno. Extents that are not plain
@@ -776,64 +876,15 @@ struct fext {
  */
 static long file_extents(int fd, uint64_t fsize, struct fext **out)
 {
-	const uint32_t bad = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
-			     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_ENCRYPTED |
-			     FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
-			     FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_UNWRITTEN;
-	size_t sz = sizeof(struct fiemap) + 256 * sizeof(struct fiemap_extent);
-	struct fiemap *fm = calloc(1, sz);
-	struct fext *e = NULL, *t;
-	uint64_t start = 0;
-	long n = 0, max = 0;
-	int last = 0;
-	unsigned int i;
+	struct fext_walk w = { 0 };
+	int ret = p2p_fiemap_walk(fd, 0, fsize, FIEMAP_FLAG_SYNC, file_extent_add, &w);
 
-	if (!fm)
-		return -ENOMEM;
-	while (!last && start < fsize) {
-		memset(fm, 0, sz);
-		fm->fm_start = start;
-		fm->fm_length = FIEMAP_MAX_OFFSET - start;
-		fm->fm_flags = FIEMAP_FLAG_SYNC;
-		fm->fm_extent_count = 256;
-		if (ioctl(fd, FS_IOC_FIEMAP, fm)) {
-			n = -errno;
-			break;
-		}
-		if (!fm->fm_mapped_extents)
-			break;
-		for (i = 0; i < fm->fm_mapped_extents; i++) {
-			struct fiemap_extent *f = &fm->fm_extents[i];
-
-			start = f->fe_logical + f->fe_length;
-			if (f->fe_flags & FIEMAP_EXTENT_LAST)
-				last = 1;
-			if (f->fe_flags & bad)
-				continue;
-			if (n && e[n - 1].l + e[n - 1].n == f->fe_logical &&
-			    e[n - 1].p + e[n - 1].n == f->fe_physical) {
-				e[n - 1].n += f->fe_length;
-				continue;
-			}
-			if (n == max) {
-				max = max ? 2 * max : 64;
-				t = realloc(e, max * sizeof(*e));
-				if (!t) {
-					n = -ENOMEM;
-					goto out;
-				}
-				e = t;
-			}
-			e[n++] = (struct fext){ f->fe_logical, f->fe_physical, f->fe_length };
-		}
+	if (ret || !w.n) {
+		free(w.e);
+		return ret;
 	}
-out:
-	free(fm);
-	if (n <= 0)
-		free(e);
-	else
-		*out = e;
-	return n;
+	*out = w.e;
+	return w.n;
 }
 
 /*
@@ -920,8 +971,9 @@ struct fctx {
 };
 
 /* one read of a random piece of the file into slot @i of the destination */
-static void file_prep(struct io_uring_sqe *sqe, const struct fctx *x, int i)
+static void file_prep(struct io_uring_sqe *sqe, void *arg, int i)
 {
+	const struct fctx *x = arg;
 	long k = rand() % x->nslots;
 	const struct fslot *s = &x->slots[k];
 	uint64_t at = (uint64_t)i * x->size;
@@ -933,30 +985,44 @@ static void file_prep(struct io_uring_sqe *sqe, const struct fctx *x, int i)
 						    .fd = x->ffd, .buf_id = x->buf_id,
 						    .offset = s->off, .len = x->size, .addr = at };
 
-		memset(sqe, 0, 2 * sizeof(*sqe));
-		sqe->opcode = IORING_OP_URING_CMD;
-		sqe->fd = x->nfd;
-		sqe->cmd_op = P2PNVME_URING_CMD_FILE_IO;
-		memcpy(sqe->cmd, &c, sizeof(c));
+		p2p_uring_cmd(sqe, x->nfd, P2PNVME_URING_CMD_FILE_IO, &c, sizeof(c), i);
 	} else if (x->kind == F_EXTENT_ENGINE) {
 		struct p2pnvme_uring_cmd c = { .op = P2PNVME_OP_READ,
 					       .flags = P2PNVME_IO_F_REGISTERED,
 					       .slba = s->phys >> x->lba_shift, .len = x->size,
 					       .addr = at, .buf_id = x->buf_id };
 
-		memset(sqe, 0, 2 * sizeof(*sqe));
-		sqe->opcode = IORING_OP_URING_CMD;
-		sqe->fd = x->nfd;
-		sqe->cmd_op = P2PNVME_URING_CMD_IO;
-		memcpy(sqe->cmd, &c, sizeof(c));
-	} else if (x->kind == F_BOUNCE) {
-		io_uring_prep_read(sqe, x->ffd, x->host + at, x->size, s->off);
-	} else if (x->kind == F_EXTENT_DISK) {
-		io_uring_prep_read(sqe, x->bfd, x->dst + at, x->size, s->phys);
+		p2p_uring_cmd(sqe, x->nfd, P2PNVME_URING_CMD_IO, &c, sizeof(c), i);
 	} else {
-		io_uring_prep_read(sqe, x->ffd, x->dst + at, x->size, s->off);
+		if (x->kind == F_BOUNCE)
+			io_uring_prep_read(sqe, x->ffd, x->host + at, x->size, s->off);
+		else if (x->kind == F_EXTENT_DISK)
+			io_uring_prep_read(sqe, x->bfd, x->dst + at, x->size, s->phys);
+		else
+			io_uring_prep_read(sqe, x->ffd, x->dst + at, x->size, s->off);
+		sqe->user_data = i;
 	}
-	sqe->user_data = i;
+}
+
+/* a read's completion: all its bytes on the path meant; a bounce's copy into the BAR */
+static int file_done(const struct io_uring_cqe *cqe, void *arg, int slot)
+{
+	const struct fctx *x = arg;
+	size_t size = x->size;
+	int kind = x->kind;
+
+	/* the engine's read answers 0, the others the bytes */
+	if (cqe->res != (kind == F_EXTENT_ENGINE ? 0 : (int)size))
+		return fprintf(stderr, "read failed: %d (%s)\n", cqe->res,
+			       cqe->res < 0 ? strerror(-cqe->res) : "short"), 1;
+	if ((kind == F_CMD || kind == F_EXTENT_ENGINE) &&
+	    (cqe->big_cqe[0] & 0xffff) != P2PNVME_PATH_DMABUF)
+		return fprintf(stderr, "read on path %u, not dmabuf\n",
+			       (unsigned int)(cqe->big_cqe[0] & 0xffff)), 1;
+	/* what a program does without P2P: the copy into the BAR */
+	if (kind == F_BOUNCE)
+		memcpy(x->dst + (size_t)slot * size, x->host + (size_t)slot * size, size);
+	return 0;
 }
 
 /*
@@ -973,7 +1039,7 @@ static int file_bench(int argc, char **argv)
 	int qd = atoi(argv[4]), kind = -1, ondisk, reg, uring, ret, i;
 	long long ctr0 = 0, ctr1 = 0, sec0, sec1;
 	struct fctx x = { .nfd = -1, .bfd = -1 };
-	long ops = 0, inflight = 0, verified = 0;
+	long ops = 0, verified = 0;
 	unsigned int setup = 0;
 	struct io_uring ring;
 	struct fslot *slots;
@@ -1130,58 +1196,16 @@ static int file_bench(int argc, char **argv)
 		} while (t1 - t0 < secs);
 		free(ios);
 	} else {
-		for (i = 0; i < qd; i++) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		struct uloop u = { .ring = &ring, .qd = qd, .secs = secs, .prep = file_prep,
+				   .done = file_done, .arg = &x, .start = start, .lats = lats,
+				   .maxlat = maxlat, .t0 = t0, .t1 = t1 };
 
-			if (!sqe)
-				return fprintf(stderr, "ring full\n"), 1;
-			file_prep(sqe, &x, i);
-			start[i] = now();
-		}
-		inflight = io_uring_submit(&ring);
-	}
-	while (inflight) {
-		struct io_uring_cqe *cqe;
-		unsigned int head, n = 0;
-
-		ret = io_uring_wait_cqe(&ring, &cqe);
-		if (ret)
-			return fprintf(stderr, "wait: %s\n", strerror(-ret)), 1;
-		t1 = now();
-		io_uring_for_each_cqe(&ring, head, cqe) {
-			int slot = cqe->user_data;
-			double l = t1 - start[slot];
-
-			/* the engine's read answers 0, the others the bytes */
-			if (cqe->res != (kind == F_EXTENT_ENGINE ? 0 : (int)size))
-				return fprintf(stderr, "read failed: %d (%s)\n", cqe->res,
-					       cqe->res < 0 ? strerror(-cqe->res) : "short"), 1;
-			if ((kind == F_CMD || kind == F_EXTENT_ENGINE) &&
-			    (cqe->big_cqe[0] & 0xffff) != P2PNVME_PATH_DMABUF)
-				return fprintf(stderr, "read on path %u, not dmabuf\n",
-					       (unsigned int)(cqe->big_cqe[0] & 0xffff)), 1;
-			/* what a program does without P2P: the copy into the BAR */
-			if (kind == F_BOUNCE)
-				memcpy(x.dst + (size_t)slot * size, x.host + (size_t)slot * size, size);
-			lat += l;
-			if (nlat < maxlat)
-				lats[nlat++] = l;
-			ops++;
-			inflight--;
-			n++;
-			if (t1 - t0 < secs) {
-				struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-
-				if (!sqe)
-					return fprintf(stderr, "ring full\n"), 1;
-				file_prep(sqe, &x, slot);
-				start[slot] = t1;
-				inflight++;
-			}
-		}
-		io_uring_cq_advance(&ring, n);
-		if (io_uring_sq_ready(&ring) && io_uring_submit(&ring) < 0)
-			return perror("io_uring_submit"), 1;
+		if (uring_loop(&u))
+			return 1;
+		t1 = u.t1;
+		lat = u.lat;
+		nlat = u.nlat;
+		ops = u.ops;
 	}
 	c1 = cpu_busy();	/* before the checks and the sort: their CPU is not the I/O's */
 	mark(1);

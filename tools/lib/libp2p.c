@@ -14,6 +14,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+
 #include "libp2p.h"
 
 /* ---- numbers and PCI addresses ---------------------------------------- */
@@ -222,6 +225,60 @@ int p2p_pci_config(const char *bdf, unsigned int off, void *buf, size_t len)
 	got = pread(fd, buf, len, off);
 	close(fd);
 	return got == (ssize_t)len ? 0 : got < 0 ? -errno : -EIO;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+/**
+ * p2p_fiemap_walk - a file's extents, each as FIEMAP reports it
+ * @fd: the file
+ * @start: the walk asks for the extents from this file offset on ...
+ * @end: ... in batches, until one ends at or past @end or holds the last
+ *       (FIEMAP_EXTENT_LAST): @fn sees every extent of each batch, those
+ *       past @end too, so it clips them itself
+ * @flags: FIEMAP's (FIEMAP_FLAG_SYNC: the file's dirty data written first,
+ *         at every batch; 0)
+ * @fn: called for each extent in file order; a value other than 0 stops
+ *      the walk, which returns it
+ * @arg: @fn's
+ *
+ * Return: 0 once the walk is done, @fn's value, or -errno (FIEMAP's, or
+ * -ENOMEM).
+ */
+int p2p_fiemap_walk(int fd, uint64_t start, uint64_t end, uint32_t flags,
+		    int (*fn)(const struct fiemap_extent *fe, void *arg), void *arg)
+{
+	const unsigned int batch = 256;
+	size_t sz = sizeof(struct fiemap) + batch * sizeof(struct fiemap_extent);
+	struct fiemap *fm = calloc(1, sz);
+	int ret = 0, last = 0;
+	unsigned int i;
+
+	if (!fm)
+		return -ENOMEM;
+	while (!ret && !last && start < end) {
+		memset(fm, 0, sz);
+		fm->fm_start = start;
+		fm->fm_length = FIEMAP_MAX_OFFSET - start;
+		fm->fm_flags = flags;
+		fm->fm_extent_count = batch;
+		if (ioctl(fd, FS_IOC_FIEMAP, fm)) {
+			ret = -errno;
+			break;
+		}
+		if (!fm->fm_mapped_extents)
+			break;
+		for (i = 0; !ret && i < fm->fm_mapped_extents; i++) {
+			const struct fiemap_extent *fe = &fm->fm_extents[i];
+
+			if (fe->fe_flags & FIEMAP_EXTENT_LAST)
+				last = 1;
+			start = fe->fe_logical + fe->fe_length;
+			ret = fn(fe, arg);
+		}
+	}
+	free(fm);
+	return ret;
 }
 
 /* ---- a p2pbar provider -------------------------------------------------- */

@@ -2,8 +2,8 @@
 /*
  * libp2p: what p2pctl, the test programs and the benchmark share. The
  * suite's devices (a p2pbar provider, a p2pnvme controller) through their
- * ioctls, the PCI functions behind them through sysfs, and the numbers and
- * PCI addresses a command line gives.
+ * ioctls, the PCI functions behind them through sysfs, a file's extents
+ * (FIEMAP), and the numbers and PCI addresses a command line gives.
  *
  * Every function that can fail returns 0 (or a file descriptor) on success
  * and -errno on failure; none prints anything.
@@ -37,6 +37,13 @@ long long p2p_sysfs_num(const char *path);
 int p2p_sysfs_write(const char *path, const char *s);
 int p2p_pci_config(const char *bdf, unsigned int off, void *buf, size_t len);
 void p2p_copy_str(char *dst, size_t len, const char *src);
+
+/* ---- files ------------------------------------------------------------- */
+
+struct fiemap_extent;
+
+int p2p_fiemap_walk(int fd, uint64_t start, uint64_t end, uint32_t flags,
+		    int (*fn)(const struct fiemap_extent *fe, void *arg), void *arg);
 
 /* ---- a p2pbar provider -------------------------------------------------- */
 

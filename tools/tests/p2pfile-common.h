@@ -266,38 +266,45 @@ static inline long long node_num(const char *node, const char *file)
 	return p2p_sysfs_num(path);
 }
 
+/* what extents_check() walks with */
+struct extents_check_walk {
+	const char *img_name;
+	unsigned int id;
+	uint64_t off, end, n;
+};
+
+static inline int extents_check_one(const struct fiemap_extent *e, void *arg)
+{
+	struct extents_check_walk *w = arg;
+	uint64_t lo = e->fe_logical > w->off ? e->fe_logical : w->off;
+	uint64_t hi = e->fe_logical + e->fe_length < w->end ? e->fe_logical + e->fe_length : w->end;
+
+	if (e->fe_logical >= w->end)
+		return 0;	/* past the range */
+	if (hi <= lo || (e->fe_flags & (FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_UNKNOWN)))
+		return -1;
+	hostcheck("pattern %llu %s@%llu %#x %llu", (unsigned long long)(hi - lo), w->img_name,
+		  (unsigned long long)(e->fe_physical + (lo - e->fe_logical)), w->id,
+		  (unsigned long long)lo);
+	w->n += hi - lo;
+	return 0;
+}
+
 /*
  * @fd's extents under [@off, @off + @len) as the host must find them in
- * the image @img_name: each a "pattern" check of file @id's bytes at its
- * physical offset. 0, or -1 where the range is not all written extents.
+ * the image @img_name (FIEMAP, synced first): each a "pattern" check of
+ * file @id's bytes at its physical offset. 0, or -1 where the range is not
+ * all written extents.
  */
 static inline int extents_check(int fd, const char *img_name, unsigned int id, uint64_t off,
 				uint64_t len)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[64];
-	} x = { .fm = { .fm_start = off, .fm_length = len, .fm_flags = FIEMAP_FLAG_SYNC,
-			.fm_extent_count = 64 } };
-	unsigned int i;
-	uint64_t n = 0;
+	struct extents_check_walk w = { .img_name = img_name, .id = id, .off = off,
+					.end = off + len };
 
-	if (ioctl(fd, FS_IOC_FIEMAP, &x))
+	if (p2p_fiemap_walk(fd, off, off + len, FIEMAP_FLAG_SYNC, extents_check_one, &w))
 		return -1;
-	for (i = 0; i < x.fm.fm_mapped_extents; i++) {
-		struct fiemap_extent *e = &x.fe[i];
-		uint64_t lo = e->fe_logical > off ? e->fe_logical : off;
-		uint64_t hi = e->fe_logical + e->fe_length < off + len ?
-			      e->fe_logical + e->fe_length : off + len;
-
-		if (hi <= lo || (e->fe_flags & (FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_UNKNOWN)))
-			return -1;
-		hostcheck("pattern %llu %s@%llu %#x %llu", (unsigned long long)(hi - lo), img_name,
-			  (unsigned long long)(e->fe_physical + (lo - e->fe_logical)), id,
-			  (unsigned long long)lo);
-		n += hi - lo;
-	}
-	return n == len ? 0 : -1;
+	return w.n == len ? 0 : -1;
 }
 
 /* ---- races (Documentation/files.rst, step 3) ------------------------------ */

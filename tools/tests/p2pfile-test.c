@@ -148,6 +148,39 @@ struct ext {
 	unsigned int u;		/* 1 unwritten, 9 delalloc or unknown (never on disk) */
 };
 
+/* what extents() gathers, extent by extent (extent_add()) */
+struct ext_walk {
+	__u64 end;
+	struct ext *e;
+	int n, max;
+	unsigned int *flags_or;
+};
+
+static int extent_add(const struct fiemap_extent *f, void *arg)
+{
+	struct ext_walk *w = arg;
+	__u64 l = f->fe_logical, len = f->fe_length;
+	unsigned int u = f->fe_flags & FIEMAP_EXTENT_UNWRITTEN ? 1 : 0;
+	struct ext *prev = w->n ? &w->e[w->n - 1] : NULL;
+
+	if (f->fe_flags & (FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_UNKNOWN))
+		u = 9;
+	if (w->flags_or)
+		*w->flags_or |= f->fe_flags;
+	if (l >= w->end)
+		return 0;
+	if (l + len > w->end)
+		len = w->end - l;
+	if (prev && prev->l + prev->n == l && prev->p + prev->n == f->fe_physical && prev->u == u) {
+		prev->n += len;
+		return 0;
+	}
+	if (w->n == w->max)
+		return -E2BIG;
+	w->e[w->n++] = (struct ext){ l, f->fe_physical, len, u };
+	return 0;
+}
+
 /*
  * The extents of @fd, synced first unless @nosync, clipped at @end, adjacent
  * ones merged: qemu/hostcheck.py reads the image the same way. Returns how
@@ -155,60 +188,13 @@ struct ext {
  */
 static int extents(int fd, __u64 end, struct ext *e, int max, int nosync, unsigned int *flags_or)
 {
-	size_t sz = sizeof(struct fiemap) + 512 * sizeof(struct fiemap_extent);
-	struct fiemap *fm = calloc(1, sz);
-	__u64 start = 0;
-	int n = 0, last = 0;
-	unsigned int i;
+	struct ext_walk w = { .end = end, .e = e, .max = max, .flags_or = flags_or };
+	int ret;
 
-	if (!fm)
-		return -ENOMEM;
 	if (flags_or)
 		*flags_or = 0;
-	while (!last && start < end) {
-		memset(fm, 0, sz);
-		fm->fm_start = start;
-		fm->fm_length = FIEMAP_MAX_OFFSET - start;
-		fm->fm_flags = nosync ? 0 : FIEMAP_FLAG_SYNC;
-		fm->fm_extent_count = 512;
-		if (ioctl(fd, FS_IOC_FIEMAP, fm)) {
-			n = -errno;
-			break;
-		}
-		if (!fm->fm_mapped_extents)
-			break;
-		for (i = 0; i < fm->fm_mapped_extents; i++) {
-			struct fiemap_extent *f = &fm->fm_extents[i];
-			__u64 l = f->fe_logical, len = f->fe_length;
-			unsigned int u = f->fe_flags & FIEMAP_EXTENT_UNWRITTEN ? 1 : 0;
-
-			if (f->fe_flags & (FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_UNKNOWN))
-				u = 9;
-			if (flags_or)
-				*flags_or |= f->fe_flags;
-			if (f->fe_flags & FIEMAP_EXTENT_LAST)
-				last = 1;
-			start = l + len;
-			if (l >= end)
-				continue;
-			if (l + len > end)
-				len = end - l;
-			struct ext *prev = n ? &e[n - 1] : NULL;
-
-			if (prev && prev->l + prev->n == l && prev->p + prev->n == f->fe_physical &&
-			    prev->u == u) {
-				e[n - 1].n += len;
-				continue;
-			}
-			if (n == max) {
-				free(fm);
-				return -E2BIG;
-			}
-			e[n++] = (struct ext){ l, f->fe_physical, len, u };
-		}
-	}
-	free(fm);
-	return n;
+	ret = p2p_fiemap_walk(fd, 0, end, nosync ? 0 : FIEMAP_FLAG_SYNC, extent_add, &w);
+	return ret ? ret : w.n;
 }
 
 /* FNV-1a 64 of the canonical text of @n extents: "L P N U\n" each, in bytes */

@@ -118,6 +118,7 @@
 #include "harness.h"
 #include "libp2p.h"
 #include "p2pfile-common.h"
+#include "p2puring.h"
 #include "unpriv.h"
 
 #define KIB		1024ULL
@@ -720,25 +721,26 @@ static int cnt_moved(const struct cnt *a, const struct cnt *b, const long long *
 }
 
 /* written (not unwritten) bytes of @fd's extents within [0, @len): FIEMAP; -1 */
+struct written_walk {
+	uint64_t len;
+	long long n;
+};
+
+static int written_add(const struct fiemap_extent *e, void *arg)
+{
+	struct written_walk *w = arg;
+	uint64_t z = e->fe_logical + e->fe_length < w->len ? e->fe_logical + e->fe_length : w->len;
+
+	if (!(e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) && z > e->fe_logical)
+		w->n += z - e->fe_logical;
+	return 0;
+}
+
 static long long written_bytes(int fd, uint64_t len)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent fe[64];
-	} x = { .fm = { .fm_length = len, .fm_flags = FIEMAP_FLAG_SYNC, .fm_extent_count = 64 } };
-	long long n = 0;
-	unsigned int i;
+	struct written_walk w = { .len = len };
 
-	if (ioctl(fd, FS_IOC_FIEMAP, &x))
-		return -1;
-	for (i = 0; i < x.fm.fm_mapped_extents; i++) {
-		struct fiemap_extent *e = &x.fe[i];
-		uint64_t z = e->fe_logical + e->fe_length < len ? e->fe_logical + e->fe_length : len;
-
-		if (!(e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) && z > e->fe_logical)
-			n += z - e->fe_logical;
-	}
-	return n;
+	return p2p_fiemap_walk(fd, 0, len, FIEMAP_FLAG_SYNC, written_add, &w) ? -1 : w.n;
 }
 
 /*
@@ -2190,11 +2192,7 @@ static int uring_read1(int nfd, const struct p2pnvme_file_io *io, uint64_t *res2
 		io_uring_queue_exit(&ring);
 		return -EBUSY;
 	}
-	memset(sqe, 0, 2 * sizeof(*sqe));	/* SQE128 */
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = nfd;
-	sqe->cmd_op = P2PNVME_URING_CMD_FILE_IO;
-	memcpy(sqe->cmd, &c, sizeof(c));
+	p2p_uring_cmd(sqe, nfd, P2PNVME_URING_CMD_FILE_IO, &c, sizeof(c), 0);
 	ret = io_uring_submit(&ring);
 	ret = ret == 1 ? io_uring_wait_cqe(&ring, &cqe) : ret < 0 ? ret : -EIO;
 	if (!ret) {

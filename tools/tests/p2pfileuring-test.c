@@ -64,6 +64,7 @@
 
 #include "harness.h"
 #include "libp2p.h"
+#include "p2puring.h"
 #include "p2pfile-common.h"
 
 #define KIB		1024ULL
@@ -89,31 +90,7 @@ static void prep(struct io_uring_sqe *sqe, int nfd, const struct p2pnvme_uring_f
 {
 	if (!sqe)
 		kt_fail("the submission ring is full");
-	memset(sqe, 0, 2 * sizeof(*sqe));	/* SQE128 */
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = nfd;
-	sqe->cmd_op = P2PNVME_URING_CMD_FILE_IO;
-	sqe->user_data = tag;
-	memcpy(sqe->cmd, c, sizeof(*c));
-}
-
-/* Reap @nr completions into res[tag] and res2[tag]; 0 or -errno. */
-static int reap(struct io_uring *ring, unsigned int nr, int *res, uint64_t *res2)
-{
-	struct io_uring_cqe *cqe;
-	unsigned int i;
-	int ret;
-
-	for (i = 0; i < nr; i++) {
-		ret = io_uring_wait_cqe(ring, &cqe);
-		if (ret)
-			return ret;
-		res[cqe->user_data] = cqe->res;
-		if (res2)
-			res2[cqe->user_data] = cqe->big_cqe[0];
-		io_uring_cqe_seen(ring, cqe);
-	}
-	return 0;
+	p2p_uring_cmd(sqe, nfd, P2PNVME_URING_CMD_FILE_IO, c, sizeof(*c), tag);
 }
 
 /* One command alone, the byte at @poke of its SQE set (if not -1): its CQE's res. */
@@ -127,7 +104,7 @@ static int one_poked(struct io_uring *ring, int nfd, const struct p2pnvme_uring_
 	if (poke >= 0)
 		((unsigned char *)ring->sq.sqes)[(ring->sq.sqe_tail - 1) % *ring->sq.kring_entries *
 						 2 * sizeof(struct io_uring_sqe) + poke] = 1;
-	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, &r2))
+	if (io_uring_submit(ring) != 1 || p2p_uring_reap(ring, 1, &res, &r2))
 		return -EIO;
 	if (res2)
 		*res2 = r2;
@@ -522,7 +499,7 @@ static void flight(struct _kt_fixture_fu *self, unsigned int flags, const char *
 	}
 	ret = io_uring_submit(&ring);
 	tap(ret == NR_FLIGHT, "%s (%d submitted)", what, ret);
-	ret = reap(&ring, NR_FLIGHT, res, res2);
+	ret = p2p_uring_reap(&ring, NR_FLIGHT, res, res2);
 	for (i = 0; !ret && i < NR_FLIGHT; i++)
 		good += res[i] == 4096 && res2[i] == P2PNVME_URING_RES2(P2PNVME_PATH_DMABUF, 0) &&
 			pat_diff(b.p + i * 4096, self->id, (uint64_t)(NR_FLIGHT - 1 - i) * 4096,
@@ -681,14 +658,15 @@ TEST_F(fileuring, fu, inflight, 5, 60)
 		if (io_uring_submit(&ring) != 1)
 			break;
 		held = !io_uring_cq_ready(&ring);
-		if (!held && reap(&ring, 1, &res, NULL))
+		if (!held && p2p_uring_reap(&ring, 1, &res, NULL))
 			break;
 	}
 	if (held) {
 		r1 = ioctl_read(self->nfd, fd, 0, 4096, host + 3 * MIB, &failed, &bytes);
 		for (k = 0; k < 4096; k++)
 			untouched &= host[3 * MIB + k] == 0xee;
-		if (reap(&ring, 1, &res, NULL))	/* runs the answer: the charge let go */
+		/* the reap runs the answer: the charge let go */
+		if (p2p_uring_reap(&ring, 1, &res, NULL))
 			res = -EIO;
 		r2 = ioctl_read(self->nfd, fd, 0, 4096, host + 3 * MIB, &k, &bytes);
 	}

@@ -52,6 +52,7 @@
 
 #include "harness.h"
 #include "libp2p.h"
+#include "p2puring.h"
 #include "p2pnvme-state.h"
 
 #define CHUNK	65536ULL
@@ -89,37 +90,13 @@ static void prep(struct io_uring_sqe *sqe, int fd, const struct p2pnvme_uring_cm
 		printf("    # the submission ring is full\n");
 		exit(1);
 	}
-	memset(sqe, 0, 2 * sizeof(*sqe));	/* SQE128 */
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = P2PNVME_URING_CMD_IO;
-	sqe->user_data = tag;
-	memcpy(sqe->cmd, io, sizeof(*io));
+	p2p_uring_cmd(sqe, fd, P2PNVME_URING_CMD_IO, io, sizeof(*io), tag);
 }
 
 static struct p2pnvme_uring_cmd rw(uint32_t op, uint64_t slba, uint64_t len, void *buf)
 {
 	return (struct p2pnvme_uring_cmd){ .op = op, .slba = slba, .len = len,
 					   .addr = (uintptr_t)buf };
-}
-
-/* Reap @nr completions into res[tag] and res2[tag]; 0 or -errno. */
-static int reap(struct io_uring *ring, unsigned int nr, int *res, uint64_t *res2)
-{
-	struct io_uring_cqe *cqe;
-	unsigned int i;
-	int ret;
-
-	for (i = 0; i < nr; i++) {
-		ret = io_uring_wait_cqe(ring, &cqe);
-		if (ret)
-			return ret;
-		res[cqe->user_data] = cqe->res;
-		if (res2)
-			res2[cqe->user_data] = cqe->big_cqe[0];
-		io_uring_cqe_seen(ring, cqe);
-	}
-	return 0;
 }
 
 /* One command alone, the byte at @poke of its 128-byte SQE set (if not -1); its CQE's res. */
@@ -133,7 +110,7 @@ static int one_poked(struct io_uring *ring, int fd, const struct p2pnvme_uring_c
 	sqe->cmd_op = cmd_op;
 	if (poke >= 0)
 		((unsigned char *)sqe)[poke] = 1;
-	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, NULL))
+	if (io_uring_submit(ring) != 1 || p2p_uring_reap(ring, 1, &res, NULL))
 		return -EIO;
 	return res;
 }
@@ -309,7 +286,7 @@ static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 		sched_setaffinity(0, sizeof(all), &all);
 	printf("    # one io_uring_submit(): %d commands\n", got);
 	tap(got == 2 * NR, "one io_uring_enter() submits %d commands", 2 * NR);
-	if (reap(ring, got > 0 ? got : 0, res, res2)) {
+	if (p2p_uring_reap(ring, got > 0 ? got : 0, res, res2)) {
 		tap(0, "their completions are reaped");
 		return;
 	}
@@ -354,7 +331,7 @@ static void many(const char *dev, struct io_uring *ring, int fd, int bar)
 		prep(io_uring_get_sqe(ring), fd, &io, i);
 	}
 	got = io_uring_submit(ring);
-	bad = got != NR || reap(ring, NR, res, res2);
+	bad = got != NR || p2p_uring_reap(ring, NR, res, res2);
 	for (i = 0; !bad && i < NR; i++)
 		bad = res[i] || (res2[i] & 0xffff) != P2PNVME_PATH_P2P;
 	tap(!bad, "%d writes from p2pmem in one submission succeed", NR);
@@ -406,7 +383,7 @@ static void sqpoll(int fd, int bar)
 		prep(io_uring_get_sqe(&ring), fd, &io, i);
 	}
 	got = io_uring_submit(&ring);
-	bad = got != NR || reap(&ring, NR, res, res2);
+	bad = got != NR || p2p_uring_reap(&ring, NR, res, res2);
 	for (i = 0; !bad && i < NR; i++)
 		bad = res[i] || (res2[i] & 0xffff) != P2PNVME_PATH_P2P;
 	tap(!bad, "SQPOLL + IOPOLL ring: %d reads into p2pmem, issued and polled by its thread",
@@ -527,7 +504,7 @@ static int unbind_case(const char *dev, int fd, int bar, const char *bdf, enum r
 	pthread_create(&t, NULL, unbind_fn, &u);
 	if (defer)
 		pthread_join(t, NULL);	/* no completion reaped meanwhile */
-	if (reap(&ring, ret > 0 ? ret : 0, res, NULL))
+	if (p2p_uring_reap(&ring, ret > 0 ? ret : 0, res, NULL))
 		other = -1;
 	if (!defer)
 		pthread_join(t, NULL);
@@ -911,7 +888,7 @@ static int std_cmdx(struct io_uring *ring, int fd, unsigned int op, int fixed,
 		sqe->buf_index = fixed - 1;
 	}
 	memcpy(sqe->cmd, nc, sizeof(*nc));
-	if (io_uring_submit(ring) != 1 || reap(ring, 1, &res, &r2))
+	if (io_uring_submit(ring) != 1 || p2p_uring_reap(ring, 1, &res, &r2))
 		return -EIO;
 	if (res2)
 		*res2 = r2;
