@@ -305,6 +305,38 @@ cpu1_queue() {
 
 load() { insmod "/lib/modules/$1.ko" ${2:+$2}; }
 
+# wait_blk DEV [TENTHS]: wait up to TENTHS tenths of a second (default 50)
+# for the block device DEV (p2pnvme's disk comes a moment after the bind);
+# 0 once it is there
+wait_blk() {
+	_wb_i=0
+	while [ ! -b "$1" ] && [ $_wb_i -lt "${2:-50}" ]; do sleep 0.1; _wb_i=$((_wb_i + 1)); done
+	[ -b "$1" ]
+}
+
+# Filesystems on the bench's namespaces (disk, files, filecmd, filebench).
+# has_fs FS: the kernel has FS
+has_fs() { grep -qw "$1" /proc/filesystems; }
+# mkfs_4k FS DEV DIR [OPTION...]: a fresh ext4 or xfs of 4 KiB blocks on
+# DEV, OPTIONs added (mke2fs's or mkfs.xfs's); DIR, where it will be
+# mounted: xfsprogs 6.1's mkfs.xfs refuses filesystems under 300 MB unless
+# fstests' variables are set (validate_supported()); the kernel mounts them
+# down to 16 MiB AGs, and the bench's namespaces are 64 MiB (qemu/run.sh)
+mkfs_4k() {
+	_m4_fs=$1 _m4_dev=$2 _m4_dir=$3
+	shift 3
+	case $_m4_fs in
+	ext4) mke2fs -q -t ext4 -b 4096 "$@" -F "$_m4_dev" ;;
+	xfs) TEST_DIR=$_m4_dir TEST_DEV=$_m4_dev QA_CHECK_FS=1 \
+		mkfs.xfs -q -f -b size=4096 "$@" "$_m4_dev" ;;
+	*) echo "mkfs_4k: $_m4_fs: ext4 or xfs" >&2; return 1 ;;
+	esac
+}
+# read_sha FILE: its sha256 read by O_DIRECT (nothing from the page cache)
+read_sha() {
+	dd if="$1" bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1
+}
+
 # kunit_ran SUITE: the KUnit suite ran (at its module's load: kunit.autorun)
 # and its case lines are in debugfs, for dump_kunit; after each load of a
 # KUnit module, for each of its suites
@@ -385,10 +417,12 @@ bench_run() {
 	check_eq "p2pbench $*" "$_br_rc" 0
 }
 
-# bench_pair SUITE: a benchmark's set-up (fiobench, cpuprof): the suite
-# begun, p2pbar on the ivshmem BAR, p2pnvme on the first NVMe controller,
-# nvme-pci keeping the identical second one; sets IVSHMEM, NVME0, NVME1,
-# BLK1 and NG1 (nvme-pci's block and ng devices of NVME1).
+# bench_pair SUITE [disk]: a benchmark's set-up (fiobench, cpuprof, insn;
+# with disk: benchmark, filebench): the suite begun, p2pbar on the ivshmem
+# BAR, p2pnvme on the first NVMe controller (with disk: loaded with disk=1,
+# its disk /dev/p2pnvme0n1 there), nvme-pci keeping the identical second
+# one; sets IVSHMEM, NVME0, NVME1, BLK1 and NG1 (nvme-pci's block and ng
+# devices of NVME1).
 bench_pair() {
 	IVSHMEM=$(find_pci 1af4 1110)
 	NVME0=$(find_pci 1b36 0010)
@@ -398,9 +432,32 @@ bench_pair() {
 	suite_begin "$1"
 	check "p2pbar loads" load p2pbar
 	check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
-	check "p2pnvme loads" load p2pnvme
-	check "p2pnvme takes nvme0 $NVME0" bind p2pnvme "$NVME0"
-	check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
+	if [ "${2:-}" = disk ]; then
+		check "p2pnvme loads with disk=1" load p2pnvme disk=1
+		check "p2pnvme takes nvme0 $NVME0" bind p2pnvme "$NVME0"
+		wait_blk /dev/p2pnvme0n1
+		check "p2pnvme's disk /dev/p2pnvme0n1" test -b /dev/p2pnvme0n1
+		check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
+	else
+		check "p2pnvme loads" load p2pnvme
+		check "p2pnvme takes nvme0 $NVME0" bind p2pnvme "$NVME0"
+		check "nvme-pci keeps nvme1 ($NG1)" test -c "$NG1"
+	fi
+}
+
+# bench_unload NVME: a benchmark's end: p2pnvme lets go of NVME and
+# unloads. io_uring lets go of the ring's files, and so of the module, in
+# its ring exit work, after p2pbench is gone: up to 10 s for that, not for
+# a leak.
+bench_unload() {
+	check "p2pnvme lets go of $1" sh -c "echo $1 > /sys/bus/pci/drivers/p2pnvme/unbind"
+	_bu_t=0
+	while [ "$(cat /sys/module/p2pnvme/refcnt)" != 0 ] && [ $_bu_t -lt 50 ]; do
+		sleep 0.2
+		_bu_t=$((_bu_t + 1))
+	done
+	diag "p2pnvme's module references: $(cat /sys/module/p2pnvme/refcnt) after $((_bu_t * 200)) ms"
+	check "p2pnvme unloads after" rmmod p2pnvme
 }
 
 # bench_polled NVME_P2PNVME NVME_PCI: a benchmark's polled half. p2pnvme

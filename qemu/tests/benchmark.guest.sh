@@ -10,22 +10,11 @@ expect_suites guest.benchmark
 
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
-IVSHMEM=$(find_pci 1af4 1110)
-NVME0=$(find_pci 1b36 0010)
-NVME1=$(find_pci 1b36 0010 2)
-BLK1=$(nvme_blk "$NVME1")
-
-suite_begin benchmark
-check "p2pbar loads" load p2pbar
-check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
-# with its disk (disk.c: blk-mq on a second set of queue pairs beside the
-# engine's), which the blk-mq rows read
-check "p2pnvme loads with disk=1" load p2pnvme disk=1
-check "p2pnvme takes nvme0 $NVME0" bind p2pnvme "$NVME0"
 DISK0=/dev/p2pnvme0n1
-i=0; while [ ! -b $DISK0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-check "p2pnvme's disk $DISK0" test -b $DISK0
-check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
+
+# p2pnvme with its disk (disk.c: blk-mq on a second set of queue pairs
+# beside the engine's), which the blk-mq rows read
+bench_pair benchmark disk
 clock_mark start
 # Instruction counts (a boot with P2P_INSN=1, scripts/cpu-insn.sh): each
 # measured run a window of its own, window 1 and the last the counting's
@@ -95,14 +84,5 @@ bench_run regcost /dev/p2pnvme0 1048576 200
 bench_run allocflat /dev/p2pbar0 2000
 insn_cal
 clock_mark end
-check "p2pnvme lets go of $NVME0" sh -c "echo $NVME0 > /sys/bus/pci/drivers/p2pnvme/unbind"
-# io_uring lets go of the ring's files, and so of the module, in its ring
-# exit work, after p2pbench is gone: up to 10 s for that, not for a leak
-_t=0
-while [ "$(cat /sys/module/p2pnvme/refcnt)" != 0 ] && [ $_t -lt 50 ]; do
-	sleep 0.2
-	_t=$((_t + 1))
-done
-diag "p2pnvme's module references: $(cat /sys/module/p2pnvme/refcnt) after $((_t * 200)) ms"
-check "p2pnvme unloads after" rmmod p2pnvme
+bench_unload "$NVME0"
 suite_end; exit $_any_failed

@@ -23,9 +23,6 @@ scale=1
 [ "$(flavour)" = debug ] && scale=8
 ctr() { cat $D/$1 2>/dev/null || echo 0; }
 js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
-has_fs() { grep -qw "$1" /proc/filesystems; }
-# mkfs.xfs refuses filesystems under 300 MiB unless run as fstests runs it
-mkxfs() { TEST_DIR=$M TEST_DEV=$B QA_CHECK_FS=xfs mkfs.xfs -q -f "$@" $B; }
 
 # first_extent FILE: "PHYSICAL_BLOCK EXTENTS" of FILE (FIEMAP, 4 KiB blocks)
 first_extent() {
@@ -42,17 +39,12 @@ write_file() {
 		sha256sum < /tmp/disk.src | cut -d' ' -f1
 }
 
-# read_sha FILE: its sha256 read by O_DIRECT (nothing from the page cache)
-read_sha() {
-	dd if="$1" bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1
-}
-
 suite_begin disk_setup
 check "p2pbar loads" load p2pbar
 check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
 check "p2pnvme loads with disk=1" load p2pnvme disk=1
 check "p2pnvme takes over $NVME" bind p2pnvme "$NVME"
-i=0; while [ ! -b $B ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+wait_blk $B
 check "$B is a block device" test -b $B
 diag "$(dmesg | grep 'p2pnvme0n1:' | tail -n 1)"
 check_eq "its size is the namespace's (64 MiB)" "$(blockdev --getsize64 $B)" $((64 << 20))
@@ -152,8 +144,8 @@ fs_suite() {
 	fi
 	suite_end
 }
-fs_suite ext4 mke2fs -q -F -t ext4 -b 4096 $B
-fs_suite xfs mkxfs
+fs_suite ext4 mkfs_4k ext4 $B $M
+fs_suite xfs mkfs_4k xfs $B $M
 
 # O_DIRECT from p2pmem (a /dev/p2pbar0 mapping fio pins with
 # FOLL_PCI_P2PDMA, as BLK_FEAT_PCI_P2PDMA allows), counted by path
@@ -163,7 +155,7 @@ if ! has_fs ext4; then
 elif ! command -v fio >/dev/null; then
 	skip "O_DIRECT from p2pmem into a file" "no fio (it could not be built on the machine that built the guest)"
 else
-	check "mkfs ext4" mke2fs -q -F -t ext4 -b 4096 $B
+	check "mkfs ext4" mkfs_4k ext4 $B $M
 	check "mount ext4" mount -t ext4 $B $M
 	p0=$(ctr writes_p2p); r0=$(ctr reads_p2p); b0=$(ctr bytes_p2p)
 	check "fio: 4 MiB written from p2pmem by O_DIRECT and verified" \
@@ -189,7 +181,7 @@ check "uid 65534: an LBA write is refused (EPERM)" \
 chmod "$mode" $N
 check "root: an LBA read works, the disk unmounted" p2pctl nvme-read $N 0 4096 --host
 if has_fs ext4; then
-	check "mkfs ext4" mke2fs -q -F -t ext4 -b 4096 $B
+	check "mkfs ext4" mkfs_4k ext4 $B $M
 	check "mount ext4" mount -t ext4 $B $M
 	a=$(p2pctl --json nvme-read $N 100000 4096 --host)
 	check_eq "root: an LBA read works while mounted" "$?" 0
@@ -215,7 +207,7 @@ if [ ! -e $R ]; then
 elif ! has_fs ext4; then
 	skip "PCI resets under a mounted filesystem" "the kernel has no ext4"
 else
-	check "mkfs ext4" mke2fs -q -F -t ext4 -b 4096 $B
+	check "mkfs ext4" mkfs_4k ext4 $B $M
 	check "mount ext4" mount -t ext4 $B $M
 	c0=$(ctr cancelled); t0=$(ctr retries)
 	rm -f /tmp/disk.stop /tmp/disk.rc
@@ -270,7 +262,7 @@ suite_begin disk_unbind
 if ! has_fs ext4; then
 	skip "unbind while mounted" "the kernel has no ext4"
 else
-	check "mkfs ext4" mke2fs -q -F -t ext4 -b 4096 $B
+	check "mkfs ext4" mkfs_4k ext4 $B $M
 	check "mount ext4" mount -t ext4 $B $M
 	rm -f /tmp/disk.err
 	(
@@ -291,7 +283,7 @@ else
 	check "$B is gone" test ! -e /sys/block/p2pnvme0n1
 	check "umount works" umount $M
 	check "p2pnvme takes $NVME again" bind p2pnvme "$NVME"
-	i=0; while [ ! -b $B ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_blk $B
 	check "mount again (the journal replayed)" mount -t ext4 $B $M
 	check "umount" umount $M
 	check "e2fsck -fn finds it clean" e2fsck -fn $B

@@ -33,38 +33,23 @@ expect_suites guest.filebench
 SECS=${p2pbenchsecs:-3}
 PASSES=${p2pbenchpasses:-3}
 FS=${p2pbenchfs:-ext4}
-IVSHMEM=$(find_pci 1af4 1110)
-NVME0=$(find_pci 1b36 0010)
-NVME1=$(find_pci 1b36 0010 2)
-BLK1=$(nvme_blk "$NVME1")
 B=/dev/p2pnvme0n1
 M0=/mnt/filebench-p2pnvme
 M1=/mnt/filebench-nvme
 SRC=/tmp/filebench.src
 
-# mkfs_on DEV MNT: a fresh $FS of 4 KiB blocks on DEV, its inode tables and
-# journal written now (no lazy init writing beside the runs)
+# mkfs_on DEV MNT: a fresh $FS of 4 KiB blocks on DEV (lib.sh: mkfs_4k),
+# ext4's inode tables and journal written now (no lazy init writing beside
+# the runs)
 mkfs_on() {
-	case $FS in
-	ext4) mke2fs -q -t ext4 -b 4096 -E lazy_itable_init=0,lazy_journal_init=0 -F "$1" ;;
-	# xfsprogs 6.1 refuses filesystems under 300 MB without fstests' variables
-	xfs) TEST_DIR=$2 TEST_DEV=$1 QA_CHECK_FS=1 mkfs.xfs -q -f -b size=4096 "$1" ;;
-	*) echo "p2pbenchfs=$FS: ext4 or xfs" >&2; return 1 ;;
-	esac
-}
-# read_sha FILE: its sha256 read by O_DIRECT
-read_sha() {
-	dd if="$1" bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1
+	if [ "$FS" = ext4 ]; then
+		mkfs_4k ext4 "$1" "$2" -E lazy_itable_init=0,lazy_journal_init=0
+	else
+		mkfs_4k "$FS" "$1" "$2"
+	fi
 }
 
-suite_begin filebench
-check "p2pbar loads" load p2pbar
-check "p2pbar binds to ivshmem $IVSHMEM" bind p2pbar "$IVSHMEM"
-check "p2pnvme loads with disk=1" load p2pnvme disk=1
-check "p2pnvme takes nvme0 $NVME0" bind p2pnvme "$NVME0"
-i=0; while [ ! -b $B ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-check "p2pnvme's disk $B" test -b $B
-check "nvme-pci keeps nvme1 ($BLK1)" test -b "$BLK1"
+bench_pair filebench disk
 check "the kernel has $FS" grep -qw "$FS" /proc/filesystems
 mkdir -p $M0 $M1
 check "mkfs $FS on $B" mkfs_on $B $M0
@@ -116,14 +101,5 @@ insn_cal
 clock_mark end
 check "umount $M0" umount $M0
 check "umount $M1" umount $M1
-check "p2pnvme lets go of $NVME0" sh -c "echo $NVME0 > /sys/bus/pci/drivers/p2pnvme/unbind"
-# io_uring lets go of the ring's files, and so of the module, in its ring
-# exit work, after p2pbench is gone: up to 10 s for that, not for a leak
-_t=0
-while [ "$(cat /sys/module/p2pnvme/refcnt)" != 0 ] && [ $_t -lt 50 ]; do
-	sleep 0.2
-	_t=$((_t + 1))
-done
-diag "p2pnvme's module references: $(cat /sys/module/p2pnvme/refcnt) after $((_t * 200)) ms"
-check "p2pnvme unloads after" rmmod p2pnvme
+bench_unload "$NVME0"
 suite_end; exit $_any_failed

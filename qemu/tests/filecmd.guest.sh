@@ -54,7 +54,6 @@ FSES="ext4 xfs"
 scale=1
 [ "$(flavour)" = debug ] && scale=8
 js() { echo "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
-has_fs() { grep -qw "$1" /proc/filesystems; }
 # jdiff KEY: KEY of $st1 minus KEY of $st0 (p2pctl nvme-stats -o json), "?" without both
 jdiff() {
 	_jd0=$(js "$1" "$st0") _jd1=$(js "$1" "$st1")
@@ -76,11 +75,9 @@ expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_fallback_mount \
 	guest.filecmd_bar_setup guest.filecmd_bar_unbind guest.filecmd_bar_after \
 	guest.filecmd_bar_reload guest.filecmd_unbind
 
+# mkfs_on FS: a fresh FS on $B (lib.sh: mkfs_4k), xfs's with reflinks
 mkfs_on() {
-	case "$1" in
-	ext4) mke2fs -q -t ext4 -b 4096 -F $B ;;
-	xfs) TEST_DIR=$MNT TEST_DEV=$B QA_CHECK_FS=1 mkfs.xfs -q -f -b size=4096 -m reflink=1 $B ;;
-	esac
+	if [ "$1" = xfs ]; then mkfs_4k xfs $B $MNT -m reflink=1; else mkfs_4k "$1" $B $MNT; fi
 }
 
 suite_begin filecmd_setup
@@ -88,7 +85,7 @@ check "p2pbar loads" load p2pbar
 check "p2pbar binds to ivshmem $IVSHMEM (the host's bar0)" bind p2pbar "$IVSHMEM"
 check "p2pnvme loads with disk=1" load p2pnvme disk=1
 check "p2pnvme takes $NVME0 (the host's nvme0)" bind p2pnvme "$NVME0"
-for _i in $(seq 100); do [ -b $B ] && break; sleep 0.1; done
+wait_blk $B 100
 check "p2pnvme's disk $B is there" test -b $B
 # so that the open is not what refuses uid 65534: the command's rules are
 check "$N and /dev/p2pbar0 open to others" chmod 0666 $N /dev/p2pbar0
@@ -208,7 +205,7 @@ suite_begin filecmd_fallback_mount
 fb_mounted=
 if ! has_fs ext4; then
 	fail "the kernel has no ext4"
-elif mke2fs -q -t ext4 -b 4096 -F $B && mount -t ext4 -o nodelalloc $B $MNT; then
+elif mkfs_4k ext4 $B $MNT && mount -t ext4 -o nodelalloc $B $MNT; then
 	fb_mounted=1
 	pass "mkfs and mount ext4 -o nodelalloc on $B"
 else
@@ -243,7 +240,7 @@ suite_begin filecmd_crypt_mount
 cr_mounted=
 if ! has_fs ext4; then
 	fail "the kernel has no ext4"
-elif mke2fs -q -t ext4 -b 4096 -O encrypt -F $B && mount -t ext4 -o inlinecrypt $B $MNT; then
+elif mkfs_4k ext4 $B $MNT -O encrypt && mount -t ext4 -o inlinecrypt $B $MNT; then
 	cr_mounted=1
 	pass "mkfs -O encrypt and mount ext4 -o inlinecrypt on $B"
 else
@@ -279,8 +276,7 @@ if ! has_fs xfs; then
 	fail "the kernel has no xfs"
 elif [ ! -b "$RT" ]; then
 	fail "no realtime device: nvme-pci has no namespace of $NVME1 ('$RT')"
-elif ! TEST_DIR=$MNT TEST_DEV=$B QA_CHECK_FS=1 \
-	mkfs.xfs -q -f -b size=4096 -m reflink=0 -r rtdev="$RT" $B; then
+elif ! mkfs_4k xfs $B $MNT -m reflink=0 -r rtdev="$RT"; then
 	fail "mkfs.xfs with the realtime device $RT on $B"
 else
 	rt_n0=$(dmesg | grep -c "Not built with CONFIG_XFS_RT")
@@ -317,7 +313,7 @@ suite_end
 # (p2pfilecmd-test --bar-unbind); bound again after
 suite_begin filecmd_bar_setup
 bar_mounted=
-if has_fs ext4 && mke2fs -q -t ext4 -b 4096 -F $B && mount -t ext4 $B $MNT; then
+if has_fs ext4 && mkfs_4k ext4 $B $MNT && mount -t ext4 $B $MNT; then
 	bar_mounted=1
 	pass "mkfs and mount ext4 on $B"
 else

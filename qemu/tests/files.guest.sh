@@ -35,15 +35,10 @@ fs_suites() {
 expect_suites guest.files_setup $(fs_suites nvme) guest.files_design1 \
 	${DESIGN1:+$(fs_suites p2pnvme) guest.files_design1_after}
 
-# mkfs_on FS DEV: a fresh filesystem of 4 KiB blocks on the whole namespace.
-# xfsprogs 6.1's mkfs.xfs refuses filesystems under 300 MB unless fstests'
-# variables are set (validate_supported()); the kernel mounts them down to
-# 16 MiB AGs, and the bench's namespaces are 64 MiB (qemu/run.sh).
+# mkfs_on FS DEV: a fresh filesystem of 4 KiB blocks on the whole namespace
+# (lib.sh: mkfs_4k), xfs's with reflinks (the races)
 mkfs_on() {
-	case "$1" in
-	ext4) mke2fs -q -t ext4 -b 4096 -F "$2" ;;
-	xfs) TEST_DIR=$MNT TEST_DEV=$2 QA_CHECK_FS=1 mkfs.xfs -q -f -b size=4096 -m reflink=1 "$2" ;;
-	esac
+	if [ "$1" = xfs ]; then mkfs_4k xfs "$2" "$MNT" -m reflink=1; else mkfs_4k "$1" "$2" "$MNT"; fi
 }
 
 # files_on DESIGN DEV IMG BASE: the suite on each filesystem made on DEV,
