@@ -25,11 +25,11 @@ clock=tsc
 . "$top/scripts/bench-lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--update-doc) update=1 ;;
-	--passes) passes=${2:?--passes N}; shift ;;
 	--strict) profile=iommu-strict ;;
-	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
-	*) secs=$1 ;;
+	*)
+		bench_opt benchmark.sh "$@"
+		# shellcheck disable=SC2154 # bench_shift: bench_opt's
+		shift $((bench_shift - 1)) ;;
 	esac
 	shift
 done
@@ -189,22 +189,11 @@ print('\n'.join(out))
 PY
 )
 echo "$table"
-if [ -n "$update" ] && [ -z "$clock_ok" ]; then
-	echo "not updating Documentation/benchmarks.md: the run was not on clocksource $clock" >&2
-	exit 1
-fi
-if [ -n "$update" ]; then
+if bench_updating; then
 	doc=$top/Documentation/benchmarks.md
 	tag=results; [ "$profile" = switch ] || tag=results-strict
-	python3 - "$doc" "$table" "$(date -u +%Y-%m-%d)" "$tag" "$clock" <<'PY'
-import re, sys
-doc, table, day, tag, clock = sys.argv[1:]
-s = open(doc).read()
-new = f'<!-- {tag} -->\nOne run, {day}, 2 vCPUs under TCG on a 2-core host, clocksource {clock}:\n\n{table}\n<!-- /{tag} -->'
-if f'<!-- {tag} -->' not in s:
-    raise SystemExit(f'no <!-- {tag} --> section in {doc}')
-s = re.sub(rf'<!-- {tag} -->.*<!-- /{tag} -->', lambda m: new, s, flags=re.S)
-open(doc, 'w').write(s)
-PY
+	bench_doc_put "$doc" "$tag" \
+		"One run, $(date -u +%Y-%m-%d), 2 vCPUs under TCG on a 2-core host, clocksource $clock:" \
+		"$table"
 	echo "updated $doc" >&2
 fi

@@ -59,14 +59,15 @@ while [ $# -gt 0 ]; do
 	--profile) prof=1 ;;
 	--runs) runs=${2:?--runs N}; shift ;;
 	--strict) profile=iommu-strict ;;
-	--passes) passes=${2:?--passes N}; fixed+=" $1"; shift ;;
-	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; fixed+=" $1"; shift ;;
 	--from) from=${2:?--from DIR}; shift ;;
-	--update-doc) update=1 fixed+=" $1" ;;
 	--record) record=1 ;;
-	-h|--help) sed -n '4,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	-*) echo "cpu-insn.sh: unknown option $1" >&2; exit 2 ;;
-	*) secs=$1 fixed+=" SECONDS" ;;
+	*)
+		# --passes, --clocksource, --update-doc and SECONDS: what --record
+		# and --insn refuse (they boot the insn test as make check does)
+		bench_opt cpu-insn.sh "$@"
+		case "$1" in -*) fixed+=" $1" ;; *) fixed+=" SECONDS" ;; esac
+		# shellcheck disable=SC2154 # bench_shift: bench_opt's
+		shift $((bench_shift - 1)) ;;
 	esac
 	shift
 done
@@ -178,16 +179,8 @@ if [ -n "$update" ]; then
 	*) tag=insn-results ;;
 	esac
 	case $(basename "$from") in iommu-strict.*) tag=$tag-strict ;; esac
-	python3 - "$top/Documentation/benchmarks.md" "$table" "$(date -u +%Y-%m-%d)" "$tag" \
-		"$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)" <<'PY'
-import re, sys
-doc, table, day, tag, rev = sys.argv[1:]
-s = open(doc).read()
-new = f'<!-- {tag} -->\n{day}, at {rev}, 2 vCPUs under TCG (MTTCG) on a 2-core host:\n\n{table}\n<!-- /{tag} -->'
-if f'<!-- {tag} -->' not in s:
-    raise SystemExit(f'no <!-- {tag} --> section in {doc}')
-s = re.sub(rf'<!-- {tag} -->.*<!-- /{tag} -->', lambda m: new, s, flags=re.S)
-open(doc, 'w').write(s)
-PY
+	rev=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)
+	bench_doc_put "$top/Documentation/benchmarks.md" "$tag" \
+		"$(date -u +%Y-%m-%d), at $rev, 2 vCPUs under TCG (MTTCG) on a 2-core host:" "$table"
 	echo "updated Documentation/benchmarks.md ($tag)" >&2
 fi

@@ -27,11 +27,11 @@ secs=3 passes=3 perf=0 clock=tsc
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--perf) perf=1 ;;
-	--passes) passes=${2:?--passes N}; shift ;;
-	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
-	-h|--help) sed -n '4,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	-*) echo "cpu-profile.sh: unknown option $1" >&2; exit 2 ;;
-	*) secs=$1 ;;
+	--update-doc) echo "cpu-profile.sh: unknown option $1" >&2; exit 2 ;;
+	*)
+		bench_opt cpu-profile.sh "$@"
+		# shellcheck disable=SC2154 # bench_shift: bench_opt's
+		shift $((bench_shift - 1)) ;;
 	esac
 	shift
 done

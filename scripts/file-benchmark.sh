@@ -25,13 +25,11 @@ update= secs=3 profile=switch passes=3 clock=tsc fs=ext4
 . "$top/scripts/bench-lib.sh"
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--update-doc) update=1 ;;
-	--passes) passes=${2:?--passes N}; shift ;;
 	--fs) fs=${2:?--fs ext4|xfs}; shift ;;
-	--clocksource) clock=${2:?--clocksource tsc|hpet|acpi_pm}; shift ;;
-	-h|--help) sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	-*) echo "file-benchmark.sh: unknown option $1" >&2; exit 2 ;;
-	*) secs=$1 ;;
+	*)
+		bench_opt file-benchmark.sh "$@"
+		# shellcheck disable=SC2154 # bench_shift: bench_opt's
+		shift $((bench_shift - 1)) ;;
 	esac
 	shift
 done
@@ -50,22 +48,10 @@ clock_ok=1
 bench_clock_check "$run/serial.log" "$clock" || clock_ok=
 table=$(python3 "$top/scripts/file-bench.py" "$run/serial.log" "$profile") || exit 1
 echo "$table"
-if [ -n "$update" ] && [ -z "$clock_ok" ]; then
-	echo "not updating Documentation/benchmarks.md: the run was not on clocksource $clock" >&2
-	exit 1
-fi
-if [ -n "$update" ]; then
-	python3 - "$top/Documentation/benchmarks.md" "$table" "$(date -u +%Y-%m-%d)" file-results "$clock" "$fs" \
-		"$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)" <<'PY'
-import re, sys
-doc, table, day, tag, clock, fs, rev = sys.argv[1:]
-s = open(doc).read()
-new = (f'<!-- {tag} -->\nOne run, {day}, at {rev}, 2 vCPUs under TCG on a 2-core host, clocksource {clock}, '
-       f'the files on {fs}:\n\n{table}\n<!-- /{tag} -->')
-if f'<!-- {tag} -->' not in s:
-    raise SystemExit(f'no <!-- {tag} --> section in {doc}')
-s = re.sub(rf'<!-- {tag} -->.*<!-- /{tag} -->', lambda m: new, s, flags=re.S)
-open(doc, 'w').write(s)
-PY
+if bench_updating; then
+	rev=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)
+	bench_doc_put "$top/Documentation/benchmarks.md" file-results \
+		"One run, $(date -u +%Y-%m-%d), at $rev, 2 vCPUs under TCG on a 2-core host, clocksource $clock, the files on $fs:" \
+		"$table"
 	echo "updated Documentation/benchmarks.md (file-results)" >&2
 fi
