@@ -196,39 +196,49 @@ for fs in $FSES; do
 	suite_end
 done
 
+# ext4_suites NAME FLAG ID_BASE MOUNT_OPTION WHAT [MKFS_OPTION...]: three
+# suites: NAME_mount (ext4 made on $B with the MKFS_OPTIONs and mounted -o
+# MOUNT_OPTION, its case "WHAT on $B"), NAME (p2pfilecmd-test FLAG on it, file
+# ids from ID_BASE) and NAME_after (the umount)
+ext4_suites() {
+	es_name=$1 es_flag=$2 es_id=$3 es_mo=$4 es_what=$5
+	shift 5
+	suite_begin "${es_name}_mount"
+	es_mounted=
+	if ! has_fs ext4; then
+		fail "the kernel has no ext4"
+	elif mkfs_4k ext4 $B $MNT "$@" && mount -t ext4 -o "$es_mo" $B $MNT; then
+		es_mounted=1
+		pass "$es_what on $B"
+	else
+		fail "$es_what on $B"
+	fi
+	suite_end
+	if [ -n "$es_mounted" ]; then
+		echo "<<<KTAP-BEGIN guest.$es_name>>>"
+		p2pfilecmd-test "$es_flag" "$es_name" $MNT $N /dev/p2pbar0 bar0 nvme0 "$es_id" $OTHER ||
+			_any_failed=1
+		echo "<<<KTAP-END>>>"
+	else
+		suite_begin "$es_name"
+		fail "not run: ext4 is not mounted"
+		suite_end
+	fi
+	suite_begin "${es_name}_after"
+	if [ -n "$es_mounted" ]; then
+		check "umount" umount $MNT
+	else
+		skip "umount" "ext4 was not mounted"
+	fi
+	suite_end
+}
+
 # The page cache after the command's check (Documentation/files.rst, step
 # 8): ext4 mounted nodelalloc, the one mode where chattr +j (data
 # journalling) takes a file's direct I/O away (with delalloc ext4 ignores
 # the flag); p2pfilecmd-test --fallback races the flag against streams of
 # file commands
-suite_begin filecmd_fallback_mount
-fb_mounted=
-if ! has_fs ext4; then
-	fail "the kernel has no ext4"
-elif mkfs_4k ext4 $B $MNT && mount -t ext4 -o nodelalloc $B $MNT; then
-	fb_mounted=1
-	pass "mkfs and mount ext4 -o nodelalloc on $B"
-else
-	fail "mkfs and mount ext4 -o nodelalloc on $B"
-fi
-suite_end
-if [ -n "$fb_mounted" ]; then
-	echo "<<<KTAP-BEGIN guest.filecmd_fallback>>>"
-	p2pfilecmd-test --fallback filecmd_fallback $MNT $N /dev/p2pbar0 bar0 nvme0 0x1e00 $OTHER ||
-		_any_failed=1
-	echo "<<<KTAP-END>>>"
-else
-	suite_begin filecmd_fallback
-	fail "not run: ext4 is not mounted"
-	suite_end
-fi
-suite_begin filecmd_fallback_after
-if [ -n "$fb_mounted" ]; then
-	check "umount" umount $MNT
-else
-	skip "umount" "ext4 was not mounted"
-fi
-suite_end
+ext4_suites filecmd_fallback --fallback 0x1e00 nodelalloc "mkfs and mount ext4 -o nodelalloc"
 
 # An encrypted file (Documentation/files.rst, step 4): ext4 made with
 # -O encrypt and mounted inlinecrypt, where a file of an fscrypt directory
@@ -236,34 +246,8 @@ suite_end
 # contents (the disk has no inline encryption); p2pfilecmd-test --crypt:
 # REQUIRE_P2P into or from p2pmem EREMOTEIO at the check, bounce without
 # it (the plaintext read); SKIP on a kernel without inline encryption
-suite_begin filecmd_crypt_mount
-cr_mounted=
-if ! has_fs ext4; then
-	fail "the kernel has no ext4"
-elif mkfs_4k ext4 $B $MNT -O encrypt && mount -t ext4 -o inlinecrypt $B $MNT; then
-	cr_mounted=1
-	pass "mkfs -O encrypt and mount ext4 -o inlinecrypt on $B"
-else
-	fail "mkfs -O encrypt and mount ext4 -o inlinecrypt on $B"
-fi
-suite_end
-if [ -n "$cr_mounted" ]; then
-	echo "<<<KTAP-BEGIN guest.filecmd_crypt>>>"
-	p2pfilecmd-test --crypt filecmd_crypt $MNT $N /dev/p2pbar0 bar0 nvme0 0x1d00 $OTHER ||
-		_any_failed=1
-	echo "<<<KTAP-END>>>"
-else
-	suite_begin filecmd_crypt
-	fail "not run: ext4 is not mounted"
-	suite_end
-fi
-suite_begin filecmd_crypt_after
-if [ -n "$cr_mounted" ]; then
-	check "umount" umount $MNT
-else
-	skip "umount" "ext4 was not mounted"
-fi
-suite_end
+ext4_suites filecmd_crypt --crypt 0x1d00 inlinecrypt \
+	"mkfs -O encrypt and mount ext4 -o inlinecrypt" -O encrypt
 
 # An xfs realtime file: its data is on the realtime device, nvme-pci's
 # namespace of the second controller, where the command's checks on the
