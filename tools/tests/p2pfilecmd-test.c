@@ -1798,6 +1798,20 @@ static int all_are(const unsigned char *p, size_t len, unsigned char c)
 	return 1;
 }
 
+/* the case line of two refusals at the check since @c0: file_refused_p2p +2, nothing else */
+static void cr_refused2(const struct cnt *c0)
+{
+	static const long long want[C_NR] = { [C_P2P] = 2 };
+	struct cnt c1;
+	char why[160];
+
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	tap(cnt_moved(c0, &c1, want, why, sizeof(why)),
+	    "counted: file_refused_p2p +2, nothing issued (the disk's bytes_p2p unmoved), nothing else (%s)",
+	    why);
+}
+
 /*
  * REQUIRE_P2P reads of the encrypted file into the mapping and the dma-buf:
  * the fallback would decrypt them in place in the BAR, with the CPU, so
@@ -1808,9 +1822,8 @@ static int all_are(const unsigned char *p, size_t len, unsigned char c)
 TEST_F(filecmd_crypt, cr, read_require_p2p, 3, 60)
 {
 	struct p2pnvme_file_io io;
-	struct cnt c0, c1;
 	unsigned int failed;
-	char why[160];
+	struct cnt c0;
 	int fd, at, ret;
 
 	fd = open(self->path, O_RDONLY | O_CLOEXEC);
@@ -1825,15 +1838,7 @@ TEST_F(filecmd_crypt, cr, read_require_p2p, 3, 60)
 		    "a REQUIRE_P2P read of the encrypted file into %s: EREMOTEIO at the check (%s, failed %u, path %u), the memory untouched",
 		    cr_what[at], err_str(ret), failed, io.path);
 	}
-	if (cnt_get(&c1))
-		kt_fail("the counters went away");
-	{
-		long long want[C_NR] = { [C_P2P] = 2 };
-
-		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
-		    "counted: file_refused_p2p +2, nothing issued (the disk's bytes_p2p unmoved), nothing else (%s)",
-		    why);
-	}
+	cr_refused2(&c0);
 	close(fd);
 }
 
@@ -1901,10 +1906,9 @@ TEST_F(filecmd_crypt, cr, write_require_p2p, 4, 60)
 {
 	unsigned char *back = malloc(CR_TSIZE);
 	struct p2pnvme_file_io io;
-	struct cnt c0, c1;
+	struct cnt c0;
 	unsigned int failed;
 	long long d = -2;
-	char why[160];
 	int fd, at, ret;
 
 	fd = open(self->path, O_RDWR | O_CLOEXEC);
@@ -1918,15 +1922,7 @@ TEST_F(filecmd_crypt, cr, write_require_p2p, 4, 60)
 		    "a REQUIRE_P2P write of the encrypted file from %s: EREMOTEIO at the check (%s, failed %u, path %u)",
 		    cr_what[at], err_str(ret), failed, io.path);
 	}
-	if (cnt_get(&c1))
-		kt_fail("the counters went away");
-	{
-		long long want[C_NR] = { [C_P2P] = 2 };
-
-		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
-		    "counted: file_refused_p2p +2, nothing issued (the disk's bytes_p2p unmoved), nothing else (%s)",
-		    why);
-	}
+	cr_refused2(&c0);
 	if (!fsync(fd) && pread(fd, back, CR_TSIZE, 0) == (ssize_t)CR_TSIZE)
 		d = pat_diff(back, self->tid, 0, CR_TSIZE);
 	tap(d == -1, "the file after: its own bytes, whole (first wrong byte %lld)", d);
