@@ -1076,6 +1076,10 @@ static void file_shadow_end(struct file_xfer *x, long ret)
 			p2pnvme_stat_add(c, ST_FILE_CPU_BYTES, cpu);
 			if (cpu)
 				x->io->path = P2PNVME_PATH_BOUNCE;
+		} else if (ret == -EREMOTEIO) {
+			/* REQUIRE_P2P, and the CPU wrote more than zeros: the page cache */
+			x->io->path = P2PNVME_PATH_BOUNCE;
+			p2pnvme_stat_add(c, ST_FILE_ERRORS_FALLBACK, 1);
 		}
 	}
 	file_done(x, ret);

@@ -103,21 +103,18 @@ static struct p2pnvme_shadow *shadow_alloc(unsigned long pages)
 {
 	unsigned int order = min_t(unsigned int, SHADOW_MAX_ORDER, ilog2(pages));
 	struct p2pnvme_shadow *s;
+	struct page *page, *tmp;
 	unsigned long got = 0;
-	unsigned int i;
+	unsigned int i = 0;
+	LIST_HEAD(list);
 
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return NULL;
 	spin_lock_init(&s->lock);
 	INIT_LIST_HEAD(&s->xfers);
-	/* at worst one chunk per page */
-	s->chunks = kvcalloc(pages, sizeof(*s->chunks), GFP_KERNEL);
-	if (!s->chunks)
-		goto fail;
+	/* the chunks on a list first (their lru and private are ours), then counted */
 	while (got < pages) {
-		struct page *page;
-
 		order = min_t(unsigned int, order, ilog2(pages - got));
 		page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
 				   (order ? __GFP_NORETRY : 0), order);
@@ -127,17 +124,32 @@ static struct p2pnvme_shadow *shadow_alloc(unsigned long pages)
 			order--;
 			continue;
 		}
-		s->chunks[s->nr_chunks++] = (struct p2pnvme_shadow_chunk){
-			.page = page, .pfn = page_to_pfn(page), .nr = 1U << order,
-			.first = got, .order = order };
+		set_page_private(page, order);
+		list_add_tail(&page->lru, &list);
+		s->nr_chunks++;
 		got += 1UL << order;
 	}
-	if (!got)
+	s->chunks = got ? kvcalloc(s->nr_chunks, sizeof(*s->chunks), GFP_KERNEL) : NULL;
+	list_for_each_entry_safe(page, tmp, &list, lru) {
+		order = page_private(page);
+		list_del(&page->lru);
+		set_page_private(page, 0);
+		if (!s->chunks) {
+			__free_pages(page, order);
+			continue;
+		}
+		s->chunks[i++] = (struct p2pnvme_shadow_chunk){
+			.page = page, .pfn = page_to_pfn(page), .nr = 1U << order,
+			.first = s->nr_slots, .order = order };
+		s->nr_slots += 1U << order;
+	}
+	if (!s->chunks) {
+		s->nr_chunks = 0;
 		goto fail;
-	s->nr_slots = got;
-	s->nr_free = got;
-	s->slots = kvcalloc(got, sizeof(*s->slots), GFP_KERNEL);
-	s->used = bitmap_zalloc(got, GFP_KERNEL);
+	}
+	s->nr_free = s->nr_slots;
+	s->slots = kvcalloc(s->nr_slots, sizeof(*s->slots), GFP_KERNEL);
+	s->used = bitmap_zalloc(s->nr_slots, GFP_KERNEL);
 	if (!s->slots || !s->used)
 		goto fail;
 	s->lo_pfn = ULONG_MAX;
