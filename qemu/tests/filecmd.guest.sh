@@ -230,7 +230,7 @@ fi
 suite_end
 if [ -n "$gp_mounted" ]; then
 	echo "<<<KTAP-BEGIN guest.filecmd_gpu>>>"
-	p2pfilecmd-test --gpu "$GPU_BAR" filecmd_gpu $MNT $N /dev/p2pbar0 bar0 nvme0 0x1c00 $OTHER ||
+	p2pfilecmd-test --gpu "$GPU_BAR" "$GPU" filecmd_gpu $MNT $N /dev/p2pbar0 bar0 nvme0 0x1c00 $OTHER ||
 		_any_failed=1
 	echo "<<<KTAP-END>>>"
 else

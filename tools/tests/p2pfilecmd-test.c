@@ -61,6 +61,23 @@
  * transfers come back on the p2p or dmabuf path, bytes the disk never
  * moved.
  *
+ * --fallback also streams its REQUIRE_P2P reads into the dma-buf through
+ * placeholder pages (file_placeholder_force): counted as through p2pbar's
+ * own pages.
+ *
+ * --gpu GPU_BAR GPU_BDF: reads into the bench's GPU personalities (p2pgpu,
+ * bound to GPU_BDF, exporting from the BAR whose backing file is GPU_BAR)
+ * through placeholder pages (Documentation/files.rst, step 6), on ext4:
+ * each personality from a plain file through the ioctl and io_uring (the
+ * exporter's CPU view and the host's), a sparse file and a preallocated
+ * range (zero_len, the buffer untouched there), REQUIRE_P2P with a hole, a
+ * fragmented file, writes EOPNOTSUPP, amdgpu's and xe's buffers evicted
+ * under a stream of reads; a p2pbar dma-buf forced through placeholders
+ * (its vmap writes the zeros; checked on the host); p2pgpu unbound
+ * mid-stream, last (nvidia's reads ENODEV after it, amdgpu's go on in host
+ * memory; bounded), and bound again. The --crypt suite has a read of the
+ * encrypted file through placeholders: EOPNOTSUPP.
+ *
  * --crypt: an encrypted file (fscrypt v2, a raw key added by root) on ext4
  * made with -O encrypt and mounted -o inlinecrypt, whose contents the CPU
  * en/decrypts (blk-crypto's fallback: the disk has no inline encryption):
@@ -1675,6 +1692,51 @@ TEST_F(filecmd_fallback, fb, read_require_p2p, 6, 120)
 }
 
 /*
+ * The same REQUIRE_P2P reads with the dma-buf's going through placeholder
+ * pages (file_placeholder_force, as GPU memory's would): what the page
+ * cache served lands in the placeholders, bytes that are not zeros, and is
+ * EREMOTEIO, nothing copied into the dma-buf; the rest moved by the
+ * controller to the dma-buf's bus addresses. Counted exactly as through
+ * p2pbar's own pages (file_errors_fallback included), and nothing in
+ * file_zeroed_bytes or file_cpu_bytes.
+ */
+TEST_F(filecmd_fallback, fb, read_require_p2p_placeholders, 6, 120)
+{
+	struct cnt c0, c1;
+	struct fb_tally t;
+	char why[160];
+
+	if (cnt_get(&c0))
+		kt_fail("the counters in /sys/class/p2pnvme/: missing");
+	if (p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "1"))
+		kt_fail("file_placeholder_force: %s", strerror(errno));
+	fb_stream(self, false, P2PNVME_FILE_F_REQUIRE_P2P, &t);
+	p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "0");
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	fb_common(&t, false);
+	tap(!t.bad && !t.short_moves,
+	    "every read answered moved holds the file's 4 KiB (%lld wrong, the first at %lld; %lld short)",
+	    t.bad, t.bad_off, t.short_moves);
+	tap(!t.other && !t.bounce[0] && !t.bounce[1],
+	    "every read moved (%lld + %lld), or refused: EREMOTEIO after the page cache served it (%lld + %lld), EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+	    t.moved[0], t.moved[1], t.remoteio[0], t.remoteio[1], t.notsupp,
+	    t.other + t.bounce[0] + t.bounce[1], err_str(t.other_err));
+	{
+		long long want[C_NR] = {
+			[C_READS_P2P] = t.moved[0], [C_READS_DMABUF] = t.moved[1],
+			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
+			[C_ERRORS] = t.remoteio[0] + t.remoteio[1],
+			[C_ERRORS_FALLBACK] = t.remoteio[0] + t.remoteio[1], [C_DISK_P2P] = t.disk,
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted as through p2pbar's own pages: file_errors_fallback by the EREMOTEIO ones, file_zeroed_bytes and file_cpu_bytes unmoved, nothing else (%s)",
+		    why);
+	}
+}
+
+/*
  * The same reads without REQUIRE_P2P: those the page cache served succeed
  * with path bounce (the CPU copied the file's bytes into p2pmem), counted
  * on the bounce path; those on the p2p and dmabuf paths are exactly what
@@ -2457,6 +2519,7 @@ TEST_F(filecmd_bar_reload, fc, reload, 10, 120)
 #define GP_SPARSE	(256 * KIB)	/* the sparse and the preallocated file */
 
 static const char *gpu_bar;		/* the BAR p2pgpu exports from (its backing file) */
+static const char *gpu_bdf;		/* p2pgpu's function */
 static const char * const gp_name[] = { "", "nvidia", "amdgpu", "xe" };
 
 /*
@@ -3011,6 +3074,150 @@ TEST_F(filecmd_gpu, gf, forced_p2pbar, 5, 120)
 	    "counted: file_reads_dmabuf +3 (%lld)", c1.v[C_READS_DMABUF] - c0.v[C_READS_DMABUF]);
 }
 
+/*
+ * p2pgpu unbound while reads through placeholders go on (the last test of
+ * the suite: it binds p2pgpu again). nvidia's exporter never revokes, so
+ * p2pnvme revokes its registration at the unbind (waiting, bounded, for
+ * the disk's requests on its bus addresses): every read after it ENODEV.
+ * amdgpu's buffer, exported to be evicted at the unbind, is moved to host
+ * memory (the invalidation waits for the disk's requests likewise): its
+ * reads go on there. The unbind ends in bounded time; none of the reads
+ * fails otherwise. Only the registrations hold the buffers (NVIDIA's remove
+ * waits for every dma-buf of the GPU).
+ */
+struct gr_stream {
+	int unbound, stop;
+	int ok_before, ok_after, enodev_after, other, other_err;
+	uint32_t path_after;
+};
+
+FIXTURE(gr) {
+	int nfd;
+	unsigned int tid;
+	char plain[512];
+};
+
+FIXTURE_SETUP(gr)
+{
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	self->tid = idbase + 0x70;
+	if (mkfile(dir, "gr-plain", self->tid, GP_TSIZE, self->plain))
+		kt_fail("the file: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(gr)
+{
+	unlink(self->plain);
+	close(self->nfd);
+}
+
+static pid_t gr_reader(struct _kt_fixture_gr *self, struct gr_stream *us, uint32_t id)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid)
+		return pid;
+	fd = open(self->plain, O_RDONLY | O_CLOEXEC);
+	while (!__atomic_load_n(&us->stop, __ATOMIC_ACQUIRE)) {
+		int after = __atomic_load_n(&us->unbound, __ATOMIC_ACQUIRE);
+		struct p2pnvme_file_io io = fio(P2PNVME_OP_READ, fd, 0, 256 * KIB, 0,
+						P2PNVME_FILE_F_REGISTERED, id);
+		int ret = submit1(self->nfd, &io);
+
+		if (!ret && io.bytes == 256 * KIB) {
+			if (after) {
+				us->ok_after++;
+				us->path_after = io.path;
+			} else {
+				us->ok_before++;
+			}
+		} else if (ret == ENODEV && after) {
+			us->enodev_after++;
+		} else if (ret != ENODEV && ret != EAGAIN) {
+			/* ENODEV or EAGAIN racing the unbind itself: not counted */
+			us->other++;
+			us->other_err = ret;
+		}
+		usleep(1000);
+	}
+	_exit(0);
+}
+
+static void gr_wait(struct gr_stream *us, bool after, int n)
+{
+	long long t0 = now_ms();
+
+	while (now_ms() - t0 < 20000 &&
+	       (after ? us->ok_after + us->enodev_after : us->ok_before) < n)
+		usleep(10000);
+}
+
+TEST_F(filecmd_gpu, gr, unbind_midstream, 4, 180)
+{
+	struct gr_stream *us = mmap(NULL, 2 * sizeof(*us), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct p2pgpu_export en = { .personality = P2PGPU_NVIDIA, .size = GP_SIZE };
+	struct p2pgpu_export ea = { .personality = P2PGPU_AMDGPU, .size = GP_SIZE,
+				    .flags = P2PGPU_EXPORT_F_EVICT_AT_UNBIND };
+	uint32_t idn = 0, ida = 0;
+	pid_t pn, pa;
+	double t;
+	int gfd, ret, st;
+
+	gfd = open("/dev/p2pgpu", O_RDWR | O_CLOEXEC);
+	if (us == MAP_FAILED || gfd < 0 || ioctl(gfd, P2PGPU_IOC_EXPORT, &en) ||
+	    ioctl(gfd, P2PGPU_IOC_EXPORT, &ea) ||
+	    p2p_nvme_register(self->nfd, P2PNVME_BUF_F_DMABUF, 0, GP_SIZE, en.fd, &idn) ||
+	    p2p_nvme_register(self->nfd, P2PNVME_BUF_F_DMABUF, 0, GP_SIZE, ea.fd, &ida))
+		kt_fail("set up: %s", strerror(errno));
+	/* only the registrations hold them from here */
+	close(en.fd);
+	close(ea.fd);
+	close(gfd);
+	memset(us, 0, 2 * sizeof(*us));
+	pn = gr_reader(self, &us[0], idn);
+	pa = gr_reader(self, &us[1], ida);
+	gr_wait(&us[0], false, 8);
+	gr_wait(&us[1], false, 8);
+	t = now_ms();
+	ret = -p2p_sysfs_write("/sys/bus/pci/drivers/p2pgpu/unbind", gpu_bdf);
+	t = (now_ms() - t) / 1000.0;
+	__atomic_store_n(&us[0].unbound, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&us[1].unbound, 1, __ATOMIC_RELEASE);
+	tap(!ret && t < 20,
+	    "p2pgpu's %s unbinds with reads through placeholders in flight, in %.1f s (%s; %d + %d reads before)",
+	    gpu_bdf, t, err_str(ret), us[0].ok_before, us[1].ok_before);
+	gr_wait(&us[0], true, 8);
+	gr_wait(&us[1], true, 8);
+	__atomic_store_n(&us[0].stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&us[1].stop, 1, __ATOMIC_RELEASE);
+	waitpid(pn, &st, 0);
+	waitpid(pa, &st, 0);
+	tap(us[0].ok_before >= 8 && us[0].enodev_after >= 8 && !us[0].ok_after && !us[0].other,
+	    "nvidia: p2pnvme revoked its registration: %d reads after the unbind, all ENODEV (%d moved after, %d other: %s)",
+	    us[0].enodev_after, us[0].ok_after, us[0].other, err_str(us[0].other_err));
+	tap(us[1].ok_before >= 8 && us[1].ok_after >= 8 && !us[1].enodev_after && !us[1].other &&
+	    us[1].path_after == P2PNVME_PATH_DMABUF_HOST,
+	    "amdgpu (evicted at the unbind): %d reads after it went on in host memory (path %u; %d ENODEV, %d other: %s)",
+	    us[1].ok_after, us[1].path_after, us[1].enodev_after, us[1].other,
+	    err_str(us[1].other_err));
+	p2p_nvme_unregister(self->nfd, idn);
+	p2p_nvme_unregister(self->nfd, ida);
+	ret = 0;
+	for (st = 0; st < 50; st++) {
+		ret = -p2p_sysfs_write("/sys/bus/pci/drivers/p2pgpu/bind", gpu_bdf);
+		if (!ret)
+			break;
+		usleep(100000);
+	}
+	tap(!ret, "p2pgpu binds %s again once its buffers are released (%s)", gpu_bdf,
+	    err_str(ret));
+	munmap(us, 2 * sizeof(*us));
+}
+
 int main(int argc, char **argv)
 {
 	const char *ms = getenv("P2P_FILES_RACE_MS");
@@ -3018,12 +3225,13 @@ int main(int argc, char **argv)
 	int fallback = argc > 1 && !strcmp(argv[1], "--fallback");
 	int crypt = argc > 1 && !strcmp(argv[1], "--crypt");
 	int reload = argc > 3 && !strcmp(argv[1], "--bar-reload");
-	int gpu = argc > 2 && !strcmp(argv[1], "--gpu");
+	int gpu = argc > 3 && !strcmp(argv[1], "--gpu");
 
 	if (gpu) {
 		gpu_bar = argv[2];
-		argc -= 2;
-		argv += 2;
+		gpu_bdf = argv[3];
+		argc -= 3;
+		argv += 3;
 	} else if (unbind || reload) {
 		bar_bdf = argv[2];
 		bar_ko = reload ? argv[3] : NULL;
@@ -3035,7 +3243,7 @@ int main(int argc, char **argv)
 	}
 	if (argc != 9) {
 		fprintf(stderr,
-			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt | --gpu GPU_BAR] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt | --gpu GPU_BAR GPU_BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
 			argv[0]);
 		return 2;
 	}
