@@ -538,7 +538,6 @@ static void disk_cover(struct p2pnvme_disk *d, struct request *rq)
 			unsigned int n = min_t(unsigned int, left, PAGE_SIZE - off);
 			int slot = p2pnvme_shadow_slot(s, pfn);
 			const struct p2pnvme_shadow_slot *sl = slot < 0 ? NULL : &s->slots[slot];
-
 			struct p2pnvme_shadow_xfer *sx = sl ? sl->x : NULL;
 
 			if (sx && !atomic_read(&sx->lost))
