@@ -489,9 +489,9 @@ static int file_refuse(struct p2pnvme *c, enum p2pnvme_stat s, int err)
 	return err;
 }
 
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 static void file_shadow_work(struct work_struct *work);
 
-#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 /*
  * A read into a registered dma-buf without pages (GPU memory; a p2pbar
  * dma-buf with the bench's file_placeholder_force): placeholder pages
@@ -1085,12 +1085,15 @@ static void file_shadow_end(struct file_xfer *x, long ret)
 	file_done(x, ret);
 }
 
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/* @x->shadow_work: the kiocb ended, maybe in interrupt context */
 static void file_shadow_work(struct work_struct *work)
 {
 	struct file_xfer *x = container_of(work, struct file_xfer, shadow_work);
 
 	file_shadow_end(x, x->shadow_ret);
 }
+#endif
 
 /* Let go of what file_prepare() took (process context, the I/O over). */
 static void file_release(struct file_batch *fb, struct file_xfer *x)
