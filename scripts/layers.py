@@ -25,16 +25,16 @@ LAYERS = [
     ['pci.c', 'cdev.c', 'sysfs.c'],	# the PCI driver, the char device, sysfs
     ['uring.c', 'disk.c'],		# io_uring passthrough; the disk
     ['io.c', 'file.c'],			# requests; the file command
-    ['reg.c', 'dmabuf.c'],		# registered buffers, dma-buf import
+    ['reg.c', 'dmabuf.c', 'shadow.c'],	# registered buffers, dma-buf import, placeholders
     ['ctrl.c'],				# state, I/O guard, reset, recovery
     ['admin.c'],			# registers, bring-up, admin commands
     ['queue.c'],			# queue pairs, slots, completion, timeouts
     ['dptr.c'],				# PRPs, SGLs
 ]
 # each layer's header, in the order of LAYERS; a layer with two (uring.h,
-# disk.h; io.h, file.h) lists both
-HEADERS = ['driver.h', ['uring.h', 'disk.h'], ['io.h', 'file.h'], 'reg.h', 'ctrl.h', 'admin.h',
-           'queue.h', 'dptr.h']
+# disk.h; io.h, file.h; reg.h, shadow.h) lists both
+HEADERS = ['driver.h', ['uring.h', 'disk.h'], ['io.h', 'file.h'], ['reg.h', 'shadow.h'], 'ctrl.h',
+           'admin.h', 'queue.h', 'dptr.h']
 SHARED = ['internal.h', 'p2pnvme.h', 'trace.h']
 
 

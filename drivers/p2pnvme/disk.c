@@ -74,6 +74,8 @@
 
 #include "disk.h"
 #include "file.h"
+#include "reg.h"
+#include "shadow.h"
 #include "ctrl.h"
 #include "admin.h"
 #include "queue.h"
@@ -84,6 +86,10 @@
 static_assert(P2PNVME_MAX_DEPTH <= 1U << DISK_TAG_BITS);
 /* a request of up to two segments (8 KiB, page aligned) needs no allocation */
 #define DISK_INLINE_SEGS	2
+/* a request's DMA view of few pieces needs no allocation (placeholders) */
+#define DISK_VIEW_INLINE	4
+/* registrations one request's placeholders may name; more go through RAM */
+#define DISK_SHADOW_REGS	4
 /* as nvme core's max_retries */
 #define DISK_RETRIES		5
 /* Do Not Retry, in a completion's status without the phase bit */
@@ -184,6 +190,19 @@ struct p2pnvme_disk {
  * @aborted: an Abort was sent for it since its dispatch
  * @retries: dispatches after the first (RQF_DONTPREP keeps it)
  * @genctr: bumped at each dispatch of this tag; kept across uses
+ * @shadow: its data holds placeholder pages (shadow.c): described by @view
+ * @view: then its DMA view, in order: the registrations' bus addresses for
+ *	  placeholder bytes (no page), every other piece DMA-mapped on its
+ *	  own (a page: unmapped by disk_unmap()); @view_inline or allocated
+ * @view_n: entries of @view filled (those with a page are mapped)
+ * @view_inline: @view for a request of few pieces
+ * @nreg: registrations in @reg
+ * @reg: the registrations its placeholders stand for, each armed for the
+ *	 disk (p2pnvme_reg_disk_arm()) unless @reg_err says why not
+ * @reg_err: 0, or P2PNVME_SHADOW_*: that registration's bytes go through
+ *	     the placeholders' RAM
+ * @reg_delta: each armed registration's bus address less position, modulo
+ *	       the controller page
  */
 struct disk_pdu {
 	struct sg_table sgt;
@@ -199,6 +218,14 @@ struct disk_pdu {
 	bool aborted;
 	u8 retries;
 	u8 genctr;
+	bool shadow;
+	struct scatterlist *view;
+	unsigned int view_n;
+	struct scatterlist view_inline[DISK_VIEW_INLINE];
+	unsigned int nreg;
+	struct p2pnvme_reg *reg[DISK_SHADOW_REGS];
+	u8 reg_err[DISK_SHADOW_REGS];
+	u16 reg_delta[DISK_SHADOW_REGS];
 };
 
 static void disk_stat_add(struct p2pnvme_disk *d, enum disk_stat s, u64 v)
@@ -243,6 +270,306 @@ static unsigned long disk_dma_attrs(const struct disk_pdu *pdu)
 	return DMA_ATTR_NO_WARN | (pdu->bytes_host ? 0 : DMA_ATTR_SKIP_CPU_SYNC);
 }
 
+/* ---- placeholders (shadow.c) ------------------------------------------ */
+
+/* A piece of a view, mapped alone: as disk_dma_attrs(), by its page */
+static unsigned long disk_view_attrs(struct page *page)
+{
+	return DMA_ATTR_NO_WARN | (is_pci_p2pdma_page(page) ? DMA_ATTR_SKIP_CPU_SYNC : 0);
+}
+
+/*
+ * A request whose data holds placeholder pages: the pieces its view
+ * DMA-mapped, then the registrations it was busy on (any context).
+ */
+static void disk_unmap_shadow(struct p2pnvme_disk *d, struct request *rq)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	unsigned int i;
+
+	for (i = 0; i < pdu->view_n; i++) {
+		struct sg_table one = { .sgl = &pdu->view[i], .nents = 1, .orig_nents = 1 };
+
+		if (sg_page(&pdu->view[i]))
+			dma_unmap_sgtable(&d->c->pdev->dev, &one, rq_dma_dir(rq),
+					  disk_view_attrs(sg_page(&pdu->view[i])));
+	}
+	if (pdu->view && pdu->view != pdu->view_inline)
+		kfree(pdu->view);
+	pdu->view = NULL;
+	pdu->view_n = 0;
+	for (i = 0; i < pdu->nreg; i++)
+		if (!pdu->reg_err[i])
+			p2pnvme_reg_disk_idle(pdu->reg[i]);
+	pdu->nreg = 0;
+	pdu->shadow = false;
+}
+
+/*
+ * The request's slot in @pdu->reg for @b: armed for the disk when first
+ * seen. Return: its P2PNVME_SHADOW_* error (0: its bus addresses may be
+ * used), @*ri its index.
+ */
+static unsigned int disk_shadow_reg(struct disk_pdu *pdu, struct p2pnvme_reg *b,
+				    unsigned int *ri)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < pdu->nreg; i++)
+		if (pdu->reg[i] == b)
+			goto found;
+	if (pdu->nreg == DISK_SHADOW_REGS)
+		return P2PNVME_SHADOW_RETRY;	/* no room: through RAM, and again */
+	pdu->reg[i] = b;
+	ret = p2pnvme_reg_disk_arm(b);
+	pdu->reg_err[i] = !ret ? 0 : ret == -ENODEV ? P2PNVME_SHADOW_REVOKED :
+			  P2PNVME_SHADOW_RETRY;
+	if (!ret)
+		pdu->reg_delta[i] = (READ_ONCE(b->contig_dma) - b->start) &
+				    (P2PNVME_CTRL_PAGE - 1);
+	pdu->nreg++;
+found:
+	*ri = i;
+	return pdu->reg_err[i];
+}
+
+/* A piece of host memory or p2pmem (or a placeholder's own RAM), mapped alone. */
+static int disk_view_page(struct p2pnvme_disk *d, struct request *rq, unsigned long pfn,
+			  unsigned int off, unsigned int len)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	struct scatterlist *sg = &pdu->view[pdu->view_n];
+	struct sg_table one = { .sgl = sg, .orig_nents = 1 };
+	struct page *page = pfn_to_page(pfn);
+	int ret;
+
+	sg_set_page(sg, page, len, off);
+	ret = dma_map_sgtable(&d->c->pdev->dev, &one, rq_dma_dir(rq), disk_view_attrs(page));
+	if (ret) {
+		sg_assign_page(sg, NULL);	/* nothing to unmap */
+		return ret;
+	}
+	pdu->view_n++;
+	if (is_pci_p2pdma_page(page))
+		pdu->bytes_p2p += len;
+	else
+		pdu->bytes_host += len;
+	return 0;
+}
+
+/* Bus addresses of a registration, merged with the piece before if they follow it. */
+static void disk_view_bus(struct disk_pdu *pdu, dma_addr_t dma, unsigned int len)
+{
+	struct scatterlist *sg;
+
+	if (pdu->view_n) {
+		sg = &pdu->view[pdu->view_n - 1];
+		if (!sg_page(sg) && sg_dma_address(sg) + sg_dma_len(sg) == dma) {
+			len += sg_dma_len(sg);	/* sg_dma_len() may be ->length itself */
+			sg_dma_len(sg) = len;
+			sg->length = len;
+			return;
+		}
+	}
+	sg = &pdu->view[pdu->view_n++];
+	sg_dma_address(sg) = dma;
+	sg_dma_len(sg) = len;
+	sg->length = len;
+}
+
+/*
+ * Placeholder bytes: [@off, @off + @len) of the page of slot @slot. Into
+ * the registration's memory at the bus addresses its bytes stand for; or,
+ * when that registration cannot take them now (moved and not mapped again,
+ * mapped anew since the transfer was laid out, revoked, in host memory
+ * with P2P required, no room in the request), into the placeholder's own
+ * RAM, the transfer told why (it is issued again or fails: its bytes are
+ * not counted as carried).
+ */
+static int disk_view_shadow(struct p2pnvme_disk *d, struct request *rq, unsigned long pfn,
+			    unsigned int off, unsigned int len, int slot)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	const struct p2pnvme_shadow_slot *sl = &d->c->shadow->slots[slot];
+	struct p2pnvme_shadow_xfer *sx = sl->x;
+	struct p2pnvme_reg *b = sx->reg;
+	unsigned int why, ri;
+	u64 pos;
+
+	why = disk_shadow_reg(pdu, b, &ri);
+	if (!why && pdu->reg_delta[ri] != sx->delta)
+		why = P2PNVME_SHADOW_RETRY;	/* mapped anew since its layout */
+	if (!why && sx->require && READ_ONCE(b->host))
+		why = P2PNVME_SHADOW_HOST;
+	if (why) {
+		p2pnvme_shadow_lose(sx, why);
+		return disk_view_page(d, rq, pfn, off, len);
+	}
+	pos = sx->pos + p2pnvme_shadow_t(sx, sl->idx, off);
+	if (READ_ONCE(b->host))
+		pdu->bytes_host += len;
+	else
+		pdu->bytes_p2p += len;
+	while (len) {
+		u64 room;
+		dma_addr_t dma = p2pnvme_reg_bus(b, pos, &room);
+		unsigned int n = min_t(u64, len, room);
+
+		disk_view_bus(pdu, dma, n);
+		pos += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Walk the request's segments (blk_rq_map_sg()'s, not DMA-mapped) page by
+ * page: runs of ordinary pages stay one piece, each placeholder page is
+ * its own. With @fill false only count the view's entries (at most: a
+ * placeholder page may cross one of its registration's DMA segments, which
+ * are controller pages at least; two of them may merge); else fill it.
+ */
+static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	const struct p2pnvme_shadow *s = d->c->shadow;
+	struct scatterlist *sg;
+	unsigned int i, count = 0;
+	int ret = 0;
+
+	for_each_sg(pdu->sgt.sgl, sg, pdu->sgt.orig_nents, i) {
+		unsigned long pfn = page_to_pfn(sg_page(sg)) + (sg->offset >> PAGE_SHIFT);
+		unsigned int off = offset_in_page(sg->offset), left = sg->length;
+		unsigned long run_pfn = 0;
+		unsigned int run_off = 0, run_len = 0;
+
+		while (left) {
+			unsigned int n = min_t(unsigned int, left, PAGE_SIZE - off);
+			int slot = p2pnvme_shadow_slot(s, pfn);
+
+			if (slot < 0) {
+				/* ordinary pages of one segment: contiguous, one piece */
+				if (!run_len) {
+					run_pfn = pfn;
+					run_off = off;
+				}
+				run_len += n;
+			} else {
+				if (run_len && fill)
+					ret = disk_view_page(d, rq, run_pfn, run_off, run_len);
+				if (ret)
+					return ret;
+				count += !!run_len;
+				run_len = 0;
+				count += 2;
+				if (fill)
+					ret = disk_view_shadow(d, rq, pfn, off, n, slot);
+				if (ret)
+					return ret;
+			}
+			left -= n;
+			pfn++;
+			off = 0;
+		}
+		if (run_len) {
+			count++;
+			if (fill)
+				ret = disk_view_page(d, rq, run_pfn, run_off, run_len);
+			if (ret)
+				return ret;
+		}
+	}
+	return count;
+}
+
+/*
+ * The data of a request with placeholder pages (the file command's reads
+ * into a registered dma-buf without pages, shadow.c): a DMA view of it
+ * built piece by piece (disk_view_walk()), then described by PRPs or an
+ * SGL as any request's. The block layer merges bios of different
+ * transfers adjacent on the disk: a request may mix placeholders of
+ * several transfers and registrations with ordinary pages, each piece
+ * taken as it is. Only atomics: .queue_rq's context. Undone by
+ * disk_unmap_shadow().
+ */
+static blk_status_t disk_map_shadow(struct p2pnvme_disk *d, struct request *rq,
+				    struct nvme_command *cmd)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	struct p2pnvme *c = d->c;
+	struct p2pnvme_cursor cur;
+	int n, ret;
+
+	pdu->shadow = true;
+	pdu->bytes_p2p = 0;
+	pdu->bytes_host = 0;
+	n = disk_view_walk(d, rq, false);
+	pdu->view = n <= DISK_VIEW_INLINE ? pdu->view_inline :
+		    kmalloc_array(n, sizeof(*pdu->view), GFP_ATOMIC);
+	if (!pdu->view)
+		return BLK_STS_RESOURCE;
+	sg_init_table(pdu->view, n);
+	ret = disk_view_walk(d, rq, true);
+	if (ret < 0) {
+		if (ret == -EREMOTEIO) {
+			disk_stat_add(d, DS_REFUSED, 1);
+			return BLK_STS_TARGET;
+		}
+		return ret == -ENOMEM ? BLK_STS_RESOURCE : BLK_STS_IOERR;
+	}
+	sg_mark_end(&pdu->view[pdu->view_n - 1]);
+	cur = (struct p2pnvme_cursor){ .sg = pdu->view };
+	if (p2pnvme_data_needs_list(&cur, blk_rq_payload_bytes(rq), c->sgl)) {
+		pdu->list = dma_pool_alloc(pdu->q->list_pool, GFP_ATOMIC, &pdu->list_dma);
+		if (!pdu->list)
+			return BLK_STS_RESOURCE;
+	}
+	ret = c->sgl ? p2pnvme_build_sgl(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
+					 cmd) :
+		       p2pnvme_build_prps(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
+					  cmd);
+	if (ret) {
+		dev_warn_ratelimited(&c->pdev->dev, "%s: cannot describe a request of %u placeholder pieces (%d)\n",
+				     d->disk->disk_name, pdu->view_n, ret);
+		return BLK_STS_IOERR;
+	}
+	return BLK_STS_OK;
+}
+
+/*
+ * A read with placeholders completed without error: the sectors of each
+ * transfer whose bytes it carried to the registration's memory are
+ * covered, before blk_mq_end_request() (the transfer reads its coverage
+ * once its last bio ended). A transfer that lost bytes to the RAM is
+ * issued again or fails: nothing to mark.
+ */
+static void disk_cover(struct p2pnvme_disk *d, struct request *rq)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	const struct p2pnvme_shadow *s = d->c->shadow;
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sg(pdu->sgt.sgl, sg, pdu->sgt.orig_nents, i) {
+		unsigned long pfn = page_to_pfn(sg_page(sg)) + (sg->offset >> PAGE_SHIFT);
+		unsigned int off = offset_in_page(sg->offset), left = sg->length;
+
+		while (left) {
+			unsigned int n = min_t(unsigned int, left, PAGE_SIZE - off);
+			int slot = p2pnvme_shadow_slot(s, pfn);
+			const struct p2pnvme_shadow_slot *sl = slot < 0 ? NULL : &s->slots[slot];
+			struct p2pnvme_shadow_xfer *sx = sl ? sl->x : NULL;
+
+			if (sx && !atomic_read(&sx->lost))
+				p2pnvme_shadow_cover(sx, p2pnvme_shadow_t(sx, sl->idx, off), n);
+			left -= n;
+			pfn++;
+			off = 0;
+		}
+	}
+}
+
 /* Undo what the dispatch mapped (any context). */
 static void disk_unmap(struct p2pnvme_disk *d, struct request *rq)
 {
@@ -256,6 +583,8 @@ static void disk_unmap(struct p2pnvme_disk *d, struct request *rq)
 		dma_unmap_sgtable(&d->c->pdev->dev, &pdu->sgt, rq_dma_dir(rq), disk_dma_attrs(pdu));
 		pdu->mapped = false;
 	}
+	if (unlikely(pdu->shadow))
+		disk_unmap_shadow(d, rq);
 	if (pdu->sgt.sgl && pdu->sgt.sgl != pdu->sg_inline)
 		mempool_free(pdu->sgt.sgl, d->sg_pool);
 	pdu->sgt.sgl = NULL;
@@ -290,6 +619,19 @@ static blk_status_t disk_map(struct p2pnvme_disk *d, struct request *rq, struct 
 			pdu->bytes_p2p += sg->length;
 		else
 			pdu->bytes_host += sg->length;
+	}
+	/* placeholder pages (a page frame range per chunk) only while some are held */
+	if (unlikely(p2pnvme_shadow_active(c)) && req_op(rq) == REQ_OP_READ) {
+		const struct p2pnvme_shadow *s = c->shadow;
+
+		for_each_sg(pdu->sgt.sgl, sg, pdu->sgt.orig_nents, i) {
+			unsigned long pfn = page_to_pfn(sg_page(sg)) + (sg->offset >> PAGE_SHIFT);
+			unsigned long last = pfn + (offset_in_page(sg->offset) + sg->length - 1) /
+						   PAGE_SIZE;
+
+			if (last >= s->lo_pfn && pfn < s->hi_pfn)
+				return disk_map_shadow(d, rq, cmd);
+		}
 	}
 	/* per segment: P2PDMA pages by the kernel's verdict, host pages as usual */
 	ret = dma_map_sgtable(&c->pdev->dev, &pdu->sgt, rq_dma_dir(rq), disk_dma_attrs(pdu));
@@ -395,6 +737,10 @@ static blk_status_t disk_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 	pdu->status = 0;
 	pdu->bytes_p2p = 0;
 	pdu->bytes_host = 0;
+	pdu->shadow = false;
+	pdu->view = NULL;
+	pdu->view_n = 0;
+	pdu->nreg = 0;
 	ret = disk_setup_cmd(d, rq, &cmd);
 	if (ret)
 		goto out_unmap;
@@ -521,6 +867,8 @@ static void disk_complete(struct request *rq)
 	struct p2pnvme_disk *d = rq->q->queuedata;
 	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
 
+	if (unlikely(pdu->shadow) && !pdu->error && !pdu->status)
+		disk_cover(d, rq);
 	disk_unmap(d, rq);
 	if (likely(!pdu->error && !pdu->status)) {
 		disk_count(d, rq);

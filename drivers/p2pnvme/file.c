@@ -33,8 +33,14 @@
  * reference of its own and no state that p2pbar's unload could leave
  * stale. Only this disk is trusted with such a kernel bvec of P2PDMA
  * pages: its request mapping takes each segment as it is.
- * A dma-buf of another exporter has no pages (GPU memory): -EOPNOTSUPP
- * until placeholders exist (files.rst, step 6).
+ * A dma-buf of another exporter has no pages (GPU memory): a read goes
+ * through placeholder pages (shadow.c, files.rst step 6), host RAM of the
+ * controller's pool that the disk's mapping replaces with the dma-buf's
+ * own bus addresses; the registration is mapped where it is before the
+ * filesystem's call (p2pnvme_reg_ready()), no fence is published, and the
+ * bytes the CPU wrote (holes, a fallback) are completed once it returned
+ * (file_shadow_end(), in process context). A write from it, or a read of
+ * an encrypted file into it, is -EOPNOTSUPP.
  *
  * The verdict after the fact: the filesystem may still serve a transfer
  * through its page cache, the CPU copying the bytes, when the file's direct
@@ -54,7 +60,8 @@
  * in the memory for a read, in the file for a write.
  *
  * Counters (stats/file_*): each transfer when it ends, by the path it
- * reported, and the refusals an operator is told about, by reason.
+ * reported, and the refusals an operator is told about, by reason; for
+ * reads through placeholders, the bytes the CPU wrote, zeros and others.
  *
  * Lifetime: each transfer holds its file (so its mount: a close or a lazy
  * unmount meanwhile waits for nothing), its registered buffer and the
@@ -89,9 +96,12 @@
 #include "file.h"
 #include "io.h"
 #include "reg.h"
+#include "shadow.h"
 
 /* user pages looked at per call to learn where a buffer is */
 #define FILE_PEEK	32
+/* issues of a read through placeholders whose buffer keeps moving */
+#define FILE_SHADOW_TRIES	8
 
 #ifndef HAVE_KIOCB_START_WRITE
 /* before 6.6 (and early 6.1.y): what aio did for an asynchronous write */
@@ -135,6 +145,13 @@ struct file_batch;
  * @watched: @bvec is in the controller's file_watch
  * @pinned: @bvec's pages are a user address's, pinned here (a write from
  *	    p2pmem at a user address)
+ * @sx: a read into a registered dma-buf without pages: its placeholders
+ *	(shadow.c; @bvec is theirs), or NULL
+ * @sdmabuf: then the dma-buf, with a reference (its vmap completes it)
+ * @zero_answer: then the caller can be told a run of zeros to clear
+ *		 (struct p2pnvme_file_io's @zero_len)
+ * @shadow_ret: what the filesystem returned, for @shadow_work
+ * @shadow_work: completes it in process context (file_shadow_end())
  */
 struct file_xfer {
 	struct kiocb iocb;
@@ -153,6 +170,11 @@ struct file_xfer {
 	struct p2pnvme_watch watch;
 	bool watched;
 	bool pinned;
+	struct p2pnvme_shadow_xfer *sx;
+	struct dma_buf *sdmabuf;
+	bool zero_answer;
+	long shadow_ret;
+	struct work_struct shadow_work;
 };
 
 /**
@@ -163,6 +185,7 @@ struct file_xfer {
  * @done: completed by an ioctl's @ended
  * @pgmap: the P2PDMA page map whose verdict was last taken
  * @verdict: that verdict (0 or -EREMOTEIO)
+ * @shadow_held: placeholder slots its transfers hold (shadow.c)
  */
 struct file_batch {
 	struct p2pnvme *c;
@@ -171,6 +194,7 @@ struct file_batch {
 	struct completion done;
 	struct dev_pagemap *pgmap;
 	int verdict;
+	unsigned int shadow_held;
 };
 
 /* ---- the file ---------------------------------------------------------- */
@@ -454,7 +478,79 @@ static int file_reg_host(struct file_xfer *x, struct p2pnvme_reg *b, u64 *mem)
 	return 0;
 }
 
+/*
+ * Refuse with @err, counted by its reason @s (stats/file_refused_*): the
+ * refusals an operator is told about. The others (malformed fields, a bad
+ * fd, no such buffer) count nowhere, as the LBA paths' do not.
+ */
+static int file_refuse(struct p2pnvme *c, enum p2pnvme_stat s, int err)
+{
+	p2pnvme_stat_add(c, s, 1);
+	return err;
+}
+
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+static void file_shadow_work(struct work_struct *work);
+
+/*
+ * A read into a registered dma-buf without pages (GPU memory; a p2pbar
+ * dma-buf with the bench's file_placeholder_force): placeholder pages
+ * stand for it (shadow.c), the registration mapped where it is now, before
+ * the filesystem's call and outside every lock of it. A write is refused:
+ * the filesystem may push its memory through the page cache (a fallback
+ * decided inside the call), which would write the placeholders' zeros
+ * into the file (Documentation/files.rst, "Only reads"). So is an
+ * encrypted file: blk-crypto's fallback would decrypt the placeholders in
+ * place and leave the ciphertext in the dma-buf. Takes @dmabuf's reference.
+ */
+static int file_reg_shadow(struct file_batch *fb, struct file_xfer *x, struct p2pnvme_reg *b,
+			   struct dma_buf *dmabuf, u64 *mem)
+{
+	struct p2pnvme_file_io *io = x->io;
+	struct p2pnvme *c = fb->c;
+	struct p2pnvme_shadow_xfer *sx;
+	const char *why = NULL;
+	int ret;
+
+	x->sdmabuf = dmabuf;	/* held: released by file_release() */
+	if (io->op != P2PNVME_OP_READ)
+		why = "a write from it: the filesystem may take its page cache inside the call";
+	else if (fscrypt_needs_contents_encryption(file_inode(x->file)))
+		why = "an encrypted file: blk-crypto's fallback decrypts in the placeholders";
+	else if (!READ_ONCE(p2pnvme_file_placeholder_mb))
+		why = "file_placeholder_mb is 0";
+	if (why) {
+		dev_info_ratelimited(&c->pdev->dev,
+				     "file command: registered dma-buf of exporter %s refused (-EOPNOTSUPP): its memory has no pages the block layer can take, and placeholders cannot stand for it (%s); read into a p2pbar dma-buf and copy from there\n",
+				     dmabuf->exp_name, why);
+		return -EOPNOTSUPP;
+	}
+	ret = p2pnvme_reg_ready(b);
+	if (ret)
+		return ret;
+	io->path = p2pnvme_reg_path(b);
+	sx = kzalloc(sizeof(*sx), GFP_KERNEL_ACCOUNT);
+	if (!sx)
+		return -ENOMEM;
+	x->sx = sx;
+	sx->reg = b;
+	sx->pos = b->start + io->addr;
+	sx->len = io->len;
+	sx->require = (io->flags & P2PNVME_FILE_F_REQUIRE_P2P) || b->require_p2p;
+	if (sx->require && READ_ONCE(b->host))
+		return -EREMOTEIO;
+	INIT_WORK(&x->shadow_work, file_shadow_work);
+	ret = p2pnvme_shadow_get(c, sx, &fb->shadow_held);
+	if (ret == -EAGAIN || ret == -E2BIG)
+		return file_refuse(c, ST_FILE_REFUSED_INFLIGHT, ret);
+	if (ret)
+		return ret;
+	x->bvec = sx->bvec;
+	x->nr_bvec = sx->nr_bvec;
+	*mem = sx->off0;	/* the placeholders' address bits, for dio_mem_align */
+	return 0;
+}
+
 /*
  * A registered dma-buf: p2pbar's pages, held until the transfer ends; the
  * provider's verdict. Another exporter's memory (GPU memory) has no pages
@@ -475,13 +571,11 @@ static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2
 	if (!dmabuf)
 		return -ENODEV;		/* revoked for good */
 	p2pbar = p2pbar_dmabuf_ops_of(dmabuf);
-	page = p2pbar ? p2pbar->pages(dmabuf, pos, x->io->len, &provider) :
-			ERR_PTR(-EOPNOTSUPP);
+	/* no pages (not p2pbar's), or the bench asks for placeholders anyway */
+	if (!p2pbar || READ_ONCE(p2pnvme_file_placeholder_force))
+		return file_reg_shadow(fb, x, b, dmabuf, mem);
+	page = p2pbar->pages(dmabuf, pos, x->io->len, &provider);
 	if (IS_ERR(page)) {
-		if (PTR_ERR(page) == -EOPNOTSUPP)
-			dev_info_ratelimited(&c->pdev->dev,
-					     "file command: registered dma-buf of exporter %s refused (-EOPNOTSUPP): it is not p2pbar's, and its memory has no pages the block layer can take (GPU memory needs placeholders, Documentation/files.rst step 6); read into a p2pbar dma-buf and copy from there\n",
-					     dmabuf->exp_name);
 		dma_buf_put(dmabuf);
 		return PTR_ERR(page);
 	}
@@ -609,6 +703,7 @@ void p2pnvme_file_init(struct p2pnvme *c)
 {
 	mt_init_flags(&c->file_watch, MT_FLAGS_USE_RCU);
 	atomic_set(&c->file_watched, 0);
+	p2pnvme_shadow_init(c);
 }
 
 /**
@@ -619,20 +714,10 @@ void p2pnvme_file_exit(struct p2pnvme *c)
 {
 	WARN_ON_ONCE(atomic_read(&c->file_watched));
 	mtree_destroy(&c->file_watch);
+	p2pnvme_shadow_exit(c);
 }
 
 /* ---- one transfer -------------------------------------------------------- */
-
-/*
- * Refuse with @err, counted by its reason @s (stats/file_refused_*): the
- * refusals an operator is told about. The others (malformed fields, a bad
- * fd, no such buffer) count nowhere, as the LBA paths' do not.
- */
-static int file_refuse(struct p2pnvme *c, enum p2pnvme_stat s, int err)
-{
-	p2pnvme_stat_add(c, s, 1);
-	return err;
-}
 
 /*
  * An encrypted file's contents are the CPU's to encrypt and decrypt: the
@@ -679,7 +764,7 @@ static int file_prepare(struct file_batch *fb, struct p2pnvme_file *f, struct fi
 	io->status = 0;
 	io->bytes = 0;
 	io->path = P2PNVME_PATH_NONE;
-	if (io->argsz != sizeof(*io) || io->reserved ||
+	if (io->argsz != sizeof(*io) || io->zero_len ||
 	    (io->flags & ~(P2PNVME_FILE_F_REGISTERED | P2PNVME_FILE_F_REQUIRE_P2P)))
 		return -EINVAL;
 	if (io->op != P2PNVME_OP_READ && io->op != P2PNVME_OP_WRITE)
@@ -807,6 +892,8 @@ static void file_account(struct p2pnvme *c, const struct file_xfer *x, long ret)
 		b = ST_FILE_BYTES_P2P;
 		break;
 	case P2PNVME_PATH_DMABUF:
+	case P2PNVME_PATH_DMABUF_HOST:
+	case P2PNVME_PATH_DMABUF_COHERENT:
 		n = write ? ST_FILE_WRITES_DMABUF : ST_FILE_READS_DMABUF;
 		b = ST_FILE_BYTES_DMABUF;
 		break;
@@ -851,6 +938,12 @@ static void file_ki_complete(struct kiocb *iocb, long ret)
 
 	if (iocb->ki_flags & IOCB_WRITE)
 		kiocb_end_write(iocb);
+	if (x->sx) {
+		/* placeholders are read and copied in process context */
+		x->shadow_ret = ret;
+		queue_work(system_unbound_wq, &x->shadow_work);
+		return;
+	}
 	file_done(x, ret);
 }
 
@@ -891,8 +984,11 @@ static ssize_t file_write(struct file_xfer *x, struct iov_iter *it)
 	return ret;
 }
 
+static void file_shadow_end(struct file_xfer *x, long ret);
+
 /*
- * Issue @x; it ends in file_done(), now or from its completion. @nowait:
+ * Issue @x; it ends in file_done(), now or from its completion (through
+ * file_shadow_end() for placeholders). @nowait:
  * IOCB_NOWAIT, the filesystem answers -EAGAIN rather than block (the
  * caller checked FMODE_NOWAIT).
  */
@@ -918,15 +1014,101 @@ static void file_issue(struct file_xfer *x, bool nowait)
 		ret = vfs_iocb_iter_read(x->file, &x->iocb, &it);
 	else
 		ret = file_write(x, &it);
-	if (ret != -EIOCBQUEUED)
+	if (ret == -EIOCBQUEUED)
+		return;
+	if (x->sx)
+		file_shadow_end(x, ret);
+	else
 		file_done(x, ret);
 }
+
+/*
+ * A read through placeholders whose filesystem call returned @ret, every
+ * bio of it ended (process context: the submitter, or @shadow_work). A
+ * request that put its bytes in the placeholders' RAM decided: the
+ * registration revoked (-ENODEV), now in host memory with P2P required
+ * (-EREMOTEIO), or moved (mapped anew: the read is issued again, whole,
+ * at most FILE_SHADOW_TRIES times, then -EAGAIN; reads are idempotent).
+ * Else the bytes the CPU wrote are completed (p2pnvme_shadow_finish()):
+ * zeros count in file_zeroed_bytes, other bytes in file_cpu_bytes and put
+ * the transfer on the bounce path.
+ */
+static void file_shadow_end(struct file_xfer *x, long ret)
+{
+	struct p2pnvme *c = x->batch->c;
+	struct p2pnvme_shadow_xfer *sx = x->sx;
+	unsigned int lost = atomic_read(&sx->lost);
+	u64 zeroed, cpu, zero_len;
+
+	sx->attempts++;
+	if (lost & P2PNVME_SHADOW_REVOKED) {
+		ret = -ENODEV;
+	} else if (lost & P2PNVME_SHADOW_HOST) {
+		ret = -EREMOTEIO;
+	} else if (lost && ret >= 0) {
+		if (sx->attempts >= FILE_SHADOW_TRIES) {
+			dev_info_ratelimited(&c->pdev->dev,
+					     "file command: a read into a registered dma-buf failed (-EAGAIN): the buffer moved under each of its %u issues\n",
+					     sx->attempts);
+			ret = -EAGAIN;
+		} else {
+			/* zeros again where the RAM took bytes, laid out as it was */
+			p2pnvme_shadow_reset(c, sx);
+			ret = p2pnvme_reg_ready(sx->reg);
+			if (!ret && sx->require && READ_ONCE(sx->reg->host))
+				ret = -EREMOTEIO;
+			if (!ret) {
+				x->io->path = p2pnvme_reg_path(sx->reg);
+				p2pnvme_shadow_layout(c, sx);
+				x->bvec = sx->bvec;
+				x->nr_bvec = sx->nr_bvec;
+				file_issue(x, false);
+				return;
+			}
+		}
+	}
+	if (ret > 0) {
+		ret = p2pnvme_shadow_finish(c, sx, ret, x->sdmabuf, x->zero_answer, &zeroed, &cpu,
+					    &zero_len);
+		if (ret >= 0) {
+			x->io->zero_len = zero_len;
+			p2pnvme_stat_add(c, ST_FILE_ZEROED_BYTES, zeroed);
+			p2pnvme_stat_add(c, ST_FILE_CPU_BYTES, cpu);
+			if (cpu)
+				x->io->path = P2PNVME_PATH_BOUNCE;
+		} else if (ret == -EREMOTEIO) {
+			/* REQUIRE_P2P, and the CPU wrote more than zeros: the page cache */
+			x->io->path = P2PNVME_PATH_BOUNCE;
+			p2pnvme_stat_add(c, ST_FILE_ERRORS_FALLBACK, 1);
+		}
+	}
+	file_done(x, ret);
+}
+
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+/* @x->shadow_work: the kiocb ended, maybe in interrupt context */
+static void file_shadow_work(struct work_struct *work)
+{
+	struct file_xfer *x = container_of(work, struct file_xfer, shadow_work);
+
+	file_shadow_end(x, x->shadow_ret);
+}
+#endif
 
 /* Let go of what file_prepare() took (process context, the I/O over). */
 static void file_release(struct file_batch *fb, struct file_xfer *x)
 {
 	file_unwatch(fb->c, x);
+	if (x->sx) {
+		/* its bvec is the placeholders' */
+		p2pnvme_shadow_put(fb->c, x->sx);
+		kfree(x->sx);
+		x->sx = NULL;
+		x->bvec = NULL;
+	}
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+	if (x->sdmabuf)
+		dma_buf_put(x->sdmabuf);
 	if (x->dmabuf) {
 		x->p2pbar->pages_put(x->dmabuf);
 		dma_buf_put(x->dmabuf);	/* may let p2pbar's module go */
@@ -1016,6 +1198,7 @@ long p2pnvme_ioc_file_submit(struct p2pnvme_file *f, unsigned long uarg)
 	for (i = 0; i < sub.nr; i++) {
 		xs[i].batch = &fb;
 		xs[i].io = &ios[i];
+		xs[i].zero_answer = true;	/* written back in the entry */
 		prepared = i + 1;
 		ret = file_prepare(&fb, f, &xs[i]);
 		if (ret) {
@@ -1120,6 +1303,8 @@ struct p2pnvme_file_cmd *p2pnvme_file_cmd_alloc(struct p2pnvme_file *f, void (*e
  * @io: the transfer, as an entry of P2PNVME_IOC_FILE_SUBMIT (@argsz set)
  * @bound: the serial of the registration its buffer id must still name
  *	   (issued again after -EAGAIN), or 0
+ * @zero_answer: the answer can say a run of zeros for the caller to clear
+ *		 (placeholders of an exporter without vmap: a 32-byte CQE)
  *
  * The checks of an ioctl's entry (file_prepare()), then its bytes at a
  * user address charged to max_inflight_mb. What it took is let go by
@@ -1129,7 +1314,7 @@ struct p2pnvme_file_cmd *p2pnvme_file_cmd_alloc(struct p2pnvme_file *f, void (*e
  * once the controller is being removed.
  */
 int p2pnvme_file_cmd_prepare(struct p2pnvme_file_cmd *fc, const struct p2pnvme_file_io *io,
-			     u64 bound)
+			     u64 bound, bool zero_answer)
 {
 	int ret;
 
@@ -1137,6 +1322,7 @@ int p2pnvme_file_cmd_prepare(struct p2pnvme_file_cmd *fc, const struct p2pnvme_f
 		return -ENODEV;
 	fc->io = *io;
 	fc->x.bound = bound;
+	fc->x.zero_answer = zero_answer;
 	ret = file_prepare(&fc->fb, fc->f, &fc->x);
 	if (ret)
 		return ret;
@@ -1167,13 +1353,15 @@ int p2pnvme_file_cmd_issue(struct p2pnvme_file_cmd *fc, bool nowait)
  * p2pnvme_file_cmd_result - the answer of a transfer that ended
  * @fc: the transfer
  * @path: out: enum p2pnvme_path, set when it was checked
+ * @zero_len: out: struct p2pnvme_file_io's @zero_len (placeholders)
  *
  * Return: the bytes moved (a read is short at the end of the file), or
  * the -errno it ended with.
  */
-long p2pnvme_file_cmd_result(const struct p2pnvme_file_cmd *fc, u32 *path)
+long p2pnvme_file_cmd_result(const struct p2pnvme_file_cmd *fc, u32 *path, u64 *zero_len)
 {
 	*path = fc->io.path;
+	*zero_len = fc->io.zero_len;
 	return fc->x.ret;
 }
 

@@ -20,9 +20,9 @@ struct p2pnvme_file_cmd;
 struct p2pnvme_file_cmd *p2pnvme_file_cmd_alloc(struct p2pnvme_file *f, void (*end)(void *priv),
 						void *priv);
 int p2pnvme_file_cmd_prepare(struct p2pnvme_file_cmd *fc, const struct p2pnvme_file_io *io,
-			     u64 bound);
+			     u64 bound, bool zero_answer);
 int p2pnvme_file_cmd_issue(struct p2pnvme_file_cmd *fc, bool nowait);
-long p2pnvme_file_cmd_result(const struct p2pnvme_file_cmd *fc, u32 *path);
+long p2pnvme_file_cmd_result(const struct p2pnvme_file_cmd *fc, u32 *path, u64 *zero_len);
 u64 p2pnvme_file_cmd_bound(const struct p2pnvme_file_cmd *fc);
 void p2pnvme_file_cmd_free(struct p2pnvme_file_cmd *fc);
 #endif

@@ -63,6 +63,11 @@
  *                                flags; process context only (a
  *                                completion ends a request with a release
  *                                store, no lock); never two at once
+ *   p2pnvme.shadow_lock (mutex) the placeholder pool's allocation (shadow.c),
+ *                                once; outside every lock above
+ *   p2pnvme_shadow.lock (spin)  the placeholder slots' owners: process
+ *                                context only; the disk reads a slot's
+ *                                owner without it
  *   p2pnvme.file_watch (the     the file command's writes from p2pmem in
  *     maple tree's spinlock)     flight (file.c): taken by file.c in
  *                                process context only, never inside any
@@ -173,7 +178,9 @@ enum p2pnvme_stat {
 	ST_FILE_ERRORS_FALLBACK,
 	/* ... and its refusals before anything was issued, by reason */
 	ST_FILE_REFUSED_XDEV, ST_FILE_REFUSED_ALIGN, ST_FILE_REFUSED_P2P,
-	ST_FILE_REFUSED_SWAPFILE, ST_FILE_REFUSED_INFLIGHT, ST_NR
+	ST_FILE_REFUSED_SWAPFILE, ST_FILE_REFUSED_INFLIGHT,
+	/* bytes of reads through placeholders the CPU wrote: zeros, and the rest */
+	ST_FILE_ZEROED_BYTES, ST_FILE_CPU_BYTES, ST_NR
 };
 
 /*
@@ -265,6 +272,7 @@ enum p2pnvme_recovery {
 struct p2pnvme_batch;
 struct p2pnvme_file;
 struct p2pnvme_disk;		/* disk.h */
+struct p2pnvme_shadow;		/* shadow.h */
 struct p2pnvme_reg;		/* reg.h */
 struct p2pnvme_fence;		/* reg.h */
 struct p2pnvme_lists;		/* queue.h */
@@ -699,6 +707,10 @@ struct p2pnvme_upper_ops {
  *		MT_FLAGS_USE_RCU; changed in process context only)
  * @file_watched: how many are in @file_watch (the disk looks only while
  *		  some are)
+ * @shadow_lock: serialises the allocation of @shadow
+ * @shadow: the file command's placeholder pool (shadow.c), NULL until a
+ *	    transfer first needs it; published whole (a release store), freed
+ *	    with the controller
  */
 struct p2pnvme {
 	struct pci_dev *pdev;
@@ -772,6 +784,8 @@ struct p2pnvme {
 	atomic_t p2p_gen;
 	struct maple_tree file_watch;
 	atomic_t file_watched;
+	struct mutex shadow_lock;	/* see above */
+	struct p2pnvme_shadow *shadow;
 };
 
 /**

@@ -48,6 +48,7 @@
 #include "uring.h"
 #include "disk.h"
 #include "file.h"
+#include "shadow.h"
 #include "reg.h"
 #include "ctrl.h"
 #include "admin.h"
@@ -134,6 +135,15 @@ unsigned int p2pnvme_max_bounced_reg_mb = 32;
 static struct uint_range max_bounced_reg_range = { &p2pnvme_max_bounced_reg_mb, 0, 65536 };
 module_param_cb(max_bounced_reg_mb, &uint_range_ops, &max_bounced_reg_range, 0644);
 MODULE_PARM_DESC(max_bounced_reg_mb, "MiB of registered host buffers a controller may keep in swiotlb's bounce slots, 0 .. 65536 (default 32)");
+
+unsigned int p2pnvme_file_placeholder_mb = 32;
+static struct uint_range file_placeholder_range = { &p2pnvme_file_placeholder_mb, 0, 4096 };
+module_param_cb(file_placeholder_mb, &uint_range_ops, &file_placeholder_range, 0644);
+MODULE_PARM_DESC(file_placeholder_mb, "MiB of placeholder pages per controller for file reads into dma-bufs without pages (GPU memory), allocated at first use, 0 .. 4096; 0: such reads are refused (default 32)");
+
+bool p2pnvme_file_placeholder_force;
+module_param_named(file_placeholder_force, p2pnvme_file_placeholder_force, bool, 0644);
+MODULE_PARM_DESC(file_placeholder_force, "Bench only: file reads into p2pbar dma-bufs go through placeholder pages too, as GPU memory does (default false)");
 
 bool p2pnvme_shadow_doorbells = true;
 module_param_named(shadow_doorbells, p2pnvme_shadow_doorbells, bool, 0644);

@@ -219,6 +219,105 @@ void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur)
 }
 
 /**
+ * p2pnvme_reg_bus - the bus address of a position of a registered dma-buf's
+ *	mapping (placeholders, disk.c)
+ * @b: the buffer, armed for the disk (p2pnvme_reg_disk_arm() said 0)
+ * @pos: a position in the mapping, inside the registered range
+ * @room: out: the bytes of its DMA segment from there
+ *
+ * Return: the bus address.
+ */
+dma_addr_t p2pnvme_reg_bus(const struct p2pnvme_reg *b, u64 pos, u64 *room)
+{
+	unsigned int lo = 0, hi = b->nseg - 1;
+	u64 off;
+
+	/* the last segment that starts at or before @pos */
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo + 1) / 2;
+
+		if (b->seg_pos[mid] <= pos)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	off = pos - b->seg_pos[lo];
+	*room = sg_dma_len(b->seg[lo]) - off;
+	return sg_dma_address(b->seg[lo]) + off;
+}
+
+/**
+ * p2pnvme_reg_disk_arm - a request of the disk is about to hand the
+ *	controller bus addresses of a registered dma-buf (any context, from
+ *	.queue_rq: only atomics)
+ * @b: the buffer
+ *
+ * Counted busy first, then the buffer's state read: an invalidation sets
+ * @stale before it reads @disk_busy, so either it waits for this request
+ * or this request sees it. Until p2pnvme_reg_disk_idle() the mapping, its
+ * segments and its placement stay (an invalidation waits; a remap needs
+ * @stale).
+ *
+ * Return: 0 (busy: p2pnvme_reg_disk_idle() once the command is over),
+ * -ENODEV (revoked), -ESTALE (moved, not mapped again yet); not busy then.
+ */
+int p2pnvme_reg_disk_arm(struct p2pnvme_reg *b)
+{
+	atomic_inc(&b->disk_busy);
+	smp_mb__after_atomic();	/* disk_busy before revoked and stale are read */
+	/* acquire: the segments reg_remap() indexed before it cleared @stale */
+	if (!READ_ONCE(b->revoked) && !smp_load_acquire(&b->stale))
+		return 0;
+	p2pnvme_reg_disk_idle(b);
+	return READ_ONCE(b->revoked) ? -ENODEV : -ESTALE;
+}
+
+/**
+ * p2pnvme_reg_disk_idle - a disk request's command that held the buffer's
+ *	bus addresses is over (any context)
+ * @b: the buffer, armed by p2pnvme_reg_disk_arm()
+ */
+void p2pnvme_reg_disk_idle(struct p2pnvme_reg *b)
+{
+	/* a full barrier when it drops to 0: pairs with reg_disk_drain() */
+	if (atomic_dec_and_test(&b->disk_busy) &&
+	    (READ_ONCE(b->revoked) || READ_ONCE(b->stale)))
+		wake_up_all(&b->wq);
+}
+
+/*
+ * @b was marked stale or revoked: wait until no request of the disk holds
+ * its bus addresses, so that the exporter may move the memory (the caller
+ * holds the reservation lock, maybe in direct reclaim; or reg_lock). The
+ * file command publishes no fence: one whose signalling waited on the
+ * filesystem (its allocations, i_rwsem, writeback) would break the
+ * dma-fence rules, a GPU shrinker in reclaim waiting on it. Instead this
+ * waits for the disk's commands, as mlx5's dma-buf invalidation waits for
+ * its hardware: each ends within the disk's timeout ladder (a timeout, an
+ * Abort, the second timeout's reset cancelling it), so the wait is
+ * bounded at three I/O timeouts. Past that the controller is taken out of
+ * DMA at once (bus mastering off) and reset: no command can reach the old
+ * placement any more, whatever becomes of it; the reset's cancellation
+ * ends them, and they are dispatched again on the buffer's new mapping or
+ * the placeholders' RAM. The disk's completion path takes neither the
+ * reservation lock nor reg_lock.
+ */
+static void reg_disk_drain(struct p2pnvme_reg *b)
+{
+	struct p2pnvme *c = b->c;
+
+	smp_mb();	/* stale or revoked before disk_busy is read: pairs with the arm */
+	if (!atomic_read(&b->disk_busy))
+		return;
+	if (wait_event_timeout(b->wq, !atomic_read(&b->disk_busy), 3 * p2pnvme_io_timeout()))
+		return;
+	WARN(1, "%s: disk commands on a registered dma-buf outlived the invalidation's bound: bus mastering off, controller reset\n",
+	     pci_name(c->pdev));
+	pci_clear_master(c->pdev);
+	p2pnvme_schedule_reset(c);
+}
+
+/**
  * p2pnvme_reg_lists - how many PRP lists and SGL segments the commands of
  *	a request naming a registered buffer need, counted before it is armed
  * @r: the request, looked up (p2pnvme_reg_get()), @r->sgl set
@@ -423,6 +522,7 @@ static void reg_unmap_locked(struct p2pnvme_reg *b)
 
 	lockdep_assert_held(&c->reg_lock);
 	WRITE_ONCE(b->revoked, true);
+	reg_disk_drain(b);	/* the disk's commands on its bus addresses */
 	if (b->mapped) {
 		dma_unmap_sgtable(&c->pdev->dev, &b->sgt, DMA_BIDIRECTIONAL,
 				  DMA_ATTR_SKIP_CPU_SYNC);
@@ -603,6 +703,25 @@ int p2pnvme_reg_get(struct p2pnvme_file *f, struct p2pnvme_req *r)
 	return 0;
 }
 
+/**
+ * p2pnvme_reg_ready - a registered dma-buf mapped where it is now, for the
+ *	file command's placeholders (no lock held: before the filesystem's
+ *	call, outside every lock of it)
+ * @b: the buffer, held (p2pnvme_reg_find())
+ *
+ * Return: 0, or the errors of mapping a moved dma-buf again
+ * (p2pnvme_reg_get()).
+ */
+int p2pnvme_reg_ready(struct p2pnvme_reg *b)
+{
+	if (READ_ONCE(b->revoked))
+		return -ENODEV;
+	/* acquire: @host as reg_remap() left it with @stale cleared */
+	if (smp_load_acquire(&b->stale))
+		return reg_remap(b, NULL);
+	return 0;
+}
+
 /* Pin and map host memory; the mm is charged (RLIMIT_MEMLOCK). */
 static int reg_host(struct p2pnvme *c, struct p2pnvme_reg *b, u64 addr)
 {
@@ -682,8 +801,11 @@ out_exit:
 /*
  * The exporter moves or revokes the buffer (its reservation lock held; from
  * direct reclaim too: TTM's and xe's shrinkers, the lock trylocked). No
- * wait and no allocation here: no new commands, and the mapping goes now
- * if no request is busy on it. Else the busy requests' fences, in the
+ * allocation here, and no wait for the engine's requests: no new commands,
+ * and the mapping goes now if no request is busy on it. The disk's
+ * requests through placeholders (file reads into GPU memory) have no
+ * fence: they are waited for, bounded (reg_disk_drain()). Else the busy
+ * requests' fences, in the
  * reservation object since before they went busy, are what the exporter
  * waits for, and the mapping goes once the last of them is idle
  * (reg_settle()) or at the remap. The buffer stays registered; the next
@@ -693,8 +815,13 @@ static void reg_invalidate(struct dma_buf_attachment *attach)
 {
 	struct p2pnvme_reg *b = attach->importer_priv;
 
+	bool idle;
+
 	dma_resv_assert_held(attach->dmabuf->resv);
-	if (p2pnvme_reg_invalidated(b) && b->dsgt) {
+	idle = p2pnvme_reg_invalidated(b);
+	/* the disk's placeholder commands hold no fence: waited for here */
+	reg_disk_drain(b);
+	if (idle && b->dsgt) {
 		dma_buf_unmap_attachment(attach, b->dsgt, DMA_BIDIRECTIONAL);
 		b->dsgt = NULL;
 	}
@@ -866,7 +993,8 @@ out_exit:
 }
 
 /*
- * Map a moved dma-buf again (@b->stale), for request @r about to name it:
+ * Map a moved dma-buf again (@b->stale), for request @r about to name it
+ * (or NULL: the file command, p2pnvme_reg_ready()):
  * where the exporter put it, after its kernel fences (the move's copy).
  * The requests armed on the old mapping build their commands from its
  * segments: they are waited for first, with no lock held (each ends when
@@ -933,8 +1061,10 @@ static int reg_remap(struct p2pnvme_reg *b, struct p2pnvme_req *r)
 		ret = -ENODEV;
 	if (!ret && unreachable) {
 		p2pnvme_dmabuf_unreachable(c, owner);
-		memcpy(r->dmabuf_owner, owner, sizeof(r->dmabuf_owner));
-		r->dmabuf_unreachable = true;
+		if (r) {
+			memcpy(r->dmabuf_owner, owner, sizeof(r->dmabuf_owner));
+			r->dmabuf_unreachable = true;
+		}
 		ret = -EREMOTEIO;
 	}
 	if (!ret && p2pnvme_dma_need_sync(&c->pdev->dev, sgt))

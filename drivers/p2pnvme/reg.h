@@ -24,6 +24,11 @@ enum p2pnvme_reg_kind {
  * @len: bytes a transfer may address, from offset 0
  * @start: where byte 0 is in the mapping (the dma-buf offset; 0 for host)
  * @busy: requests whose commands may be at the controller now (armed)
+ * @disk_busy: dma-buf: requests of the disk whose data pointers hold this
+ *	       mapping's bus addresses for placeholder pages (shadow.c), from
+ *	       their .queue_rq to their completion (p2pnvme_reg_disk_arm());
+ *	       an invalidation waits for none to be left, bounded
+ *	       (reg_disk_drain()): the file command publishes no fence
  * @revoked: no new commands (the exporter's invalidation, or removal):
  *	     later transfers fail with -ENODEV
  * @stale: dma-buf: the exporter moved it (invalidation): no new commands
@@ -102,6 +107,7 @@ struct p2pnvme_reg {
 	u64 len;
 	u64 start;
 	atomic_t busy;
+	atomic_t disk_busy;
 	bool revoked;
 	bool stale;
 	wait_queue_head_t wq;
@@ -218,6 +224,10 @@ void p2pnvme_reg_put(struct p2pnvme_req *r);
 struct p2pnvme_reg *p2pnvme_reg_find(struct p2pnvme_file *f, u32 id);
 void p2pnvme_reg_release(struct p2pnvme_reg *b);
 void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur);
+int p2pnvme_reg_ready(struct p2pnvme_reg *b);
+int p2pnvme_reg_disk_arm(struct p2pnvme_reg *b);
+void p2pnvme_reg_disk_idle(struct p2pnvme_reg *b);
+dma_addr_t p2pnvme_reg_bus(const struct p2pnvme_reg *b, u64 pos, u64 *room);
 unsigned int p2pnvme_reg_lists(struct p2pnvme_req *r, u32 max_xfer);
 void p2pnvme_reg_sync_range(struct p2pnvme *c, struct p2pnvme_req *r, bool for_device);
 

@@ -2,7 +2,7 @@
 /*
  * p2pnvme: /sys/class/p2pnvme/p2pnvmeN (the counters by path, the file
  * command's, the latencies, in flight) and debugfs (the queues' state, the io_uring
- * requests, the registered buffers), for the operator and for a person
+ * requests, the registered buffers, the placeholder pool), for the operator and for a person
  * looking at a stuck device.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -15,6 +15,7 @@
 
 #include "driver.h"
 #include "reg.h"
+#include "shadow.h"
 #include "uring.h"
 
 /* ---- sysfs: /sys/class/p2pnvme/p2pnvmeN/stats/<counter> --------------- */
@@ -42,6 +43,7 @@ static struct device_attribute stat_attrs[] = {
 	STAT_ATTR(file_refused_xdev), STAT_ATTR(file_refused_align),
 	STAT_ATTR(file_refused_p2p), STAT_ATTR(file_refused_swapfile),
 	STAT_ATTR(file_refused_inflight),
+	STAT_ATTR(file_zeroed_bytes), STAT_ATTR(file_cpu_bytes),
 };
 
 static_assert(ARRAY_SIZE(stat_attrs) == ST_NR);
@@ -334,6 +336,12 @@ static int buffers_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(buffers);
 
+static int placeholders_show(struct seq_file *s, void *unused)
+{
+	return p2pnvme_shadow_show(s, unused);
+}
+DEFINE_SHOW_ATTRIBUTE(placeholders);
+
 /* The stats group's attributes: every counter, the latencies, the rest. */
 void p2pnvme_sysfs_init(void)
 {
@@ -353,4 +361,5 @@ void p2pnvme_debugfs_add(struct p2pnvme *c)
 	debugfs_create_file("queues", 0400, c->debugfs, c, &queues_fops);
 	debugfs_create_file("uring", 0400, c->debugfs, c, &uring_fops);
 	debugfs_create_file("buffers", 0400, c->debugfs, c, &buffers_fops);
+	debugfs_create_file("placeholders", 0400, c->debugfs, c, &placeholders_fops);
 }

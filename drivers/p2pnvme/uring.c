@@ -883,13 +883,15 @@ static int uring_admin(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 static void uring_file_answer(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct p2pnvme_file_cmd *fc = pdu_of(ioucmd)->fc;
+	u64 zero_len;
 	u32 path;
-	long ret = p2pnvme_file_cmd_result(fc, &path);
+	long ret = p2pnvme_file_cmd_result(fc, &path, &zero_len);
 
 	p2pnvme_file_cmd_free(fc);
 	if (restart_code(ret))
 		ret = -EINTR;	/* a CQE cannot restart */
-	p2p_uring_cmd_done(ioucmd, ret, P2PNVME_URING_RES2(path, 0), issue_flags);
+	p2p_uring_cmd_done(ioucmd, ret, P2PNVME_URING_RES2(path, 0) |
+			   P2PNVME_URING_RES2_ZERO_LEN(zero_len), issue_flags);
 }
 
 static P2P_URING_TW(uring_file_tw)
@@ -930,6 +932,7 @@ static int uring_file_io(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	struct p2pnvme_uring_file_cmd uc;
 	struct p2pnvme_file_cmd *fc;
 	struct p2pnvme_file_io io;
+	u64 zero_len;
 	u32 path;
 	int ret;
 
@@ -954,13 +957,14 @@ static int uring_file_io(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	if (!fc)
 		return -ENOMEM;
 	pdu->fc = fc;
-	ret = p2pnvme_file_cmd_prepare(fc, &io, pdu->bound);
+	/* a run of zeros to clear is said in the extra word: a 32-byte CQE */
+	ret = p2pnvme_file_cmd_prepare(fc, &io, pdu->bound, issue_flags & IO_URING_F_CQE32);
 	if (!ret)
 		ret = p2pnvme_file_cmd_issue(fc, nowait);
 	if (ret == -EIOCBQUEUED)
 		return ret;	/* uring_file_end() hands it to the task */
 	/* ended already: answered now, unless the filesystem would block */
-	if (!ret && !(nowait && p2pnvme_file_cmd_result(fc, &path) == -EAGAIN)) {
+	if (!ret && !(nowait && p2pnvme_file_cmd_result(fc, &path, &zero_len) == -EAGAIN)) {
 		uring_file_answer(ioucmd, issue_flags);
 		return -EIOCBQUEUED;
 	}

@@ -70,6 +70,7 @@ fs_suites() {
 	done
 }
 expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_fallback_mount \
+	guest.filecmd_gpu_mount guest.filecmd_gpu guest.filecmd_gpu_after \
 	guest.filecmd_fallback guest.filecmd_fallback_after guest.filecmd_crypt_mount \
 	guest.filecmd_crypt guest.filecmd_crypt_after guest.filecmd_xfs_rt \
 	guest.filecmd_bar_setup guest.filecmd_bar_unbind guest.filecmd_bar_after \
@@ -232,6 +233,57 @@ ext4_suites() {
 	fi
 	suite_end
 }
+
+# Reads into GPU memory through placeholder pages (files.rst step 6): the
+# bench's personalities (p2pgpu) on the profile's last ivshmem function,
+# p2pbar's dma-bufs forced through placeholders (file_placeholder_force),
+# on ext4; the pool's slots all free again afterwards (debugfs).
+suite_begin filecmd_gpu_mount
+gp_mounted=
+nbar=0
+while find_pci 1af4 1110 $((nbar + 1)) >/dev/null; do nbar=$((nbar + 1)); done
+GPU=$(find_pci 1af4 1110 $nbar)
+GPU_BAR=bar$((nbar - 1))
+if [ "$nbar" -lt 2 ]; then
+	fail "a second ivshmem function for p2pgpu (the profile has $nbar)"
+elif ! load p2pgpu || ! bind p2pgpu "$GPU"; then
+	fail "p2pgpu loads and binds to ivshmem $GPU (the host's $GPU_BAR)"
+elif ! has_fs ext4; then
+	fail "the kernel has no ext4"
+elif mkfs_on ext4 && mount -t ext4 $B $MNT; then
+	gp_mounted=1
+	pass "p2pgpu bound to ivshmem $GPU (the host's $GPU_BAR); mkfs and mount ext4 on $B"
+else
+	fail "mkfs and mount ext4 on $B"
+fi
+suite_end
+if [ -n "$gp_mounted" ]; then
+	echo "<<<KTAP-BEGIN guest.filecmd_gpu>>>"
+	p2pfilecmd-test --gpu "$GPU_BAR" "$GPU" filecmd_gpu $MNT $N /dev/p2pbar0 bar0 nvme0 0x1c00 $OTHER ||
+		_any_failed=1
+	echo "<<<KTAP-END>>>"
+else
+	suite_begin filecmd_gpu
+	fail "not run: p2pgpu or ext4 is not there"
+	suite_end
+fi
+suite_begin filecmd_gpu_after
+if [ -n "$gp_mounted" ]; then
+	PH=/sys/kernel/debug/p2pnvme/$NVME0/placeholders
+	check "debugfs placeholders: the pool exists (the reads took slots)" \
+		sh -c "grep -q '^pool [1-9]' $PH"
+	check_eq "debugfs placeholders: every slot free again, no transfer active" \
+		"$(sed -n 's/^pool \([0-9]*\) .*/\1/p' $PH) $(sed -n 's/^active //p' $PH)" \
+		"$(sed -n 's/^free //p' $PH) 0"
+	while read -r l; do diag "$l"; done < $PH
+	check_eq "file_placeholder_force is off again" \
+		"$(cat /sys/module/p2pnvme/parameters/file_placeholder_force)" N
+	check "umount" umount $MNT
+	check "p2pgpu unbinds" sh -c "echo $GPU > /sys/bus/pci/drivers/p2pgpu/unbind"
+else
+	skip "umount" "ext4 was not mounted"
+fi
+suite_end
 
 # The page cache after the command's check (Documentation/files.rst, step
 # 8): ext4 mounted nodelalloc, the one mode where chattr +j (data

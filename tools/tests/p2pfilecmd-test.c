@@ -61,6 +61,23 @@
  * transfers come back on the p2p or dmabuf path, bytes the disk never
  * moved.
  *
+ * --fallback also streams its REQUIRE_P2P reads into the dma-buf through
+ * placeholder pages (file_placeholder_force): counted as through p2pbar's
+ * own pages.
+ *
+ * --gpu GPU_BAR GPU_BDF: reads into the bench's GPU personalities (p2pgpu,
+ * bound to GPU_BDF, exporting from the BAR whose backing file is GPU_BAR)
+ * through placeholder pages (Documentation/files.rst, step 6), on ext4:
+ * each personality from a plain file through the ioctl and io_uring (the
+ * exporter's CPU view and the host's), a sparse file and a preallocated
+ * range (zero_len, the buffer untouched there), REQUIRE_P2P with a hole, a
+ * fragmented file, writes EOPNOTSUPP, amdgpu's and xe's buffers evicted
+ * under a stream of reads; a p2pbar dma-buf forced through placeholders
+ * (its vmap writes the zeros; checked on the host); p2pgpu unbound
+ * mid-stream, last (nvidia's reads ENODEV after it, amdgpu's go on in host
+ * memory; bounded), and bound again. The --crypt suite has a read of the
+ * encrypted file through placeholders: EOPNOTSUPP.
+ *
  * --crypt: an encrypted file (fscrypt v2, a raw key added by root) on ext4
  * made with -O encrypt and mounted -o inlinecrypt, whose contents the CPU
  * en/decrypts (blk-crypto's fallback: the disk has no inline encryption):
@@ -109,6 +126,8 @@
 #include <sys/statfs.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/fiemap.h>
@@ -119,6 +138,7 @@
 #include "libp2p.h"
 #include "p2pfile-common.h"
 #include "p2puring.h"
+#include "../testing/p2pgpu/p2pgpu_uapi.h"
 #include "unpriv.h"
 
 #define KIB		1024ULL
@@ -671,14 +691,14 @@ static const char * const cnt_name[] = {
 	"stats/file_bytes_bounce", "stats/file_errors", "stats/file_errors_fallback",
 	"stats/file_refused_xdev", "stats/file_refused_align",
 	"stats/file_refused_p2p", "stats/file_refused_swapfile", "stats/file_refused_inflight",
-	"disk/bytes_p2p",
+	"disk/bytes_p2p", "stats/file_zeroed_bytes", "stats/file_cpu_bytes",
 };
 
 enum {
 	C_READS_P2P, C_WRITES_P2P, C_READS_HOST, C_WRITES_HOST, C_READS_DMABUF, C_WRITES_DMABUF,
 	C_READS_BOUNCE, C_WRITES_BOUNCE, C_BYTES_P2P, C_BYTES_HOST, C_BYTES_DMABUF,
 	C_BYTES_BOUNCE, C_ERRORS, C_ERRORS_FALLBACK, C_XDEV, C_ALIGN, C_P2P, C_SWAPFILE,
-	C_INFLIGHT, C_DISK_P2P, C_NR
+	C_INFLIGHT, C_DISK_P2P, C_ZEROED, C_CPU, C_NR
 };
 
 _Static_assert(sizeof(cnt_name) / sizeof(cnt_name[0]) == C_NR, "a name per counter");
@@ -1638,6 +1658,51 @@ TEST_F(filecmd_fallback, fb, read_require_p2p, 6, 120)
 }
 
 /*
+ * The same REQUIRE_P2P reads with the dma-buf's going through placeholder
+ * pages (file_placeholder_force, as GPU memory's would): what the page
+ * cache served lands in the placeholders, bytes that are not zeros, and is
+ * EREMOTEIO, nothing copied into the dma-buf; the rest moved by the
+ * controller to the dma-buf's bus addresses. Counted exactly as through
+ * p2pbar's own pages (file_errors_fallback included), and nothing in
+ * file_zeroed_bytes or file_cpu_bytes.
+ */
+TEST_F(filecmd_fallback, fb, read_require_p2p_placeholders, 6, 120)
+{
+	struct cnt c0, c1;
+	struct fb_tally t;
+	char why[160];
+
+	if (cnt_get(&c0))
+		kt_fail("the counters in /sys/class/p2pnvme/: missing");
+	if (p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "1"))
+		kt_fail("file_placeholder_force: %s", strerror(errno));
+	fb_stream(self, false, P2PNVME_FILE_F_REQUIRE_P2P, &t);
+	p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "0");
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	fb_common(&t, false);
+	tap(!t.bad && !t.short_moves,
+	    "every read answered moved holds the file's 4 KiB (%lld wrong, the first at %lld; %lld short)",
+	    t.bad, t.bad_off, t.short_moves);
+	tap(!t.other && !t.bounce[0] && !t.bounce[1],
+	    "every read moved (%lld + %lld), or refused: EREMOTEIO after the page cache served it (%lld + %lld), EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+	    t.moved[0], t.moved[1], t.remoteio[0], t.remoteio[1], t.notsupp,
+	    t.other + t.bounce[0] + t.bounce[1], err_str(t.other_err));
+	{
+		long long want[C_NR] = {
+			[C_READS_P2P] = t.moved[0], [C_READS_DMABUF] = t.moved[1],
+			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
+			[C_ERRORS] = t.remoteio[0] + t.remoteio[1],
+			[C_ERRORS_FALLBACK] = t.remoteio[0] + t.remoteio[1], [C_DISK_P2P] = t.disk,
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted as through p2pbar's own pages: file_errors_fallback by the EREMOTEIO ones, file_zeroed_bytes and file_cpu_bytes unmoved, nothing else (%s)",
+		    why);
+	}
+}
+
+/*
  * The same reads without REQUIRE_P2P: those the page cache served succeed
  * with path bounce (the CPU copied the file's bytes into p2pmem), counted
  * on the bounce path; those on the p2p and dmabuf paths are exactly what
@@ -1927,6 +1992,31 @@ TEST_F(filecmd_crypt, cr, write_require_p2p, 4, 60)
 		d = pat_diff(back, self->tid, 0, CR_TSIZE);
 	tap(d == -1, "the file after: its own bytes, whole (first wrong byte %lld)", d);
 	free(back);
+	close(fd);
+}
+
+/*
+ * A read of the encrypted file into a dma-buf through placeholders (a
+ * p2pbar dma-buf with the bench's file_placeholder_force, as GPU memory
+ * would go): EOPNOTSUPP at the check, the memory untouched, since
+ * blk-crypto's fallback would decrypt the placeholders in place and leave
+ * the ciphertext in the dma-buf, reported as carried.
+ */
+TEST_F(filecmd_crypt, cr, placeholders_refused, 1, 60)
+{
+	struct p2pnvme_file_io io;
+	unsigned int failed;
+	int fd, ret;
+
+	fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "1"))
+		kt_fail("setup: %s", strerror(errno));
+	memset(self->b.p, 0xee, CR_LEN);
+	ret = cr_one(self, fd, false, true, 0, &io, &failed);
+	p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "0");
+	tap(ret == EOPNOTSUPP && !failed && all_are(self->b.p, CR_LEN, 0xee),
+	    "a read of the encrypted file into a dma-buf through placeholders: EOPNOTSUPP at the check (%s, failed %u), the memory untouched",
+	    err_str(ret), failed);
 	close(fd);
 }
 
@@ -2305,6 +2395,713 @@ TEST_F(filecmd_bar_reload, fc, reload, 10, 120)
 	close(fd);
 }
 
+/* ---- placeholders: reads into GPU memory (--gpu) --------------------------- */
+
+#define GP_PARAM	"/sys/module/p2pnvme/parameters/file_placeholder_force"
+#define GP_SIZE		(2 * MIB)	/* each export */
+#define GP_TSIZE	MIB		/* the plain and the fragmented file */
+#define GP_SPARSE	(256 * KIB)	/* the sparse and the preallocated file */
+
+static const char *gpu_bar;		/* the BAR p2pgpu exports from (its backing file) */
+static const char *gpu_bdf;		/* p2pgpu's function */
+static const char * const gp_name[] = { "", "nvidia", "amdgpu", "xe" };
+
+/*
+ * Files on p2pnvme's disk, the bench's GPU personalities (p2pgpu, bound to
+ * the profile's last ivshmem function), each export registered with
+ * p2pnvme: the file command reads into them through placeholder pages.
+ * None has a vmap (NVIDIA's exporter has none): the CPU's zeros come back
+ * as zero_len. The plain file, GP_TSIZE of the pattern; the sparse one,
+ * data [0, 64K), a hole [64K, 128K), data [128K, 256K); the preallocated
+ * one, data [0, 64K), unwritten [64K, 192K), data [192K, 256K); the
+ * fragmented one, GP_TSIZE written 4 KiB at a time in a shuffled order,
+ * each synced.
+ */
+FIXTURE(gp) {
+	int nfd, gfd;
+	unsigned int tid;
+	char plain[512], sparse[512], prealloc[512], frag[512];
+	int dfd[4];
+	uint32_t id[4];
+};
+
+static int gp_export(int gfd, uint32_t personality, int *dfd)
+{
+	struct p2pgpu_export e = { .personality = personality, .size = GP_SIZE };
+
+	if (ioctl(gfd, P2PGPU_IOC_EXPORT, &e))
+		return errno;
+	*dfd = e.fd;
+	return 0;
+}
+
+static int gp_buf(int gfd, unsigned long cmd, int dfd, uint64_t off, uint64_t len, uint64_t arg,
+		  struct p2pgpu_buf *out)
+{
+	struct p2pgpu_buf b = { .fd = dfd, .off = off, .len = len, .arg = arg };
+	int ret = ioctl(gfd, cmd, &b) ? errno : 0;
+
+	if (out)
+		*out = b;
+	return ret;
+}
+
+/* the exporter's CPU view of @len bytes at @off: file @id's pattern from @foff? */
+static long long gp_diff(struct _kt_fixture_gp *self, int p, uint64_t off, uint64_t len,
+			 unsigned int id, uint64_t foff)
+{
+	unsigned char *b = malloc(len);
+	long long d = -2;
+
+	if (b && !gp_buf(self->gfd, P2PGPU_IOC_READ, self->dfd[p], off, len, (uintptr_t)b, NULL))
+		d = pat_diff(b, id, foff, len);
+	free(b);
+	return d;
+}
+
+/* ... all @byte? 1, 0, or -1 when it cannot be read */
+static int gp_all(struct _kt_fixture_gp *self, int p, uint64_t off, uint64_t len, int byte)
+{
+	unsigned char *b = malloc(len);
+	int ret = -1;
+
+	if (b && !gp_buf(self->gfd, P2PGPU_IOC_READ, self->dfd[p], off, len, (uintptr_t)b, NULL))
+		ret = all_are(b, len, byte);
+	free(b);
+	return ret;
+}
+
+/* the host's view: the BAR's backing file at the buffer's VRAM blocks */
+static void gp_host(struct _kt_fixture_gp *self, int p, uint64_t off, uint64_t len,
+		    unsigned int id, uint64_t foff)
+{
+	struct p2pgpu_block blk[64];
+	struct p2pgpu_layout l = { .fd = self->dfd[p], .nblocks = 64, .blocks = (uintptr_t)blk };
+	unsigned int k;
+
+	if (ioctl(self->gfd, P2PGPU_IOC_LAYOUT, &l) || !l.nblocks || l.nblocks > 64) {
+		printf("    # %s: no VRAM layout (%u blocks): not checked on the host\n", gp_name[p],
+		       l.nblocks);
+		return;
+	}
+	for (k = 0; k < l.nblocks; k++) {
+		uint64_t s = off > blk[k].off ? off : blk[k].off;
+		uint64_t e = off + len < blk[k].off + blk[k].len ? off + len :
+			     blk[k].off + blk[k].len;
+
+		if (s < e)
+			hostcheck("pattern %llu %s@%llu %#x %llu", (unsigned long long)(e - s),
+				  gpu_bar, (unsigned long long)(blk[k].bar_off + s - blk[k].off),
+				  id, (unsigned long long)(foff + s - off));
+	}
+}
+
+/* a read of [@foff, +@len) of @path into export @p at @off */
+static int gp_read(struct _kt_fixture_gp *self, int p, const char *path, uint64_t foff,
+		   uint64_t len, uint64_t off, uint32_t flags, struct p2pnvme_file_io *io)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return errno;
+	*io = fio(P2PNVME_OP_READ, fd, foff, len, off, P2PNVME_FILE_F_REGISTERED | flags,
+		  self->id[p]);
+	ret = submit1(self->nfd, io);
+	close(fd);
+	return ret;
+}
+
+static int gp_uring(struct _kt_fixture_gp *self, int p, const char *path, uint64_t foff,
+		    uint64_t len, uint64_t off, uint64_t *res2)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	struct p2pnvme_file_io io;
+
+	if (fd < 0)
+		return -errno;
+	io = fio(P2PNVME_OP_READ, fd, foff, len, off, P2PNVME_FILE_F_REGISTERED, self->id[p]);
+	ret = uring_read1(self->nfd, &io, res2);
+	close(fd);
+	return ret;
+}
+
+/* @buf: DIR/@name, for the fixtures' files (room: 512) */
+static const char *gp_path(char *buf, const char *name)
+{
+	snprintf(buf, 512, "%s/%s", dir, name);
+	return buf;
+}
+
+/* @path: data [0, 64K), then @hole bytes either a hole or preallocated, then data to GP_SPARSE */
+static int gp_holed(const char *path, unsigned int id, uint64_t hole, bool prealloc)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = !write_pat(fd, id, 0, 64 * KIB) &&
+	     (!prealloc || !fallocate(fd, 0, 64 * KIB, hole)) &&
+	     !write_pat(fd, id, 64 * KIB + hole, GP_SPARSE - 64 * KIB - hole) && !fsync(fd);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* GP_TSIZE of @id's pattern, 4 KiB at a time in a shuffled order, each synced */
+static int gp_fragmented(const char *path, unsigned int id)
+{
+	unsigned int n = GP_TSIZE / 4096, i, order[GP_TSIZE / 4096];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), ok = 1;
+
+	if (fd < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	srandom(id);
+	for (i = n - 1; i > 0; i--) {
+		unsigned int j = random() % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (i = 0; i < n && ok; i++)
+		ok = !write_pat(fd, id, (uint64_t)order[i] * 4096, 4096) && !fdatasync(fd);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+FIXTURE_SETUP(gp)
+{
+	int p, ret;
+
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	self->gfd = open("/dev/p2pgpu", O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0 || self->gfd < 0)
+		kt_fail("open %s, /dev/p2pgpu: %s", node, strerror(errno));
+	self->tid = idbase + 0x60;
+	if (mkfile(dir, "gp-plain", self->tid, GP_TSIZE, self->plain) ||
+	    gp_holed(gp_path(self->sparse, "gp-sparse"), self->tid + 1, 64 * KIB,
+		     false) ||
+	    gp_holed(gp_path(self->prealloc, "gp-prealloc"), self->tid + 2,
+		     128 * KIB, true) ||
+	    gp_fragmented(gp_path(self->frag, "gp-frag"), self->tid + 3))
+		kt_fail("the files: %s", strerror(errno));
+	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++) {
+		ret = gp_export(self->gfd, p, &self->dfd[p]);
+		if (ret)
+			kt_fail("%s export of %llu: %s", gp_name[p], GP_SIZE, strerror(ret));
+		ret = -p2p_nvme_register(self->nfd, P2PNVME_BUF_F_DMABUF, 0, GP_SIZE,
+					 self->dfd[p], &self->id[p]);
+		if (ret)
+			kt_fail("%s export registered: %s", gp_name[p], strerror(ret));
+	}
+}
+
+FIXTURE_TEARDOWN(gp)
+{
+	int p;
+
+	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++) {
+		p2p_nvme_unregister(self->nfd, self->id[p]);
+		close(self->dfd[p]);
+	}
+	unlink(self->plain);
+	unlink(self->sparse);
+	unlink(self->prealloc);
+	unlink(self->frag);
+	close(self->gfd);
+	close(self->nfd);
+}
+
+/*
+ * The plain file into each personality's buffer, 1 MiB by the ioctl and
+ * 512 KiB by io_uring: the file's bytes, seen by the exporter's CPU
+ * (P2PGPU_IOC_READ) and on the host in its BAR's backing file; path
+ * dmabuf, nothing for the CPU (zero_len 0, file_zeroed_bytes and
+ * file_cpu_bytes unmoved). A kernel without placeholders says EOPNOTSUPP.
+ */
+TEST_F(filecmd_gpu, gp, plain, 7, 120)
+{
+	struct p2pnvme_file_io io;
+	uint64_t res2;
+	struct cnt c0, c1;
+	char why[160];
+	long long d;
+	int p, ret;
+
+	if (cnt_get(&c0))
+		kt_fail("the counters: missing");
+	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++) {
+		gp_buf(self->gfd, P2PGPU_IOC_FILL, self->dfd[p], 0, GP_SIZE, 0xee, NULL);
+		ret = gp_read(self, p, self->plain, 0, GP_TSIZE, 0, 0, &io);
+		d = gp_diff(self, p, 0, GP_TSIZE, self->tid, 0);
+		tap(!ret && io.bytes == GP_TSIZE && io.path == P2PNVME_PATH_DMABUF && !io.zero_len &&
+		    d == -1,
+		    "%s: 1 MiB of a file through the ioctl, path dmabuf, the file's bytes (%s, %llu bytes, path %u, zero_len %u, first wrong %lld)",
+		    gp_name[p], err_str(ret), (unsigned long long)io.bytes, io.path, io.zero_len, d);
+		gp_host(self, p, 0, GP_TSIZE, self->tid, 0);
+		res2 = ~0ULL;
+		ret = gp_uring(self, p, self->plain, 256 * KIB, 512 * KIB, MIB, &res2);
+		d = gp_diff(self, p, MIB, 512 * KIB, self->tid, 256 * KIB);
+		tap(ret == (int)(512 * KIB) && res2 == P2PNVME_URING_RES2(P2PNVME_PATH_DMABUF, 0) &&
+		    d == -1,
+		    "%s: 512 KiB through io_uring, path dmabuf, zero_len 0, the file's bytes (res %d, res2 %#llx, first wrong %lld)",
+		    gp_name[p], ret, (unsigned long long)res2, d);
+		gp_host(self, p, MIB, 512 * KIB, self->tid, 256 * KIB);
+	}
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	{
+		long long want[C_NR] = {
+			[C_READS_DMABUF] = 6, [C_BYTES_DMABUF] = 3 * (GP_TSIZE + 512 * KIB),
+			[C_DISK_P2P] = 3 * (GP_TSIZE + 512 * KIB),
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_reads_dmabuf +6 and their bytes, the disk's bytes_p2p by as much, file_zeroed_bytes and file_cpu_bytes unmoved (%s)",
+		    why);
+	}
+}
+
+/*
+ * A hole and a preallocated (unwritten) range, which the filesystem reads
+ * as zeros with the CPU: without a vmap the read stops there, bytes the
+ * data before, zero_len the zeros, the buffer untouched there (0xee: the
+ * caller clears it); from offset + bytes + zero_len on, the rest. Through
+ * io_uring the same in the CQE's extra word. With REQUIRE_P2P the zeros
+ * are taken as well. A kernel that copied the zeros nowhere and said
+ * nothing would answer 256 KiB with 0xee in the buffer.
+ */
+TEST_F(filecmd_gpu, gp, holes, 14, 120)
+{
+	struct p2pnvme_file_io io;
+	uint64_t res2;
+	struct cnt c0, c1;
+	char why[160];
+	long long d1, d2;
+	int p, ret, u;
+
+	if (cnt_get(&c0))
+		kt_fail("the counters: missing");
+	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++) {
+		gp_buf(self->gfd, P2PGPU_IOC_FILL, self->dfd[p], 0, GP_SIZE, 0xee, NULL);
+		ret = gp_read(self, p, self->sparse, 0, GP_SPARSE, 0, 0, &io);
+		d1 = gp_diff(self, p, 0, 64 * KIB, self->tid + 1, 0);
+		u = gp_all(self, p, 64 * KIB, 64 * KIB, 0xee);
+		tap(!ret && io.bytes == 64 * KIB && io.zero_len == 64 * KIB &&
+		    io.path == P2PNVME_PATH_DMABUF && d1 == -1 && u == 1,
+		    "%s: a sparse file: 64 KiB, then zero_len 64 KiB (the hole) for the caller, the buffer untouched there (%s, %llu bytes, zero_len %u, path %u, first wrong %lld, untouched %d)",
+		    gp_name[p], err_str(ret), (unsigned long long)io.bytes, io.zero_len, io.path, d1,
+		    u);
+		ret = gp_read(self, p, self->sparse, 128 * KIB, 128 * KIB, 128 * KIB, 0, &io);
+		d2 = gp_diff(self, p, 128 * KIB, 128 * KIB, self->tid + 1, 128 * KIB);
+		tap(!ret && io.bytes == 128 * KIB && !io.zero_len && d2 == -1,
+		    "%s: ... going on past the zeros: the rest, 128 KiB (%s, %llu bytes, zero_len %u, first wrong %lld)",
+		    gp_name[p], err_str(ret), (unsigned long long)io.bytes, io.zero_len, d2);
+		gp_host(self, p, 128 * KIB, 128 * KIB, self->tid + 1, 128 * KIB);
+		ret = gp_read(self, p, self->prealloc, 0, GP_SPARSE, 0, 0, &io);
+		d1 = gp_diff(self, p, 0, 64 * KIB, self->tid + 2, 0);
+		tap(!ret && io.bytes == 64 * KIB && io.zero_len == 128 * KIB && d1 == -1,
+		    "%s: a preallocated (unwritten) range: 64 KiB, then zero_len 128 KiB (%s, %llu bytes, zero_len %u, first wrong %lld)",
+		    gp_name[p], err_str(ret), (unsigned long long)io.bytes, io.zero_len, d1);
+		res2 = ~0ULL;
+		ret = gp_uring(self, p, self->sparse, 0, GP_SPARSE, 0, &res2);
+		tap(ret == (int)(64 * KIB) && (res2 & 0xffff) == P2PNVME_PATH_DMABUF &&
+		    P2PNVME_URING_RES2_GET_ZERO_LEN(res2) == 64 * KIB,
+		    "%s: the sparse file through io_uring: res 64 KiB, zero_len 64 KiB in the extra word (res %d, res2 %#llx)",
+		    gp_name[p], ret, (unsigned long long)res2);
+	}
+	ret = gp_read(self, P2PGPU_NVIDIA, self->sparse, 0, GP_SPARSE, 0,
+		      P2PNVME_FILE_F_REQUIRE_P2P, &io);
+	tap(!ret && io.bytes == 64 * KIB && io.zero_len == 64 * KIB,
+	    "REQUIRE_P2P: the hole's zeros are taken, zero_len 64 KiB (%s, %llu bytes, zero_len %u)",
+	    err_str(ret), (unsigned long long)io.bytes, io.zero_len);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	{
+		/* per personality: 64+128 (sparse), 64 (prealloc), 64 (uring); and 64 */
+		long long b = 3 * (64 + 128 + 64 + 64) * KIB + 64 * KIB;
+		long long want[C_NR] = {
+			[C_READS_DMABUF] = 13, [C_BYTES_DMABUF] = b, [C_DISK_P2P] = -1,
+			[C_ZEROED] = 3 * (64 + 128 + 64) * KIB + 64 * KIB,
+		};
+
+		/* the disk read the holes' neighbours too: not asserted */
+		want[C_DISK_P2P] = c1.v[C_DISK_P2P] - c0.v[C_DISK_P2P];
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)) &&
+		    want[C_DISK_P2P] >= b,
+		    "counted: file_reads_dmabuf +13, their bytes, file_zeroed_bytes by the zeros answered, file_cpu_bytes unmoved, the disk's bytes_p2p at least the bytes (%s)",
+		    why);
+	}
+}
+
+/* The fragmented file, whole, into each: its bytes, here and on the host. */
+TEST_F(filecmd_gpu, gp, fragmented, 3, 120)
+{
+	struct p2pnvme_file_io io;
+	long long d;
+	int p, ret;
+
+	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++) {
+		gp_buf(self->gfd, P2PGPU_IOC_FILL, self->dfd[p], 0, GP_SIZE, 0xee, NULL);
+		ret = gp_read(self, p, self->frag, 0, GP_TSIZE, 4096, 0, &io);
+		d = gp_diff(self, p, 4096, GP_TSIZE, self->tid + 3, 0);
+		tap(!ret && io.bytes == GP_TSIZE && !io.zero_len && d == -1,
+		    "%s: a fragmented file (written 4 KiB at a time, shuffled), 1 MiB at buffer offset 4 KiB: its bytes (%s, %llu bytes, first wrong %lld)",
+		    gp_name[p], err_str(ret), (unsigned long long)io.bytes, d);
+		gp_host(self, p, 4096, GP_TSIZE, self->tid + 3, 0);
+	}
+}
+
+/* Writes from GPU memory: EOPNOTSUPP, the file unchanged. */
+TEST_F(filecmd_gpu, gp, write_refused, 3, 60)
+{
+	unsigned char *back = malloc(GP_TSIZE);
+	struct p2pnvme_file_io io;
+	int fd, p, ret;
+	long long d;
+
+	fd = open(self->plain, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || !back)
+		kt_fail("setup: %s", strerror(errno));
+	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++) {
+		gp_buf(self->gfd, P2PGPU_IOC_FILL, self->dfd[p], 0, GP_SIZE, 0x77, NULL);
+		io = fio(P2PNVME_OP_WRITE, fd, 0, 64 * KIB, 0, P2PNVME_FILE_F_REGISTERED,
+			 self->id[p]);
+		ret = submit1(self->nfd, &io);
+		d = pread(fd, back, GP_TSIZE, 0) == (ssize_t)GP_TSIZE ?
+		    pat_diff(back, self->tid, 0, GP_TSIZE) : -2;
+		tap(ret == EOPNOTSUPP && d == -1,
+		    "%s: a write from it: EOPNOTSUPP, the file unchanged (%s, first wrong %lld)",
+		    gp_name[p], err_str(ret), d);
+	}
+	free(back);
+	close(fd);
+}
+
+/*
+ * amdgpu's and xe's buffers evicted to host memory and moved back again and
+ * again (a child, P2PGPU_IOC_EVICT) while reads of the plain file go on:
+ * each read moves the file's bytes or fails cleanly (EAGAIN after its
+ * buffer moved under each of its issues); the buffer moved, and the
+ * bytes of every read that succeeded were checked right after it, in
+ * whichever placement it had.
+ */
+TEST_F(filecmd_gpu, gp, evictions, 4, 180)
+{
+	int p;
+
+	for (p = P2PGPU_AMDGPU; p <= P2PGPU_XE; p++) {
+		struct p2pgpu_buf b0, b1;
+		long long ok = 0, again = 0, bad = 0, t0;
+		int ret = 0, fails = 0;
+		struct p2pnvme_file_io io;
+		pid_t child;
+
+		gp_buf(self->gfd, P2PGPU_IOC_WHERE, self->dfd[p], 0, 0, 0, &b0);
+		child = fork();
+		if (child == 0) {
+			long long t = now_ms();
+
+			while (now_ms() - t < 2000) {
+				gp_buf(self->gfd, P2PGPU_IOC_EVICT, self->dfd[p], 0, 0, 0, NULL);
+				usleep(20000);
+			}
+			_exit(0);
+		}
+		t0 = now_ms();
+		while (now_ms() - t0 < 2200) {
+			uint64_t off = ((ok + again + bad) % 4) * 256 * KIB;
+
+			ret = gp_read(self, p, self->plain, off, 256 * KIB, off, 0, &io);
+			if (ret == EAGAIN) {
+				again++;
+			} else if (!ret && io.bytes == 256 * KIB &&
+				   gp_diff(self, p, off, 256 * KIB, self->tid, off) == -1) {
+				ok++;
+			} else {
+				bad++;
+				if (!fails++)
+					printf("    # %s: a read at %llu: %s, %llu bytes\n", gp_name[p],
+					       (unsigned long long)off, err_str(ret),
+					       (unsigned long long)io.bytes);
+			}
+		}
+		waitpid(child, NULL, 0);
+		gp_buf(self->gfd, P2PGPU_IOC_WHERE, self->dfd[p], 0, 0, 0, &b1);
+		tap(!bad && ok > 0,
+		    "%s: reads during evictions: each the file's bytes (%lld) or EAGAIN (%lld), none other (%lld)",
+		    gp_name[p], ok, again, bad);
+		tap(b1.moves > b0.moves,
+		    "%s: the buffer moved meanwhile (%u moves before, %u after)", gp_name[p],
+		    b0.moves, b1.moves);
+	}
+}
+
+/*
+ * A p2pbar dma-buf through placeholders (the bench's file_placeholder_force):
+ * p2pbar has a vmap (6.2+), so the CPU's zeros of a hole and an unwritten
+ * range go into the BAR through it: the whole read answered, zero_len 0,
+ * the zeros in the BAR where the buffer held 0xee, checked on the host in
+ * the BAR's backing file; file_zeroed_bytes by the zeros. The same plain
+ * read through p2pbar's real pages (force off) into another dma-buf gives
+ * the same bytes. Before 6.2 p2pbar has no vmap: the zeros are answered.
+ */
+FIXTURE(gf) {
+	int nfd;
+	unsigned int tid;
+	char sparse[512], prealloc[512];
+	struct dbuf a, b;
+};
+
+FIXTURE_SETUP(gf)
+{
+	int ret;
+
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	self->tid = idbase + 0x68;
+	if (gp_holed(gp_path(self->sparse, "gf-sparse"), self->tid, 64 * KIB,
+		     false) ||
+	    gp_holed(gp_path(self->prealloc, "gf-prealloc"), self->tid + 1,
+		     128 * KIB, true))
+		kt_fail("the files: %s", strerror(errno));
+	ret = dbuf_get(bar_path, self->nfd, GP_SPARSE, &self->a);
+	if (!ret)
+		ret = dbuf_get(bar_path, self->nfd, GP_SPARSE, &self->b);
+	if (ret)
+		kt_fail("registered p2pbar dma-bufs: %s", strerror(ret));
+	if (p2p_sysfs_write(GP_PARAM, "1"))
+		kt_fail("%s: %s", GP_PARAM, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(gf)
+{
+	p2p_sysfs_write(GP_PARAM, "0");
+	dbuf_put(self->nfd, &self->a);
+	dbuf_put(self->nfd, &self->b);
+	unlink(self->sparse);
+	unlink(self->prealloc);
+	close(self->nfd);
+}
+
+static bool have_vmap(void)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	return !uname(&u) && sscanf(u.release, "%d.%d", &ma, &mi) == 2 &&
+	       (ma > 6 || (ma == 6 && mi >= 2));
+}
+
+TEST_F(filecmd_gpu, gf, forced_p2pbar, 5, 120)
+{
+	bool vmap = have_vmap();
+	struct p2pnvme_file_io io;
+	struct cnt c0, c1;
+	long long d1, d2;
+	int fd, ret, z;
+
+	if (cnt_get(&c0))
+		kt_fail("the counters: missing");
+	fd = open(self->sparse, O_RDONLY | O_CLOEXEC);
+	memset(self->a.p, 0xee, GP_SPARSE);
+	io = fio(P2PNVME_OP_READ, fd, 0, GP_SPARSE, 0, P2PNVME_FILE_F_REGISTERED, self->a.id);
+	ret = submit1(self->nfd, &io);
+	d1 = pat_diff(self->a.p, self->tid, 0, 64 * KIB);
+	z = all_are(self->a.p + 64 * KIB, 64 * KIB, vmap ? 0 : 0xee);
+	d2 = pat_diff(self->a.p + 128 * KIB, self->tid, 128 * KIB, 128 * KIB);
+	if (vmap)
+		tap(!ret && io.bytes == GP_SPARSE && !io.zero_len &&
+		    io.path == P2PNVME_PATH_DMABUF && d1 == -1 && z && d2 == -1,
+		    "a sparse file into a p2pbar dma-buf through placeholders: 256 KiB, the hole's zeros written through p2pbar's vmap (%s, %llu bytes, zero_len %u, path %u, first wrong %lld/%lld, zeros %d)",
+		    err_str(ret), (unsigned long long)io.bytes, io.zero_len, io.path, d1, d2, z);
+	else
+		tap(!ret && io.bytes == 64 * KIB && io.zero_len == 64 * KIB && d1 == -1 && z,
+		    "a sparse file into a p2pbar dma-buf through placeholders, no vmap before 6.2: 64 KiB, zero_len 64 KiB, the buffer untouched there (%s, %llu bytes, zero_len %u, first wrong %lld, untouched %d)",
+		    err_str(ret), (unsigned long long)io.bytes, io.zero_len, d1, z);
+	hostcheck("pattern %llu %s@%llu %#x 0", 64 * KIB, bar_name,
+		  (unsigned long long)self->a.bar_offset, self->tid);
+	if (vmap) {
+		hostcheck("fill %llu %s@%llu 0", 64 * KIB, bar_name,
+			  (unsigned long long)self->a.bar_offset + 64 * KIB);
+		hostcheck("pattern %llu %s@%llu %#x %llu", 128 * KIB, bar_name,
+			  (unsigned long long)self->a.bar_offset + 128 * KIB, self->tid, 128 * KIB);
+	}
+	close(fd);
+	fd = open(self->prealloc, O_RDONLY | O_CLOEXEC);
+	memset(self->a.p, 0xee, GP_SPARSE);
+	io = fio(P2PNVME_OP_READ, fd, 0, GP_SPARSE, 0, P2PNVME_FILE_F_REGISTERED, self->a.id);
+	ret = submit1(self->nfd, &io);
+	z = all_are(self->a.p + 64 * KIB, 128 * KIB, vmap ? 0 : 0xee);
+	d2 = pat_diff(self->a.p + 192 * KIB, self->tid + 1, 192 * KIB, 64 * KIB);
+	tap(!ret && z && (vmap ? io.bytes == GP_SPARSE && d2 == -1 : io.zero_len == 128 * KIB),
+	    "a preallocated range into it: %s (%s, %llu bytes, zero_len %u, zeros %d, first wrong %lld)",
+	    vmap ? "zeros through the vmap, then the data" : "zero_len 128 KiB",
+	    err_str(ret), (unsigned long long)io.bytes, io.zero_len, z, d2);
+	/* the same bytes through p2pbar's own pages */
+	p2p_sysfs_write(GP_PARAM, "0");
+	memset(self->b.p, 0x11, GP_SPARSE);
+	io = fio(P2PNVME_OP_READ, fd, 0, GP_SPARSE, 0, P2PNVME_FILE_F_REGISTERED, self->b.id);
+	ret = submit1(self->nfd, &io);
+	tap(!ret && io.bytes == GP_SPARSE && (!vmap || !memcmp(self->a.p, self->b.p, GP_SPARSE)),
+	    "the same read through p2pbar's own pages: the same bytes (%s, %llu bytes)",
+	    err_str(ret), (unsigned long long)io.bytes);
+	close(fd);
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	tap(c1.v[C_ZEROED] - c0.v[C_ZEROED] == 192 * (long long)KIB &&
+	    c1.v[C_CPU] == c0.v[C_CPU],
+	    "counted: file_zeroed_bytes by the zeros (64 + 128 KiB: %lld), file_cpu_bytes unmoved (%lld)",
+	    c1.v[C_ZEROED] - c0.v[C_ZEROED], c1.v[C_CPU] - c0.v[C_CPU]);
+	tap(c1.v[C_READS_DMABUF] - c0.v[C_READS_DMABUF] == 3,
+	    "counted: file_reads_dmabuf +3 (%lld)", c1.v[C_READS_DMABUF] - c0.v[C_READS_DMABUF]);
+}
+
+/*
+ * p2pgpu unbound while reads through placeholders go on (the last test of
+ * the suite: it binds p2pgpu again). nvidia's exporter never revokes, so
+ * p2pnvme revokes its registration at the unbind (waiting, bounded, for
+ * the disk's requests on its bus addresses): every read after it ENODEV.
+ * amdgpu's buffer, exported to be evicted at the unbind, is moved to host
+ * memory (the invalidation waits for the disk's requests likewise): its
+ * reads go on there. The unbind ends in bounded time; none of the reads
+ * fails otherwise. Only the registrations hold the buffers (NVIDIA's remove
+ * waits for every dma-buf of the GPU).
+ */
+struct gr_stream {
+	int unbound, stop;
+	int ok_before, ok_after, enodev_after, other, other_err;
+	uint32_t path_after;
+};
+
+FIXTURE(gr) {
+	int nfd;
+	unsigned int tid;
+	char plain[512];
+};
+
+FIXTURE_SETUP(gr)
+{
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	self->tid = idbase + 0x70;
+	if (mkfile(dir, "gr-plain", self->tid, GP_TSIZE, self->plain))
+		kt_fail("the file: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(gr)
+{
+	unlink(self->plain);
+	close(self->nfd);
+}
+
+static pid_t gr_reader(struct _kt_fixture_gr *self, struct gr_stream *us, uint32_t id)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid)
+		return pid;
+	fd = open(self->plain, O_RDONLY | O_CLOEXEC);
+	while (!__atomic_load_n(&us->stop, __ATOMIC_ACQUIRE)) {
+		int after = __atomic_load_n(&us->unbound, __ATOMIC_ACQUIRE);
+		struct p2pnvme_file_io io = fio(P2PNVME_OP_READ, fd, 0, 256 * KIB, 0,
+						P2PNVME_FILE_F_REGISTERED, id);
+		int ret = submit1(self->nfd, &io);
+
+		if (!ret && io.bytes == 256 * KIB) {
+			if (after) {
+				us->ok_after++;
+				us->path_after = io.path;
+			} else {
+				us->ok_before++;
+			}
+		} else if (ret == ENODEV && after) {
+			us->enodev_after++;
+		} else if (ret != ENODEV && ret != EAGAIN) {
+			/* ENODEV or EAGAIN racing the unbind itself: not counted */
+			us->other++;
+			us->other_err = ret;
+		}
+		usleep(1000);
+	}
+	_exit(0);
+}
+
+static void gr_wait(struct gr_stream *us, bool after, int n)
+{
+	long long t0 = now_ms();
+
+	while (now_ms() - t0 < 20000 &&
+	       (after ? us->ok_after + us->enodev_after : us->ok_before) < n)
+		usleep(10000);
+}
+
+TEST_F(filecmd_gpu, gr, unbind_midstream, 4, 180)
+{
+	struct gr_stream *us = mmap(NULL, 2 * sizeof(*us), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct p2pgpu_export en = { .personality = P2PGPU_NVIDIA, .size = GP_SIZE };
+	struct p2pgpu_export ea = { .personality = P2PGPU_AMDGPU, .size = GP_SIZE,
+				    .flags = P2PGPU_EXPORT_F_EVICT_AT_UNBIND };
+	uint32_t idn = 0, ida = 0;
+	pid_t pn, pa;
+	double t;
+	int gfd, ret, st;
+
+	gfd = open("/dev/p2pgpu", O_RDWR | O_CLOEXEC);
+	if (us == MAP_FAILED || gfd < 0 || ioctl(gfd, P2PGPU_IOC_EXPORT, &en) ||
+	    ioctl(gfd, P2PGPU_IOC_EXPORT, &ea) ||
+	    p2p_nvme_register(self->nfd, P2PNVME_BUF_F_DMABUF, 0, GP_SIZE, en.fd, &idn) ||
+	    p2p_nvme_register(self->nfd, P2PNVME_BUF_F_DMABUF, 0, GP_SIZE, ea.fd, &ida))
+		kt_fail("set up: %s", strerror(errno));
+	/* only the registrations hold them from here */
+	close(en.fd);
+	close(ea.fd);
+	close(gfd);
+	memset(us, 0, 2 * sizeof(*us));
+	pn = gr_reader(self, &us[0], idn);
+	pa = gr_reader(self, &us[1], ida);
+	gr_wait(&us[0], false, 8);
+	gr_wait(&us[1], false, 8);
+	t = now_ms();
+	ret = -p2p_sysfs_write("/sys/bus/pci/drivers/p2pgpu/unbind", gpu_bdf);
+	t = (now_ms() - t) / 1000.0;
+	__atomic_store_n(&us[0].unbound, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&us[1].unbound, 1, __ATOMIC_RELEASE);
+	tap(!ret && t < 20,
+	    "p2pgpu's %s unbinds with reads through placeholders in flight, in %.1f s (%s; %d + %d reads before)",
+	    gpu_bdf, t, err_str(ret), us[0].ok_before, us[1].ok_before);
+	gr_wait(&us[0], true, 8);
+	gr_wait(&us[1], true, 8);
+	__atomic_store_n(&us[0].stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&us[1].stop, 1, __ATOMIC_RELEASE);
+	waitpid(pn, &st, 0);
+	waitpid(pa, &st, 0);
+	tap(us[0].ok_before >= 8 && us[0].enodev_after >= 8 && !us[0].ok_after && !us[0].other,
+	    "nvidia: p2pnvme revoked its registration: %d reads after the unbind, all ENODEV (%d moved after, %d other: %s)",
+	    us[0].enodev_after, us[0].ok_after, us[0].other, err_str(us[0].other_err));
+	tap(us[1].ok_before >= 8 && us[1].ok_after >= 8 && !us[1].enodev_after && !us[1].other &&
+	    us[1].path_after == P2PNVME_PATH_DMABUF_HOST,
+	    "amdgpu (evicted at the unbind): %d reads after it went on in host memory (path %u; %d ENODEV, %d other: %s)",
+	    us[1].ok_after, us[1].path_after, us[1].enodev_after, us[1].other,
+	    err_str(us[1].other_err));
+	p2p_nvme_unregister(self->nfd, idn);
+	p2p_nvme_unregister(self->nfd, ida);
+	ret = 0;
+	for (st = 0; st < 50; st++) {
+		ret = -p2p_sysfs_write("/sys/bus/pci/drivers/p2pgpu/bind", gpu_bdf);
+		if (!ret)
+			break;
+		usleep(100000);
+	}
+	tap(!ret, "p2pgpu binds %s again once its buffers are released (%s)", gpu_bdf,
+	    err_str(ret));
+	munmap(us, 2 * sizeof(*us));
+}
+
 int main(int argc, char **argv)
 {
 	const char *ms = getenv("P2P_FILES_RACE_MS");
@@ -2312,8 +3109,14 @@ int main(int argc, char **argv)
 	int fallback = argc > 1 && !strcmp(argv[1], "--fallback");
 	int crypt = argc > 1 && !strcmp(argv[1], "--crypt");
 	int reload = argc > 3 && !strcmp(argv[1], "--bar-reload");
+	int gpu = argc > 3 && !strcmp(argv[1], "--gpu");
 
-	if (unbind || reload) {
+	if (gpu) {
+		gpu_bar = argv[2];
+		gpu_bdf = argv[3];
+		argc -= 3;
+		argv += 3;
+	} else if (unbind || reload) {
 		bar_bdf = argv[2];
 		bar_ko = reload ? argv[3] : NULL;
 		argc -= 2 + reload;
@@ -2324,7 +3127,7 @@ int main(int argc, char **argv)
 	}
 	if (argc != 9) {
 		fprintf(stderr,
-			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt | --gpu GPU_BAR GPU_BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
 			argv[0]);
 		return 2;
 	}
@@ -2347,6 +3150,9 @@ int main(int argc, char **argv)
 	/* --bar-reload: p2pbar unloaded and loaded again, alone */
 	if (reload)
 		return kt_run_as("filecmd_bar_reload", argv[1]);
+	/* --gpu: reads into the bench's GPU personalities through placeholders */
+	if (gpu)
+		return kt_run_as("filecmd_gpu", argv[1]);
 	/* --crypt: an encrypted file, on ext4 mounted inlinecrypt */
 	if (crypt)
 		return kt_run_as("filecmd_crypt", argv[1]);

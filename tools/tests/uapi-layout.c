@@ -148,7 +148,7 @@ TEST(ABI_SUITE, p2pnvme_buf_unreg, 2, 5)
 TEST(ABI_SUITE, p2pnvme_file_io, 5, 5)
 {
 	SIZE(struct p2pnvme_file_io, 64);
-	TAIL(struct p2pnvme_file_io, reserved);
+	TAIL(struct p2pnvme_file_io, zero_len);
 	ALIGN8(struct p2pnvme_file_io, offset);
 	ALIGN8(struct p2pnvme_file_io, bytes);
 	OFFSET(struct p2pnvme_file_io, status, 44, "the -errno right after buf_id");

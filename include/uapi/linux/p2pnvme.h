@@ -303,19 +303,26 @@ struct p2pnvme_buf_unreg {
  *	  P2PNVME_FILE_F_REGISTERED the byte offset into the registered
  *	  buffer @buf_id
  * @buf_id: with P2PNVME_FILE_F_REGISTERED, the id P2PNVME_IOC_BUF_REGISTER
- *	    returned on this file (host memory, or a p2pbar dma-buf); else 0
+ *	    returned on this file (host memory, a p2pbar dma-buf, or, for a
+ *	    read, any other dma-buf: GPU memory, see below); else 0
  * @status: out: 0 or the transfer's -errno
  * @bytes: out: bytes moved (a read that reaches the end of the file is
  *	   short, as pread()'s)
  * @path: out: enum p2pnvme_path: P2PNVME_PATH_P2P (p2pmem at @addr),
  *	  P2PNVME_PATH_HOST (host memory, a registered host buffer),
- *	  P2PNVME_PATH_DMABUF (a registered p2pbar dma-buf); set when the
+ *	  P2PNVME_PATH_DMABUF (a registered p2pbar dma-buf; another
+ *	  exporter's: P2PNVME_PATH_DMABUF, P2PNVME_PATH_DMABUF_HOST or
+ *	  P2PNVME_PATH_DMABUF_COHERENT, where its mapping is); set when the
  *	  transfer was checked, whatever its @status; P2PNVME_PATH_BOUNCE
  *	  when it ended, if the filesystem moved p2pmem's or the dma-buf's
  *	  bytes through its page cache, the CPU copying them (see below),
  *	  and from the check for p2pmem or a dma-buf and an encrypted file,
  *	  whose contents the CPU en/decrypts
- * @reserved: must be zero
+ * @zero_len: in: must be zero; out: a read into a dma-buf through
+ *	      placeholders whose exporter has no vmap: the length of the run
+ *	      of zeros that follows @bytes, which the caller must clear in its
+ *	      own buffer (a GPU memset), then go on at @offset + @bytes +
+ *	      @zero_len; else 0
  *
  * The ioctls ignore @status, @bytes and @path on input.
  *
@@ -337,6 +344,26 @@ struct p2pnvme_buf_unreg {
  * bytes the controller took from the memory against the bytes written; a
  * read's holes, which the filesystem zeroes with the CPU, do not count as
  * a bounce.
+ *
+ * A registered dma-buf that is not p2pbar's (GPU memory) has no pages the
+ * block layer can take: a read goes through placeholder pages of the
+ * controller's pool (module parameter file_placeholder_mb, 0: -EOPNOTSUPP),
+ * which the controller's DMA never touches, its requests carrying the
+ * bytes to the dma-buf's own bus addresses. Whatever the filesystem wrote
+ * with the CPU instead (holes and unwritten extents read as zeros, a page
+ * cache fallback) lands in the placeholders and is completed afterwards:
+ * through the exporter's vmap (zeros and bytes alike; other bytes put the
+ * transfer on P2PNVME_PATH_BOUNCE), or, without a vmap (NVIDIA's exporter
+ * has none), the transfer stops at its first such byte: @bytes what the
+ * controller carried before it, @zero_len the zeros from there; bytes that
+ * are not zeros there are -EOPNOTSUPP. With P2PNVME_FILE_F_REQUIRE_P2P only
+ * zeros are taken, else -EREMOTEIO, nothing copied. The pool's room is
+ * -EAGAIN while other transfers hold it, -E2BIG for more than it has (a
+ * batch's reads together); a buffer that keeps moving under the read,
+ * which is issued again, whole, each time, -EAGAIN after 8 issues. Writes
+ * from such a dma-buf are -EOPNOTSUPP (the filesystem may take its page
+ * cache inside the call, with the placeholders' zeros), and so is a read of
+ * an encrypted file (blk-crypto's fallback decrypts in place).
  */
 struct p2pnvme_file_io {
 	__u32 argsz;
@@ -352,7 +379,7 @@ struct p2pnvme_file_io {
 	__s32 status;
 	__u64 bytes;
 	__u32 path;
-	__u32 reserved;
+	__u32 zero_len;
 };
 
 #define P2PNVME_FILE_MAX_LEN	(64U << 20)
@@ -374,7 +401,9 @@ struct p2pnvme_file_io {
  * together is -EINVAL. A registered buffer: -ENOENT (no such id), -EINVAL
  * (range past its end), -EBADF (a read into a dma-buf registered from a
  * read-only fd), -ENODEV (revoked), -EOPNOTSUPP (a dma-buf that is not
- * p2pbar's: GPU memory has no pages the block layer can take yet). Bytes
+ * p2pbar's: a write from it, a read of an encrypted file into it, or any
+ * read with file_placeholder_mb 0), -EAGAIN and -E2BIG (the placeholder
+ * pool's room, see struct p2pnvme_file_io). Bytes
  * at user addresses count against max_inflight_mb as the LBA transfers'
  * (-E2BIG, -EAGAIN; @failed is then @nr: the batch as a whole).
  *
@@ -448,6 +477,9 @@ struct p2pnvme_uring_cmd {
  */
 #define P2PNVME_URING_CMD_IO	_IO(P2PNVME_IOC_MAGIC, 0x30)	/* struct p2pnvme_uring_cmd */
 #define P2PNVME_URING_RES2(path, status)	((__u64)(path) | (__u64)(status) << 16)
+/* P2PNVME_URING_CMD_FILE_IO: struct p2pnvme_file_io's zero_len, in the extra word */
+#define P2PNVME_URING_RES2_ZERO_LEN(zero_len)	((__u64)(zero_len) << 32)
+#define P2PNVME_URING_RES2_GET_ZERO_LEN(res2)	((__u32)((__u64)(res2) >> 32))
 
 /**
  * struct p2pnvme_uring_file_cmd - P2PNVME_URING_CMD_FILE_IO: one transfer of
@@ -489,7 +521,10 @@ struct p2pnvme_uring_file_cmd {
  * P2PNVME_URING_CMD_IO's (status 0: the filesystem reports no NVMe
  * status; path P2PNVME_PATH_BOUNCE, and res -EREMOTEIO with
  * P2PNVME_FILE_F_REQUIRE_P2P, for a transfer the filesystem served through
- * its page cache, as struct p2pnvme_file_io says). Not on an
+ * its page cache, as struct p2pnvme_file_io says), and struct
+ * p2pnvme_file_io's zero_len in its upper 32 bits
+ * (P2PNVME_URING_RES2_GET_ZERO_LEN()): a read into a dma-buf without vmap
+ * that needs it on a ring without IORING_SETUP_CQE32 is -EOPNOTSUPP. Not on an
  * IORING_SETUP_IOPOLL ring (-EOPNOTSUPP). A command
  * cannot be cancelled: once issued, the filesystem's direct I/O ends it
  * (the disk's timeouts and its removal bound it), and closing the ring
