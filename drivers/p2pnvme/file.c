@@ -76,6 +76,7 @@
 
 #include <linux/blkdev.h>
 #include <linux/bvec.h>
+#include <linux/cred.h>
 #include <linux/dma-buf.h>
 #include <linux/file.h>
 #include <linux/fileattr.h>
@@ -152,6 +153,9 @@ struct file_batch;
  *		 (struct p2pnvme_file_io's @zero_len)
  * @shadow_ret: what the filesystem returned, for @shadow_work
  * @shadow_work: completes it in process context (file_shadow_end())
+ * @cred: the submitter's credentials, under which @shadow_work issues the
+ *	  read again (a worker's are the kernel's: the filesystem's and the
+ *	  LSMs' checks must see the caller, as io_uring's workers do)
  */
 struct file_xfer {
 	struct kiocb iocb;
@@ -175,6 +179,7 @@ struct file_xfer {
 	bool zero_answer;
 	long shadow_ret;
 	struct work_struct shadow_work;
+	const struct cred *cred;
 };
 
 /**
@@ -540,6 +545,7 @@ static int file_reg_shadow(struct file_batch *fb, struct file_xfer *x, struct p2
 	if (sx->require && READ_ONCE(b->host))
 		return -EREMOTEIO;
 	INIT_WORK(&x->shadow_work, file_shadow_work);
+	x->cred = get_current_cred();
 	ret = p2pnvme_shadow_get(c, sx, &fb->shadow_held);
 	if (ret == -EAGAIN || ret == -E2BIG)
 		return file_refuse(c, ST_FILE_REFUSED_INFLIGHT, ret);
@@ -1090,8 +1096,10 @@ static void file_shadow_end(struct file_xfer *x, long ret)
 static void file_shadow_work(struct work_struct *work)
 {
 	struct file_xfer *x = container_of(work, struct file_xfer, shadow_work);
+	const struct cred *old = override_creds(x->cred);
 
 	file_shadow_end(x, x->shadow_ret);
+	revert_creds(old);
 }
 #endif
 
@@ -1099,6 +1107,10 @@ static void file_shadow_work(struct work_struct *work)
 static void file_release(struct file_batch *fb, struct file_xfer *x)
 {
 	file_unwatch(fb->c, x);
+	if (x->cred) {
+		put_cred(x->cred);
+		x->cred = NULL;
+	}
 	if (x->sx) {
 		/* its bvec is the placeholders' */
 		p2pnvme_shadow_put(fb->c, x->sx);
