@@ -82,6 +82,7 @@
 #include <linux/fileattr.h>
 #include <linux/fs.h>
 #include <linux/fscrypt.h>
+#include <linux/magic.h>
 #include <linux/math64.h>
 #include <linux/memremap.h>
 #include <linux/mm.h>
@@ -204,19 +205,21 @@ struct file_batch {
 
 /* ---- the file ---------------------------------------------------------- */
 
+#ifndef BCACHEFS_SUPER_MAGIC
+#define BCACHEFS_SUPER_MAGIC	0xca451a4e	/* 6.7+'s <linux/magic.h> */
+#endif
+
 /* Filesystems that place a file's data on devices of their choosing. */
 static bool file_fs_multidev(struct super_block *sb)
 {
-	static const char * const names[] = { "btrfs", "bcachefs" };
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(names); i++)
-		if (!strcmp(sb->s_type->name, names[i]))
-			return true;
-	return false;
+	return sb->s_magic == BTRFS_SUPER_MAGIC || sb->s_magic == BCACHEFS_SUPER_MAGIC;
 }
 
-/* An xfs realtime file keeps its data on the realtime device. */
+/*
+ * An xfs realtime file keeps its data on the realtime device. Only xfs
+ * has them: other filesystems are not asked (their fileattr_get per
+ * transfer would cost as much as the rest of the check).
+ */
 static int file_realtime(struct file *file)
 {
 #ifdef HAVE_FILE_KATTR
@@ -224,8 +227,11 @@ static int file_realtime(struct file *file)
 #else
 	struct fileattr fa = {};
 #endif
-	int ret = vfs_fileattr_get(file->f_path.dentry, &fa);
+	int ret;
 
+	if (file_inode(file)->i_sb->s_magic != XFS_SUPER_MAGIC)
+		return 0;
+	ret = vfs_fileattr_get(file->f_path.dentry, &fa);
 	if (ret == -ENOIOCTLCMD || ret == -ENOTTY || ret == -EOPNOTSUPP)
 		return 0;	/* no attributes: no realtime file either */
 	if (ret)
@@ -572,6 +578,7 @@ static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2
 	struct pci_dev *provider;
 	struct dma_buf *dmabuf;
 	struct page *page;
+	int reach;
 
 	dmabuf = p2pnvme_reg_dmabuf_get(b);
 	if (!dmabuf)
@@ -593,7 +600,13 @@ static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2
 	x->bvec = &x->bv1;
 	x->nr_bvec = 1;
 	*mem = pos;
-	return file_reachable(c, provider);
+	/* the verdict once per registration: pci_p2pdma_distance() walks the topology */
+	reach = READ_ONCE(b->file_reach);
+	if (!reach) {
+		reach = file_reachable(c, provider) ?: 1;
+		WRITE_ONCE(b->file_reach, reach);
+	}
+	return reach < 0 ? reach : 0;
 }
 #else
 static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2pnvme_reg *b,

@@ -88,6 +88,12 @@ enum p2pnvme_reg_kind {
  * @gen: the mapping's generation, from 1: bumped (a release, after
  *	 @contig and @contig_dma) by each remap that indexed a new mapping,
  *	 before it clears @stale
+ * @file_reach: a p2pbar dma-buf: the kernel's P2PDMA verdict between its
+ *	 provider and the controller, taken by the file command's first
+ *	 transfer through its pages and kept (0: not taken yet; 1: reachable;
+ *	 else -EREMOTEIO): a p2pbar dma-buf stays in one BAR for life, and
+ *	 the verdict costs a walk of the topology (written once or more with
+ *	 the same value, without a lock)
  *
  * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
  * @busy right before its commands are queued (p2pnvme_reg_arm()), after a
@@ -137,6 +143,7 @@ struct p2pnvme_reg {
 	bool contig;
 	dma_addr_t contig_dma;
 	unsigned long gen;
+	int file_reach;
 };
 
 /**
