@@ -105,7 +105,7 @@ if [ -z "$from" ]; then
 	case $test in
 	fiobench) est=$(( secs * (28 + 20 * passes) + 60 )) ;;
 	# 14 runs a pass, a second of set-up each (estimated: not booted yet)
-	filebench) est=$(( (secs + 1) * 14 * passes + 120 )) ;;
+	filebench) est=$(( (secs + 1) * 16 * passes + 120 )) ;;
 	*) est=$(( secs * 61 + 110 )) ;;
 	esac
 	what="$secs s per point, $passes passes, clocksource $clock"
