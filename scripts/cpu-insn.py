@@ -93,6 +93,17 @@ def comparisons(keys):
              fcmd, base, 0.8))
         cmp((f"file, {s} QD{qd}: (1') the file command, ioctl batches vs (3)",
              ('B', 'file-cmd-ioctl', size, qd, 'dmabuf'), base, None))
+        # placeholders (files.rst, "What decides (b)"): the same dma-buf
+        # through placeholders within 1.1x of its real pages' CPU per I/O,
+        # and at 1 MiB QD8 half the bounce's CPU per GiB (for equal sizes,
+        # per I/O) or twice its throughput (that half: the time tables)
+        fph = ('B', 'file-cmd-placeholders', size, qd, 'dmabuf')
+        cmp((f'file, {s} QD{qd}: (7) the file command through placeholders vs (3)', fph, base, None))
+        cmp((f'file, {s} QD{qd}: (7) the file command through placeholders vs (1) the real pages', fph,
+             [fcmd], 1.1))
+        if size == 1048576:
+            cmp((f'file, {s} QD{qd}: (7) the file command through placeholders vs (4) the bounce, '
+                 'half the CPU per GiB (or 2x its throughput: the time tables)', fph, [bounce], 0.5))
         cmp((f"file, {s} QD{qd}: (2) O_DIRECT on p2pnvme's disk vs (3)", fdisk, base, 1.1))
         cmp((f'file, {s} QD{qd}: (4) the bounce (O_DIRECT into host memory, a memcpy into the BAR) vs (3)',
              bounce, base, None))

@@ -14,6 +14,8 @@ p2pmem of one BAR, reading one file:
   (1)  file-cmd             p2pnvme's file command through io_uring, into a
                             registered p2pbar dma-buf
   (1') file-cmd-ioctl       the same through P2PNVME_IOC_FILE_SUBMIT batches
+  (7)  file-cmd-placeholders (1) with p2pnvme's file_placeholder_force: the
+                            same dma-buf through placeholder pages
   (2)  file-disk            O_DIRECT io_uring, the file on p2pnvme's disk
   (3)  file-nvme-pci        O_DIRECT io_uring, the same bytes on nvme-pci's
                             namespace of the twin controller: the baseline
@@ -23,7 +25,12 @@ p2pmem of one BAR, reading one file:
 
 (2) - (5) is the filesystem's mapping per I/O (VFS, the filesystem's
 iomap, the same block layer and memory); (1) - (6) what the file path
-costs over the LBA engine (the mapping, the bio and blk-mq).
+costs over the LBA engine (the mapping, the bio and blk-mq). (7) against
+(1) and (4) is what decides whether placeholders ship (files.rst, "What
+decides (b)"): 0.9x (1)'s IOPS and throughput at no more than 1.1x its CPU
+per I/O, and at 1 MiB QD8 2x the bounce's throughput or half its CPU per
+GiB (the rule's other half, the CPU filling holes only on the test
+corpus, is the filecmd tests', not the bench's).
 """
 import json
 import os
@@ -37,6 +44,7 @@ sys.dont_write_bytecode = True  # no compiled Python in the tree (lintian)
 SHAPES = ((4096, 32), (1048576, 8))
 ROWS = (('(1)', 'file-cmd', 'dmabuf', 'file command, io_uring, registered p2pbar dma-buf'),
         ("(1')", 'file-cmd-ioctl', 'dmabuf', 'file command, ioctl batches of QD, the same dma-buf'),
+        ('(7)', 'file-cmd-placeholders', 'dmabuf', 'file command, io_uring, the same dma-buf through placeholders'),
         ('(2)', 'file-disk', 'p2p', "O_DIRECT io_uring, the file on p2pnvme's disk, into a p2pmem mapping"),
         ('(3)', 'file-nvme-pci', 'p2p', "O_DIRECT io_uring, the file on nvme-pci's namespace, into a p2pmem mapping"),
         ('(4)', 'file-bounce-nvme-pci', 'bounce', '(3) into host memory, then a memcpy into the p2pmem mapping'),
@@ -131,6 +139,27 @@ def tables(rows, profile='switch'):
         r = ratio(size, qd, '(2)', '(3)', 'cpu_us_per_io')
         out.append(f"| {s}: p2pnvme's disk, O_DIRECT (2) CPU per I/O vs (3) | <= 1.1x | {r:.2f}x | "
                    f'{verdict(r <= 1.1)} |')
+    out += ['', "### Placeholders: (7) against the real pages (1) and the bounce (4) "
+            '(files.rst, "What decides (b)"), this run', '',
+            '| rule | wanted | got | |', '|---|---|---|---|']
+    ok = True
+    for size, qd in SHAPES:
+        s = f'{size_name(size)} QD{qd}'
+        for k, what in (('iops', 'IOPS'), ('mib_s', 'throughput')):
+            r = ratio(size, qd, '(7)', '(1)', k)
+            ok &= r >= 0.9
+            out.append(f'| {s}: placeholders (7) {what} vs the real pages (1){BOUND} | >= 0.9x | {r:.2f}x | '
+                       f'{verdict(r >= 0.9)} |')
+        r = ratio(size, qd, '(7)', '(1)', 'cpu_us_per_io')
+        ok &= r <= 1.1
+        out.append(f'| {s}: placeholders (7) CPU per I/O vs (1) | <= 1.1x | {r:.2f}x | {verdict(r <= 1.1)} |')
+    t = ratio(1048576, 8, '(7)', '(4)', 'mib_s')
+    c = ratio(1048576, 8, '(7)', '(4)', 'cpu_s_per_gib')
+    ok &= t >= 2 or c <= 0.5
+    out.append(f'| 1 MiB QD8: placeholders (7) vs the bounce (4){COPY}: throughput, or CPU per GiB | '
+               f'>= 2x, or <= 0.5x | {t:.2f}x, {c:.2f}x | {verdict(t >= 2 or c <= 0.5)} |')
+    out.append(f"| the bench's part of the rule: placeholders ship | all of the above | | "
+               f"{'met' if ok else 'missed'} |")
     return '\n'.join(out)
 
 
@@ -145,7 +174,8 @@ def selftest():
             fails.append(what)
 
     # IOPS and CPU per I/O of each row, (3) the baseline
-    fig = {'file-cmd': (40000, 2.0), 'file-cmd-ioctl': (45000, 1.5), 'file-disk': (38000, 3.0),
+    fig = {'file-cmd': (40000, 2.0), 'file-cmd-ioctl': (45000, 1.5), 'file-cmd-placeholders': (38000, 2.1),
+           'file-disk': (38000, 3.0),
            'file-nvme-pci': (40000, 3.0), 'file-bounce-nvme-pci': (20000, 5.0),
            'extent-disk': (39000, 2.5), 'extent-engine': (48000, 1.2)}
     path = {bench: p for _, bench, p, _ in ROWS}
@@ -189,10 +219,41 @@ def selftest():
            f"| 4 KiB QD32: p2pnvme's disk, O_DIRECT (2) IOPS vs (3){BOUND} | >= 0.9x | 0.95x | met |" in tl)
     expect("the disk's CPU at 1.00x: met (<= 1.1x)",
            "| 1 MiB QD8: p2pnvme's disk, O_DIRECT (2) CPU per I/O vs (3) | <= 1.1x | 1.00x | met |" in tl)
+    expect('(7) at 4 KiB: 38000 IOPS, 0.95x (1)\'s IOPS and throughput, met',
+           f'| 4 KiB QD32: placeholders (7) IOPS vs the real pages (1){BOUND} | >= 0.9x | 0.95x | met |' in tl and
+           f'| 4 KiB QD32: placeholders (7) throughput vs the real pages (1){BOUND} | >= 0.9x | 0.95x | met |' in tl)
+    expect('(7) at 1 MiB: 1.05x (1)\'s CPU per I/O, met (<= 1.1x)',
+           '| 1 MiB QD8: placeholders (7) CPU per I/O vs (1) | <= 1.1x | 1.05x | met |' in tl)
+    expect('(7) against the bounce: 1.90x the throughput (short of 2x) but 0.42x the CPU per GiB: met',
+           f'| 1 MiB QD8: placeholders (7) vs the bounce (4){COPY}: throughput, or CPU per GiB | '
+           '>= 2x, or <= 0.5x | 1.90x, 0.42x | met |' in tl)
+    expect('placeholders ship (the bench\'s part)',
+           "| the bench's part of the rule: placeholders ship | all of the above | | met |" in tl)
     # a slower file command: the targets missed
     tl = tables(rows_of(gen(dict(fig, **{'file-cmd': (40000, 2.7)})))).split('\n')
     expect('2.7 µs against 3.0: 0.90x, missed',
            '| 4 KiB QD32: file command (1) CPU per I/O vs (3) | <= 0.8x | 0.90x | missed |' in tl)
+    # placeholders short of the real pages, and no better than the bounce
+    tl = tables(rows_of(gen(dict(fig, **{'file-cmd-placeholders': (30000, 2.6)})))).split('\n')
+    expect('(7) at 0.75x (1)\'s IOPS: missed',
+           f'| 4 KiB QD32: placeholders (7) IOPS vs the real pages (1){BOUND} | >= 0.9x | 0.75x | missed |' in tl)
+    expect('(7) at 1.30x (1)\'s CPU per I/O: missed',
+           '| 4 KiB QD32: placeholders (7) CPU per I/O vs (1) | <= 1.1x | 1.30x | missed |' in tl)
+    expect('(7) against the bounce: 1.50x and 0.52x, neither: missed',
+           f'| 1 MiB QD8: placeholders (7) vs the bounce (4){COPY}: throughput, or CPU per GiB | '
+           '>= 2x, or <= 0.5x | 1.50x, 0.52x | missed |' in tl)
+    expect('placeholders do not ship',
+           "| the bench's part of the rule: placeholders ship | all of the above | | missed |" in tl)
+    # only the CPU per I/O over 1.1x: the whole rule missed
+    tl = tables(rows_of(gen(dict(fig, **{'file-cmd-placeholders': (40000, 2.3)})))).split('\n')
+    expect('(7) at 1.15x (1)\'s CPU alone misses the rule',
+           '| 1 MiB QD8: placeholders (7) CPU per I/O vs (1) | <= 1.1x | 1.15x | missed |' in tl and
+           "| the bench's part of the rule: placeholders ship | all of the above | | missed |" in tl)
+    try:
+        tables(rows_of([line for line in lines if '"file-cmd-placeholders"' not in line]))
+        expect('a missing (7) is refused', False)
+    except Bad as e:
+        expect(f'a missing (7) is refused ({e})', 'file-cmd-placeholders' in str(e))
     # a row missing: refused, naming it
     try:
         tables(rows_of([line for line in lines if '"extent-engine"' not in line]))
@@ -209,9 +270,11 @@ def insn_selftest(expect):
     difference, the targets judged."""
     here = os.path.dirname(os.path.abspath(__file__))
     # instructions per I/O of each row, 4 KiB QD32 and 1 MiB QD8
-    per = {4096: {'file-cmd': 7000, 'file-cmd-ioctl': 6000, 'file-disk': 10500, 'file-nvme-pci': 10000,
+    per = {4096: {'file-cmd': 7000, 'file-cmd-ioctl': 6000, 'file-cmd-placeholders': 7500,
+                  'file-disk': 10500, 'file-nvme-pci': 10000,
                   'file-bounce-nvme-pci': 12000, 'extent-disk': 9000, 'extent-engine': 5000},
-           1048576: {'file-cmd': 85000, 'file-cmd-ioctl': 80000, 'file-disk': 99000, 'file-nvme-pci': 100000,
+           1048576: {'file-cmd': 85000, 'file-cmd-ioctl': 80000, 'file-cmd-placeholders': 97000,
+                     'file-disk': 99000, 'file-nvme-pci': 100000,
                      'file-bounce-nvme-pci': 900000, 'extent-disk': 97000, 'extent-engine': 60000}}
     path = {bench: p for _, bench, p, _ in ROWS}
     with tempfile.TemporaryDirectory() as top:
@@ -269,6 +332,21 @@ def insn_selftest(expect):
            '| 10.5k (90%) | 9.0k (90%) | 1.17 | +1,500 |' in got and got.endswith('|  |  |'))
     got = row('file, 4 KiB QD32: the file path over the LBA engine: (1) vs (6)')
     expect('cpu-insn: the file path over the engine at 4 KiB: +2,000', '| 1.40 | +2,000 |' in got)
+    got = row("file, 4 KiB QD32: (7) the file command through placeholders vs (1) the real pages")
+    expect('cpu-insn: (7) against (1) at 4 KiB: 7.5k against 7.0k, 1.07, +500, <= 1.1x met',
+           got.endswith('| 7.5k (90%) | 7.0k (90%) | 1.07 | +500 | 0.0% | 1.07, 1.07, 1.07 | <= 1.1x | met |'))
+    got = row("file, 1 MiB QD8: (7) the file command through placeholders vs (1) the real pages")
+    expect('cpu-insn: (7) against (1) at 1 MiB: 1.14, missed', got.endswith('| 1.14 | +12,000 | 0.0% | '
+                                                                          '1.14, 1.14, 1.14 | <= 1.1x | missed |'))
+    got = row('file, 1 MiB QD8: (7) the file command through placeholders vs (4) the bounce, '
+              'half the CPU per GiB (or 2x its throughput: the time tables)')
+    expect('cpu-insn: (7) against the bounce at 1 MiB: 0.11, <= 0.5x met',
+           got.endswith('| 0.11 | -803,000 | 0.0% | 0.11, 0.11, 0.11 | <= 0.5x | met |'))
+    expect('cpu-insn: (7) against the bounce only at 1 MiB QD8',
+           not row('file, 4 KiB QD32: (7) the file command through placeholders vs (4) the bounce, '
+                   'half the CPU per GiB (or 2x its throughput: the time tables)'))
+    got = row('file, 4 KiB QD32: (7) the file command through placeholders vs (3)')
+    expect('cpu-insn: (7) against (3), no target', '| 0.75 | -2,500 |' in got and got.endswith('|  |  |'))
     expect('cpu-insn: the file table\'s header names the difference',
            any(line.startswith('| row | insns/IO | compared with: insns/IO | ratio | difference insns/IO |')
                for line in tl))

@@ -6,7 +6,9 @@
 # same bytes on a filesystem on p2pnvme's disk and on one on nvme-pci's
 # namespace of the twin controller, read at random into p2pmem of one BAR,
 # 4 KiB at QD32 and 1 MiB at QD8: p2pnvme's file command (io_uring and the
-# ioctl) into a registered p2pbar dma-buf, O_DIRECT on either driver, the
+# ioctl) into a registered p2pbar dma-buf, and through io_uring into the
+# same dma-buf forced through placeholders (file_placeholder_force: what
+# decides whether placeholders ship), O_DIRECT on either driver, the
 # bounce (O_DIRECT into host memory and a memcpy into the BAR), and the LBA
 # paths under the file (p2pnvme's disk at the file's extents, the engine's
 # registered reads of its LBAs): qemu/tests/filebench.guest.sh, the tables
@@ -37,9 +39,9 @@ case $fs in ext4|xfs) ;; *) echo "file-benchmark.sh: --fs wants ext4 or xfs, not
 bench_counts file-benchmark.sh "$passes" "$secs" 1 || exit 2
 append=$(bench_clock_append "$clock") || exit 2
 run=$top/out/runs/$profile.filebench.base
-# 14 runs of SECONDS a pass, a second or so of set-up each, the warm-ups,
+# 16 runs of SECONDS a pass, a second or so of set-up each, the warm-ups,
 # the boot and the files (estimated: not booted yet)
-est=$(( (secs + 1) * 14 * passes + 120 ))
+est=$(( (secs + 1) * 16 * passes + 120 ))
 echo "file benchmark: booting the $profile profile, $fs, $secs s per run, $passes passes, clocksource $clock (about $est s)" >&2
 P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes p2pbenchfs=$fs $append" \
 	"$top/qemu/run.sh" --quiet --timeout $((est * 2 + 300)) "$profile" filebench ||

@@ -180,7 +180,9 @@ enum p2pnvme_stat {
 	ST_FILE_REFUSED_XDEV, ST_FILE_REFUSED_ALIGN, ST_FILE_REFUSED_P2P,
 	ST_FILE_REFUSED_SWAPFILE, ST_FILE_REFUSED_INFLIGHT,
 	/* bytes of reads through placeholders the CPU wrote: zeros, and the rest */
-	ST_FILE_ZEROED_BYTES, ST_FILE_CPU_BYTES, ST_NR
+	ST_FILE_ZEROED_BYTES, ST_FILE_CPU_BYTES,
+	/* reads through placeholders that ended without error */
+	ST_FILE_PLACEHOLDER_READS, ST_NR
 };
 
 /*

@@ -43,7 +43,7 @@ static struct device_attribute stat_attrs[] = {
 	STAT_ATTR(file_refused_xdev), STAT_ATTR(file_refused_align),
 	STAT_ATTR(file_refused_p2p), STAT_ATTR(file_refused_swapfile),
 	STAT_ATTR(file_refused_inflight),
-	STAT_ATTR(file_zeroed_bytes), STAT_ATTR(file_cpu_bytes),
+	STAT_ATTR(file_zeroed_bytes), STAT_ATTR(file_cpu_bytes), STAT_ATTR(file_placeholder_reads),
 };
 
 static_assert(ARRAY_SIZE(stat_attrs) == ST_NR);

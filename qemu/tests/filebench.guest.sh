@@ -11,6 +11,11 @@
 #  (1) file-cmd        p2pnvme's file command through io_uring into a
 #                      registered p2pbar dma-buf; file-cmd-ioctl, the same
 #                      through P2PNVME_IOC_FILE_SUBMIT batches of QD
+#  (7) file-cmd-placeholders  (1) with p2pnvme's bench-only
+#                      file_placeholder_force at 1: the same dma-buf
+#                      through placeholder pages, as GPU memory goes
+#                      (files.rst, "What decides (b)"); 0 again after
+#                      each run, failed or not
 #  (2) file-disk       O_DIRECT io_uring reads of the file on p2pnvme's disk
 #                      into a /dev/p2pbar0 mapping
 #  (3) file-nvme-pci   the same of the file on nvme-pci's namespace: the
@@ -26,7 +31,9 @@
 # PASSES interleaved passes of SECS seconds a run. Each run fails unless
 # every read moved its bytes on the path meant, p2pnvme's disk counted them
 # (bytes_p2p) or nvme-pci's device read them, and each buffer slot holds the
-# source's bytes at the offset it last read (--verify).
+# source's bytes at the offset it last read (--verify); (7) unless every
+# read went through placeholders (stats/file_placeholder_reads), (1) and
+# (1') unless none did.
 . /tests/lib.sh
 expect_suites guest.filebench
 
@@ -37,6 +44,21 @@ B=/dev/p2pnvme0n1
 M0=/mnt/filebench-p2pnvme
 M1=/mnt/filebench-nvme
 SRC=/tmp/filebench.src
+FORCE=/sys/module/p2pnvme/parameters/file_placeholder_force
+
+# placeholders COMMAND...: COMMAND (a run of row (7)) with
+# file_placeholder_force 1, set back to 0 after whether it failed or not;
+# COMMAND's status
+placeholders() {
+	if ! echo 1 > $FORCE; then
+		fail "file_placeholder_force set to 1 for: $*"
+		return 1
+	fi
+	"$@"
+	_ph_rc=$?
+	echo 0 > $FORCE || fail "file_placeholder_force set back to 0 after: $*"
+	return $_ph_rc
+}
 
 # mkfs_on DEV MNT: a fresh $FS of 4 KiB blocks on DEV (lib.sh: mkfs_4k),
 # ext4's inode tables and journal written now (no lazy init writing beside
@@ -76,6 +98,7 @@ insn_cal
 for shape in "4096 32" "1048576 8"; do
 	set -- $shape
 	p2pbench file cmd $F0 $1 0.3 $2 >/dev/null
+	placeholders p2pbench file cmd-placeholders $F0 $1 0.3 $2 >/dev/null
 	p2pbench file cmd-ioctl $F0 $1 0.3 $2 >/dev/null
 	p2pbench file odirect $F0 $1 0.3 $2 >/dev/null
 	p2pbench file odirect $F1 $1 0.3 $2 >/dev/null
@@ -89,6 +112,7 @@ for pass in $(seq "$PASSES"); do
 	for shape in "4096 32" "1048576 8"; do
 		set -- $shape
 		bench_run file cmd $F0 $1 "$SECS" $2 --verify $SRC
+		placeholders bench_run file cmd-placeholders $F0 $1 "$SECS" $2 --verify $SRC
 		bench_run file cmd-ioctl $F0 $1 "$SECS" $2 --verify $SRC
 		bench_run file odirect $F0 $1 "$SECS" $2 --verify $SRC
 		bench_run file odirect $F1 $1 "$SECS" $2 --verify $SRC
@@ -99,6 +123,13 @@ for pass in $(seq "$PASSES"); do
 done
 insn_cal
 clock_mark end
+check_eq "file_placeholder_force is off again" "$(cat $FORCE)" N
+PH=/sys/kernel/debug/p2pnvme/$NVME0/placeholders
+check "debugfs placeholders: the pool exists (row (7) took slots)" sh -c "grep -q '^pool [1-9]' $PH"
+check_eq "debugfs placeholders: every slot free again, no transfer active" \
+	"$(sed -n 's/^pool \([0-9]*\) .*/\1/p' $PH) $(sed -n 's/^active //p' $PH)" \
+	"$(sed -n 's/^free //p' $PH) 0"
+while read -r l; do diag "$l"; done < $PH
 check "umount $M0" umount $M0
 check "umount $M1" umount $M1
 bench_unload "$NVME0"

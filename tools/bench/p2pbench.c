@@ -43,6 +43,10 @@
  *                        reported as file-cmd
  *          cmd-ioctl     the same through P2PNVME_IOC_FILE_SUBMIT, batches of
  *                        QD one after another: file-cmd-ioctl
+ *          cmd-placeholders  cmd, run while p2pnvme's bench-only
+ *                        file_placeholder_force is 1 (the caller sets it:
+ *                        the same dma-buf through placeholder pages, as
+ *                        GPU memory goes): file-cmd-placeholders
  *          odirect       O_DIRECT IORING_OP_READ of FILE into a mapping of
  *                        p2pmem: file-disk on p2pnvme's disk, file-nvme-pci
  *                        elsewhere
@@ -56,8 +60,11 @@
  *                        of FILE's LBAs into a registered p2pbar dma-buf: the
  *                        LBA path without the filesystem and the disk
  *        Fails unless every read moved SIZE bytes on the path meant (the
- *        CQE's, or the batch entry's, path dmabuf for cmd, cmd-ioctl and
- *        extent-engine), p2pnvme's disk counted every byte (bytes_p2p;
+ *        CQE's, or the batch entry's, path dmabuf for cmd, cmd-ioctl,
+ *        cmd-placeholders and extent-engine; stats/file_placeholder_reads
+ *        counted every read of cmd-placeholders and none of cmd and
+ *        cmd-ioctl, file_placeholder_force 1 for the first and 0 for the
+ *        others), p2pnvme's disk counted every byte (bytes_p2p;
  *        bytes_host for a bounce; none for extent-engine) or another block
  *        device read at least every sector, and with --verify SRC (a copy
  *        of FILE) each slot's last read holds SRC's bytes at its offset.
@@ -824,7 +831,47 @@ static int uring(int argc, char **argv)
 
 /* ---- p2pbench file: one file, read every way ------------------------------ */
 
-enum { F_CMD, F_CMD_IOCTL, F_ODIRECT, F_BOUNCE, F_EXTENT_DISK, F_EXTENT_ENGINE };
+enum { F_CMD, F_CMD_IOCTL, F_ODIRECT, F_BOUNCE, F_EXTENT_DISK, F_EXTENT_ENGINE, F_CMD_SHADOW };
+
+/* p2pnvme's bench-only switch: file reads into p2pbar dma-bufs through placeholders */
+#define FILE_FORCE_PARAM	"/sys/module/p2pnvme/parameters/file_placeholder_force"
+
+/* file_placeholder_force as it is: 1 (Y), 0 (N), or -1 (no such parameter) */
+static int file_force(void)
+{
+	FILE *f = fopen(FILE_FORCE_PARAM, "r");
+	int c;
+
+	if (!f)
+		return -1;
+	c = fgetc(f);
+	fclose(f);
+	return c == 'Y' || c == '1' ? 1 : c == 'N' || c == '0' ? 0 : -1;
+}
+
+/*
+ * The reads through placeholders the controller of char device @nfd has
+ * ended without error (its stats/file_placeholder_reads), or -1.
+ */
+static long long placeholder_reads(int nfd)
+{
+	struct stat st;
+	char path[128];
+	long long n = -1;
+	FILE *f;
+
+	if (fstat(nfd, &st) || !S_ISCHR(st.st_mode))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/stats/file_placeholder_reads",
+		 major(st.st_rdev), minor(st.st_rdev));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
 
 /* a SIZE-aligned piece of the file that lies whole in one written extent */
 struct fslot {
@@ -979,7 +1026,7 @@ static void file_prep(struct io_uring_sqe *sqe, void *arg, int i)
 	uint64_t at = (uint64_t)i * x->size;
 
 	x->cur[i] = k;
-	if (x->kind == F_CMD) {
+	if (x->kind == F_CMD || x->kind == F_CMD_SHADOW) {
 		struct p2pnvme_uring_file_cmd c = { .op = P2PNVME_OP_READ,
 						    .flags = P2PNVME_FILE_F_REGISTERED,
 						    .fd = x->ffd, .buf_id = x->buf_id,
@@ -1015,7 +1062,7 @@ static int file_done(const struct io_uring_cqe *cqe, void *arg, int slot)
 	if (cqe->res != (kind == F_EXTENT_ENGINE ? 0 : (int)size))
 		return fprintf(stderr, "read failed: %d (%s)\n", cqe->res,
 			       cqe->res < 0 ? strerror(-cqe->res) : "short"), 1;
-	if ((kind == F_CMD || kind == F_EXTENT_ENGINE) &&
+	if ((kind == F_CMD || kind == F_CMD_SHADOW || kind == F_EXTENT_ENGINE) &&
 	    (cqe->big_cqe[0] & 0xffff) != P2PNVME_PATH_DMABUF)
 		return fprintf(stderr, "read on path %u, not dmabuf\n",
 			       (unsigned int)(cqe->big_cqe[0] & 0xffff)), 1;
@@ -1032,12 +1079,12 @@ static int file_done(const struct io_uring_cqe *cqe, void *arg, int slot)
 static int file_bench(int argc, char **argv)
 {
 	static const char * const kinds[] = { "cmd", "cmd-ioctl", "odirect", "bounce",
-					      "extent-disk", "extent-engine" };
+					      "extent-disk", "extent-engine", "cmd-placeholders" };
 	const char *nvme = "/dev/p2pnvme0", *dev = NULL, *verify = NULL, *name, *path;
 	size_t size = strtoul(argv[2], NULL, 0), nlat = 0, maxlat = 1 << 22, blen;
 	double secs = atof(argv[3]), t0, t1, c0, c1, lat = 0, *start, *lats;
-	int qd = atoi(argv[4]), kind = -1, ondisk, reg, uring, ret, i;
-	long long ctr0 = 0, ctr1 = 0, sec0, sec1;
+	int qd = atoi(argv[4]), kind = -1, ondisk, reg, cmd, forced, uring, ret, i;
+	long long ctr0 = 0, ctr1 = 0, sec0, sec1, ph0 = 0, ph1;
 	struct fctx x = { .nfd = -1, .bfd = -1 };
 	long ops = 0, verified = 0;
 	unsigned int setup = 0;
@@ -1060,13 +1107,15 @@ static int file_bench(int argc, char **argv)
 	}
 	if (kind < 0 || qd < 1 || qd > P2PNVME_SUBMIT_MAX || !size || size % 4096 ||
 	    size > P2PNVME_FILE_MAX_LEN || (kind == F_EXTENT_DISK && !dev))
-		return fprintf(stderr, "file cmd|cmd-ioctl|odirect|bounce|extent-disk|extent-engine "
-			       "FILE SIZE SECONDS QD\n     SIZE a multiple of 4096 up to %u, "
+		return fprintf(stderr, "file cmd|cmd-ioctl|cmd-placeholders|odirect|bounce|extent-disk|"
+			       "extent-engine FILE SIZE SECONDS QD\n     SIZE a multiple of 4096 up to %u, "
 			       "QD 1..%d; extent-disk: --dev BLKDEV\n",
 			       P2PNVME_FILE_MAX_LEN, P2PNVME_SUBMIT_MAX), 2;
 	x.kind = kind;
 	x.size = size;
-	reg = kind == F_CMD || kind == F_CMD_IOCTL || kind == F_EXTENT_ENGINE;
+	cmd = kind == F_CMD || kind == F_CMD_IOCTL || kind == F_CMD_SHADOW;
+	reg = cmd || kind == F_EXTENT_ENGINE;
+	forced = kind == F_CMD_SHADOW;
 	uring = kind != F_CMD_IOCTL;
 	x.ffd = open(argv[1], O_RDONLY | O_CLOEXEC |
 		     (kind == F_ODIRECT || kind == F_BOUNCE ? O_DIRECT : 0));
@@ -1089,6 +1138,22 @@ static int file_bench(int argc, char **argv)
 			return perror(nvme), 1;
 		if (!same_controller(st.st_dev, x.nfd))
 			return fprintf(stderr, "%s: %s is not on its disk\n", nvme, argv[1]), 1;
+	}
+	/*
+	 * The file command into a p2pbar dma-buf: through its pages, or with
+	 * cmd-placeholders through placeholders (file_placeholder_force, set
+	 * by the caller: qemu/tests/filebench.guest.sh); each run checks the
+	 * switch is as its row wants and, after, that the reads went that way.
+	 */
+	if (cmd) {
+		int force = file_force();
+
+		if (force != forced)
+			return fprintf(stderr, "%s is %d: %s wants it %d\n", FILE_FORCE_PARAM, force,
+				       kinds[kind], forced), 1;
+		ph0 = placeholder_reads(x.nfd);
+		if (ph0 < 0)
+			return fprintf(stderr, "%s: no stats/file_placeholder_reads\n", nvme), 1;
 	}
 	if (kind == F_EXTENT_ENGINE) {
 		struct p2pnvme_info info;
@@ -1145,7 +1210,7 @@ static int file_bench(int argc, char **argv)
 		return perror("setup"), 1;
 	for (i = 0; i < qd; i++)
 		x.cur[i] = -1;
-	if (kind == F_CMD || kind == F_EXTENT_ENGINE)
+	if (kind == F_CMD || kind == F_CMD_SHADOW || kind == F_EXTENT_ENGINE)
 		setup = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
 	if (uring && io_uring_queue_init(qd, &ring, setup))
 		return perror("io_uring_queue_init"), 1;
@@ -1228,6 +1293,16 @@ static int file_bench(int argc, char **argv)
 			return fprintf(stderr, "%s: its block device read %lld sectors for %ld reads of %zu\n",
 				       argv[1], sec0 < 0 ? -1 : sec1 - sec0, ops, size), 1;
 	}
+	/* through placeholders every read (cmd-placeholders), or none */
+	if (cmd) {
+		long long want = forced ? ops : 0;
+
+		ph1 = placeholder_reads(x.nfd);
+		if (ph1 - ph0 != want || file_force() != forced)
+			return fprintf(stderr, "%s: %lld of %ld reads through placeholders, %lld wanted; %s %d\n",
+				       nvme, ph1 < 0 ? -1 : ph1 - ph0, ops, want, FILE_FORCE_PARAM,
+				       file_force()), 1;
+	}
 	/* each slot's last read holds the file's bytes at its offset (SRC's) */
 	if (verify) {
 		unsigned char *want = malloc(size);
@@ -1256,6 +1331,7 @@ static int file_bench(int argc, char **argv)
 	}
 	qsort(lats, nlat, sizeof(*lats), cmp_double);
 	name = kind == F_CMD ? "file-cmd" : kind == F_CMD_IOCTL ? "file-cmd-ioctl" :
+	       kind == F_CMD_SHADOW ? "file-cmd-placeholders" :
 	       kind == F_EXTENT_DISK ? "extent-disk" : kind == F_EXTENT_ENGINE ? "extent-engine" :
 	       kind == F_BOUNCE ? (ondisk ? "file-bounce-disk" : "file-bounce-nvme-pci") :
 	       ondisk ? "file-disk" : "file-nvme-pci";

@@ -2617,18 +2617,21 @@ FIXTURE_TEARDOWN(gp)
  * 512 KiB by io_uring: the file's bytes, seen by the exporter's CPU
  * (P2PGPU_IOC_READ) and on the host in its BAR's backing file; path
  * dmabuf, nothing for the CPU (zero_len 0, file_zeroed_bytes and
- * file_cpu_bytes unmoved). A kernel without placeholders says EOPNOTSUPP.
+ * file_cpu_bytes unmoved), every read through placeholders
+ * (file_placeholder_reads +6). A kernel without placeholders says
+ * EOPNOTSUPP.
  */
 TEST_F(filecmd_gpu, gp, plain, 7, 120)
 {
 	struct p2pnvme_file_io io;
+	long long d, ph0, ph1;
 	uint64_t res2;
 	struct cnt c0, c1;
 	char why[160];
-	long long d;
 	int p, ret;
 
-	if (cnt_get(&c0))
+	ph0 = node_num(node, "stats/file_placeholder_reads");
+	if (cnt_get(&c0) || ph0 < 0)
 		kt_fail("the counters: missing");
 	for (p = P2PGPU_NVIDIA; p <= P2PGPU_XE; p++) {
 		gp_buf(self->gfd, P2PGPU_IOC_FILL, self->dfd[p], 0, GP_SIZE, 0xee, NULL);
@@ -2648,7 +2651,8 @@ TEST_F(filecmd_gpu, gp, plain, 7, 120)
 		    gp_name[p], ret, (unsigned long long)res2, d);
 		gp_host(self, p, MIB, 512 * KIB, self->tid, 256 * KIB);
 	}
-	if (cnt_get(&c1))
+	ph1 = node_num(node, "stats/file_placeholder_reads");
+	if (cnt_get(&c1) || ph1 < 0)
 		kt_fail("the counters went away");
 	{
 		long long want[C_NR] = {
@@ -2656,9 +2660,9 @@ TEST_F(filecmd_gpu, gp, plain, 7, 120)
 			[C_DISK_P2P] = 3 * (GP_TSIZE + 512 * KIB),
 		};
 
-		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
-		    "counted: file_reads_dmabuf +6 and their bytes, the disk's bytes_p2p by as much, file_zeroed_bytes and file_cpu_bytes unmoved (%s)",
-		    why);
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)) && ph1 - ph0 == 6,
+		    "counted: file_reads_dmabuf +6 and their bytes, the disk's bytes_p2p by as much, file_zeroed_bytes and file_cpu_bytes unmoved, file_placeholder_reads +6 (%s; file_placeholder_reads %+lld)",
+		    why, ph1 - ph0);
 	}
 }
 
