@@ -270,6 +270,38 @@ static unsigned long disk_dma_attrs(const struct disk_pdu *pdu)
 	return DMA_ATTR_NO_WARN | (pdu->bytes_host ? 0 : DMA_ATTR_SKIP_CPU_SYNC);
 }
 
+/*
+ * Describe @rq's data, DMA-mapped from @sg on, by PRPs or an SGL in @cmd
+ * (a list block from the queue's pool where it needs one). @what and @n
+ * name the mapping in the warning of a request it cannot describe: the
+ * limits promise segments PRPs can describe, so a bug if it comes.
+ */
+static blk_status_t disk_describe(struct p2pnvme_disk *d, struct request *rq,
+				  struct nvme_command *cmd, struct scatterlist *sg,
+				  const char *what, unsigned int n)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	struct p2pnvme_cursor cur = { .sg = sg };
+	struct p2pnvme *c = d->c;
+	int ret;
+
+	if (p2pnvme_data_needs_list(&cur, blk_rq_payload_bytes(rq), c->sgl)) {
+		pdu->list = dma_pool_alloc(pdu->q->list_pool, GFP_ATOMIC, &pdu->list_dma);
+		if (!pdu->list)
+			return BLK_STS_RESOURCE;
+	}
+	ret = c->sgl ? p2pnvme_build_sgl(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
+					 cmd) :
+		       p2pnvme_build_prps(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
+					  cmd);
+	if (ret) {
+		dev_warn_ratelimited(&c->pdev->dev, "%s: cannot describe a request of %u %s (%d)\n",
+				     d->disk->disk_name, n, what, ret);
+		return BLK_STS_IOERR;
+	}
+	return BLK_STS_OK;
+}
+
 /* ---- placeholders (shadow.c) ------------------------------------------ */
 
 /* A piece of a view, mapped alone: as disk_dma_attrs(), by its page */
@@ -497,8 +529,6 @@ static blk_status_t disk_map_shadow(struct p2pnvme_disk *d, struct request *rq,
 				    struct nvme_command *cmd)
 {
 	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
-	struct p2pnvme *c = d->c;
-	struct p2pnvme_cursor cur;
 	int n, ret;
 
 	pdu->shadow = true;
@@ -519,22 +549,7 @@ static blk_status_t disk_map_shadow(struct p2pnvme_disk *d, struct request *rq,
 		return ret == -ENOMEM ? BLK_STS_RESOURCE : BLK_STS_IOERR;
 	}
 	sg_mark_end(&pdu->view[pdu->view_n - 1]);
-	cur = (struct p2pnvme_cursor){ .sg = pdu->view };
-	if (p2pnvme_data_needs_list(&cur, blk_rq_payload_bytes(rq), c->sgl)) {
-		pdu->list = dma_pool_alloc(pdu->q->list_pool, GFP_ATOMIC, &pdu->list_dma);
-		if (!pdu->list)
-			return BLK_STS_RESOURCE;
-	}
-	ret = c->sgl ? p2pnvme_build_sgl(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
-					 cmd) :
-		       p2pnvme_build_prps(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
-					  cmd);
-	if (ret) {
-		dev_warn_ratelimited(&c->pdev->dev, "%s: cannot describe a request of %u placeholder pieces (%d)\n",
-				     d->disk->disk_name, pdu->view_n, ret);
-		return BLK_STS_IOERR;
-	}
-	return BLK_STS_OK;
+	return disk_describe(d, rq, cmd, pdu->view, "placeholder pieces", pdu->view_n);
 }
 
 /*
@@ -600,7 +615,6 @@ static blk_status_t disk_map(struct p2pnvme_disk *d, struct request *rq, struct 
 	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
 	unsigned int nsegs = blk_rq_nr_phys_segments(rq), i;
 	struct p2pnvme *c = d->c;
-	struct p2pnvme_cursor cur;
 	struct scatterlist *sg;
 	int ret;
 
@@ -643,23 +657,7 @@ static blk_status_t disk_map(struct p2pnvme_disk *d, struct request *rq, struct 
 		return ret == -ENOMEM ? BLK_STS_RESOURCE : BLK_STS_IOERR;
 	}
 	pdu->mapped = true;
-	cur = (struct p2pnvme_cursor){ .sg = pdu->sgt.sgl };
-	if (p2pnvme_data_needs_list(&cur, blk_rq_payload_bytes(rq), c->sgl)) {
-		pdu->list = dma_pool_alloc(pdu->q->list_pool, GFP_ATOMIC, &pdu->list_dma);
-		if (!pdu->list)
-			return BLK_STS_RESOURCE;
-	}
-	ret = c->sgl ? p2pnvme_build_sgl(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
-					 cmd) :
-		       p2pnvme_build_prps(pdu->list, pdu->list_dma, &cur, blk_rq_payload_bytes(rq),
-					  cmd);
-	if (ret) {
-		/* the limits promise segments PRPs can describe: a bug if not */
-		dev_warn_ratelimited(&c->pdev->dev, "%s: cannot describe a request of %u segments (%d)\n",
-				     d->disk->disk_name, pdu->sgt.nents, ret);
-		return BLK_STS_IOERR;
-	}
-	return BLK_STS_OK;
+	return disk_describe(d, rq, cmd, pdu->sgt.sgl, "segments", pdu->sgt.nents);
 }
 
 /* The command of @rq, its data mapped. */

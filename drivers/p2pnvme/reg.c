@@ -194,6 +194,22 @@ static int reg_index(struct p2pnvme_reg *b, struct sg_table *sgt)
 	return pos < end ? -EINVAL : 0;
 }
 
+/* The last of @b's DMA segments that starts at or before mapping position @pos. */
+static unsigned int reg_seg_at(const struct p2pnvme_reg *b, u64 pos)
+{
+	unsigned int lo = 0, hi = b->nseg - 1;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo + 1) / 2;
+
+		if (b->seg_pos[mid] <= pos)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 /**
  * p2pnvme_reg_cursor - where a registered request's data starts
  * @r: the request, armed (p2pnvme_reg_arm()) or about to sync host memory
@@ -203,19 +219,10 @@ void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur)
 {
 	const struct p2pnvme_reg *b = r->reg;
 	u64 pos = b->start + r->io->addr;
-	unsigned int lo = 0, hi = b->nseg - 1;
+	unsigned int i = reg_seg_at(b, pos);
 
-	/* the last segment that starts at or before @pos */
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo + 1) / 2;
-
-		if (b->seg_pos[mid] <= pos)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	cur->sg = b->seg[lo];
-	cur->off = pos - b->seg_pos[lo];
+	cur->sg = b->seg[i];
+	cur->off = pos - b->seg_pos[i];
 }
 
 /**
@@ -229,21 +236,11 @@ void p2pnvme_reg_cursor(const struct p2pnvme_req *r, struct p2pnvme_cursor *cur)
  */
 dma_addr_t p2pnvme_reg_bus(const struct p2pnvme_reg *b, u64 pos, u64 *room)
 {
-	unsigned int lo = 0, hi = b->nseg - 1;
-	u64 off;
+	unsigned int i = reg_seg_at(b, pos);
+	u64 off = pos - b->seg_pos[i];
 
-	/* the last segment that starts at or before @pos */
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo + 1) / 2;
-
-		if (b->seg_pos[mid] <= pos)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	off = pos - b->seg_pos[lo];
-	*room = sg_dma_len(b->seg[lo]) - off;
-	return sg_dma_address(b->seg[lo]) + off;
+	*room = sg_dma_len(b->seg[i]) - off;
+	return sg_dma_address(b->seg[i]) + off;
 }
 
 /**
