@@ -540,7 +540,7 @@ static int file_reg_shadow(struct file_batch *fb, struct file_xfer *x, struct p2
 	if (ret)
 		return ret;
 	io->path = p2pnvme_reg_path(b);
-	sx = kzalloc(sizeof(*sx), GFP_KERNEL_ACCOUNT);
+	sx = kzalloc_obj(*sx, GFP_KERNEL_ACCOUNT);
 	if (!sx)
 		return -ENOMEM;
 	x->sx = sx;

@@ -108,7 +108,7 @@ static struct p2pnvme_shadow *shadow_alloc(unsigned long pages)
 	unsigned int i = 0;
 	LIST_HEAD(list);
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc_obj(*s, GFP_KERNEL);
 	if (!s)
 		return NULL;
 	spin_lock_init(&s->lock);
