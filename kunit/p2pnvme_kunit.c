@@ -18,6 +18,7 @@
 #include "../drivers/p2pnvme/p2pnvme.h"
 #include "../drivers/p2pnvme/io.h"
 #include "../drivers/p2pnvme/reg.h"
+#include "../drivers/p2pnvme/shadow.h"
 
 #define R P2PNVME_OP_READ
 #define W P2PNVME_OP_WRITE
@@ -928,6 +929,162 @@ static void batch_fence_joins(struct kunit *test)
 }
 #endif
 
+/* ---- placeholders (shadow.c): slots in runs ----------------------------- */
+
+/* a pool of two chunks of four pages each (slots 0-3, 4-7), as shadow_alloc() lays one out */
+struct shadow_env {
+	struct p2pnvme *c;
+	struct p2pnvme_shadow s;
+	struct p2pnvme_shadow_chunk chunks[2];
+	struct p2pnvme_reg reg;
+	struct p2pnvme_shadow_xfer x[4];
+};
+
+static struct shadow_env *shadow_env_init(struct kunit *test)
+{
+	struct shadow_env *e = kunit_kzalloc(test, sizeof(*e), GFP_KERNEL);
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	e->c = kunit_kzalloc(test, sizeof(*e->c), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, e->c);
+	spin_lock_init(&e->s.lock);
+	INIT_LIST_HEAD(&e->s.xfers);
+	e->s.nr_chunks = 2;
+	e->s.chunks = e->chunks;
+	e->s.lo_pfn = ULONG_MAX;
+	for (i = 0; i < 2; i++) {
+		struct page *page = alloc_pages(GFP_KERNEL | __GFP_ZERO, 2);
+
+		KUNIT_ASSERT_NOT_NULL(test, page);
+		e->chunks[i] = (struct p2pnvme_shadow_chunk){
+			.page = page, .pfn = page_to_pfn(page), .nr = 4, .first = 4 * i,
+			.order = 2 };
+		e->s.lo_pfn = min(e->s.lo_pfn, e->chunks[i].pfn);
+		e->s.hi_pfn = max(e->s.hi_pfn, e->chunks[i].pfn + 4);
+	}
+	e->s.nr_slots = 8;
+	e->s.nr_free = 8;
+	e->s.used = kunit_kzalloc(test, sizeof(unsigned long), GFP_KERNEL);
+	e->s.slots = kunit_kcalloc(test, 8, sizeof(*e->s.slots), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, e->s.used);
+	KUNIT_ASSERT_NOT_NULL(test, e->s.slots);
+	e->c->shadow = &e->s;	/* the pool exists: shadow_pool() allocates nothing */
+	for (i = 0; i < ARRAY_SIZE(e->x); i++)
+		e->x[i].reg = &e->reg;
+	return e;
+}
+
+static void shadow_env_fini(struct shadow_env *e)
+{
+	__free_pages(e->chunks[0].page, 2);
+	__free_pages(e->chunks[1].page, 2);
+}
+
+/* @len bytes at @pos for transfer @i of @e; its p2pnvme_shadow_get() */
+static int shadow_take(struct shadow_env *e, unsigned int i, u64 pos, u64 len,
+		       unsigned int *held)
+{
+	e->x[i].pos = pos;
+	e->x[i].len = len;
+	return p2pnvme_shadow_get(e->c, &e->x[i], held);
+}
+
+/*
+ * A transfer's slots are one run where a chunk has room for it, and then
+ * one bvec entry of physically contiguous pages (the filesystem's, the
+ * block layer's, the disk's view: a segment, not a page each); where no
+ * chunk has room, as they lie free, an entry per run. The disk tells two
+ * transfers' runs apart in one physically contiguous segment by the
+ * slots' owners (p2pnvme_shadow_run_len()), and finds slots by page frame.
+ */
+static void shadow_runs(struct kunit *test)
+{
+	struct shadow_env *e = shadow_env_init(test);
+	struct p2pnvme_shadow_xfer *a = &e->x[0], *b = &e->x[1], *c = &e->x[2];
+	unsigned int held = 0, run, i;
+
+	/* 8 KiB at offset 0: three slots (the most any offset needs), one run, one entry */
+	KUNIT_ASSERT_EQ(test, shadow_take(e, 0, 0, SZ_8K, &held), 0);
+	KUNIT_EXPECT_EQ(test, a->nr, 3);
+	KUNIT_EXPECT_EQ(test, a->nr_runs, 1);
+	KUNIT_EXPECT_EQ(test, a->runs[0].slot, 0);
+	KUNIT_EXPECT_EQ(test, a->nr_bvec, 1);
+	KUNIT_EXPECT_PTR_EQ(test, a->bvec[0].bv_page, e->chunks[0].page);
+	KUNIT_EXPECT_EQ(test, a->bvec[0].bv_offset, 0);
+	KUNIT_EXPECT_EQ(test, a->bvec[0].bv_len, SZ_8K);
+	/* 4 KiB at 512: two slots; chunk 0 has one left, so chunk 1's first two */
+	KUNIT_ASSERT_EQ(test, shadow_take(e, 1, 512, SZ_4K, &held), 0);
+	KUNIT_EXPECT_EQ(test, b->nr_runs, 1);
+	KUNIT_EXPECT_EQ(test, b->runs[0].slot, 4);
+	KUNIT_EXPECT_EQ(test, b->nr_bvec, 1);
+	KUNIT_EXPECT_EQ(test, b->off0, 512);
+	KUNIT_EXPECT_PTR_EQ(test, b->bvec[0].bv_page, e->chunks[1].page);
+	KUNIT_EXPECT_EQ(test, b->bvec[0].bv_offset, 512);
+	KUNIT_EXPECT_EQ(test, b->bvec[0].bv_len, SZ_4K);
+	/* 8 KiB: three slots, no chunk has three free: slot 3, then 6 and 7 */
+	KUNIT_ASSERT_EQ(test, shadow_take(e, 2, 0, SZ_8K, &held), 0);
+	KUNIT_EXPECT_EQ(test, c->nr_runs, 2);
+	KUNIT_EXPECT_EQ(test, c->runs[0].slot, 3);
+	KUNIT_EXPECT_EQ(test, c->runs[0].nr, 1);
+	KUNIT_EXPECT_EQ(test, c->runs[1].slot, 6);
+	KUNIT_EXPECT_EQ(test, c->runs[1].nr, 2);
+	KUNIT_EXPECT_EQ(test, c->nr_bvec, 2);
+	KUNIT_EXPECT_EQ(test, c->bvec[0].bv_len, SZ_4K);
+	KUNIT_EXPECT_PTR_EQ(test, c->bvec[1].bv_page, nth_page(e->chunks[1].page, 2));
+	KUNIT_EXPECT_EQ(test, c->bvec[1].bv_len, SZ_4K);
+	KUNIT_EXPECT_EQ(test, held, 8);
+	KUNIT_EXPECT_EQ(test, e->s.nr_free, 0);
+	/* the pool is full: refused, nothing taken; larger than the pool: -E2BIG */
+	i = 0;
+	KUNIT_EXPECT_EQ(test, shadow_take(e, 3, 0, SZ_4K, &i), -EAGAIN);
+	p2pnvme_shadow_put(e->c, &e->x[3]);
+	i = 0;
+	KUNIT_EXPECT_EQ(test, shadow_take(e, 3, 0, 8 * PAGE_SIZE, &i), -E2BIG);
+	p2pnvme_shadow_put(e->c, &e->x[3]);
+
+	/* the disk's lookups: a slot by page frame, and the run from it */
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->chunks[1].pfn + 1, &run), 5);
+	KUNIT_EXPECT_EQ(test, run, 3);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->chunks[0].pfn, &run), 0);
+	KUNIT_EXPECT_EQ(test, run, 4);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->s.hi_pfn, &run), -1);
+	KUNIT_EXPECT_FALSE(test, p2pnvme_shadow_span(&e->s, e->s.hi_pfn, 4));
+	KUNIT_EXPECT_TRUE(test, p2pnvme_shadow_span(&e->s, e->s.lo_pfn - 1, 2));
+	/* slots 0-2 are a's, 3 is c's first page, 4 b's: runs end there */
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 0, 4), 3);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 3, 4), 1);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 1, 2), 2);
+	/* 4 and 5 are b's, 6 is c's second page (not b's third) */
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 4, 4), 2);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 6, 2), 2);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_t(c, e->s.slots[6].idx, 100), PAGE_SIZE + 100);
+
+	/* coverage a range at a time: a request's bytes, sectors rounded out, clipped at len */
+	p2pnvme_shadow_cover(a, 512, 1024);
+	KUNIT_EXPECT_EQ(test, bitmap_weight(a->covered, SZ_8K / SECTOR_SIZE), 2);
+	KUNIT_EXPECT_TRUE(test, test_bit(1, a->covered) && test_bit(2, a->covered));
+	p2pnvme_shadow_cover(a, SZ_4K, SZ_8K);
+	KUNIT_EXPECT_EQ(test, bitmap_weight(a->covered, SZ_8K / SECTOR_SIZE), 10);
+	KUNIT_EXPECT_FALSE(test, test_bit(SZ_8K / SECTOR_SIZE, a->covered));
+
+	p2pnvme_shadow_put(e->c, a);
+	p2pnvme_shadow_put(e->c, b);
+	p2pnvme_shadow_put(e->c, c);
+	KUNIT_EXPECT_EQ(test, e->s.nr_free, 8);
+	KUNIT_EXPECT_TRUE(test, bitmap_empty(e->s.used, 8));
+	for (i = 0; i < 8; i++)
+		KUNIT_EXPECT_NULL(test, e->s.slots[i].x);
+	KUNIT_EXPECT_TRUE(test, list_empty(&e->s.xfers));
+	/* the same 8 KiB again: one run in chunk 0, as at first */
+	held = 0;
+	KUNIT_ASSERT_EQ(test, shadow_take(e, 0, 0, SZ_8K, &held), 0);
+	KUNIT_EXPECT_EQ(test, a->nr_runs, 1);
+	KUNIT_EXPECT_EQ(test, a->runs[0].slot, 0);
+	p2pnvme_shadow_put(e->c, a);
+	shadow_env_fini(e);
+}
+
 static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(check_io_table, io_gen_params),
 	KUNIT_CASE(check_io_max_len),
@@ -940,6 +1097,7 @@ static struct kunit_case p2pnvme_cases[] = {
 	KUNIT_CASE_PARAM(admin_table, admin_gen_params),
 	KUNIT_CASE_PARAM(ns_format_table, fmt_gen_params),
 	KUNIT_CASE(std_io_data_len),
+	KUNIT_CASE(shadow_runs),
 	KUNIT_CASE(reg_arm_placement),
 	KUNIT_CASE(reg_arm_coherent),
 	KUNIT_CASE(reg_invalidate_busy),

@@ -366,12 +366,26 @@ found:
 	return pdu->reg_err[i];
 }
 
+/*
+ * The view's next entry, cleared (sg_init_table() of one, without its end
+ * mark): only the entries used are written, not the most a request could
+ * need.
+ */
+static struct scatterlist *disk_view_next(struct disk_pdu *pdu)
+{
+	struct scatterlist *sg = &pdu->view[pdu->view_n];
+
+	sg_init_table(sg, 1);
+	sg_unmark_end(sg);
+	return sg;
+}
+
 /* A piece of host memory or p2pmem (or a placeholder's own RAM), mapped alone. */
 static int disk_view_page(struct p2pnvme_disk *d, struct request *rq, unsigned long pfn,
 			  unsigned int off, unsigned int len)
 {
 	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
-	struct scatterlist *sg = &pdu->view[pdu->view_n];
+	struct scatterlist *sg = disk_view_next(pdu);
 	struct sg_table one = { .sgl = sg, .orig_nents = 1 };
 	struct page *page = pfn_to_page(pfn);
 	int ret;
@@ -404,14 +418,16 @@ static void disk_view_bus(struct disk_pdu *pdu, dma_addr_t dma, unsigned int len
 			return;
 		}
 	}
-	sg = &pdu->view[pdu->view_n++];
+	sg = disk_view_next(pdu);
+	pdu->view_n++;
 	sg_dma_address(sg) = dma;
 	sg_dma_len(sg) = len;
 	sg->length = len;
 }
 
 /*
- * Placeholder bytes: [@off, @off + @len) of the page of slot @slot. Into
+ * Placeholder bytes: [@off, @off + @len) from the page of slot @slot on,
+ * pages of one run of its transfer (p2pnvme_shadow_run_len()). Into
  * the registration's memory at the bus addresses its bytes stand for; or,
  * when that registration cannot take them now (moved and not mapped again,
  * mapped anew since the transfer was laid out, revoked, in host memory
@@ -456,11 +472,32 @@ static int disk_view_shadow(struct p2pnvme_disk *d, struct request *rq, unsigned
 }
 
 /*
- * Walk the request's segments (blk_rq_map_sg()'s, not DMA-mapped) page by
- * page: runs of ordinary pages stay one piece, each placeholder page is
- * its own. With @fill false only count the view's entries (at most: a
- * placeholder page may cross one of its registration's DMA segments, which
- * are controller pages at least; two of them may merge); else fill it.
+ * The piece of a segment at page frame @pfn, offset @off, with @left bytes
+ * from there: a run of one transfer's placeholders (p2pnvme_shadow_run_len(),
+ * its first slot in @*slot), or an ordinary page (@*slot -1).
+ * Return: its bytes.
+ */
+static unsigned int disk_shadow_piece(const struct p2pnvme_shadow *s, unsigned long pfn,
+				      unsigned int off, unsigned int left, int *slot)
+{
+	unsigned int k, pages = DIV_ROUND_UP(off + left, PAGE_SIZE);
+
+	*slot = p2pnvme_shadow_slot(s, pfn, &k);
+	if (*slot < 0)
+		return min_t(unsigned int, left, PAGE_SIZE - off);
+	k = p2pnvme_shadow_run_len(s, *slot, min(k, pages));
+	return min_t(unsigned int, left, (k << PAGE_SHIFT) - off);
+}
+
+/*
+ * Walk the request's segments (blk_rq_map_sg()'s, not DMA-mapped): a
+ * segment outside the pool's page frames is one piece; in a segment that
+ * may hold placeholders, each run of one transfer's placeholders is a
+ * piece (or its registration's DMA segments), the ordinary pages between
+ * them runs of their own. With @fill false only count the view's entries
+ * (at most: a run of k placeholder pages crosses at most k + 1 of its
+ * registration's DMA segments, which are controller pages at least; two
+ * of them may merge); else fill it.
  */
 static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 {
@@ -476,9 +513,15 @@ static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 		unsigned long run_pfn = 0;
 		unsigned int run_off = 0, run_len = 0;
 
+		if (!p2pnvme_shadow_span(s, pfn, DIV_ROUND_UP(off + left, PAGE_SIZE))) {
+			run_pfn = pfn;
+			run_off = off;
+			run_len = left;
+			left = 0;
+		}
 		while (left) {
-			unsigned int n = min_t(unsigned int, left, PAGE_SIZE - off);
-			int slot = p2pnvme_shadow_slot(s, pfn);
+			int slot;
+			unsigned int n = disk_shadow_piece(s, pfn, off, left, &slot);
 
 			if (slot < 0) {
 				/* ordinary pages of one segment: contiguous, one piece */
@@ -494,14 +537,14 @@ static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 					return ret;
 				count += !!run_len;
 				run_len = 0;
-				count += 2;
+				count += DIV_ROUND_UP(off + n, PAGE_SIZE) + 1;
 				if (fill)
 					ret = disk_view_shadow(d, rq, pfn, off, n, slot);
 				if (ret)
 					return ret;
 			}
 			left -= n;
-			pfn++;
+			pfn += (off + n) >> PAGE_SHIFT;
 			off = 0;
 		}
 		if (run_len) {
@@ -539,7 +582,6 @@ static blk_status_t disk_map_shadow(struct p2pnvme_disk *d, struct request *rq,
 		    kmalloc_array(n, sizeof(*pdu->view), GFP_ATOMIC);
 	if (!pdu->view)
 		return BLK_STS_RESOURCE;
-	sg_init_table(pdu->view, n);
 	ret = disk_view_walk(d, rq, true);
 	if (ret < 0) {
 		if (ret == -EREMOTEIO) {
@@ -570,16 +612,18 @@ static void disk_cover(struct p2pnvme_disk *d, struct request *rq)
 		unsigned long pfn = page_to_pfn(sg_page(sg)) + (sg->offset >> PAGE_SHIFT);
 		unsigned int off = offset_in_page(sg->offset), left = sg->length;
 
+		if (!p2pnvme_shadow_span(s, pfn, DIV_ROUND_UP(off + left, PAGE_SIZE)))
+			continue;
 		while (left) {
-			unsigned int n = min_t(unsigned int, left, PAGE_SIZE - off);
-			int slot = p2pnvme_shadow_slot(s, pfn);
+			int slot;
+			unsigned int n = disk_shadow_piece(s, pfn, off, left, &slot);
 			const struct p2pnvme_shadow_slot *sl = slot < 0 ? NULL : &s->slots[slot];
 			struct p2pnvme_shadow_xfer *sx = sl ? sl->x : NULL;
 
 			if (sx && !atomic_read(&sx->lost))
 				p2pnvme_shadow_cover(sx, p2pnvme_shadow_t(sx, sl->idx, off), n);
 			left -= n;
-			pfn++;
+			pfn += (off + n) >> PAGE_SHIFT;
 			off = 0;
 		}
 	}

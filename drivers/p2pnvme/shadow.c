@@ -36,11 +36,19 @@
  * Locking: the pool's spinlock (process context only) guards the slot
  * bitmap and owners; the disk reads a slot's owner without it, for pages
  * of bios whose transfer holds them (the slot was taken before the bio
- * was built and is let go after it ended). Coverage is set_bit()s from
- * completions, read once the filesystem returned (every bio ended).
+ * was built and is let go after it ended). Coverage is a range at a time
+ * from completions (bitmap_set() under the transfer's cover_lock), read
+ * once the filesystem returned (every bio ended).
+ *
+ * Runs: a transfer's slots are one run of consecutive slots in a chunk
+ * where the pool has one (else as few as they lie free), so that its bvec
+ * has an entry per run and the disk walks, maps and covers a run at a
+ * time, as for a p2pbar dma-buf's pages; only the slots' owners are
+ * written page by page.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <kunit/visibility.h>
 #include <linux/bitmap.h>
 #include <linux/dma-buf.h>
 #include <linux/gfp.h>
@@ -207,26 +215,86 @@ static struct page *shadow_page(const struct p2pnvme_shadow *s, unsigned int slo
  * registration's current mapping, as its last remap indexed it), so that
  * the block layer's page boundaries are the mapping's. A request that
  * finds the mapping changed since has the transfer issued again, laid out
- * anew.
+ * anew. A run of slots is one bvec entry (its pages are physically
+ * contiguous), as a p2pbar dma-buf's pages are one.
  */
 void p2pnvme_shadow_layout(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
 {
 	const struct p2pnvme_reg *b = sx->reg;
-	struct p2pnvme_shadow *s = c->shadow;
 	unsigned int off, i;
 	u64 left = sx->len;
 
 	sx->delta = (READ_ONCE(b->contig_dma) - b->start) & (P2PNVME_CTRL_PAGE - 1);
 	sx->off0 = (sx->pos + sx->delta) & (P2PNVME_CTRL_PAGE - 1);
 	for (i = 0, off = sx->off0; left; i++, off = 0) {
-		unsigned int n = min_t(u64, left, PAGE_SIZE - off);
+		const struct p2pnvme_shadow_run *r = &sx->runs[i];
+		unsigned int n = min_t(u64, left, ((u64)r->nr << PAGE_SHIFT) - off);
 
-		sx->bvec[i].bv_page = shadow_page(s, sx->slots[i]);
+		sx->bvec[i].bv_page = shadow_page(sx->pool, r->slot);
 		sx->bvec[i].bv_offset = off;
 		sx->bvec[i].bv_len = n;
 		left -= n;
 	}
 	sx->nr_bvec = i;
+}
+
+/*
+ * Slots [@slot, @slot + @nr) of @s for @sx, as its next run (@sx->runs has
+ * room): held, each naming its transfer and its index there.
+ */
+static void shadow_hold(struct p2pnvme_shadow *s, struct p2pnvme_shadow_xfer *sx,
+			unsigned int slot, unsigned int nr, unsigned int *idx)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->lock);
+	bitmap_set(s->used, slot, nr);
+	for (i = 0; i < nr; i++)
+		s->slots[slot + i] = (struct p2pnvme_shadow_slot){ .x = sx, .idx = (*idx)++ };
+	sx->runs[sx->nr_runs++] = (struct p2pnvme_shadow_run){ .slot = slot, .nr = nr };
+}
+
+/* One run of @nr free slots in a chunk of @s, held for @sx: false if there is none. */
+static bool shadow_take_run(struct p2pnvme_shadow *s, struct p2pnvme_shadow_xfer *sx,
+			    unsigned int nr)
+{
+	unsigned int k, idx = 0;
+
+	lockdep_assert_held(&s->lock);
+	for (k = 0; k < s->nr_chunks; k++) {
+		const struct p2pnvme_shadow_chunk *ch = &s->chunks[k];
+		unsigned long end = ch->first + ch->nr, at;
+
+		if (ch->nr < nr)
+			continue;
+		at = bitmap_find_next_zero_area(s->used, end, ch->first, nr, 0);
+		if (at + nr <= end) {
+			shadow_hold(s, sx, at, nr, &idx);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* @nr free slots of @s (there are) for @sx, the first ones, in as few runs as they lie. */
+static void shadow_take_any(struct p2pnvme_shadow *s, struct p2pnvme_shadow_xfer *sx,
+			    unsigned int nr)
+{
+	unsigned int k = 0, idx = 0, slot = 0;
+
+	lockdep_assert_held(&s->lock);
+	while (nr) {
+		unsigned int end, n;
+
+		slot = find_next_zero_bit(s->used, s->nr_slots, slot);
+		while (slot - s->chunks[k].first >= s->chunks[k].nr)
+			k++;	/* chunks in slot order */
+		end = find_next_bit(s->used, s->chunks[k].first + s->chunks[k].nr, slot);
+		n = min(end - slot, nr);
+		shadow_hold(s, sx, slot, n, &idx);
+		slot += n;
+		nr -= n;
+	}
 }
 
 /**
@@ -236,6 +304,10 @@ void p2pnvme_shadow_layout(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
  * @held: slots the caller's batch holds already; increased by what this
  *	  takes
  *
+ * The slots are one run where a chunk has room for it (an entry of the
+ * bvec, a piece of the disk's view, a range of coverage), else as they
+ * lie free.
+ *
  * Return: 0 (@sx->bvec and @sx->nr_bvec set; p2pnvme_shadow_put() lets go),
  * -EOPNOTSUPP (file_placeholder_mb is 0), -E2BIG (larger than the pool,
  * with what the batch holds), -EAGAIN (other transfers hold the room now),
@@ -244,8 +316,9 @@ void p2pnvme_shadow_layout(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
 int p2pnvme_shadow_get(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx, unsigned int *held)
 {
 	unsigned int mb = READ_ONCE(p2pnvme_file_placeholder_mb);
-	unsigned int nr, i, slot = 0;
+	unsigned long nsec = DIV_ROUND_UP(sx->len, SECTOR_SIZE);
 	struct p2pnvme_shadow *s;
+	unsigned int nr;
 
 	if (!mb)
 		return -EOPNOTSUPP;
@@ -256,22 +329,37 @@ int p2pnvme_shadow_get(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx, unsign
 	nr = DIV_ROUND_UP(sx->len + P2PNVME_CTRL_PAGE - 1, PAGE_SIZE);
 	if (nr > s->nr_slots || *held + nr > s->nr_slots)
 		return -E2BIG;
-	sx->slots = kvmalloc_array(nr, sizeof(*sx->slots), GFP_KERNEL_ACCOUNT);
-	sx->bvec = kvmalloc_array(nr, sizeof(*sx->bvec), GFP_KERNEL_ACCOUNT);
-	sx->covered = bitmap_zalloc(DIV_ROUND_UP(sx->len, SECTOR_SIZE), GFP_KERNEL_ACCOUNT);
-	if (!sx->slots || !sx->bvec || !sx->covered)
-		return -ENOMEM;		/* freed by p2pnvme_shadow_put() */
+	sx->pool = s;
+	sx->runs = sx->runs_inline;
+	sx->bvec = sx->bvec_inline;
+	if (nsec <= BITS_PER_LONG) {
+		sx->covered = sx->covered_inline;
+		bitmap_zero(sx->covered, nsec);
+	} else {
+		sx->covered = bitmap_zalloc(nsec, GFP_KERNEL_ACCOUNT);
+		if (!sx->covered)
+			return -ENOMEM;
+	}
+	spin_lock_init(&sx->cover_lock);
 	atomic_set(&sx->lost, 0);
+	sx->nr_runs = 0;
 	spin_lock(&s->lock);
-	if (s->nr_free < nr) {
+	while (s->nr_free >= nr && !shadow_take_run(s, sx, nr)) {
+		/* in pieces: room for as many runs as there are slots */
+		if (nr > P2PNVME_SHADOW_INLINE && sx->runs == sx->runs_inline) {
+			spin_unlock(&s->lock);
+			sx->runs = kvmalloc_array(nr, sizeof(*sx->runs), GFP_KERNEL_ACCOUNT);
+			if (!sx->runs)
+				return -ENOMEM;
+			spin_lock(&s->lock);
+			continue;	/* the room may have changed */
+		}
+		shadow_take_any(s, sx, nr);
+		break;
+	}
+	if (!sx->nr_runs) {
 		spin_unlock(&s->lock);
 		return -EAGAIN;
-	}
-	for (i = 0; i < nr; i++) {
-		slot = find_next_zero_bit(s->used, s->nr_slots, slot);
-		__set_bit(slot, s->used);
-		s->slots[slot] = (struct p2pnvme_shadow_slot){ .x = sx, .idx = i };
-		sx->slots[i] = slot;
 	}
 	s->nr_free -= nr;
 	sx->nr = nr;
@@ -279,18 +367,27 @@ int p2pnvme_shadow_get(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx, unsign
 	atomic_inc(&s->active);
 	spin_unlock(&s->lock);
 	*held += nr;
+	if (sx->nr_runs > P2PNVME_SHADOW_INLINE) {
+		sx->bvec = kvmalloc_array(sx->nr_runs, sizeof(*sx->bvec), GFP_KERNEL_ACCOUNT);
+		if (!sx->bvec)
+			return -ENOMEM;		/* the slots let go by p2pnvme_shadow_put() */
+	}
 	p2pnvme_shadow_layout(c, sx);
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_shadow_get);
 
 /* Where byte @t of @sx is in its placeholders, and how much of its page follows. */
 static u8 *shadow_ptr(const struct p2pnvme_shadow_xfer *sx, u64 t, unsigned int *room)
 {
 	u64 p = t + sx->off0;
-	unsigned int off = offset_in_page(p);
+	unsigned long idx = p >> PAGE_SHIFT;
+	unsigned int off = offset_in_page(p), i;
 
 	*room = PAGE_SIZE - off;
-	return (u8 *)page_address(sx->bvec[p >> PAGE_SHIFT].bv_page) + off;
+	for (i = 0; idx >= sx->runs[i].nr; i++)
+		idx -= sx->runs[i].nr;
+	return (u8 *)page_address(shadow_page(sx->pool, sx->runs[i].slot + idx)) + off;
 }
 
 /* Are the placeholder bytes [@t, @t + @n) of @sx all zeros? */
@@ -355,15 +452,17 @@ void p2pnvme_shadow_reset(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
  */
 void p2pnvme_shadow_put(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
 {
-	struct p2pnvme_shadow *s = c->shadow;
+	struct p2pnvme_shadow *s = sx->pool;
 	unsigned int i;
 
 	if (sx->nr) {
 		p2pnvme_shadow_reset(c, sx);
 		spin_lock(&s->lock);
-		for (i = 0; i < sx->nr; i++) {
-			s->slots[sx->slots[i]].x = NULL;
-			__clear_bit(sx->slots[i], s->used);
+		for (i = 0; i < sx->nr_runs; i++) {
+			const struct p2pnvme_shadow_run *r = &sx->runs[i];
+
+			memset(&s->slots[r->slot], 0, r->nr * sizeof(*s->slots));
+			bitmap_clear(s->used, r->slot, r->nr);
 		}
 		s->nr_free += sx->nr;
 		list_del(&sx->node);
@@ -371,13 +470,18 @@ void p2pnvme_shadow_put(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
 		spin_unlock(&s->lock);
 		sx->nr = 0;
 	}
-	kvfree(sx->slots);
-	kvfree(sx->bvec);
-	bitmap_free(sx->covered);
-	sx->slots = NULL;
+	if (sx->runs != sx->runs_inline)
+		kvfree(sx->runs);
+	if (sx->bvec != sx->bvec_inline)
+		kvfree(sx->bvec);
+	if (sx->covered != sx->covered_inline)
+		bitmap_free(sx->covered);
+	sx->runs = NULL;
+	sx->nr_runs = 0;
 	sx->bvec = NULL;
 	sx->covered = NULL;
 }
+EXPORT_SYMBOL_IF_KUNIT(p2pnvme_shadow_put);
 
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 static int shadow_vmap(struct dma_buf *dmabuf, struct iosys_map *map)

@@ -3,8 +3,10 @@
 #ifndef P2PNVME_SHADOW_H
 #define P2PNVME_SHADOW_H
 
+#include <linux/bitmap.h>
 #include <linux/bvec.h>
 #include <linux/mm.h>
+#include <linux/spinlock.h>
 
 #include "internal.h"
 
@@ -16,6 +18,19 @@ struct seq_file;
 #define P2PNVME_SHADOW_RETRY	1U	/* its buffer moved, or the request had no room: again */
 #define P2PNVME_SHADOW_HOST	2U	/* now in host memory, P2P required: -EREMOTEIO */
 #define P2PNVME_SHADOW_REVOKED	4U	/* revoked for good: -ENODEV */
+
+/* runs of slots a transfer holds without allocations of its own */
+#define P2PNVME_SHADOW_INLINE	4
+
+/**
+ * struct p2pnvme_shadow_run - consecutive slots of one chunk
+ * @slot: the first
+ * @nr: slots
+ */
+struct p2pnvme_shadow_run {
+	unsigned int slot;
+	unsigned int nr;
+};
 
 /**
  * struct p2pnvme_shadow_xfer - one file command read into a registered
@@ -33,15 +48,24 @@ struct seq_file;
  *	   the transfer issued again
  * @require: P2P required (the transfer's or the registration's flag)
  * @nr: slots held (the most any @off0 needs)
- * @slots: their indices in the pool
- * @bvec: the filesystem's bvec of their pages (@nr_bvec used)
+ * @pool: the pool they are in
+ * @runs: the slots, in the transfer's order, as runs of consecutive
+ *	  slots of one chunk (physically contiguous pages): one run where
+ *	  the pool has room for it
+ * @nr_runs: entries of @runs
+ * @bvec: the filesystem's bvec: an entry per run (@nr_bvec used)
  * @nr_bvec: entries of @bvec for @off0 and @len
+ * @cover_lock: guards @covered's words against completions of other
+ *		requests (any context: irqsave)
  * @covered: 512-byte sectors of [0, @len) that a request carried to the
- *	     registration's memory and completed without error (set_bit() from
- *	     the disk's completions)
+ *	     registration's memory and completed without error (set by the
+ *	     disk's completions, a range at a time)
  * @lost: P2PNVME_SHADOW_* bits: requests that put its bytes in RAM
  * @node: on the pool's list of transfers (debugfs)
  * @attempts: issues so far
+ * @runs_inline: @runs of a transfer of at most P2PNVME_SHADOW_INLINE runs
+ * @bvec_inline: its @bvec
+ * @covered_inline: @covered of a transfer of at most BITS_PER_LONG sectors
  */
 struct p2pnvme_shadow_xfer {
 	struct p2pnvme_reg *reg;
@@ -51,13 +75,19 @@ struct p2pnvme_shadow_xfer {
 	unsigned int delta;
 	bool require;
 	unsigned int nr;
-	unsigned int *slots;
+	struct p2pnvme_shadow *pool;
+	struct p2pnvme_shadow_run *runs;
+	unsigned int nr_runs;
 	struct bio_vec *bvec;
 	unsigned int nr_bvec;
+	spinlock_t cover_lock;	/* see above */
 	unsigned long *covered;
 	atomic_t lost;
 	struct list_head node;
 	unsigned int attempts;
+	struct p2pnvme_shadow_run runs_inline[P2PNVME_SHADOW_INLINE];
+	struct bio_vec bvec_inline[P2PNVME_SHADOW_INLINE];
+	DECLARE_BITMAP(covered_inline, BITS_PER_LONG);
 };
 
 /**
@@ -79,7 +109,7 @@ struct p2pnvme_shadow_chunk {
 /**
  * struct p2pnvme_shadow_slot - one placeholder page
  * @x: the transfer that holds it, or NULL
- * @idx: the page's index in @x's bvec
+ * @idx: the page's index in @x's @pages
  */
 struct p2pnvme_shadow_slot {
 	struct p2pnvme_shadow_xfer *x;
@@ -145,24 +175,70 @@ static inline bool p2pnvme_shadow_active(struct p2pnvme *c)
 }
 
 /**
+ * p2pnvme_shadow_span - may page frames [@pfn, @pfn + @nr) hold placeholders?
+ * @s: the pool, active (p2pnvme_shadow_active())
+ * @pfn: the first page frame of a request's segment
+ * @nr: its pages
+ *
+ * Return: false for a segment wholly outside the pool's span.
+ */
+static inline bool p2pnvme_shadow_span(const struct p2pnvme_shadow *s, unsigned long pfn,
+				       unsigned long nr)
+{
+	return pfn + nr > s->lo_pfn && pfn < s->hi_pfn;
+}
+
+/**
  * p2pnvme_shadow_slot - the pool's slot of page frame @pfn
  * @s: the pool, active (p2pnvme_shadow_active())
  * @pfn: a page frame of a request's data
+ * @run: out: for a placeholder, the pages of its chunk from @pfn on
+ *	 (@pfn and what follows it in the same allocation)
  *
  * A subtraction per chunk; a frame outside the pool's span costs one.
  *
  * Return: the slot's index, or -1 for a page that is not a placeholder.
  */
-static inline int p2pnvme_shadow_slot(const struct p2pnvme_shadow *s, unsigned long pfn)
+static inline int p2pnvme_shadow_slot(const struct p2pnvme_shadow *s, unsigned long pfn,
+				      unsigned int *run)
 {
 	unsigned int i;
 
 	if (pfn - s->lo_pfn >= s->hi_pfn - s->lo_pfn)
 		return -1;
 	for (i = 0; i < s->nr_chunks; i++)
-		if (pfn - s->chunks[i].pfn < s->chunks[i].nr)
+		if (pfn - s->chunks[i].pfn < s->chunks[i].nr) {
+			*run = s->chunks[i].nr - (pfn - s->chunks[i].pfn);
 			return s->chunks[i].first + (pfn - s->chunks[i].pfn);
+		}
 	return -1;
+}
+
+/**
+ * p2pnvme_shadow_run_len - how many pages of a request's segment, from a
+ *	placeholder on, are the following pages of the same transfer
+ * @s: the pool, active
+ * @slot: the placeholder's slot (a transfer holds it)
+ * @max: the segment's pages from there, at most the rest of the slot's
+ *	 chunk (p2pnvme_shadow_slot()'s @run)
+ *
+ * The pages of one segment are physically contiguous, so within a chunk
+ * page @k from @slot's is slot @slot + @k; it belongs to the run while it
+ * is the transfer's next one. Two transfers' runs may be adjacent in a
+ * chunk and their bios merged in one request: each is taken apart.
+ *
+ * Return: pages, 1 at least.
+ */
+static inline unsigned int p2pnvme_shadow_run_len(const struct p2pnvme_shadow *s, unsigned int slot,
+						  unsigned int max)
+{
+	const struct p2pnvme_shadow_slot *sl = &s->slots[slot];
+	unsigned int k = 1;
+
+	max = min(max, sl->x->nr - sl->idx);
+	while (k < max && sl[k].x == sl->x && sl[k].idx == sl->idx + k)
+		k++;
+	return k;
 }
 
 /**
@@ -189,15 +265,19 @@ static inline u64 p2pnvme_shadow_t(const struct p2pnvme_shadow_xfer *sx, unsigne
  * A request's bytes of one transfer start and end on 512-byte boundaries
  * of the transfer (file offsets: the filesystem's direct I/O is in
  * logical blocks, and the transfer starts on one); a piece of it cut at a
- * page boundary marks the sector it shares with the next piece, which the
+ * chunk's end marks the sector it shares with the next piece, which the
  * same request carries.
  */
 static inline void p2pnvme_shadow_cover(struct p2pnvme_shadow_xfer *sx, u64 t, u64 n)
 {
-	u64 s, end = min(t + n, sx->len);
+	u64 end = min(t + n, sx->len);
+	unsigned long first = t >> SECTOR_SHIFT, flags;
 
-	for (s = t >> SECTOR_SHIFT; (s << SECTOR_SHIFT) < end; s++)
-		set_bit(s, sx->covered);
+	if (end <= t)
+		return;
+	spin_lock_irqsave(&sx->cover_lock, flags);
+	bitmap_set(sx->covered, first, DIV_ROUND_UP(end, SECTOR_SIZE) - first);
+	spin_unlock_irqrestore(&sx->cover_lock, flags);
 }
 
 /**
