@@ -276,6 +276,11 @@ if [ -n "$gp_mounted" ]; then
 		"$(sed -n 's/^pool \([0-9]*\) .*/\1/p' $PH) $(sed -n 's/^active //p' $PH)" \
 		"$(sed -n 's/^free //p' $PH) 0"
 	while read -r l; do diag "$l"; done < $PH
+	st=$(p2pctl -o json nvme-stats $N)
+	check "stats/file_placeholder_reads counted the reads" [ "$(cat $S/stats/file_placeholder_reads)" -gt 0 ]
+	check_eq "nvme-stats -o json: file_placeholder_reads as sysfs has it" \
+		"$(js file_placeholder_reads "$st")" "$(cat $S/stats/file_placeholder_reads)"
+	check "nvme-stats names it" sh -c "p2pctl nvme-stats $N | grep -q 'placeholder_reads [1-9]'"
 	check_eq "file_placeholder_force is off again" \
 		"$(cat /sys/module/p2pnvme/parameters/file_placeholder_force)" N
 	check "umount" umount $MNT

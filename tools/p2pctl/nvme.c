@@ -280,7 +280,7 @@ static void nvme_stats_file_disk(struct nvme_stats *s)
 	static const char * const fpaths[STATS_FILE_PATHS] = { "p2p", "host", "dmabuf", "bounce" };
 	static const char * const fother[STATS_FILE_OTHER] = {
 		"errors", "errors_fallback", "refused_xdev", "refused_align", "refused_p2p", "refused_swapfile",
-		"refused_inflight", "zeroed_bytes", "cpu_bytes" };
+		"refused_inflight", "zeroed_bytes", "cpu_bytes", "placeholder_reads" };
 	static const char * const dpaths[STATS_DISK_PATHS] = { "p2p", "host", "mixed" };
 	static const char * const dother[STATS_DISK_OTHER] = {
 		"bytes_p2p", "bytes_host", "flushes", "write_zeroes", "refused", "errors",

@@ -332,7 +332,7 @@ struct lat {
 
 /* the file command's (stats/file_*: p2p, host, dmabuf, bounce) and the disk's (disk/) */
 #define STATS_FILE_PATHS	4
-#define STATS_FILE_OTHER	9
+#define STATS_FILE_OTHER	10
 #define STATS_DISK_PATHS	3
 #define STATS_DISK_OTHER	10
 
