@@ -39,7 +39,11 @@
 # splat, umount works). An encrypted file (p2pfilecmd-test --crypt, ext4
 # -O encrypt mounted inlinecrypt: blk-crypto's fallback, the CPU, en/decrypts
 # its contents): REQUIRE_P2P into or from p2pmem EREMOTEIO at the check,
-# nothing issued; without it path bounce, the plaintext read.
+# nothing issued; without it path bounce, the plaintext read. Verity files
+# (p2pfilecmd-test --verity, ext4 -O verity): no direct I/O, so every read
+# EOPNOTSUPP at the check; fs-verity turned on under streams of reads,
+# each moved whole or refused. Reads into the bench's GPU personalities
+# through placeholder pages (p2pfilecmd-test --gpu), on ext4 and on xfs.
 . /tests/lib.sh
 
 IVSHMEM=$(find_pci 1af4 1110)
@@ -71,7 +75,9 @@ fs_suites() {
 }
 expect_suites guest.filecmd_setup $(fs_suites) guest.filecmd_fallback_mount \
 	guest.filecmd_gpu_mount guest.filecmd_gpu guest.filecmd_gpu_after \
+	guest.filecmd_gpu_xfs_mount guest.filecmd_gpu_xfs guest.filecmd_gpu_xfs_after \
 	guest.filecmd_fallback guest.filecmd_fallback_after guest.filecmd_crypt_mount \
+	guest.filecmd_verity_mount guest.filecmd_verity guest.filecmd_verity_after \
 	guest.filecmd_crypt guest.filecmd_crypt_after guest.filecmd_xfs_rt \
 	guest.filecmd_bar_setup guest.filecmd_bar_unbind guest.filecmd_bar_after \
 	guest.filecmd_bar_reload guest.filecmd_unbind
@@ -237,58 +243,67 @@ ext4_suites() {
 # Reads into GPU memory through placeholder pages (files.rst step 6): the
 # bench's personalities (p2pgpu) on the profile's last ivshmem function,
 # p2pbar's dma-bufs forced through placeholders (file_placeholder_force),
-# on ext4; the pool's slots all free again afterwards (debugfs).
-suite_begin filecmd_gpu_mount
-gp_mounted=
+# on ext4 (suites filecmd_gpu*) and on xfs (filecmd_gpu_xfs*); the pool's
+# slots all free again afterwards (debugfs).
 nbar=0
 while find_pci 1af4 1110 $((nbar + 1)) >/dev/null; do nbar=$((nbar + 1)); done
 GPU=$(find_pci 1af4 1110 $nbar)
 GPU_BAR=bar$((nbar - 1))
-if [ "$nbar" -lt 2 ]; then
-	fail "a second ivshmem function for p2pgpu (the profile has $nbar)"
-elif ! load p2pgpu || ! bind p2pgpu "$GPU"; then
-	fail "p2pgpu loads and binds to ivshmem $GPU (the host's $GPU_BAR)"
-elif ! has_fs ext4; then
-	fail "the kernel has no ext4"
-elif mkfs_on ext4 && mount -t ext4 $B $MNT; then
-	gp_mounted=1
-	pass "p2pgpu bound to ivshmem $GPU (the host's $GPU_BAR); mkfs and mount ext4 on $B"
-else
-	fail "mkfs and mount ext4 on $B"
-fi
-suite_end
-if [ -n "$gp_mounted" ]; then
-	echo "<<<KTAP-BEGIN guest.filecmd_gpu>>>"
-	p2pfilecmd-test --gpu "$GPU_BAR" "$GPU" filecmd_gpu $MNT $N /dev/p2pbar0 bar0 nvme0 0x1c00 $OTHER ||
-		_any_failed=1
-	echo "<<<KTAP-END>>>"
-else
-	suite_begin filecmd_gpu
-	fail "not run: p2pgpu or ext4 is not there"
+# gpu_suites FS NAME: NAME_mount, NAME (p2pfilecmd-test --gpu), NAME_after
+gpu_suites() {
+	gs_fs=$1 gs_name=$2
+	suite_begin "${gs_name}_mount"
+	gp_mounted=
+	if [ "$nbar" -lt 2 ]; then
+		fail "a second ivshmem function for p2pgpu (the profile has $nbar)"
+	elif ! load p2pgpu || ! bind p2pgpu "$GPU"; then
+		fail "p2pgpu loads and binds to ivshmem $GPU (the host's $GPU_BAR)"
+	elif ! has_fs $gs_fs; then
+		fail "the kernel has no $gs_fs"
+	elif mkfs_on $gs_fs && mount -t $gs_fs $B $MNT; then
+		gp_mounted=1
+		pass "p2pgpu bound to ivshmem $GPU (the host's $GPU_BAR); mkfs and mount $gs_fs on $B"
+	else
+		fail "mkfs and mount $gs_fs on $B"
+	fi
 	suite_end
-fi
-suite_begin filecmd_gpu_after
-if [ -n "$gp_mounted" ]; then
-	PH=/sys/kernel/debug/p2pnvme/$NVME0/placeholders
-	check "debugfs placeholders: the pool exists (the reads took slots)" \
-		sh -c "grep -q '^pool [1-9]' $PH"
-	check_eq "debugfs placeholders: every slot free again, no transfer active" \
-		"$(sed -n 's/^pool \([0-9]*\) .*/\1/p' $PH) $(sed -n 's/^active //p' $PH)" \
-		"$(sed -n 's/^free //p' $PH) 0"
-	while read -r l; do diag "$l"; done < $PH
-	st=$(p2pctl -o json nvme-stats $N)
-	check "stats/file_placeholder_reads counted the reads" [ "$(cat $S/stats/file_placeholder_reads)" -gt 0 ]
-	check_eq "nvme-stats -o json: file_placeholder_reads as sysfs has it" \
-		"$(js file_placeholder_reads "$st")" "$(cat $S/stats/file_placeholder_reads)"
-	check "nvme-stats names it" sh -c "p2pctl nvme-stats $N | grep -q 'placeholder_reads [1-9]'"
-	check_eq "file_placeholder_force is off again" \
-		"$(cat /sys/module/p2pnvme/parameters/file_placeholder_force)" N
-	check "umount" umount $MNT
-	check "p2pgpu unbinds" sh -c "echo $GPU > /sys/bus/pci/drivers/p2pgpu/unbind"
-else
-	skip "umount" "ext4 was not mounted"
-fi
-suite_end
+	if [ -n "$gp_mounted" ]; then
+		echo "<<<KTAP-BEGIN guest.$gs_name>>>"
+		p2pfilecmd-test --gpu "$GPU_BAR" "$GPU" $gs_name $MNT $N /dev/p2pbar0 bar0 nvme0 0x1c00 \
+			$OTHER || _any_failed=1
+		echo "<<<KTAP-END>>>"
+	else
+		suite_begin $gs_name
+		fail "not run: p2pgpu or $gs_fs is not there"
+		suite_end
+	fi
+	suite_begin "${gs_name}_after"
+	if [ -n "$gp_mounted" ]; then
+		PH=/sys/kernel/debug/p2pnvme/$NVME0/placeholders
+		check "debugfs placeholders: the pool exists (the reads took slots)" \
+			sh -c "grep -q '^pool [1-9]' $PH"
+		check_eq "debugfs placeholders: every slot free again, no transfer active" \
+			"$(sed -n 's/^pool \([0-9]*\) .*/\1/p' $PH) $(sed -n 's/^active //p' $PH)" \
+			"$(sed -n 's/^free //p' $PH) 0"
+		while read -r l; do diag "$l"; done < $PH
+		st=$(p2pctl -o json nvme-stats $N)
+		check "stats/file_placeholder_reads counted the reads" \
+			[ "$(cat $S/stats/file_placeholder_reads)" -gt 0 ]
+		check_eq "nvme-stats -o json: file_placeholder_reads as sysfs has it" \
+			"$(js file_placeholder_reads "$st")" "$(cat $S/stats/file_placeholder_reads)"
+		check "nvme-stats names it" \
+			sh -c "p2pctl nvme-stats $N | grep -q 'placeholder_reads [1-9]'"
+		check_eq "file_placeholder_force is off again" \
+			"$(cat /sys/module/p2pnvme/parameters/file_placeholder_force)" N
+		check "umount" umount $MNT
+		check "p2pgpu unbinds" sh -c "echo $GPU > /sys/bus/pci/drivers/p2pgpu/unbind"
+	else
+		skip "umount" "$gs_fs was not mounted"
+	fi
+	suite_end
+}
+gpu_suites ext4 filecmd_gpu
+gpu_suites xfs filecmd_gpu_xfs
 
 # The page cache after the command's check (Documentation/files.rst, step
 # 8): ext4 mounted nodelalloc, the one mode where chattr +j (data
@@ -296,6 +311,13 @@ suite_end
 # the flag); p2pfilecmd-test --fallback races the flag against streams of
 # file commands
 ext4_suites filecmd_fallback --fallback 0x1e00 nodelalloc "mkfs and mount ext4 -o nodelalloc"
+
+# Verity files (fs-verity, ext4 made with -O verity), which have no direct
+# I/O: p2pfilecmd-test --verity refuses their reads EOPNOTSUPP at the
+# check, and turns fs-verity on for fresh files under streams of
+# REQUIRE_P2P reads (each moved whole, or refused); SKIP on a kernel
+# without fs-verity
+ext4_suites filecmd_verity --verity 0x1b00 defaults "mkfs -O verity and mount ext4" -O verity
 
 # An encrypted file (Documentation/files.rst, step 4): ext4 made with
 # -O encrypt and mounted inlinecrypt, where a file of an fscrypt directory

@@ -4,7 +4,8 @@
  * Documentation/files.rst step 4) on a filesystem mounted from p2pnvme's
  * disk, with KTAP output (qemu/tests/filecmd.guest.sh).
  *
- *   p2pfilecmd-test [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt]
+ *   p2pfilecmd-test [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt |
+ *		     --verity | --gpu GPU_BAR GPU_BDF]
  *		     SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER
  *
  * DIR: a directory of the filesystem on /dev/p2pnvmeNn1 (the whole disk:
@@ -78,6 +79,14 @@
  * memory; bounded), and bound again. The --crypt suite has a read of the
  * encrypted file through placeholders: EOPNOTSUPP.
  *
+ * --verity: verity files on ext4 made with -O verity, which have no direct
+ * I/O (STATX_DIOALIGN 0): reads into a /dev/p2pbarN mapping, a registered
+ * p2pbar dma-buf (its pages and placeholders) and host memory EOPNOTSUPP at
+ * the check, nothing issued or counted, the file whole by pread; and
+ * fs-verity turned on for fresh files under a stream of REQUIRE_P2P reads:
+ * each moved whole (the file's bytes, the disk's bytes_p2p exactly theirs)
+ * or refused EOPNOTSUPP or EREMOTEIO. SKIP on a kernel without fs-verity.
+ *
  * --crypt: an encrypted file (fscrypt v2, a raw key added by root) on ext4
  * made with -O encrypt and mounted -o inlinecrypt, whose contents the CPU
  * en/decrypts (blk-crypto's fallback: the disk has no inline encryption):
@@ -133,6 +142,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/fscrypt.h>
+#include <linux/fsverity.h>
 
 #include "harness.h"
 #include "libp2p.h"
@@ -2020,6 +2030,241 @@ TEST_F(filecmd_crypt, cr, placeholders_refused, 1, 60)
 	close(fd);
 }
 
+/* ---- a verity file (--verity) ----------------------------------------------- */
+
+#define VR_TSIZE	(256 * KIB)	/* each file */
+#define VR_LEN		(16 * KIB)	/* a transfer */
+#define VR_ROUNDS	24		/* the race: files turned verity under a stream */
+#define VR_AFTER	4		/* reads of each after its turn */
+#define VR_FORCE	"/sys/module/p2pnvme/parameters/file_placeholder_force"
+
+/*
+ * Files on ext4 made with -O verity (the filecmd script's verity suite):
+ * once fs-verity is on, ext4 has no direct I/O for the file
+ * (ext4_should_use_dio(): STATX_DIOALIGN 0), and its page cache verifies
+ * what it reads. A registered p2pbar dma-buf and a /dev/p2pbarN mapping of
+ * VR_LEN each.
+ */
+FIXTURE(vr) {
+	int nfd, bfd;
+	unsigned int tid;
+	char path[FILE_PATH_LEN];
+	struct dbuf b;
+	struct p2p_mem m;
+};
+
+/* fs-verity turned on for @path (SHA-256, 4 KiB blocks): 0 or an errno */
+static int verity_enable(const char *path)
+{
+	struct fsverity_enable_arg a = {
+		.version = 1, .hash_algorithm = FS_VERITY_HASH_ALG_SHA256, .block_size = 4096,
+	};
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return errno;
+	ret = ioctl(fd, FS_IOC_ENABLE_VERITY, &a) ? errno : 0;
+	close(fd);
+	return ret;
+}
+
+FIXTURE_SETUP(vr)
+{
+	int ret;
+
+	self->nfd = open(node, O_RDWR | O_CLOEXEC);
+	if (self->nfd < 0)
+		kt_fail("open %s: %s", node, strerror(errno));
+	if (access("/sys/fs/ext4/features/verity", F_OK))
+		kt_skip("%s", "ext4 has no fs-verity in this kernel (CONFIG_FS_VERITY)");
+	self->tid = idbase + 0x60;
+	if (mkfile(dir, "verity", self->tid, VR_TSIZE, self->path))
+		kt_fail("the file %s/verity: %s", dir, strerror(errno));
+	ret = verity_enable(self->path);
+	if (ret)
+		kt_fail("FS_IOC_ENABLE_VERITY on %s: %s (mke2fs -O verity?)", self->path,
+			strerror(ret));
+	mem2_get(bar_path, self->nfd, VR_LEN, &self->b, &self->bfd, &self->m);
+}
+
+FIXTURE_TEARDOWN(vr)
+{
+	mem2_put(self->nfd, &self->b, self->bfd, &self->m);
+	unlink(self->path);
+	close(self->nfd);
+}
+
+/* what vr_one()'s @at names */
+static const char * const vr_what[] = {
+	"a /dev/p2pbarN mapping", "a registered p2pbar dma-buf",
+	"a registered p2pbar dma-buf through placeholders", "host memory",
+};
+
+/*
+ * One read of [@off, +VR_LEN) of @fd with @flags into: @at 0 the mapping,
+ * 1 the dma-buf, 2 the dma-buf through placeholders (file_placeholder_force
+ * set around it), 3 @host. Its memory filled with 0xee first.
+ */
+static int vr_one(struct _kt_fixture_vr *self, int fd, int at, uint64_t off, uint32_t flags,
+		  unsigned char *host, struct p2pnvme_file_io *io, unsigned int *failed)
+{
+	unsigned char *p = at == 0 ? self->m.p : at == 3 ? host : self->b.p;
+	int ret;
+
+	memset(p, 0xee, VR_LEN);
+	*io = at == 1 || at == 2 ?
+	      fio(P2PNVME_OP_READ, fd, off, VR_LEN, 0, flags | P2PNVME_FILE_F_REGISTERED, self->b.id) :
+	      fio(P2PNVME_OP_READ, fd, off, VR_LEN, (uintptr_t)p, flags, 0);
+	__sync_synchronize();
+	if (at == 2 && p2p_sysfs_write(VR_FORCE, "1"))
+		kt_fail("file_placeholder_force: %s", strerror(errno));
+	ret = submit(self->nfd, io, 1, failed);
+	if (at == 2)
+		p2p_sysfs_write(VR_FORCE, "0");
+	return ret;
+}
+
+/*
+ * A verity file has no direct I/O on ext4 (statx STATX_DIOALIGN offset 0):
+ * the command refuses its reads at the check, EOPNOTSUPP, into p2pmem, a
+ * dma-buf (its pages and placeholders) and host memory alike: nothing
+ * issued, the memory untouched, nothing counted. The file reads whole by
+ * pread (the page cache verifies it), so the refusal is the command's.
+ */
+TEST_F(filecmd_verity, vr, refused, 7, 60)
+{
+	static const long long none[C_NR];
+	struct p2pnvme_file_io io;
+	unsigned int failed;
+	struct cnt c0, c1;
+	unsigned char *h;
+	struct statx st;
+	char why[160];
+	int fd, at, ret;
+
+	fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || cnt_get(&c0) || posix_memalign((void **)&h, 4096, VR_TSIZE))
+		kt_fail("setup: %s", fd < 0 ? strerror(errno) : "the counters or memory: missing");
+	ret = statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) ? errno : 0;
+	tap(!ret && (st.stx_attributes & STATX_ATTR_VERITY) && (st.stx_mask & STATX_DIOALIGN) &&
+	    !st.stx_dio_offset_align,
+	    "statx: the file is verity and has no direct I/O (STATX_DIOALIGN offset alignment %u; %s)",
+	    ret ? 0 : st.stx_dio_offset_align, err_str(ret));
+	for (at = 0; at < 4; at++) {
+		unsigned char *p = at == 0 ? self->m.p : at == 3 ? h : self->b.p;
+
+		ret = vr_one(self, fd, at, VR_LEN, 0, h, &io, &failed);
+		tap(ret == EOPNOTSUPP && !failed && all_are(p, VR_LEN, 0xee),
+		    "a read of the verity file into %s: EOPNOTSUPP at the check (%s, failed %u), the memory untouched",
+		    vr_what[at], err_str(ret), failed);
+	}
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	tap(cnt_moved(&c0, &c1, none, why, sizeof(why)), "counted: nothing (%s)", why);
+	tap(pread(fd, h, VR_TSIZE, 0) == VR_TSIZE && pat_diff(h, self->tid, 0, VR_TSIZE) < 0,
+	    "pread reads the verity file whole, its bytes (the page cache verifies them)");
+	free(h);
+	close(fd);
+}
+
+/*
+ * fs-verity turned on while REQUIRE_P2P reads of the file stream: into
+ * the mapping, the dma-buf, and the dma-buf through placeholders, a third
+ * of VR_ROUNDS fresh files each. Each read the controller moved (the
+ * file's bytes, whole), or refused: EOPNOTSUPP at the check once the
+ * file is verity, or EREMOTEIO where ext4 took its page cache after the
+ * check (the turn landed between them: the page cache's bytes are never
+ * answered as P2P); none other. The bytes answered on the p2p and dmabuf
+ * paths are exactly the disk's bytes_p2p.
+ */
+TEST_F(filecmd_verity, vr, turned_on_under_reads, 5, 300)
+{
+	long long moved = 0, moved_bytes = 0, notsupp = 0, remoteio = 0, other = 0, bad = 0;
+	long long after_notsupp = 0;
+	long long disk0 = node_num(node, "disk/bytes_p2p"), disk, before = 0;
+	int r, turned = 0, other_err = 0, turn_err = 0;
+	char path[FILE_PATH_LEN];
+
+	srandom(self->tid);
+	for (r = 0; r < VR_ROUNDS; r++) {
+		int at = r % 3, fd, status, after = 0, done = 0;
+		pid_t pid;
+
+		if (mkfile(dir, "vrace", self->tid + 1, VR_TSIZE, path))
+			kt_fail("the file %s/vrace: %s", dir, strerror(errno));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			kt_fail("open %s: %s", path, strerror(errno));
+		fflush(stdout);
+		pid = fork();
+		if (pid < 0)
+			kt_fail("fork: %s", strerror(errno));
+		if (!pid) {
+			usleep(random() % 20000);
+			_exit(verity_enable(path));
+		}
+		while (after < VR_AFTER) {
+			uint64_t off = (random() % (VR_TSIZE / VR_LEN)) * VR_LEN;
+			struct p2pnvme_file_io io;
+			unsigned int failed;
+			int ret;
+
+			if (!done && waitpid(pid, &status, WNOHANG) == pid) {
+				done = 1;
+				if (WIFEXITED(status) && !WEXITSTATUS(status))
+					turned++;
+				else if (!turn_err)
+					turn_err = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+			}
+			after += done;
+			ret = vr_one(self, fd, at, off, P2PNVME_FILE_F_REQUIRE_P2P, NULL, &io, &failed);
+			/* refused at the check (the entry's index in @failed), or its status */
+			if (ret && failed < 1) {
+				if (ret == EOPNOTSUPP) {
+					notsupp++;
+					after_notsupp += done;
+					continue;
+				}
+			} else {
+				ret = -io.status;
+				if (ret == EREMOTEIO) {
+					remoteio++;
+					continue;
+				}
+			}
+			if (ret || io.path != (at ? P2PNVME_PATH_DMABUF : P2PNVME_PATH_P2P) ||
+			    io.bytes != VR_LEN) {
+				if (!other_err)
+					other_err = ret ?: EPROTO;
+				other++;
+				continue;
+			}
+			moved++;
+			moved_bytes += io.bytes;
+			before += !done;
+			if (pat_diff(at ? self->b.p : self->m.p, self->tid + 1, off, VR_LEN) >= 0)
+				bad++;
+		}
+		close(fd);
+		unlink(path);
+	}
+	disk = node_num(node, "disk/bytes_p2p") - disk0;
+	printf("    # %d files turned verity under the reads: %lld moved (%lld before a turn), %lld EOPNOTSUPP at the check, %lld EREMOTEIO (the page cache after the check), %lld other (%s); the disk's bytes_p2p +%lld\n",
+	       turned, moved, before, notsupp, remoteio, other, err_str(other_err), disk);
+	tap(turned == VR_ROUNDS && !turn_err,
+	    "fs-verity turned on for each of %d files under a stream of reads (%d; %s)", VR_ROUNDS,
+	    turned, err_str(turn_err));
+	tap(after_notsupp == VR_ROUNDS * VR_AFTER,
+	    "every read after a turn returned: refused EOPNOTSUPP at the check (%lld of %d)",
+	    after_notsupp, VR_ROUNDS * VR_AFTER);
+	tap(!bad, "every read answered moved holds the file's bytes (%lld wrong)", bad);
+	tap(!other, "every read moved whole, or refused EOPNOTSUPP or EREMOTEIO; none other (%lld, %s)",
+	    other, err_str(other_err));
+	tap(moved_bytes == disk,
+	    "the reads answered on the p2p and dmabuf paths: %lld bytes, exactly what the controller moved (the disk's bytes_p2p +%lld)",
+	    moved_bytes, disk);
+}
+
 /* ---- p2pbar unbound mid-stream (--bar-unbind) ------------------------------ */
 
 #define UB_ENTRIES	8
@@ -3112,6 +3357,7 @@ int main(int argc, char **argv)
 	int unbind = argc > 2 && !strcmp(argv[1], "--bar-unbind");
 	int fallback = argc > 1 && !strcmp(argv[1], "--fallback");
 	int crypt = argc > 1 && !strcmp(argv[1], "--crypt");
+	int verity = argc > 1 && !strcmp(argv[1], "--verity");
 	int reload = argc > 3 && !strcmp(argv[1], "--bar-reload");
 	int gpu = argc > 3 && !strcmp(argv[1], "--gpu");
 
@@ -3125,13 +3371,13 @@ int main(int argc, char **argv)
 		bar_ko = reload ? argv[3] : NULL;
 		argc -= 2 + reload;
 		argv += 2 + reload;
-	} else if (fallback || crypt) {
+	} else if (fallback || crypt || verity) {
 		argc--;
 		argv++;
 	}
 	if (argc != 9) {
 		fprintf(stderr,
-			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt | --gpu GPU_BAR GPU_BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
+			"usage: %s [--bar-unbind BDF | --bar-reload BDF MODULE | --fallback | --crypt | --verity | --gpu GPU_BAR GPU_BDF] SUITE DIR /dev/p2pnvmeN /dev/p2pbarN BAR_NAME IMG_NAME ID_BASE OTHER\n",
 			argv[0]);
 		return 2;
 	}
@@ -3160,6 +3406,9 @@ int main(int argc, char **argv)
 	/* --crypt: an encrypted file, on ext4 mounted inlinecrypt */
 	if (crypt)
 		return kt_run_as("filecmd_crypt", argv[1]);
+	/* --verity: verity files, on ext4 made with -O verity */
+	if (verity)
+		return kt_run_as("filecmd_verity", argv[1]);
 	/* --fallback: the page cache after the check, on ext4 mounted nodelalloc */
 	return kt_run_as(fallback ? "filecmd_fallback" : "filecmd", argv[1]);
 }
