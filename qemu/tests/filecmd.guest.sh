@@ -256,7 +256,7 @@ gpu_suites() {
 	gp_mounted=
 	if [ "$nbar" -lt 2 ]; then
 		fail "a second ivshmem function for p2pgpu (the profile has $nbar)"
-	elif ! load p2pgpu || ! bind p2pgpu "$GPU"; then
+	elif ! { grep -q '^p2pgpu ' /proc/modules || load p2pgpu; } || ! bind p2pgpu "$GPU"; then
 		fail "p2pgpu loads and binds to ivshmem $GPU (the host's $GPU_BAR)"
 	elif ! has_fs $gs_fs; then
 		fail "the kernel has no $gs_fs"
