@@ -966,8 +966,10 @@ static struct shadow_env *shadow_env_init(struct kunit *test)
 	e->s.nr_slots = 8;
 	e->s.nr_free = 8;
 	e->s.used = kunit_kzalloc(test, sizeof(unsigned long), GFP_KERNEL);
+	e->s.starts = kunit_kzalloc(test, sizeof(unsigned long), GFP_KERNEL);
 	e->s.slots = kunit_kcalloc(test, 8, sizeof(*e->s.slots), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, e->s.used);
+	KUNIT_ASSERT_NOT_NULL(test, e->s.starts);
 	KUNIT_ASSERT_NOT_NULL(test, e->s.slots);
 	e->c->shadow = &e->s;	/* the pool exists: shadow_pool() allocates nothing */
 	for (i = 0; i < ARRAY_SIZE(e->x); i++)
@@ -994,9 +996,10 @@ static int shadow_take(struct shadow_env *e, unsigned int i, u64 pos, u64 len,
  * A transfer's slots are one run where a chunk has room for it, and then
  * one bvec entry of physically contiguous pages (the filesystem's, the
  * block layer's, the disk's view: a segment, not a page each); where no
- * chunk has room, as they lie free, an entry per run. The disk tells two
- * transfers' runs apart in one physically contiguous segment by the
- * slots' owners (p2pnvme_shadow_run_len()), and finds slots by page frame.
+ * chunk has room, as they lie free, an entry per run. The disk finds a
+ * slot by page frame, and from any slot its run's owner, the page's index
+ * there and the rest of the run (p2pnvme_shadow_owner()): two transfers'
+ * runs side by side in one physically contiguous segment are told apart.
  */
 static void shadow_runs(struct kunit *test)
 {
@@ -1043,22 +1046,26 @@ static void shadow_runs(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, shadow_take(e, 3, 0, 8 * PAGE_SIZE, &i), -E2BIG);
 	p2pnvme_shadow_put(e->c, &e->x[3]);
 
-	/* the disk's lookups: a slot by page frame, and the run from it */
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->chunks[1].pfn + 1, &run), 5);
-	KUNIT_EXPECT_EQ(test, run, 3);
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->chunks[0].pfn, &run), 0);
-	KUNIT_EXPECT_EQ(test, run, 4);
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->s.hi_pfn, &run), -1);
+	/* the disk's lookups: a slot by page frame, its owner and the rest of its run */
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->chunks[1].pfn + 1), 5);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->chunks[0].pfn), 0);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_slot(&e->s, e->s.hi_pfn), -1);
 	KUNIT_EXPECT_FALSE(test, p2pnvme_shadow_span(&e->s, e->s.hi_pfn, 4));
 	KUNIT_EXPECT_TRUE(test, p2pnvme_shadow_span(&e->s, e->s.lo_pfn - 1, 2));
-	/* slots 0-2 are a's, 3 is c's first page, 4 b's: runs end there */
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 0, 4), 3);
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 3, 4), 1);
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 1, 2), 2);
-	/* 4 and 5 are b's, 6 is c's second page (not b's third) */
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 4, 4), 2);
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_run_len(&e->s, 6, 2), 2);
-	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_t(c, e->s.slots[6].idx, 100), PAGE_SIZE + 100);
+	/* slots 0-2 are a's run, 3 c's first (c's second run is 6-7), 4-5 b's */
+	KUNIT_EXPECT_PTR_EQ(test, p2pnvme_shadow_owner(&e->s, 1, &i, &run), a);
+	KUNIT_EXPECT_EQ(test, i, 1);
+	KUNIT_EXPECT_EQ(test, run, 2);
+	KUNIT_EXPECT_PTR_EQ(test, p2pnvme_shadow_owner(&e->s, 3, &i, &run), c);
+	KUNIT_EXPECT_EQ(test, i, 0);
+	KUNIT_EXPECT_EQ(test, run, 1);
+	KUNIT_EXPECT_PTR_EQ(test, p2pnvme_shadow_owner(&e->s, 5, &i, &run), b);
+	KUNIT_EXPECT_EQ(test, i, 1);
+	KUNIT_EXPECT_EQ(test, run, 1);
+	KUNIT_EXPECT_PTR_EQ(test, p2pnvme_shadow_owner(&e->s, 7, &i, &run), c);
+	KUNIT_EXPECT_EQ(test, i, 2);
+	KUNIT_EXPECT_EQ(test, run, 1);
+	KUNIT_EXPECT_EQ(test, p2pnvme_shadow_t(c, 1, 100), PAGE_SIZE + 100);
 
 	/* coverage a range at a time: a request's bytes, sectors rounded out, clipped at len */
 	p2pnvme_shadow_cover(a, 512, 1024);
@@ -1073,6 +1080,7 @@ static void shadow_runs(struct kunit *test)
 	p2pnvme_shadow_put(e->c, c);
 	KUNIT_EXPECT_EQ(test, e->s.nr_free, 8);
 	KUNIT_EXPECT_TRUE(test, bitmap_empty(e->s.used, 8));
+	KUNIT_EXPECT_TRUE(test, bitmap_empty(e->s.starts, 8));
 	for (i = 0; i < 8; i++)
 		KUNIT_EXPECT_NULL(test, e->s.slots[i].x);
 	KUNIT_EXPECT_TRUE(test, list_empty(&e->s.xfers));

@@ -426,8 +426,8 @@ static void disk_view_bus(struct disk_pdu *pdu, dma_addr_t dma, unsigned int len
 }
 
 /*
- * Placeholder bytes: [@off, @off + @len) from the page of slot @slot on,
- * pages of one run of its transfer (p2pnvme_shadow_run_len()). Into
+ * Placeholder bytes: [@off, @off + @len) from page @pfn on, pages @idx on
+ * of transfer @sx, in one run (disk_shadow_piece()). Into
  * the registration's memory at the bus addresses its bytes stand for; or,
  * when that registration cannot take them now (moved and not mapped again,
  * mapped anew since the transfer was laid out, revoked, in host memory
@@ -436,11 +436,10 @@ static void disk_view_bus(struct disk_pdu *pdu, dma_addr_t dma, unsigned int len
  * not counted as carried).
  */
 static int disk_view_shadow(struct p2pnvme_disk *d, struct request *rq, unsigned long pfn,
-			    unsigned int off, unsigned int len, int slot)
+			    unsigned int off, unsigned int len, struct p2pnvme_shadow_xfer *sx,
+			    unsigned int idx)
 {
 	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
-	const struct p2pnvme_shadow_slot *sl = &d->c->shadow->slots[slot];
-	struct p2pnvme_shadow_xfer *sx = sl->x;
 	struct p2pnvme_reg *b = sx->reg;
 	unsigned int why, ri;
 	u64 pos;
@@ -454,7 +453,7 @@ static int disk_view_shadow(struct p2pnvme_disk *d, struct request *rq, unsigned
 		p2pnvme_shadow_lose(sx, why);
 		return disk_view_page(d, rq, pfn, off, len);
 	}
-	pos = sx->pos + p2pnvme_shadow_t(sx, sl->idx, off);
+	pos = sx->pos + p2pnvme_shadow_t(sx, idx, off);
 	if (READ_ONCE(b->host))
 		pdu->bytes_host += len;
 	else
@@ -473,19 +472,24 @@ static int disk_view_shadow(struct p2pnvme_disk *d, struct request *rq, unsigned
 
 /*
  * The piece of a segment at page frame @pfn, offset @off, with @left bytes
- * from there: a run of one transfer's placeholders (p2pnvme_shadow_run_len(),
- * its first slot in @*slot), or an ordinary page (@*slot -1).
+ * from there: pages of one run of a transfer's placeholders (@*sx the
+ * transfer, @*idx the first page's index in it), or an ordinary page
+ * (@*sx NULL). A run lies in one chunk, so its pages are the segment's.
  * Return: its bytes.
  */
 static unsigned int disk_shadow_piece(const struct p2pnvme_shadow *s, unsigned long pfn,
-				      unsigned int off, unsigned int left, int *slot)
+				      unsigned int off, unsigned int left,
+				      struct p2pnvme_shadow_xfer **sx, unsigned int *idx)
 {
-	unsigned int k, pages = DIV_ROUND_UP(off + left, PAGE_SIZE);
+	int slot = p2pnvme_shadow_slot(s, pfn);
+	unsigned int k;
 
-	*slot = p2pnvme_shadow_slot(s, pfn, &k);
-	if (*slot < 0)
+	if (slot < 0) {
+		*sx = NULL;
 		return min_t(unsigned int, left, PAGE_SIZE - off);
-	k = p2pnvme_shadow_run_len(s, *slot, min(k, pages));
+	}
+	*sx = p2pnvme_shadow_owner(s, slot, idx, &k);
+	k = min_t(unsigned int, k, DIV_ROUND_UP(off + left, PAGE_SIZE));
 	return min_t(unsigned int, left, (k << PAGE_SHIFT) - off);
 }
 
@@ -520,10 +524,10 @@ static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 			left = 0;
 		}
 		while (left) {
-			int slot;
-			unsigned int n = disk_shadow_piece(s, pfn, off, left, &slot);
+			struct p2pnvme_shadow_xfer *sx;
+			unsigned int idx, n = disk_shadow_piece(s, pfn, off, left, &sx, &idx);
 
-			if (slot < 0) {
+			if (!sx) {
 				/* ordinary pages of one segment: contiguous, one piece */
 				if (!run_len) {
 					run_pfn = pfn;
@@ -539,7 +543,7 @@ static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 				run_len = 0;
 				count += DIV_ROUND_UP(off + n, PAGE_SIZE) + 1;
 				if (fill)
-					ret = disk_view_shadow(d, rq, pfn, off, n, slot);
+					ret = disk_view_shadow(d, rq, pfn, off, n, sx, idx);
 				if (ret)
 					return ret;
 			}
@@ -556,6 +560,30 @@ static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 		}
 	}
 	return count;
+}
+
+/*
+ * At most how many pieces the request's view needs, without looking at
+ * its pages: one for a segment outside the pool's page frames, else two a
+ * page (a run of k placeholder pages takes k + 1 at most, ordinary pages
+ * between runs one). Enough for the view of a small request (a 4 KiB
+ * read), which then takes one walk, not two.
+ */
+static unsigned int disk_view_bound(struct p2pnvme_disk *d, struct request *rq)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+	const struct p2pnvme_shadow *s = d->c->shadow;
+	struct scatterlist *sg;
+	unsigned int i, n = 0;
+
+	for_each_sg(pdu->sgt.sgl, sg, pdu->sgt.orig_nents, i) {
+		unsigned long pfn = page_to_pfn(sg_page(sg)) + (sg->offset >> PAGE_SHIFT);
+		unsigned int pages;
+
+		pages = DIV_ROUND_UP(offset_in_page(sg->offset) + sg->length, PAGE_SIZE);
+		n += p2pnvme_shadow_span(s, pfn, pages) ? 2 * pages : 1;
+	}
+	return n;
 }
 
 /*
@@ -577,7 +605,9 @@ static blk_status_t disk_map_shadow(struct p2pnvme_disk *d, struct request *rq,
 	pdu->shadow = true;
 	pdu->bytes_p2p = 0;
 	pdu->bytes_host = 0;
-	n = disk_view_walk(d, rq, false);
+	n = disk_view_bound(d, rq);
+	if (n > DISK_VIEW_INLINE)
+		n = disk_view_walk(d, rq, false);
 	pdu->view = n <= DISK_VIEW_INLINE ? pdu->view_inline :
 		    kmalloc_array(n, sizeof(*pdu->view), GFP_ATOMIC);
 	if (!pdu->view)
@@ -615,13 +645,11 @@ static void disk_cover(struct p2pnvme_disk *d, struct request *rq)
 		if (!p2pnvme_shadow_span(s, pfn, DIV_ROUND_UP(off + left, PAGE_SIZE)))
 			continue;
 		while (left) {
-			int slot;
-			unsigned int n = disk_shadow_piece(s, pfn, off, left, &slot);
-			const struct p2pnvme_shadow_slot *sl = slot < 0 ? NULL : &s->slots[slot];
-			struct p2pnvme_shadow_xfer *sx = sl ? sl->x : NULL;
+			struct p2pnvme_shadow_xfer *sx;
+			unsigned int idx, n = disk_shadow_piece(s, pfn, off, left, &sx, &idx);
 
 			if (sx && !atomic_read(&sx->lost))
-				p2pnvme_shadow_cover(sx, p2pnvme_shadow_t(sx, sl->idx, off), n);
+				p2pnvme_shadow_cover(sx, p2pnvme_shadow_t(sx, idx, off), n);
 			left -= n;
 			pfn += (off + n) >> PAGE_SHIFT;
 			off = 0;

@@ -958,7 +958,14 @@ static void file_ki_complete(struct kiocb *iocb, long ret)
 	if (iocb->ki_flags & IOCB_WRITE)
 		kiocb_end_write(iocb);
 	if (x->sx) {
-		/* placeholders are read and copied in process context */
+		/* the disk carried it all: nothing to read or copy (file_shadow_end()) */
+		if (p2pnvme_shadow_carried(x->sx, ret)) {
+			x->sx->attempts++;
+			p2pnvme_stat_add(x->batch->c, ST_FILE_PLACEHOLDER_READS, 1);
+			file_done(x, ret);
+			return;
+		}
+		/* else placeholders are read and copied in process context */
 		x->shadow_ret = ret;
 		queue_work(system_unbound_wq, &x->shadow_work);
 		return;

@@ -34,17 +34,18 @@
  * the filesystem put there, and nothing older.
  *
  * Locking: the pool's spinlock (process context only) guards the slot
- * bitmap and owners; the disk reads a slot's owner without it, for pages
- * of bios whose transfer holds them (the slot was taken before the bio
- * was built and is let go after it ended). Coverage is a range at a time
+ * bitmaps and the runs' owners; the disk reads a run's start and owner
+ * without it, for pages of bios whose transfer holds them (the slots were
+ * taken before the bio was built and are let go after it ended). Coverage is a range at a time
  * from completions (bitmap_set() under the transfer's cover_lock), read
  * once the filesystem returned (every bio ended).
  *
  * Runs: a transfer's slots are one run of consecutive slots in a chunk
  * where the pool has one (else as few as they lie free), so that its bvec
  * has an entry per run and the disk walks, maps and covers a run at a
- * time, as for a p2pbar dma-buf's pages; only the slots' owners are
- * written page by page.
+ * time, as for a p2pbar dma-buf's pages: a run's owner is written once, at
+ * its first slot (a bit in @starts), and found from any of its slots by
+ * the last start at or before it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -87,6 +88,7 @@ static void shadow_free(struct p2pnvme_shadow *s)
 	kvfree(s->chunks);
 	kvfree(s->slots);
 	bitmap_free(s->used);
+	bitmap_free(s->starts);
 	kfree(s);
 }
 
@@ -158,7 +160,8 @@ static struct p2pnvme_shadow *shadow_alloc(unsigned long pages)
 	s->nr_free = s->nr_slots;
 	s->slots = kvcalloc(s->nr_slots, sizeof(*s->slots), GFP_KERNEL);
 	s->used = bitmap_zalloc(s->nr_slots, GFP_KERNEL);
-	if (!s->slots || !s->used)
+	s->starts = bitmap_zalloc(s->nr_slots, GFP_KERNEL);
+	if (!s->slots || !s->used || !s->starts)
 		goto fail;
 	s->lo_pfn = ULONG_MAX;
 	for (i = 0; i < s->nr_chunks; i++) {
@@ -245,12 +248,13 @@ void p2pnvme_shadow_layout(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
 static void shadow_hold(struct p2pnvme_shadow *s, struct p2pnvme_shadow_xfer *sx,
 			unsigned int slot, unsigned int nr, unsigned int *idx)
 {
-	unsigned int i;
-
 	lockdep_assert_held(&s->lock);
 	bitmap_set(s->used, slot, nr);
-	for (i = 0; i < nr; i++)
-		s->slots[slot + i] = (struct p2pnvme_shadow_slot){ .x = sx, .idx = (*idx)++ };
+	s->slots[slot] = (struct p2pnvme_shadow_slot){ .x = sx, .idx = *idx, .nr = nr };
+	/* the owner before its start bit: the disk reads them in that order */
+	smp_wmb();
+	set_bit(slot, s->starts);
+	*idx += nr;
 	sx->runs[sx->nr_runs++] = (struct p2pnvme_shadow_run){ .slot = slot, .nr = nr };
 }
 
@@ -461,7 +465,8 @@ void p2pnvme_shadow_put(struct p2pnvme *c, struct p2pnvme_shadow_xfer *sx)
 		for (i = 0; i < sx->nr_runs; i++) {
 			const struct p2pnvme_shadow_run *r = &sx->runs[i];
 
-			memset(&s->slots[r->slot], 0, r->nr * sizeof(*s->slots));
+			clear_bit(r->slot, s->starts);
+			s->slots[r->slot].x = NULL;
 			bitmap_clear(s->used, r->slot, r->nr);
 		}
 		s->nr_free += sx->nr;

@@ -107,20 +107,23 @@ struct p2pnvme_shadow_chunk {
 };
 
 /**
- * struct p2pnvme_shadow_slot - one placeholder page
- * @x: the transfer that holds it, or NULL
- * @idx: the page's index in @x's @pages
+ * struct p2pnvme_shadow_slot - the first placeholder page of a run
+ * @x: the transfer that holds the run, or NULL
+ * @idx: the page's index in @x's pages (its bytes from @x's byte 0 on)
+ * @nr: the run's pages
  */
 struct p2pnvme_shadow_slot {
 	struct p2pnvme_shadow_xfer *x;
 	unsigned int idx;
+	unsigned int nr;
 };
 
 /**
  * struct p2pnvme_shadow - a controller's placeholder pool (shadow.c),
  *	allocated at the first transfer that needs it (c->shadow_lock) and
  *	published whole (c->shadow, a release store)
- * @lock: protects @used, @nr_free, the slots' owners and @xfers
+ * @lock: protects @used, @starts, @nr_free, the runs' owners and @xfers
+ *	  (written; the disk reads @starts and the owners without it)
  * @lo_pfn: the lowest page frame of any chunk
  * @hi_pfn: past the highest
  * @nr_chunks: chunks in @chunks
@@ -128,7 +131,8 @@ struct p2pnvme_shadow_slot {
  * @nr_slots: pages in all
  * @nr_free: pages no transfer holds
  * @used: a bit per slot held
- * @slots: each page's owner
+ * @starts: a bit per run's first slot (the owner is in its @slots entry)
+ * @slots: each run's owner, at its first slot's index
  * @xfers: transfers holding slots
  * @active: transfers holding slots (read by the disk, without @lock)
  */
@@ -141,6 +145,7 @@ struct p2pnvme_shadow {
 	unsigned int nr_slots;
 	unsigned int nr_free;
 	unsigned long *used;
+	unsigned long *starts;
 	struct p2pnvme_shadow_slot *slots;
 	struct list_head xfers;
 	atomic_t active;
@@ -192,53 +197,46 @@ static inline bool p2pnvme_shadow_span(const struct p2pnvme_shadow *s, unsigned 
  * p2pnvme_shadow_slot - the pool's slot of page frame @pfn
  * @s: the pool, active (p2pnvme_shadow_active())
  * @pfn: a page frame of a request's data
- * @run: out: for a placeholder, the pages of its chunk from @pfn on
- *	 (@pfn and what follows it in the same allocation)
  *
  * A subtraction per chunk; a frame outside the pool's span costs one.
  *
  * Return: the slot's index, or -1 for a page that is not a placeholder.
  */
-static inline int p2pnvme_shadow_slot(const struct p2pnvme_shadow *s, unsigned long pfn,
-				      unsigned int *run)
+static inline int p2pnvme_shadow_slot(const struct p2pnvme_shadow *s, unsigned long pfn)
 {
 	unsigned int i;
 
 	if (pfn - s->lo_pfn >= s->hi_pfn - s->lo_pfn)
 		return -1;
 	for (i = 0; i < s->nr_chunks; i++)
-		if (pfn - s->chunks[i].pfn < s->chunks[i].nr) {
-			*run = s->chunks[i].nr - (pfn - s->chunks[i].pfn);
+		if (pfn - s->chunks[i].pfn < s->chunks[i].nr)
 			return s->chunks[i].first + (pfn - s->chunks[i].pfn);
-		}
 	return -1;
 }
 
 /**
- * p2pnvme_shadow_run_len - how many pages of a request's segment, from a
- *	placeholder on, are the following pages of the same transfer
+ * p2pnvme_shadow_owner - the transfer holding a placeholder, and where
  * @s: the pool, active
- * @slot: the placeholder's slot (a transfer holds it)
- * @max: the segment's pages from there, at most the rest of the slot's
- *	 chunk (p2pnvme_shadow_slot()'s @run)
+ * @slot: a slot some transfer holds (a page of a request's data)
+ * @idx: out: the page's index in the transfer's pages
+ * @left: out: the pages of its run from @slot on (@slot included)
  *
- * The pages of one segment are physically contiguous, so within a chunk
- * page @k from @slot's is slot @slot + @k; it belongs to the run while it
- * is the transfer's next one. Two transfers' runs may be adjacent in a
- * chunk and their bios merged in one request: each is taken apart.
+ * The run's first slot is the last start at or before @slot: the slots
+ * between belong to the same run, so no other transfer's start is there,
+ * and the bits of a held run stay as they are while it is held.
  *
- * Return: pages, 1 at least.
+ * Return: the transfer.
  */
-static inline unsigned int p2pnvme_shadow_run_len(const struct p2pnvme_shadow *s, unsigned int slot,
-						  unsigned int max)
+static inline struct p2pnvme_shadow_xfer *
+p2pnvme_shadow_owner(const struct p2pnvme_shadow *s, unsigned int slot, unsigned int *idx,
+		     unsigned int *left)
 {
-	const struct p2pnvme_shadow_slot *sl = &s->slots[slot];
-	unsigned int k = 1;
+	unsigned int first = find_last_bit(s->starts, slot + 1);
+	const struct p2pnvme_shadow_slot *sl = &s->slots[first];
 
-	max = min(max, sl->x->nr - sl->idx);
-	while (k < max && sl[k].x == sl->x && sl[k].idx == sl->idx + k)
-		k++;
-	return k;
+	*idx = sl->idx + (slot - first);
+	*left = sl->nr - (slot - first);
+	return sl->x;
 }
 
 /**
@@ -278,6 +276,29 @@ static inline void p2pnvme_shadow_cover(struct p2pnvme_shadow_xfer *sx, u64 t, u
 	spin_lock_irqsave(&sx->cover_lock, flags);
 	bitmap_set(sx->covered, first, DIV_ROUND_UP(end, SECTOR_SIZE) - first);
 	spin_unlock_irqrestore(&sx->cover_lock, flags);
+}
+
+/**
+ * p2pnvme_shadow_carried - did the disk carry every byte a read returned
+ *	to its registration's memory? (any context; every bio of @sx ended)
+ * @sx: the transfer
+ * @ret: what the filesystem returned
+ *
+ * Then nothing is left for the CPU (p2pnvme_shadow_finish() would answer
+ * @ret): no request lost bytes to the RAM, and every sector of [0, @ret)
+ * is covered. The coverage was set before each request's end, which comes
+ * before the read's.
+ *
+ * Return: true for a read that needs no process context to complete.
+ */
+static inline bool p2pnvme_shadow_carried(const struct p2pnvme_shadow_xfer *sx, long ret)
+{
+	unsigned long nsec;
+
+	if (ret <= 0 || atomic_read(&sx->lost))
+		return false;
+	nsec = DIV_ROUND_UP(ret, SECTOR_SIZE);
+	return find_first_zero_bit(sx->covered, nsec) >= nsec;
 }
 
 /**
