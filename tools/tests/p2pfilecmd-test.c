@@ -62,9 +62,10 @@
  * transfers come back on the p2p or dmabuf path, bytes the disk never
  * moved.
  *
- * --fallback also streams its REQUIRE_P2P reads into the dma-buf through
- * placeholder pages (file_placeholder_force): counted as through p2pbar's
- * own pages.
+ * --fallback also streams its reads into the dma-buf through placeholder
+ * pages (file_placeholder_force): with REQUIRE_P2P counted as through
+ * p2pbar's own pages; without, the page cache's bytes copied into the
+ * dma-buf through its vmap (path bounce, file_cpu_bytes).
  *
  * --gpu GPU_BAR GPU_BDF: reads into the bench's GPU personalities (p2pgpu,
  * bound to GPU_BDF, exporting from the BAR whose backing file is GPU_BAR)
@@ -1721,6 +1722,52 @@ TEST_F(filecmd_fallback, fb, read_require_p2p_placeholders, 6, 120)
 TEST_F(filecmd_fallback, fb, read_bounce, 6, 120)
 {
 	fb_case(self, false, false);
+}
+
+/*
+ * The same reads without REQUIRE_P2P, the dma-buf's through placeholder
+ * pages (file_placeholder_force): what the page cache served lands in the
+ * placeholders and is copied into the dma-buf through p2pbar's vmap, on
+ * path bounce (the file's bytes, checked like every other read); the rest
+ * moved by the controller to the dma-buf's bus addresses. Counted: the
+ * bounced reads on the bounce path, and the dma-buf's among them in
+ * file_cpu_bytes as well (bytes the CPU wrote that are not zeros);
+ * nothing in file_zeroed_bytes.
+ */
+TEST_F(filecmd_fallback, fb, read_bounce_placeholders, 6, 120)
+{
+	struct cnt c0, c1;
+	struct fb_tally t;
+	char why[160];
+
+	if (cnt_get(&c0))
+		kt_fail("the counters in /sys/class/p2pnvme/: missing");
+	if (p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "1"))
+		kt_fail("file_placeholder_force: %s", strerror(errno));
+	fb_stream(self, false, 0, &t);
+	p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "0");
+	if (cnt_get(&c1))
+		kt_fail("the counters went away");
+	fb_common(&t, false);
+	tap(!t.bad && !t.short_moves,
+	    "every read answered holds the file's 4 KiB, bounce ones too (%lld wrong, the first at %lld; %lld short)",
+	    t.bad, t.bad_off, t.short_moves);
+	tap(!t.other && !t.remoteio[0] && !t.remoteio[1],
+	    "every read moved by the controller (%lld + %lld) or bounced (%lld + %lld), or refused EOPNOTSUPP at the check (%lld); none other (%lld, %s)",
+	    t.moved[0], t.moved[1], t.bounce[0], t.bounce[1], t.notsupp,
+	    t.other + t.remoteio[0] + t.remoteio[1], err_str(t.other_err));
+	{
+		long long want[C_NR] = {
+			[C_READS_P2P] = t.moved[0], [C_READS_DMABUF] = t.moved[1],
+			[C_BYTES_P2P] = t.moved_bytes[0], [C_BYTES_DMABUF] = t.moved_bytes[1],
+			[C_READS_BOUNCE] = t.bounce[0] + t.bounce[1], [C_BYTES_BOUNCE] = t.bounce_bytes,
+			[C_CPU] = t.bounce[1] * FB_BLK, [C_DISK_P2P] = t.disk,
+		};
+
+		tap(cnt_moved(&c0, &c1, want, why, sizeof(why)),
+		    "counted: file_reads_bounce and file_bytes_bounce by the bounced reads, file_cpu_bytes by the dma-buf's (%lld x 4 KiB through its vmap), file_zeroed_bytes unmoved, nothing else (%s)",
+		    t.bounce[1], why);
+	}
 }
 
 /*
