@@ -195,6 +195,7 @@ struct p2pnvme_disk {
  *	  placeholder bytes (no page), every other piece DMA-mapped on its
  *	  own (a page: unmapped by disk_unmap()); @view_inline or allocated
  * @view_n: entries of @view filled (those with a page are mapped)
+ * @view_cap: entries @view has room for
  * @view_inline: @view for a request of few pieces
  * @nreg: registrations in @reg
  * @reg: the registrations its placeholders stand for, each armed for the
@@ -221,6 +222,7 @@ struct disk_pdu {
 	bool shadow;
 	struct scatterlist *view;
 	unsigned int view_n;
+	unsigned int view_cap;
 	struct scatterlist view_inline[DISK_VIEW_INLINE];
 	unsigned int nreg;
 	struct p2pnvme_reg *reg[DISK_SHADOW_REGS];
@@ -369,12 +371,17 @@ found:
 /*
  * The view's next entry, cleared (sg_init_table() of one, without its end
  * mark): only the entries used are written, not the most a request could
- * need.
+ * need. NULL when the view is full: the count it was sized by read a
+ * registration's layout before the registration was armed, and it was
+ * mapped anew since (the request is dispatched again, counted again).
  */
 static struct scatterlist *disk_view_next(struct disk_pdu *pdu)
 {
-	struct scatterlist *sg = &pdu->view[pdu->view_n];
+	struct scatterlist *sg;
 
+	if (pdu->view_n >= pdu->view_cap)
+		return NULL;
+	sg = &pdu->view[pdu->view_n];
 	sg_init_table(sg, 1);
 	sg_unmark_end(sg);
 	return sg;
@@ -390,6 +397,8 @@ static int disk_view_page(struct p2pnvme_disk *d, struct request *rq, unsigned l
 	struct page *page = pfn_to_page(pfn);
 	int ret;
 
+	if (!sg)
+		return -ENOSPC;
 	sg_set_page(sg, page, len, off);
 	ret = dma_map_sgtable(&d->c->pdev->dev, &one, rq_dma_dir(rq), disk_view_attrs(page));
 	if (ret) {
@@ -405,7 +414,7 @@ static int disk_view_page(struct p2pnvme_disk *d, struct request *rq, unsigned l
 }
 
 /* Bus addresses of a registration, merged with the piece before if they follow it. */
-static void disk_view_bus(struct disk_pdu *pdu, dma_addr_t dma, unsigned int len)
+static int disk_view_bus(struct disk_pdu *pdu, dma_addr_t dma, unsigned int len)
 {
 	struct scatterlist *sg;
 
@@ -415,14 +424,17 @@ static void disk_view_bus(struct disk_pdu *pdu, dma_addr_t dma, unsigned int len
 			len += sg_dma_len(sg);	/* sg_dma_len() may be ->length itself */
 			sg_dma_len(sg) = len;
 			sg->length = len;
-			return;
+			return 0;
 		}
 	}
 	sg = disk_view_next(pdu);
+	if (!sg)
+		return -ENOSPC;
 	pdu->view_n++;
 	sg_dma_address(sg) = dma;
 	sg_dma_len(sg) = len;
 	sg->length = len;
+	return 0;
 }
 
 /*
@@ -463,7 +475,8 @@ static int disk_view_shadow(struct p2pnvme_disk *d, struct request *rq, unsigned
 		dma_addr_t dma = p2pnvme_reg_bus(b, pos, &room);
 		unsigned int n = min_t(u64, len, room);
 
-		disk_view_bus(pdu, dma, n);
+		if (disk_view_bus(pdu, dma, n))
+			return -ENOSPC;
 		pos += n;
 		len -= n;
 	}
@@ -500,8 +513,9 @@ static unsigned int disk_shadow_piece(const struct p2pnvme_shadow *s, unsigned l
  * piece (or its registration's DMA segments), the ordinary pages between
  * them runs of their own. With @fill false only count the view's entries
  * (at most: a run of k placeholder pages crosses at most k + 1 of its
- * registration's DMA segments, which are controller pages at least; two
- * of them may merge); else fill it.
+ * registration's DMA segments, which are controller pages at least, one
+ * where the registration is one segment; two of them may merge); else
+ * fill it.
  */
 static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 {
@@ -541,7 +555,9 @@ static int disk_view_walk(struct p2pnvme_disk *d, struct request *rq, bool fill)
 					return ret;
 				count += !!run_len;
 				run_len = 0;
-				count += DIV_ROUND_UP(off + n, PAGE_SIZE) + 1;
+				/* its registration's segments, read unarmed (disk_view_next()) */
+				count += READ_ONCE(sx->reg->contig) ? 1 :
+					 DIV_ROUND_UP(off + n, PAGE_SIZE) + 1;
 				if (fill)
 					ret = disk_view_shadow(d, rq, pfn, off, n, sx, idx);
 				if (ret)
@@ -612,8 +628,12 @@ static blk_status_t disk_map_shadow(struct p2pnvme_disk *d, struct request *rq,
 		    kmalloc_array(n, sizeof(*pdu->view), GFP_ATOMIC);
 	if (!pdu->view)
 		return BLK_STS_RESOURCE;
+	pdu->view_cap = n;
 	ret = disk_view_walk(d, rq, true);
 	if (ret < 0) {
+		/* mapped anew between the count and the fill: again, counted again */
+		if (ret == -ENOSPC)
+			return BLK_STS_RESOURCE;
 		if (ret == -EREMOTEIO) {
 			disk_stat_add(d, DS_REFUSED, 1);
 			return BLK_STS_TARGET;
