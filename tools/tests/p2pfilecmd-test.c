@@ -1671,6 +1671,25 @@ TEST_F(filecmd_fallback, fb, read_require_p2p, 6, 120)
 }
 
 /*
+ * A stream of reads (fb_stream()) with @flags, the dma-buf's through
+ * placeholder pages (file_placeholder_force on around it), the counters
+ * read before (@c0) and after (@c1); fb_common()'s lines.
+ */
+static void fb_placeholders(struct _kt_fixture_fb *self, uint32_t flags, struct cnt *c0,
+			    struct cnt *c1, struct fb_tally *t)
+{
+	if (cnt_get(c0))
+		kt_fail("the counters in /sys/class/p2pnvme/: missing");
+	if (p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "1"))
+		kt_fail("file_placeholder_force: %s", strerror(errno));
+	fb_stream(self, false, flags, t);
+	p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "0");
+	if (cnt_get(c1))
+		kt_fail("the counters went away");
+	fb_common(t, false);
+}
+
+/*
  * The same REQUIRE_P2P reads with the dma-buf's going through placeholder
  * pages (file_placeholder_force, as GPU memory's would): what the page
  * cache served lands in the placeholders, bytes that are not zeros, and is
@@ -1685,15 +1704,7 @@ TEST_F(filecmd_fallback, fb, read_require_p2p_placeholders, 6, 120)
 	struct fb_tally t;
 	char why[160];
 
-	if (cnt_get(&c0))
-		kt_fail("the counters in /sys/class/p2pnvme/: missing");
-	if (p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "1"))
-		kt_fail("file_placeholder_force: %s", strerror(errno));
-	fb_stream(self, false, P2PNVME_FILE_F_REQUIRE_P2P, &t);
-	p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "0");
-	if (cnt_get(&c1))
-		kt_fail("the counters went away");
-	fb_common(&t, false);
+	fb_placeholders(self, P2PNVME_FILE_F_REQUIRE_P2P, &c0, &c1, &t);
 	tap(!t.bad && !t.short_moves,
 	    "every read answered moved holds the file's 4 KiB (%lld wrong, the first at %lld; %lld short)",
 	    t.bad, t.bad_off, t.short_moves);
@@ -1742,15 +1753,7 @@ TEST_F(filecmd_fallback, fb, read_bounce_placeholders, 6, 120)
 	struct fb_tally t;
 	char why[160];
 
-	if (cnt_get(&c0))
-		kt_fail("the counters in /sys/class/p2pnvme/: missing");
-	if (p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "1"))
-		kt_fail("file_placeholder_force: %s", strerror(errno));
-	fb_stream(self, false, 0, &t);
-	p2p_sysfs_write("/sys/module/p2pnvme/parameters/file_placeholder_force", "0");
-	if (cnt_get(&c1))
-		kt_fail("the counters went away");
-	fb_common(&t, false);
+	fb_placeholders(self, 0, &c0, &c1, &t);
 	tap(!t.bad && !t.short_moves,
 	    "every read answered holds the file's 4 KiB, bounce ones too (%lld wrong, the first at %lld; %lld short)",
 	    t.bad, t.bad_off, t.short_moves);
