@@ -238,7 +238,7 @@ do_stock() {
 	make_progress "$out/build.log" "prepare $series stock" make -C "$src" O="$out" -j"$(( $(nproc) + 1 ))" modules_prepare
 	echo "$pkg" > "$out/.prepared.tmp" && mv "$out/.prepared.tmp" "$out/.prepared"
 	exec 9>&-
-	prune "$key"
+	prune "$(basename "$out")"
 	echo "$out"
 }
 
