@@ -87,8 +87,9 @@
  * fs-verity turned on for fresh files under a stream of REQUIRE_P2P reads:
  * each moved whole (the file's bytes, the disk's bytes_p2p exactly theirs)
  * or refused EOPNOTSUPP or EREMOTEIO. SKIP on a kernel without fs-verity
- * or the SHA-256 it hashes with (6.12's bench kernels lack
- * CONFIG_CRYPTO_SHA256; 7.2's fs-verity hashes with lib/crypto).
+ * or the SHA-256 it hashes with (6.12's fs-verity needs
+ * CONFIG_CRYPTO_SHA256, which the bench's base.config sets; 7.2's hashes
+ * with lib/crypto).
  *
  * --crypt: an encrypted file (fscrypt v2, a raw key added by root) on ext4
  * made with -O encrypt and mounted -o inlinecrypt, whose contents the CPU
