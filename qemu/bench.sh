@@ -192,7 +192,7 @@ build_suite() {
 		"$("$P2P_TOP/qemu/kernel.sh" source "$P2P_RUNTIME_SERIES")/tools/testing/kunit/kunit.py"
 	t "the insn plugin (qemu/plugins/insn.c) on a stand-in for QEMU's plugin API: its counts the same with prof=on, each window's profile exact; scripts/insn-prof.py names a profile and refuses a broken one (qemu/plugins/insn-selftest.sh)" \
 		sh -c 'so=$("$1/qemu/extools.sh" plugin) && "$1/qemu/plugins/insn-selftest.sh" "$(dirname "$so")"' sh "$P2P_TOP"
-	t "the file benchmark's tables and scripts/cpu-insn.py's file rows on made-up boots: ratios against nvme-pci's O_DIRECT, the filesystem's mapping as a difference, the targets judged, placeholders (7) against the real pages (1) and the bounce (4) by files.rst's rule, a missing row refused (scripts/file-bench.py --selftest)" \
+	t "the file benchmark's tables and scripts/cpu-insn.py's file rows on made-up boots: ratios against nvme-pci's O_DIRECT, the filesystem's mapping as a difference, the targets judged, placeholders (7) against the real pages (1) and the bounce (4) by files.rst's rule, fio's rows (3f) and (2f) from their P2P-FIO lines, a missing row or a failed fio run refused (scripts/file-bench.py --selftest)" \
 		python3 "$P2P_TOP/scripts/file-bench.py" --selftest
 	# A GPU-class importer: 7.2's virtio-gpu imports foreign dma-bufs, but
 	# QEMU's blob resources need /dev/udmabuf on the host, and the bench's

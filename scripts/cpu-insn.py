@@ -114,6 +114,13 @@ def comparisons(keys):
              fdisk, [edisk], None))
         cmp((f'file, {s} QD{qd}: the file path over the LBA engine: (1) vs (6)', fcmd, [eeng], None))
         cmp((f'file, {s} QD{qd}: (1) the file command vs (4) the bounce', fcmd, [bounce], None))
+        # fio's O_DIRECT of the same files (a tool this suite does not own)
+        fio3, fio2 = ('B', 'fio-file-nvme-pci', size, qd, 'p2p'), ('B', 'fio-file-disk', size, qd, 'p2p')
+        cmp((f"file, {s} QD{qd}: (1) the file command vs (3f) fio's O_DIRECT of the file on nvme-pci", fcmd,
+             [fio3], 0.8))
+        cmp((f'file, {s} QD{qd}: (3f) fio vs (3) p2pbench, the same O_DIRECT reads on nvme-pci', fio3, base,
+             None))
+        cmp((f"file, {s} QD{qd}: (2f) fio on p2pnvme's disk vs (3f) on nvme-pci", fio2, [fio3], None))
     mems = {'host': 'host memory', 'fixed': 'registered host buffers', 'p2p': 'p2pmem',
             'reg': 'registered p2pmem dma-buf (nvme-pci: mapped per I/O)'}
     for row in dict.fromkeys(k[1] for k in keys if k[0] == 'F'):

@@ -22,6 +22,10 @@ p2pmem of one BAR, reading one file:
   (4)  file-bounce-nvme-pci (3) into host memory, then a memcpy into the BAR
   (5)  extent-disk          p2pnvme's disk by O_DIRECT at the file's extents
   (6)  extent-engine        the engine's registered reads of the file's LBAs
+  (2f) fio-file-disk        fio (io_uring, direct=1) of the file on p2pnvme's
+                            disk into a p2pmem mapping (P2P-FIO lines)
+  (3f) fio-file-nvme-pci    the same on nvme-pci's namespace: (3) as fio,
+                            a tool this suite does not own, measures it
 
 (2) - (5) is the filesystem's mapping per I/O (VFS, the filesystem's
 iomap, the same block layer and memory); (1) - (6) what the file path
@@ -49,7 +53,11 @@ ROWS = (('(1)', 'file-cmd', 'dmabuf', 'file command, io_uring, registered p2pbar
         ('(3)', 'file-nvme-pci', 'p2p', "O_DIRECT io_uring, the file on nvme-pci's namespace, into a p2pmem mapping"),
         ('(4)', 'file-bounce-nvme-pci', 'bounce', '(3) into host memory, then a memcpy into the p2pmem mapping'),
         ('(5)', 'extent-disk', 'p2p', "p2pnvme's disk by O_DIRECT at the file's extents (no filesystem)"),
-        ('(6)', 'extent-engine', 'dmabuf', "the engine's registered reads of the file's LBAs (no filesystem, no disk)"))
+        ('(6)', 'extent-engine', 'dmabuf', "the engine's registered reads of the file's LBAs (no filesystem, no disk)"),
+        ('(2f)', 'fio-file-disk', 'p2p', "fio, O_DIRECT io_uring, the file on p2pnvme's disk, into a p2pmem mapping"),
+        ('(3f)', 'fio-file-nvme-pci', 'p2p', "fio, O_DIRECT io_uring, the file on nvme-pci's namespace, into a p2pmem mapping"))
+# the guest's busy time in the P2P-FIO lines: /proc/stat ticks (USER_HZ)
+USER_HZ = 100
 # under TCG the emulated controller sets the IOPS and throughput whatever
 # the driver (Documentation/bench.rst, "the emulated controller bounds IOPS")
 BOUND = ', bound by the emulated controller (Documentation/bench.rst)'
@@ -62,11 +70,32 @@ class Bad(Exception):
     pass
 
 
+def fio_row(r):
+    """A P2P-FIO line of a fio row (qemu/tests/filebench.guest.sh's
+    fio_row) as p2pbench's figures: fio's IOPS, bandwidth, total latency
+    mean and 99th percentile, and the guest's busy ticks between fio's
+    prerun and postrun per I/O."""
+    if r['fio'] is None:
+        raise Bad(f"fio failed: {r['bench']} {size_name(r['bs'])} QD{r['qd']}")
+    rd = r['fio']['jobs'][0]['read']
+    ops, size, busy = rd['total_ios'], r['bs'], r['busy'] / USER_HZ
+    if not ops:
+        raise Bad(f"fio read nothing: {r['bench']} {size_name(size)} QD{r['qd']}")
+    return dict(bench=r['bench'], size=size, qd=r['qd'], path=r['mem'], ops=ops,
+                iops=rd['iops'], mib_s=rd['bw_bytes'] / 1048576, lat_us=rd['lat_ns']['mean'] / 1000,
+                p99_us=rd['lat_ns']['percentile']['99.000000'] / 1000,
+                cpu_us_per_io=busy / ops * 1e6, cpu_s_per_gib=busy / (ops * size / (1 << 30)))
+
+
 def rows_of(lines):
     out = []
     for line in lines:
         if line.startswith('P2P-BENCH {'):
             out.append(json.loads(line.split(' ', 1)[1]))
+        elif line.startswith('P2P-FIO {'):
+            r = json.loads(line.split(' ', 1)[1])
+            if 'bench' in r:
+                out.append(fio_row(r))
     return out
 
 
@@ -91,8 +120,8 @@ def tables(rows, profile='switch'):
     words = {1: 'one pass', 2: 'medians of two interleaved passes', 3: 'medians of three interleaved passes'}
     passes = (words.get(min(npass), f'medians of {min(npass)} interleaved passes')
               if len(npass) == 1 else f'medians of {min(npass)}-{max(npass)} passes')
-    out = [f'### One file into p2pmem of one BAR: the file command, O_DIRECT on either driver, the bounce, '
-           f'and the LBA paths under it, one thread, profile {profile}; {passes}', '',
+    out = [f'### One file into p2pmem of one BAR: the file command, O_DIRECT on either driver (p2pbench, fio), '
+           f'the bounce, and the LBA paths under it, one thread, profile {profile}; {passes}', '',
            '| size | QD | row | what | IOPS | MiB/s | lat µs mean/p99 | CPU µs/IO | CPU s/GiB | IOPS vs (3) | CPU/IO vs (3) |',
            '|---|---|---|---|---|---|---|---|---|---|---|']
     for size, qd in SHAPES:
@@ -128,6 +157,11 @@ def tables(rows, profile='switch'):
                    f'{verdict(r >= 1.0)} |')
         r = ratio(size, qd, '(1)', '(3)', 'cpu_us_per_io')
         out.append(f'| {s}: file command (1) CPU per I/O vs (3) | <= 0.8x | {r:.2f}x | {verdict(r <= 0.8)} |')
+        r = ratio(size, qd, '(1)', '(3f)', 'iops')
+        out.append(f"| {s}: file command (1) {what} vs fio's O_DIRECT on nvme-pci (3f){BOUND} | >= 1.0x | "
+                   f'{r:.2f}x | {verdict(r >= 1.0)} |')
+        r = ratio(size, qd, '(1)', '(3f)', 'cpu_us_per_io')
+        out.append(f"| {s}: file command (1) CPU per I/O vs (3f) | <= 0.8x | {r:.2f}x | {verdict(r <= 0.8)} |")
     r = ratio(1048576, 8, '(1)', '(4)', 'mib_s')
     out.append(f'| 1 MiB QD8: file command (1) throughput vs the bounce (4){COPY} | >= 2x | {r:.2f}x | '
                f'{verdict(r >= 2)} |')
@@ -177,7 +211,8 @@ def selftest():
     fig = {'file-cmd': (40000, 2.0), 'file-cmd-ioctl': (45000, 1.5), 'file-cmd-placeholders': (38000, 2.1),
            'file-disk': (38000, 3.0),
            'file-nvme-pci': (40000, 3.0), 'file-bounce-nvme-pci': (20000, 5.0),
-           'extent-disk': (39000, 2.5), 'extent-engine': (48000, 1.2)}
+           'extent-disk': (39000, 2.5), 'extent-engine': (48000, 1.2),
+           'fio-file-disk': (39000, 3.5), 'fio-file-nvme-pci': (40000, 4.0)}
     path = {bench: p for _, bench, p, _ in ROWS}
 
     def gen(fig):
@@ -189,6 +224,16 @@ def selftest():
                     # passes around the median: the table's figures are these
                     d = (p - 1) * 0.05
                     io = iops * k * (1 + d)
+                    if bench.startswith('fio-'):
+                        # fio's JSON, the guest's busy ticks over its I/O
+                        ops = int(io * 3)
+                        rd = dict(total_ios=ops, iops=io, bw_bytes=io * size,
+                                  lat_ns=dict(mean=qd / io * 1e9, percentile={'99.000000': 2 * qd / io * 1e9}))
+                        lines.append('P2P-FIO ' + json.dumps(dict(
+                            row=bench, bench=bench, dev='/mnt/f', mem='p2p', bs=size, qd=qd,
+                            busy=cpu * (1 + d) * ops / 1e6 * USER_HZ, mark=1, read_bytes=ops * size,
+                            fio=dict(jobs=[dict(read=rd)]))))
+                        continue
                     lines.append('P2P-BENCH ' + json.dumps(dict(
                         bench=bench, dev='/mnt/f', size=size, qd=qd, path=path[bench],
                         ops=int(io * 3), iops=io, mib_s=io * size / 1048576, lat_us=qd / io * 1e6,
@@ -211,6 +256,12 @@ def selftest():
            '| 4 KiB | 32 | +0.50 | 0.97 | +0.80 | 0.83 |' in tl)
     expect('4 KiB QD32 CPU target met at 0.67x',
            '| 4 KiB QD32: file command (1) CPU per I/O vs (3) | <= 0.8x | 0.67x | met |' in tl)
+    expect("fio's row (3f) from its P2P-FIO lines: 40000 IOPS, 4.00 µs, 1.33x (3)'s CPU",
+           any(line.startswith('| 4 KiB | 32 | (3f) |') and
+               line.endswith('| 40000 | 156.2 | 800/1600 | 4.00 | 1.049 | 1.00 | 1.33 |') for line in tl))
+    expect("against fio's (3f): the IOPS 1.00x met, the CPU 0.50x met",
+           f"| 4 KiB QD32: file command (1) IOPS vs fio's O_DIRECT on nvme-pci (3f){BOUND} | >= 1.0x | 1.00x | met |"
+           in tl and '| 4 KiB QD32: file command (1) CPU per I/O vs (3f) | <= 0.8x | 0.50x | met |' in tl)
     expect('4 KiB QD32 IOPS target met at 1.00x, labelled as the emulated controller\'s bound',
            f'| 4 KiB QD32: file command (1) IOPS vs nvme-pci O_DIRECT (3){BOUND} | >= 1.0x | 1.00x | met |' in tl)
     expect('1 MiB QD8 against the bounce: 2.00x, met',
@@ -260,6 +311,13 @@ def selftest():
         expect('a missing row is refused', False)
     except Bad as e:
         expect(f'a missing row is refused ({e})', 'extent-engine' in str(e))
+    # a fio run that failed (its JSON null): refused, naming it
+    try:
+        tables(rows_of([line.split(', "fio": ')[0] + ', "fio": null}' if '"fio-file-disk"' in line else line
+                        for line in lines]))
+        expect('a failed fio row is refused', False)
+    except Bad as e:
+        expect(f'a failed fio row is refused ({e})', 'fio-file-disk' in str(e))
     insn_selftest(expect)
     return 1 if fails else 0
 
@@ -276,6 +334,8 @@ def insn_selftest(expect):
            1048576: {'file-cmd': 85000, 'file-cmd-ioctl': 80000, 'file-cmd-placeholders': 97000,
                      'file-disk': 99000, 'file-nvme-pci': 100000,
                      'file-bounce-nvme-pci': 900000, 'extent-disk': 97000, 'extent-engine': 60000}}
+    for size, fio in ((4096, (10200, 12500)), (1048576, (99500, 100500))):
+        per[size].update({'fio-file-disk': fio[0], 'fio-file-nvme-pci': fio[1]})
     path = {bench: p for _, bench, p, _ in ROWS}
     with tempfile.TemporaryDirectory() as top:
         for b, scale in enumerate((1.0, 1.01, 0.99), 1):
@@ -294,8 +354,13 @@ def insn_selftest(expect):
             for size, qd in SHAPES:
                 for bench, n in per[size].items():
                     w += 1
-                    serial.append('P2P-BENCH ' + json.dumps(dict(bench=bench, size=size, qd=qd,
-                                                                 path=path[bench], ops=1000, mark=w)))
+                    if bench.startswith('fio-'):
+                        serial.append('P2P-FIO ' + json.dumps(dict(
+                            row=bench, bench=bench, dev='/mnt/f', mem='p2p', bs=size, qd=qd, busy=1,
+                            mark=w, fio=dict(jobs=[dict(read=dict(total_ios=1000))]))))
+                    else:
+                        serial.append('P2P-BENCH ' + json.dumps(dict(bench=bench, size=size, qd=qd,
+                                                                     path=path[bench], ops=1000, mark=w)))
                     mark(2 * w)
                     k += round(n * scale * 900)
                     u += round(n * scale * 100)
@@ -324,6 +389,14 @@ def insn_selftest(expect):
     got = row('file, 1 MiB QD8: (1) the file command, io_uring, registered dma-buf vs (3) nvme-pci O_DIRECT')
     expect('cpu-insn: (1) against (3) at 1 MiB: 0.85, missed', got.endswith('| 0.85 | -15,000 | 0.0% | '
                                                                             '0.85, 0.85, 0.85 | <= 0.8x | missed |'))
+    got = row("file, 4 KiB QD32: (1) the file command vs (3f) fio's O_DIRECT of the file on nvme-pci")
+    expect("cpu-insn: (1) against fio's (3f) at 4 KiB: 7.0k against 12.5k, 0.56, <= 0.8x met",
+           got.endswith('| 7.0k (90%) | 12.5k (90%) | 0.56 | -5,500 | 0.0% | 0.56, 0.56, 0.56 | <= 0.8x | met |'))
+    got = row("file, 4 KiB QD32: (3f) fio vs (3) p2pbench, the same O_DIRECT reads on nvme-pci")
+    expect("cpu-insn: fio's (3f) against p2pbench's (3): 1.25, no target",
+           '| 12.5k (90%) | 10.0k (90%) | 1.25 | +2,500 |' in got and got.endswith('|  |  |'))
+    got = row("file, 4 KiB QD32: (2f) fio on p2pnvme's disk vs (3f) on nvme-pci")
+    expect("cpu-insn: fio on either driver at 4 KiB: 0.82, no target", '| 0.82 | -2,300 |' in got)
     got = row("file, 4 KiB QD32: (2) O_DIRECT on p2pnvme's disk vs (3)")
     expect("cpu-insn: the disk's O_DIRECT (2) against (3): 1.05, <= 1.1x met", got.endswith('| <= 1.1x | met |')
            and '| 1.05 | +500 |' in got)

@@ -11,7 +11,8 @@
 # decides whether placeholders ship), O_DIRECT on either driver, the
 # bounce (O_DIRECT into host memory and a memcpy into the BAR), and the LBA
 # paths under the file (p2pnvme's disk at the file's extents, the engine's
-# registered reads of its LBAs): qemu/tests/filebench.guest.sh, the tables
+# registered reads of its LBAs), and fio's O_DIRECT of the same files on
+# either driver: qemu/tests/filebench.guest.sh, the tables
 # scripts/file-bench.py's.
 #
 #   scripts/file-benchmark.sh [SECONDS]          print the tables (default 3 s per run)
@@ -39,9 +40,9 @@ case $fs in ext4|xfs) ;; *) echo "file-benchmark.sh: --fs wants ext4 or xfs, not
 bench_counts file-benchmark.sh "$passes" "$secs" 1 || exit 2
 append=$(bench_clock_append "$clock") || exit 2
 run=$top/out/runs/$profile.filebench.base
-# 16 runs of SECONDS a pass, a second or so of set-up each, the warm-ups,
-# the boot and the files (estimated: not booted yet)
-est=$(( (secs + 1) * 16 * passes + 120 ))
+# 20 runs of SECONDS a pass, a second or so of set-up each, the warm-ups
+# and fio's verifying runs, the boot and the files (estimated: not booted yet)
+est=$(( (secs + 1) * 20 * passes + 150 ))
 echo "file benchmark: booting the $profile profile, $fs, $secs s per run, $passes passes, clocksource $clock (about $est s)" >&2
 P2P_NVME_TRACE=0 P2P_EXTRA_APPEND="p2pbenchsecs=$secs p2pbenchpasses=$passes p2pbenchfs=$fs $append" \
 	"$top/qemu/run.sh" --quiet --timeout $((est * 2 + 300)) "$profile" filebench ||

@@ -132,8 +132,12 @@ def marked(serial, d):
             continue
         if r['fio'] is None:
             raise Bad(f'{d}: fio failed: {r["row"]} on {r["dev"]}')
-        out.append((('F', r['row'], r['dev'] == '/dev/p2pnvme0'), r['mark'],
-                    r['fio']['jobs'][0]['read']['total_ios'], r['row']))
+        ios = r['fio']['jobs'][0]['read']['total_ios']
+        if 'bench' in r:
+            # a row of the file benchmark: keyed as p2pbench's rows are
+            out.append((('B', r['bench'], r['bs'], r['qd'], r['mem']), r['mark'], ios, r['bench']))
+            continue
+        out.append((('F', r['row'], r['dev'] == '/dev/p2pnvme0'), r['mark'], ios, r['row']))
     return out
 
 

@@ -28,12 +28,22 @@
 #  (6) extent-engine   the engine's registered reads of the file's LBAs (no
 #                      filesystem, no disk: (1) minus (6) is what the file
 #                      path costs over the LBA engine)
+#  (3f) fio-file-nvme-pci  fio (ioengine io_uring, direct=1) of the file on
+#                      nvme-pci's namespace into a /dev/p2pbar0 mapping
+#                      (iomem=mmapshared): (3) as a tool this suite does not
+#                      own measures it; (2f) fio-file-disk, the same of the
+#                      file on p2pnvme's disk
+# The file is written by fio in its verify format (crc32c, a header with
+# its offset in every 4 KiB block): each fio row is run again with
+# verify=crc32c, fio checking every block it read into p2pmem.
 # PASSES interleaved passes of SECS seconds a run. Each run fails unless
 # every read moved its bytes on the path meant, p2pnvme's disk counted them
 # (bytes_p2p) or nvme-pci's device read them, and each buffer slot holds the
 # source's bytes at the offset it last read (--verify); (7) unless every
 # read went through placeholders (stats/file_placeholder_reads), (1) and
-# (1') unless none did.
+# (1') unless none did; a fio row unless fio reported no error, the disk
+# counted every byte or nvme-pci's device read every sector, and its
+# verifying run found every block's checksum and offset right.
 . /tests/lib.sh
 expect_suites guest.filebench
 
@@ -71,6 +81,78 @@ mkfs_on() {
 	fi
 }
 
+# the fio rows: the file's block device's counter of what it read, in
+# bytes: p2pnvme's disk its bytes_p2p, another its sectors read x 512
+dev_read() {
+	case $1 in
+	"$B") cat "/sys/class/block/${B#/dev/}/device/disk/bytes_p2p" ;;
+	*) echo $(($(awk '{ print $3 }' "/sys/class/block/${1#/dev/}/stat") * 512)) ;;
+	esac
+}
+
+# fio_row NAME FILE DEV BS QD: one timed fio job (one thread, io_uring,
+# O_DIRECT random reads of FILE, on block device DEV, into a mapping of
+# /dev/p2pbar0), its I/O in a window of its own (insn_win; fio runs its
+# prerun right before its first I/O and its postrun after its last) and
+# the guest's busy CPU time over the same stretch; a P2P-FIO line with
+# fio's JSON for the host (scripts/file-bench.py, cpu-insn.py), then
+# checks: fio's error 0, DEV read every byte (p2pnvme's disk: exactly).
+# FIO_VERIFY=1: a short untimed run of the same job with verify=crc32c
+# instead, fio checking each 4 KiB block it read (the file is fio's
+# verify format), no line.
+fio_row() {
+	_fr_name=$1 _fr_file=$2 _fr_dev=$3 _fr_bs=$4 _fr_qd=$5
+	set -- --output-format=json --name=r --filename="$_fr_file" --ioengine=io_uring --direct=1 \
+		--rw=randread --bs="$_fr_bs" --iodepth="$_fr_qd" --size=32M --norandommap --randrepeat=0 \
+		--iomem=mmapshared:/dev/p2pbar0 --lat_percentiles=1
+	if [ "${FIO_VERIFY:-0}" = 1 ]; then
+		fio "$@" --time_based --runtime=1 --verify=crc32c --verify_interval=4096 \
+			--verify_fatal=1 >/tmp/fio.json 2>/tmp/fio.err
+		_fr_rc=$?
+		_fr_e=$(sed -n 's/^ *"error" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+		_fr_n=$(sed -n '/"read" : {/,/}/s/^ *"total_ios" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+		check_eq "fio $_fr_name, $_fr_bs QD$_fr_qd, verify=crc32c: every block read into p2pmem has its checksum and offset" \
+			"$_fr_rc ${_fr_e:-none} $([ "${_fr_n:-0}" -gt 0 ] && echo read)" "0 0 read"
+		[ "$_fr_rc" = 0 ] || diag "$(head -c 400 /tmp/fio.err)"
+		return
+	fi
+	insn_win
+	_fr_w=$insn_w
+	# fio hands each to sh -c (system(3)) with an output redirection
+	# appended, which takes the last command: a true of its own
+	_fr_pre="head -n 1 /proc/stat > /tmp/fio.b0"
+	_fr_post="head -n 1 /proc/stat > /tmp/fio.b1"
+	if [ "$_fr_w" != null ]; then
+		_fr_pre="$_fr_pre; p2pbench mark $_fr_w start"
+		_fr_post="p2pbench mark $_fr_w end; $_fr_post"
+	fi
+	_fr_pre="$_fr_pre; true"
+	_fr_post="$_fr_post; true"
+	rm -f /tmp/fio.b0 /tmp/fio.b1
+	_fr_d0=$(dev_read "$_fr_dev")
+	fio "$@" --time_based --runtime="$SECS" "--exec_prerun=$_fr_pre" "--exec_postrun=$_fr_post" \
+		>/tmp/fio.json 2>/tmp/fio.err
+	_fr_rc=$?
+	_fr_d1=$(dev_read "$_fr_dev")
+	# the guest's busy time (busy(): user..softirq) from the two snapshots
+	_fr_busy=$(cat /tmp/fio.b0 /tmp/fio.b1 2>/dev/null |
+		awk '/^cpu / { b[n++] = $2 + $3 + $4 + $7 + $8 + $9 } END { print n == 2 ? b[1] - b[0] : 0 }')
+	echo "P2P-FIO {\"row\":\"$_fr_name\",\"bench\":\"$_fr_name\",\"dev\":\"$_fr_file\",\"mem\":\"p2p\",\"bs\":$_fr_bs,\"qd\":$_fr_qd,\"busy\":$_fr_busy,\"mark\":$_fr_w,\"read_bytes\":$((_fr_d1 - _fr_d0)),\"fio\":$( [ $_fr_rc -eq 0 ] && sed -n '/^{/,$p' /tmp/fio.json | tr -d '\n' || echo null)}"
+	_fr_e=$(sed -n 's/^ *"error" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+	_fr_n=$(sed -n '/"read" : {/,/}/s/^ *"total_ios" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+	check_eq "fio $_fr_name, $_fr_bs QD$_fr_qd: exit 0, error 0, its I/O between its prerun and postrun" \
+		"$_fr_rc ${_fr_e:-none} $([ -s /tmp/fio.b0 ] && [ -s /tmp/fio.b1 ] && echo marked)" "0 0 marked"
+	[ "$_fr_rc" = 0 ] || diag "$(head -c 400 /tmp/fio.err)"
+	# what the device read: p2pnvme's disk counts exactly, another in sectors
+	if [ "$_fr_dev" = $B ]; then
+		check_eq "fio $_fr_name: p2pnvme's disk counted bytes_p2p for every read" \
+			"$((_fr_d1 - _fr_d0))" "$((${_fr_n:-0} * _fr_bs))"
+	else
+		check "fio $_fr_name: $_fr_dev read at least every byte (${_fr_n:-0} x $_fr_bs)" \
+			test "$((_fr_d1 - _fr_d0))" -ge "$((${_fr_n:-0} * _fr_bs))" -a "${_fr_n:-0}" -gt 0
+	fi
+}
+
 bench_pair filebench disk
 check "the kernel has $FS" grep -qw "$FS" /proc/filesystems
 mkdir -p $M0 $M1
@@ -78,7 +160,10 @@ check "mkfs $FS on $B" mkfs_on $B $M0
 check "mkfs $FS on $BLK1" mkfs_on "$BLK1" $M1
 check "mount $FS from $B (noatime)" mount -t "$FS" -o noatime $B $M0
 check "mount $FS from $BLK1 (noatime)" mount -t "$FS" -o noatime "$BLK1" $M1
-check "32 MiB of random bytes in $SRC" sh -c "head -c $((32 << 20)) /dev/urandom > $SRC"
+# random bytes in fio's verify format: a crc32c header in every 4 KiB block
+check "32 MiB of random bytes in fio's verify format (crc32c every 4 KiB) in $SRC" \
+	fio --name=src --filename=$SRC --rw=write --bs=4k --size=32M --verify=crc32c \
+	--do_verify=0 --output=/dev/null
 want=$(sha256sum < $SRC | cut -d' ' -f1)
 for m in $M0 $M1; do
 	check "the file on $m written by O_DIRECT, synced" \
@@ -86,6 +171,11 @@ for m in $M0 $M1; do
 	check_same "$m/f read back by O_DIRECT: the source's bytes (sha256)" "$(read_sha $m/f)" "$want"
 	diag "$m/f: $(filefrag $m/f 2>&1)"
 done
+# the fio rows' verifying run can fail: on bytes not in its format it must
+check "fio's verify=crc32c refuses 1 MiB of plain random bytes read into p2pmem (the check can fail)" \
+	sh -c "head -c 1048576 /dev/urandom > $M1/rnd && ! fio --name=r --filename=$M1/rnd \
+		--ioengine=io_uring --direct=1 --rw=read --bs=4k --size=1M \
+		--iomem=mmapshared:/dev/p2pbar0 --verify=crc32c --verify_fatal=1 >/dev/null 2>&1"
 F0=$M0/f
 F1=$M1/f
 
@@ -105,6 +195,8 @@ for shape in "4096 32" "1048576 8"; do
 	p2pbench file bounce $F1 $1 0.3 $2 >/dev/null
 	p2pbench file extent-disk $F0 $1 0.3 $2 --dev $B >/dev/null
 	p2pbench file extent-engine $F0 $1 0.3 $2 >/dev/null
+	FIO_VERIFY=1 fio_row fio-file-disk $F0 $B $1 $2
+	FIO_VERIFY=1 fio_row fio-file-nvme-pci $F1 "$BLK1" $1 $2
 done
 # PASSES interleaved passes (scripts/file-benchmark.sh takes each figure's
 # median, cpu-insn.sh pools them); p2pbenchpasses= on the command line
@@ -119,6 +211,8 @@ for pass in $(seq "$PASSES"); do
 		bench_run file bounce $F1 $1 "$SECS" $2 --verify $SRC
 		bench_run file extent-disk $F0 $1 "$SECS" $2 --dev $B --verify $SRC
 		bench_run file extent-engine $F0 $1 "$SECS" $2 --verify $SRC
+		fio_row fio-file-disk $F0 $B $1 $2
+		fio_row fio-file-nvme-pci $F1 "$BLK1" $1 $2
 	done
 done
 insn_cal
