@@ -18,6 +18,19 @@ static dma_addr_t cursor_addr(struct p2pnvme_cursor *cur)
 	return sg_dma_address(cur->sg) + cur->off;
 }
 
+/*
+ * The cursor past @n bytes of its current segment (no more than the
+ * segment has left): on to the next segment when they were its last.
+ */
+static void cursor_consumed(struct p2pnvme_cursor *cur, u64 n)
+{
+	cur->off += n;
+	if (cur->off == sg_dma_len(cur->sg)) {
+		cur->sg = sg_next(cur->sg);
+		cur->off = 0;
+	}
+}
+
 void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n)
 {
 	while (n && cur->sg) {
@@ -127,14 +140,15 @@ int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor 
 	first = min_t(u64, len, P2PNVME_CTRL_PAGE - (addr & (P2PNVME_CTRL_PAGE - 1)));
 	/*
 	 * Most commands (every 4 KiB one): PRP1, and PRP2 past the first
-	 * page, inside the cursor's segment and short of its end, the cursor
-	 * staying in it. What the walk does for them, without its loop.
+	 * page, inside the cursor's segment (a request of one segment: all
+	 * of it, the cursor moving on to the next). What the walk does for
+	 * them, without its loop.
 	 */
-	if (len - first <= P2PNVME_CTRL_PAGE && len < sg_dma_len(cur->sg) - cur->off) {
+	if (len - first <= P2PNVME_CTRL_PAGE && len <= sg_dma_len(cur->sg) - cur->off) {
 		cmd->rw.dptr.prp1 = cpu_to_le64(addr);
 		if (len > first)
 			cmd->rw.dptr.prp2 = cpu_to_le64(addr + first);
-		cur->off += len;
+		cursor_consumed(cur, len);
 		return 0;
 	}
 	return build_prps_walk(list, list_dma, cur, addr, first, len, cmd);
@@ -202,15 +216,15 @@ int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 	cmd->rw.flags = NVME_CMD_SGL_METABUF;
 	/*
 	 * Most commands: one descriptor in the command, inside the cursor's
-	 * segment and short of its end, the cursor staying in it. What the
-	 * walk does for them, without its loop.
+	 * segment (a request of one segment: all of it, the cursor moving on
+	 * to the next). What the walk does for them, without its loop.
 	 */
-	if (cur->sg && len < sg_dma_len(cur->sg) - cur->off) {
+	if (cur->sg && len <= sg_dma_len(cur->sg) - cur->off) {
 		d.addr = cpu_to_le64(cursor_addr(cur));
 		d.length = cpu_to_le32(len);
 		d.type = NVME_SGL_FMT_DATA_DESC << 4;
 		cmd->rw.dptr.sgl = d;
-		cur->off += len;
+		cursor_consumed(cur, len);
 		return 0;
 	}
 	return build_sgl_walk(list, list_dma, cur, len, cmd);
