@@ -46,6 +46,7 @@ static int p2pnvme_open(struct inode *inode, struct file *filp)
 	}
 	f->c = c;
 	xa_init_flags(&f->regs, XA_FLAGS_ALLOC);
+	spin_lock_init(&f->fc_lock);
 	filp->private_data = f;
 	return nonseekable_open(inode, filp);
 }
@@ -55,6 +56,7 @@ static int p2pnvme_release(struct inode *inode, struct file *filp)
 	struct p2pnvme_file *f = filp->private_data;
 
 	p2pnvme_reg_file_release(f);
+	p2pnvme_file_cmd_cache_free(f);
 	kref_put(&f->c->kref, p2pnvme_free);
 	kfree(f);
 	return 0;

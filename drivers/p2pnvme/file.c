@@ -578,12 +578,19 @@ static int file_reg_dmabuf(struct file_batch *fb, struct file_xfer *x, struct p2
 	struct pci_dev *provider;
 	struct dma_buf *dmabuf;
 	struct page *page;
-	int reach;
+	int reach, kind;
 
 	dmabuf = p2pnvme_reg_dmabuf_get(b);
 	if (!dmabuf)
 		return -ENODEV;		/* revoked for good */
-	p2pbar = p2pbar_dmabuf_ops_of(dmabuf);
+	/* p2pbar's or not: asked once per registration (its exporter's name) */
+	kind = READ_ONCE(b->file_p2pbar);
+	if (!kind) {
+		kind = p2pbar_dmabuf_ops_of(dmabuf) ? 1 : -1;
+		WRITE_ONCE(b->file_p2pbar, kind);
+	}
+	/* what p2pbar_dmabuf_ops_of() answers for it, without the look again */
+	p2pbar = kind > 0 ? container_of(dmabuf->ops, struct p2pbar_dmabuf_ops, ops) : NULL;
 	/* no pages (not p2pbar's), or the bench asks for placeholders anyway */
 	if (!p2pbar || READ_ONCE(p2pnvme_file_placeholder_force))
 		return file_reg_shadow(fb, x, b, dmabuf, mem);
@@ -1289,6 +1296,7 @@ out_free_ios:
  * @end: called once it ended, if that was after p2pnvme_file_cmd_issue()
  *	 returned (any context, maybe hard interrupt)
  * @priv: for @end
+ * @next_free: in @f's cache of ended transfers (@f->fc_lock)
  */
 struct p2pnvme_file_cmd {
 	struct file_batch fb;
@@ -1298,7 +1306,16 @@ struct p2pnvme_file_cmd {
 	u64 bytes;
 	void (*end)(void *priv);
 	void *priv;
+	struct p2pnvme_file_cmd *next_free;
 };
+
+/*
+ * Ended io_uring transfers an open file keeps for its next ones: at QD32
+ * the slab's allocation and free of each (its free mostly the slow path,
+ * the object's slab not the CPU's) cost more than a tenth of the
+ * transfer's instructions. At most this many (about 32 x 0.5 KiB).
+ */
+#define FILE_CMD_CACHE	32
 
 static void file_cmd_ended(struct file_batch *fb)
 {
@@ -1318,8 +1335,19 @@ static void file_cmd_ended(struct file_batch *fb)
 struct p2pnvme_file_cmd *p2pnvme_file_cmd_alloc(struct p2pnvme_file *f, void (*end)(void *priv),
 						void *priv)
 {
-	struct p2pnvme_file_cmd *fc = kzalloc(sizeof(*fc), GFP_KERNEL_ACCOUNT);
+	struct p2pnvme_file_cmd *fc;
 
+	spin_lock(&f->fc_lock);
+	fc = f->fc_free;
+	if (fc) {
+		f->fc_free = fc->next_free;
+		f->fc_nfree--;
+	}
+	spin_unlock(&f->fc_lock);
+	if (fc)
+		memset(fc, 0, sizeof(*fc));	/* as new: nothing of the last transfer */
+	else
+		fc = kzalloc(sizeof(*fc), GFP_KERNEL_ACCOUNT);
 	if (!fc)
 		return NULL;
 	fc->fb.c = f->c;
@@ -1418,8 +1446,34 @@ u64 p2pnvme_file_cmd_bound(const struct p2pnvme_file_cmd *fc)
  */
 void p2pnvme_file_cmd_free(struct p2pnvme_file_cmd *fc)
 {
-	p2pnvme_inflight_put(fc->f, fc->bytes);
+	struct p2pnvme_file *f = fc->f;
+
+	p2pnvme_inflight_put(f, fc->bytes);
 	file_release(&fc->fb, &fc->x);
+	/* what it held is let go: kept for the file's next transfer, or freed */
+	spin_lock(&f->fc_lock);
+	if (f->fc_nfree < FILE_CMD_CACHE) {
+		fc->next_free = f->fc_free;
+		f->fc_free = fc;
+		f->fc_nfree++;
+		fc = NULL;
+	}
+	spin_unlock(&f->fc_lock);
 	kfree(fc);
+}
+
+/**
+ * p2pnvme_file_cmd_cache_free - free the ended transfers an open file kept
+ * @f: the file, released: no transfer of it is left
+ */
+void p2pnvme_file_cmd_cache_free(struct p2pnvme_file *f)
+{
+	struct p2pnvme_file_cmd *fc;
+
+	while ((fc = f->fc_free)) {
+		f->fc_free = fc->next_free;
+		kfree(fc);
+	}
+	f->fc_nfree = 0;
 }
 #endif /* P2P_HAVE_URING_CMD */

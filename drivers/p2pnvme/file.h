@@ -25,6 +25,11 @@ int p2pnvme_file_cmd_issue(struct p2pnvme_file_cmd *fc, bool nowait);
 long p2pnvme_file_cmd_result(const struct p2pnvme_file_cmd *fc, u32 *path, u64 *zero_len);
 u64 p2pnvme_file_cmd_bound(const struct p2pnvme_file_cmd *fc);
 void p2pnvme_file_cmd_free(struct p2pnvme_file_cmd *fc);
+void p2pnvme_file_cmd_cache_free(struct p2pnvme_file *f);
+#else
+static inline void p2pnvme_file_cmd_cache_free(struct p2pnvme_file *f)
+{
+}
 #endif
 
 #endif /* P2PNVME_FILE_H */

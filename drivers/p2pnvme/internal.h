@@ -73,6 +73,9 @@
  *                                process context only, never inside any
  *                                lock above; the disk's completions look
  *                                them up without it (RCU)
+ *   p2pnvme_file.fc_lock (spin) an open file's cache of ended io_uring file
+ *                                transfers (file.c): process context
+ *                                only, nothing taken inside it
  * No queue's lock is held while another queue's is taken, nor a queue's
  * cq_lock while its sq_lock is taken (or the other way). A completion
  * takes wait queue locks inside cq_lock (it ends and idles requests).
@@ -804,6 +807,7 @@ struct p2pnvme_watch {
 #define P2PNVME_REG_FAST	8
 
 struct p2pnvme_reg;
+struct p2pnvme_file_cmd;
 
 /**
  * struct p2pnvme_file - one open() of /dev/p2pnvmeN
@@ -814,12 +818,20 @@ struct p2pnvme_reg;
  * @reg_fast: the entries of @regs below P2PNVME_REG_FAST, the same ones,
  *	      for a lookup per transfer without walking @regs; set and
  *	      cleared with them under @regs' lock, read under RCU
+ * @fc_lock: guards @fc_free and @fc_nfree (process context)
+ * @fc_free: io_uring file transfers that ended, kept for the next ones
+ *	     (file.c, p2pnvme_file_cmd_alloc(): an allocation cache, as
+ *	     io_uring keeps its own), linked through their @next_free
+ * @fc_nfree: how many (at most FILE_CMD_CACHE); freed at the release
  */
 struct p2pnvme_file {
 	struct p2pnvme *c;
 	atomic64_t inflight;
 	struct xarray regs;
 	struct p2pnvme_reg __rcu *reg_fast[P2PNVME_REG_FAST];
+	spinlock_t fc_lock;	/* see above */
+	struct p2pnvme_file_cmd *fc_free;
+	unsigned int fc_nfree;
 };
 
 /* Any context: this CPU's counter, no cache line shared with others. */

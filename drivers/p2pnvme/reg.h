@@ -94,6 +94,10 @@ enum p2pnvme_reg_kind {
  *	 else -EREMOTEIO): a p2pbar dma-buf stays in one BAR for life, and
  *	 the verdict costs a walk of the topology (written once or more with
  *	 the same value, without a lock)
+ * @file_p2pbar: a dma-buf: whether p2pbar exported it (p2pbar_dmabuf_ops_of(),
+ *	 a look at its exporter's name), taken by the file command's first
+ *	 transfer and kept as @file_reach is (0: not taken yet; 1: p2pbar's;
+ *	 -1: another exporter's): a dma-buf's operations never change
  *
  * A request takes @kref when it names the buffer (p2pnvme_reg_get()) and
  * @busy right before its commands are queued (p2pnvme_reg_arm()), after a
@@ -144,6 +148,7 @@ struct p2pnvme_reg {
 	dma_addr_t contig_dma;
 	unsigned long gen;
 	int file_reach;
+	int file_p2pbar;
 };
 
 /**

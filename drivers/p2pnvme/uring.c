@@ -948,7 +948,9 @@ static int uring_file_io(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 				  offsetof(struct io_uring_sqe, cmd));
 	/* one copy: the SQE may be rewritten by userspace meanwhile */
 	memcpy(&uc, p2p_uring_cmd_payload(ioucmd, struct p2pnvme_uring_file_cmd), sizeof(uc));
-	if (memchr_inv(uc.rsvd, 0, sizeof(uc.rsvd)))
+	BUILD_BUG_ON(ARRAY_SIZE(uc.rsvd) != 5);
+	/* five words, or'ed: cheaper than memchr_inv() for every command */
+	if (uc.rsvd[0] | uc.rsvd[1] | uc.rsvd[2] | uc.rsvd[3] | uc.rsvd[4])
 		return -EINVAL;
 	io = (struct p2pnvme_file_io){ .argsz = sizeof(io), .flags = uc.flags, .op = uc.op,
 				       .fd = uc.fd, .offset = uc.offset, .len = uc.len,
