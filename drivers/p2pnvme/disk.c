@@ -951,20 +951,42 @@ static void disk_count(struct p2pnvme_disk *d, struct request *rq)
 	}
 }
 
+/* A request that succeeded, before it ends: its placeholders covered, unmapped, counted. */
+static void disk_done_ok(struct p2pnvme_disk *d, struct request *rq)
+{
+	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
+
+	if (unlikely(pdu->shadow))
+		disk_cover(d, rq);
+	disk_unmap(d, rq);
+	disk_count(d, rq);
+}
+
+/*
+ * Requests that succeeded, gathered by an interrupt's reap
+ * (blk_mq_add_to_batch(), as nvme-pci's): ended together.
+ */
+static void disk_complete_batch(struct io_comp_batch *iob)
+{
+	struct request *rq;
+
+	rq_list_for_each(&iob->req_list, rq)
+		disk_done_ok(rq->q->queuedata, rq);
+	blk_mq_end_request_batch(iob);
+}
+
 /* blk-mq's .complete: the command is over (any context). */
 static void disk_complete(struct request *rq)
 {
 	struct p2pnvme_disk *d = rq->q->queuedata;
 	struct disk_pdu *pdu = blk_mq_rq_to_pdu(rq);
 
-	if (unlikely(pdu->shadow) && !pdu->error && !pdu->status)
-		disk_cover(d, rq);
-	disk_unmap(d, rq);
 	if (likely(!pdu->error && !pdu->status)) {
-		disk_count(d, rq);
+		disk_done_ok(d, rq);
 		blk_mq_end_request(rq, BLK_STS_OK);
 		return;
 	}
+	disk_unmap(d, rq);
 	if (disk_retry(d, rq)) {
 		disk_stat_add(d, DS_RETRIES, 1);
 		/* quiesced by a reset: dispatched once it restarts */
@@ -983,11 +1005,12 @@ static void disk_complete(struct request *rq)
 /*
  * Reap @q's new completion entries; caller holds its cq_lock. Each request
  * is marked complete here (so that a cancellation skips it); those blk-mq
- * leaves to the caller are chained by rq_next, to be completed once the
- * lock is dropped (their completion ends bios, which may submit more).
+ * leaves to the caller are gathered in @iob if they succeeded (when there
+ * is one), else chained by rq_next, to be completed once the lock is
+ * dropped (their completion ends bios, which may submit more).
  */
 static struct request *disk_reap_locked(struct p2pnvme_disk *d, struct p2pnvme_queue *q,
-					bool *moved)
+					bool *moved, struct io_comp_batch *iob)
 {
 	struct blk_mq_tags *tags = d->set.tags[q - d->q];
 	struct request *done = NULL;
@@ -1017,7 +1040,9 @@ static struct request *disk_reap_locked(struct p2pnvme_disk *d, struct p2pnvme_q
 			continue;
 		}
 		pdu->status = st >> 1;
-		if (!blk_mq_complete_request_remote(rq)) {
+		if (blk_mq_complete_request_remote(rq))
+			continue;
+		if (!blk_mq_add_to_batch(rq, iob, pdu->status || pdu->error, disk_complete_batch)) {
 			rq->rq_next = done;
 			done = rq;
 		}
@@ -1041,12 +1066,16 @@ static void disk_complete_list(struct request *rq)
 static irqreturn_t disk_irq(int irq, void *data)
 {
 	struct p2pnvme_queue *q = data;
+	DEFINE_IO_COMP_BATCH(iob);
 	struct request *done;
 	bool moved = false;
 
 	spin_lock(&q->cq_lock);
-	done = disk_reap_locked(q->c->disk, q, &moved);
+	done = disk_reap_locked(q->c->disk, q, &moved, &iob);
 	spin_unlock(&q->cq_lock);
+	/* set by the first request gathered */
+	if (iob.complete)
+		iob.complete(&iob);
 	disk_complete_list(done);
 	return moved ? IRQ_HANDLED : IRQ_NONE;
 }
@@ -1059,7 +1088,7 @@ static void disk_poll(struct p2pnvme_disk *d, struct p2pnvme_queue *q)
 	bool moved = false;
 
 	spin_lock_irqsave(&q->cq_lock, flags);
-	done = disk_reap_locked(d, q, &moved);
+	done = disk_reap_locked(d, q, &moved, NULL);
 	spin_unlock_irqrestore(&q->cq_lock, flags);
 	disk_complete_list(done);
 }
