@@ -716,10 +716,19 @@ static blk_status_t disk_map(struct p2pnvme_disk *d, struct request *rq, struct 
 		       mempool_alloc(d->sg_pool, GFP_ATOMIC);
 	if (!pdu->sgt.sgl)
 		return BLK_STS_RESOURCE;
-	sg_init_table(pdu->sgt.sgl, nsegs);
-	pdu->sgt.orig_nents = disk_map_sg(rq, pdu->sgt.sgl);
-	if (!pdu->sgt.orig_nents)
-		return BLK_STS_IOERR;
+	if (nsegs == 1 && req_bvec(rq).bv_len == blk_rq_payload_bytes(rq)) {
+		/* one bvec holds it all (a 4 KiB read): its entry without the walk */
+		struct bio_vec bv = req_bvec(rq);
+
+		sg_init_table(pdu->sgt.sgl, 1);
+		sg_set_page(pdu->sgt.sgl, bv.bv_page, bv.bv_len, bv.bv_offset);
+		pdu->sgt.orig_nents = 1;
+	} else {
+		sg_init_table(pdu->sgt.sgl, nsegs);
+		pdu->sgt.orig_nents = disk_map_sg(rq, pdu->sgt.sgl);
+		if (!pdu->sgt.orig_nents)
+			return BLK_STS_IOERR;
+	}
 	for_each_sg(pdu->sgt.sgl, sg, pdu->sgt.orig_nents, i) {
 		if (is_pci_p2pdma_page(sg_page(sg)))
 			pdu->bytes_p2p += sg->length;
