@@ -149,6 +149,8 @@ struct file_batch;
  *	    p2pmem at a user address)
  * @sx: a read into a registered dma-buf without pages: its placeholders
  *	(shadow.c; @bvec is theirs), or NULL
+ * @sx_own: room for @sx that comes with the transfer (an io_uring one's),
+ *	    or NULL: @sx is allocated
  * @sdmabuf: then the dma-buf, with a reference (its vmap completes it)
  * @zero_answer: then the caller can be told a run of zeros to clear
  *		 (struct p2pnvme_file_io's @zero_len)
@@ -176,6 +178,7 @@ struct file_xfer {
 	bool watched;
 	bool pinned;
 	struct p2pnvme_shadow_xfer *sx;
+	struct p2pnvme_shadow_xfer *sx_own;
 	struct dma_buf *sdmabuf;
 	bool zero_answer;
 	long shadow_ret;
@@ -540,7 +543,10 @@ static int file_reg_shadow(struct file_batch *fb, struct file_xfer *x, struct p2
 	if (ret)
 		return ret;
 	io->path = p2pnvme_reg_path(b);
-	sx = kzalloc_obj(*sx, GFP_KERNEL_ACCOUNT);
+	if (x->sx_own)
+		sx = memset(x->sx_own, 0, sizeof(*sx));
+	else
+		sx = kzalloc_obj(*sx, GFP_KERNEL_ACCOUNT);
 	if (!sx)
 		return -ENOMEM;
 	x->sx = sx;
@@ -1144,7 +1150,8 @@ static void file_release(struct file_batch *fb, struct file_xfer *x)
 	if (x->sx) {
 		/* its bvec is the placeholders' */
 		p2pnvme_shadow_put(fb->c, x->sx);
-		kfree(x->sx);
+		if (x->sx != x->sx_own)
+			kfree(x->sx);
 		x->sx = NULL;
 		x->bvec = NULL;
 	}
@@ -1297,6 +1304,8 @@ out_free_ios:
  *	 returned (any context, maybe hard interrupt)
  * @priv: for @end
  * @next_free: in @f's cache of ended transfers (@f->fc_lock)
+ * @sx: @x's placeholders, if it has them (@x.sx_own): zeroed when taken,
+ *	not with the rest at each use
  */
 struct p2pnvme_file_cmd {
 	struct file_batch fb;
@@ -1307,13 +1316,15 @@ struct p2pnvme_file_cmd {
 	void (*end)(void *priv);
 	void *priv;
 	struct p2pnvme_file_cmd *next_free;
+	/* not cleared at a reuse: from here on */
+	struct p2pnvme_shadow_xfer sx;
 };
 
 /*
  * Ended io_uring transfers an open file keeps for its next ones: at QD32
  * the slab's allocation and free of each (its free mostly the slow path,
  * the object's slab not the CPU's) cost more than a tenth of the
- * transfer's instructions. At most this many (about 32 x 0.5 KiB).
+ * transfer's instructions. At most this many (under 1 KiB each).
  */
 #define FILE_CMD_CACHE	32
 
@@ -1344,12 +1355,13 @@ struct p2pnvme_file_cmd *p2pnvme_file_cmd_alloc(struct p2pnvme_file *f, void (*e
 		f->fc_nfree--;
 	}
 	spin_unlock(&f->fc_lock);
-	if (fc)
-		memset(fc, 0, sizeof(*fc));	/* as new: nothing of the last transfer */
+	if (fc)		/* as new: nothing of the last transfer (@sx: when taken) */
+		memset(fc, 0, offsetof(struct p2pnvme_file_cmd, sx));
 	else
 		fc = kzalloc(sizeof(*fc), GFP_KERNEL_ACCOUNT);
 	if (!fc)
 		return NULL;
+	fc->x.sx_own = &fc->sx;
 	fc->fb.c = f->c;
 	fc->fb.ended = file_cmd_ended;
 	fc->x.batch = &fc->fb;
