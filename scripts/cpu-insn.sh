@@ -106,8 +106,9 @@ if [ -z "$from" ]; then
 	run=$top/out/runs/$profile.$test.base
 	case $test in
 	fiobench) est=$(( secs * (28 + 20 * passes) + 60 )) ;;
-	# 14 runs a pass, a second of set-up each (estimated: not booted yet)
-	filebench) est=$(( (secs + 1) * 16 * passes + 120 )) ;;
+	# 20 runs a pass (fio's four among them), a second of set-up each, the
+	# warm-ups and fio's verifying runs (estimated: not booted yet)
+	filebench) est=$(( (secs + 1) * 20 * passes + 150 )) ;;
 	*) est=$(( secs * 61 + 110 )) ;;
 	esac
 	what="$secs s per point, $passes passes, clocksource $clock"
