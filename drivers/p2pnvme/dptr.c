@@ -18,19 +18,6 @@ static dma_addr_t cursor_addr(struct p2pnvme_cursor *cur)
 	return sg_dma_address(cur->sg) + cur->off;
 }
 
-/*
- * The cursor past @n bytes of its current segment (no more than the
- * segment has left): on to the next segment when they were its last.
- */
-static void cursor_consumed(struct p2pnvme_cursor *cur, u64 n)
-{
-	cur->off += n;
-	if (cur->off == sg_dma_len(cur->sg)) {
-		cur->sg = sg_next(cur->sg);
-		cur->off = 0;
-	}
-}
-
 void p2pnvme_cursor_advance(struct p2pnvme_cursor *cur, u64 n)
 {
 	while (n && cur->sg) {
@@ -148,7 +135,7 @@ int p2pnvme_build_prps(__le64 *list, dma_addr_t list_dma, struct p2pnvme_cursor 
 		cmd->rw.dptr.prp1 = cpu_to_le64(addr);
 		if (len > first)
 			cmd->rw.dptr.prp2 = cpu_to_le64(addr + first);
-		cursor_consumed(cur, len);
+		p2pnvme_cursor_advance(cur, len);
 		return 0;
 	}
 	return build_prps_walk(list, list_dma, cur, addr, first, len, cmd);
@@ -224,7 +211,7 @@ int p2pnvme_build_sgl(struct nvme_sgl_desc *list, dma_addr_t list_dma,
 		d.length = cpu_to_le32(len);
 		d.type = NVME_SGL_FMT_DATA_DESC << 4;
 		cmd->rw.dptr.sgl = d;
-		cursor_consumed(cur, len);
+		p2pnvme_cursor_advance(cur, len);
 		return 0;
 	}
 	return build_sgl_walk(list, list_dma, cur, len, cmd);
