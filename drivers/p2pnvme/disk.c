@@ -708,6 +708,7 @@ static blk_status_t disk_map(struct p2pnvme_disk *d, struct request *rq, struct 
 	unsigned int nsegs = blk_rq_nr_phys_segments(rq), i;
 	struct p2pnvme *c = d->c;
 	struct scatterlist *sg;
+	struct bio_vec bv;
 	int ret;
 
 	if (WARN_ON_ONCE(!nsegs || nsegs > d->max_segs))
@@ -716,10 +717,9 @@ static blk_status_t disk_map(struct p2pnvme_disk *d, struct request *rq, struct 
 		       mempool_alloc(d->sg_pool, GFP_ATOMIC);
 	if (!pdu->sgt.sgl)
 		return BLK_STS_RESOURCE;
-	if (nsegs == 1 && req_bvec(rq).bv_len == blk_rq_payload_bytes(rq)) {
-		/* one bvec holds it all (a 4 KiB read): its entry without the walk */
-		struct bio_vec bv = req_bvec(rq);
-
+	/* one bvec that holds it all (a 4 KiB read): its entry without the walk */
+	bv = req_bvec(rq);
+	if (nsegs == 1 && bv.bv_len == blk_rq_payload_bytes(rq)) {
 		sg_init_table(pdu->sgt.sgl, 1);
 		sg_set_page(pdu->sgt.sgl, bv.bv_page, bv.bv_len, bv.bv_offset);
 		pdu->sgt.orig_nents = 1;

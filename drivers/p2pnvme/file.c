@@ -1323,8 +1323,8 @@ struct p2pnvme_file_cmd {
 /*
  * Ended io_uring transfers an open file keeps for its next ones: at QD32
  * the slab's allocation and free of each (its free mostly the slow path,
- * the object's slab not the CPU's) cost more than a tenth of the
- * transfer's instructions. At most this many (under 1 KiB each).
+ * the object's slab not the CPU's) cost about 400 of a 4 KiB read's 6,900
+ * instructions. At most this many (under 1 KiB each).
  */
 #define FILE_CMD_CACHE	32
 
