@@ -90,6 +90,13 @@ dev_read() {
 	esac
 }
 
+# fio_json: the job's error and its reads (total_ios) from /tmp/fio.json,
+# fio's JSON output, in _fr_e and _fr_n (empty where it has none)
+fio_json() {
+	_fr_e=$(sed -n 's/^ *"error" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+	_fr_n=$(sed -n '/"read" : {/,/}/s/^ *"total_ios" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+}
+
 # fio_row NAME FILE DEV BS QD: one timed fio job (one thread, io_uring,
 # O_DIRECT random reads of FILE, on block device DEV, into a mapping of
 # /dev/p2pbar0), its I/O in a window of its own (insn_win; fio runs its
@@ -109,8 +116,7 @@ fio_row() {
 		fio "$@" --time_based --runtime=1 --verify=crc32c --verify_interval=4096 \
 			--verify_fatal=1 >/tmp/fio.json 2>/tmp/fio.err
 		_fr_rc=$?
-		_fr_e=$(sed -n 's/^ *"error" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
-		_fr_n=$(sed -n '/"read" : {/,/}/s/^ *"total_ios" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+		fio_json
 		check_eq "fio $_fr_name, $_fr_bs QD$_fr_qd, verify=crc32c: every block read into p2pmem has its checksum and offset" \
 			"$_fr_rc ${_fr_e:-none} $([ "${_fr_n:-0}" -gt 0 ] && echo read)" "0 0 read"
 		[ "$_fr_rc" = 0 ] || diag "$(head -c 400 /tmp/fio.err)"
@@ -138,8 +144,7 @@ fio_row() {
 	_fr_busy=$(cat /tmp/fio.b0 /tmp/fio.b1 2>/dev/null |
 		awk '/^cpu / { b[n++] = $2 + $3 + $4 + $7 + $8 + $9 } END { print n == 2 ? b[1] - b[0] : 0 }')
 	echo "P2P-FIO {\"row\":\"$_fr_name\",\"bench\":\"$_fr_name\",\"dev\":\"$_fr_file\",\"mem\":\"p2p\",\"bs\":$_fr_bs,\"qd\":$_fr_qd,\"busy\":$_fr_busy,\"mark\":$_fr_w,\"read_bytes\":$((_fr_d1 - _fr_d0)),\"fio\":$( [ $_fr_rc -eq 0 ] && sed -n '/^{/,$p' /tmp/fio.json | tr -d '\n' || echo null)}"
-	_fr_e=$(sed -n 's/^ *"error" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
-	_fr_n=$(sed -n '/"read" : {/,/}/s/^ *"total_ios" : \([0-9]*\),*$/\1/p' /tmp/fio.json | head -n 1)
+	fio_json
 	check_eq "fio $_fr_name, $_fr_bs QD$_fr_qd: exit 0, error 0, its I/O between its prerun and postrun" \
 		"$_fr_rc ${_fr_e:-none} $([ -s /tmp/fio.b0 ] && [ -s /tmp/fio.b1 ] && echo marked)" "0 0 marked"
 	[ "$_fr_rc" = 0 ] || diag "$(head -c 400 /tmp/fio.err)"
